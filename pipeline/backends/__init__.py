@@ -1,0 +1,22 @@
+"""Compute backends behind the ``groth16.backend.Backend`` protocol."""
+from __future__ import annotations
+
+
+def create_backend(name: str = "auto", **options):
+    """``cpu``, ``cuda``, or ``auto`` (CUDA where a GPU answers, else CPU)."""
+    if name == "cpu":
+        from .cpu import CpuBackend
+
+        return CpuBackend()
+    if name in ("cuda", "auto"):
+        try:
+            from .cuda import CudaBackend
+
+            return CudaBackend(**options)
+        except Exception as exc:  # no driver, no GPU, or no cuda-python
+            if name == "cuda":
+                raise RuntimeError(f"CUDA backend unavailable: {exc}") from exc
+            from .cpu import CpuBackend
+
+            return CpuBackend()
+    raise ValueError(f"unknown backend {name!r} (expected cpu, cuda or auto)")

@@ -1,0 +1,3 @@
+from .backend import CpuBackend, CpuKey
+
+__all__ = ["CpuBackend", "CpuKey"]

@@ -1,0 +1,32 @@
+"""Shared test fixtures: one table of curves, and the snarkjs fixture folders."""
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from pipeline.curves import BLS12_381, BN254
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = REPO / "tests" / "fixtures"
+CURVE_NAMES = ("bn128", "bls12381")
+CIRCUITS = ("multiplier", "bits", "poseidon2", "chain_2e8", "chain_2e10")
+
+
+@pytest.fixture(params=[BN254, BLS12_381], ids=lambda c: c.name)
+def curve(request):
+    return request.param
+
+
+def fixture_dir(curve_name: str, circuit: str) -> Path:
+    return FIXTURES / curve_name / circuit
+
+
+def snarkjs_verify(vk: Path, public: Path, proof: Path) -> bool:
+    """The external verdict: snarkjs groth16 verify (through the project's fixture script)."""
+    script = REPO / "tools" / "make_fixtures.sh"
+    out = subprocess.run(["bash", str(script), "--verify", str(vk), str(public), str(proof)],
+                         capture_output=True, text=True, timeout=300, env={**os.environ, "NODE_NO_WARNINGS": "1"})
+    return out.returncode == 0
