@@ -1,0 +1,146 @@
+"""What the readers return: plain frozen dataclasses over numpy arrays.
+
+Forms (know them for every buffer):
+- curve points in ``Groth16Zkey.points_*`` are affine, coordinates in **Montgomery form**
+  exactly as snarkjs stores them; the point at infinity is all-zero limbs.
+  G1: shape (n, 2, fq_limbs) as (x, y). G2: shape (n, 2, 2, fq_limbs) as ((x.c0, x.c1), (y.c0, y.c1)).
+- ``Groth16Zkey.coeff_values_stored``: the A/B matrix coefficients as snarkjs stores them,
+  value * R^2 mod r ("Montgomery twice"), so that one Montgomery product with a plain witness
+  value gives the Montgomery form of coefficient * witness. ``coeff_value_ints`` gives the
+  true values.
+- vk points (``alpha1`` ... ``ic``) are decoded: affine tuples of Python ints in plain form,
+  ``None`` for infinity.
+- witness values (``Witness.values``) are plain form, shape (n, fr_limbs), as in ``.wtns``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+
+from ..curves import Curve
+
+G1Affine = tuple[int, int] | None
+G2Affine = tuple[tuple[int, int], tuple[int, int]] | None
+
+MATRIX_A = 0
+MATRIX_B = 1
+
+
+@dataclass(frozen=True, eq=False)
+class Groth16Zkey:
+    path: str
+    curve: Curve
+    n_vars: int  # witness length, including the constant 1 at index 0
+    n_public: int  # public signals (outputs + public inputs), witness[1 .. n_public]
+    domain_size: int  # power of two >= constraints + n_public + 1
+    alpha1: G1Affine
+    beta1: G1Affine
+    beta2: G2Affine
+    gamma2: G2Affine
+    delta1: G1Affine
+    delta2: G2Affine
+    ic: tuple[G1Affine, ...]  # n_public + 1 points
+    coeff_matrix: np.ndarray  # (m,) uint32: MATRIX_A or MATRIX_B
+    coeff_constraint: np.ndarray  # (m,) uint32 row, < domain_size
+    coeff_signal: np.ndarray  # (m,) uint32 column, < n_vars
+    coeff_values_stored: np.ndarray  # (m, fr_limbs) uint64, value*R^2 mod r
+    points_a: np.ndarray  # (n_vars, 2, fq_limbs) Montgomery
+    points_b1: np.ndarray  # (n_vars, 2, fq_limbs) Montgomery
+    points_b2: np.ndarray  # (n_vars, 2, 2, fq_limbs) Montgomery
+    points_c: np.ndarray  # (n_vars - n_public - 1, 2, fq_limbs) Montgomery, for private signals
+    points_h: np.ndarray  # (domain_size, 2, fq_limbs) Montgomery
+    sections: dict[int, tuple[int, int]] = field(default_factory=dict)  # id -> (offset, size)
+
+    @property
+    def log_domain_size(self) -> int:
+        return self.domain_size.bit_length() - 1
+
+    def coeff_value_ints(self) -> list[int]:
+        """True coefficient values (stored * R^-2 mod r)."""
+        fr = self.curve.fr
+        r_inv2 = fr.r_mont_inv * fr.r_mont_inv % fr.modulus
+        return [v * r_inv2 % fr.modulus for v in fr.ints_from_limbs(self.coeff_values_stored)]
+
+    def verification_key(self) -> "VerificationKey":
+        return VerificationKey.from_zkey(self)
+
+    def host_bytes(self) -> int:
+        arrays = (self.coeff_matrix, self.coeff_constraint, self.coeff_signal, self.coeff_values_stored,
+                  self.points_a, self.points_b1, self.points_b2, self.points_c, self.points_h)
+        return sum(a.nbytes for a in arrays)
+
+
+@dataclass(frozen=True)
+class VerificationKey:
+    """What ``verification_key.json`` holds (vk_alphabeta_12 is derived, not stored)."""
+
+    curve: Curve
+    n_public: int
+    alpha1: G1Affine
+    beta2: G2Affine
+    gamma2: G2Affine
+    delta2: G2Affine
+    ic: tuple[G1Affine, ...]  # n_public + 1 points
+
+    @classmethod
+    def from_zkey(cls, zkey: "Groth16Zkey") -> "VerificationKey":
+        return cls(zkey.curve, zkey.n_public, zkey.alpha1, zkey.beta2, zkey.gamma2, zkey.delta2, zkey.ic)
+
+
+class ProofPoints(NamedTuple):
+    """A proof as read from proof.json: affine points in plain form (``None`` = infinity)."""
+
+    pi_a: G1Affine
+    pi_b: G2Affine
+    pi_c: G1Affine
+
+
+@dataclass(frozen=True, eq=False)
+class Witness:
+    path: str
+    curve: Curve
+    values: np.ndarray  # (n, fr_limbs) uint64, plain form
+
+    def __len__(self) -> int:
+        return self.values.shape[0]
+
+
+@dataclass(frozen=True)
+class LinearCombination:
+    signals: np.ndarray  # (k,) uint32
+    values: np.ndarray  # (k, fr_limbs) uint64, plain form
+
+
+@dataclass(frozen=True, eq=False)
+class R1cs:
+    path: str
+    curve: Curve
+    n_wires: int
+    n_pub_out: int
+    n_pub_in: int
+    n_prv_in: int
+    n_labels: int
+    constraints: tuple[tuple[LinearCombination, LinearCombination, LinearCombination], ...]
+
+    @property
+    def n_public(self) -> int:
+        return self.n_pub_out + self.n_pub_in
+
+
+@dataclass(frozen=True)
+class VerificationKey:
+    """A Groth16 verification key (snarkjs verification_key.json), points decoded to plain ints."""
+
+    curve: Curve
+    n_public: int
+    alpha1: G1Affine
+    beta2: G2Affine
+    gamma2: G2Affine
+    delta2: G2Affine
+    ic: tuple[G1Affine, ...]
+
+    @classmethod
+    def from_zkey(cls, zkey: "Groth16Zkey") -> "VerificationKey":
+        return cls(zkey.curve, zkey.n_public, zkey.alpha1, zkey.beta2, zkey.gamma2, zkey.delta2, zkey.ic)
