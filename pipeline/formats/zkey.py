@@ -1,0 +1,217 @@
+"""snarkjs Groth16 proving keys (.zkey): ``read_zkey``.
+
+Layout (binfile magic "zkey", version 1; every number little-endian):
+
+    1 header          u32 protocol (1 groth16, 2 plonk, 10 fflonk)
+    2 groth16 header  u32 n8q, q, u32 n8r, r, u32 nVars, u32 nPublic, u32 domainSize,
+                      alpha1, beta1 (G1), beta2, gamma2 (G2), delta1 (G1), delta2 (G2)
+    3 IC              nPublic + 1 G1
+    4 coefficients    u32 m, then m x (u32 matrix, u32 constraint, u32 signal, n8r bytes value*R^2)
+    5 A               nVars G1
+    6 B1              nVars G1
+    7 B2              nVars G2
+    8 C               nVars - nPublic - 1 G1 (private signals only)
+    9 H               domainSize G1
+   10 contributions   (MPC transcript: not read)
+
+Points are affine, coordinates in Montgomery form, all-zero for infinity. The vk points are
+decoded and checked here; the big arrays are read straight into aligned numpy arrays in
+stored form, unchecked unless ``check_points=True`` (which costs Python work per point).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..curves import Curve, curve_by_base_prime, curve_by_scalar_prime
+from .binfile import BinFile, SectionCursor, check_power_of_two, first_not_below, read_array, read_layout
+from .errors import FormatError
+from .points_codec import decode_g1, decode_g2
+from .types import Groth16Zkey
+
+SECTION_NAMES = {1: "header", 2: "groth16 header", 3: "IC", 4: "coefficients", 5: "A points",
+                 6: "B1 points", 7: "B2 points", 8: "C points", 9: "H points", 10: "contributions"}
+PROTOCOLS = {1: "groth16", 2: "plonk", 10: "fflonk"}
+GROTH16 = 1
+COEF_HEADER_BYTES = 12  # matrix, constraint, signal
+
+
+def coefficient_dtype(fr_limbs: int) -> np.dtype:
+    """One packed record of section 4 (44 bytes on both curves)."""
+    return np.dtype([("matrix", "<u4"), ("constraint", "<u4"), ("signal", "<u4"),
+                     ("value", "<u8", (fr_limbs,))])
+
+
+@dataclass(frozen=True)
+class ZkeyHeader:
+    """Sections 1 and 2, with the vk points still in stored bytes."""
+
+    binfile: BinFile
+    curve: Curve
+    n_vars: int
+    n_public: int
+    domain_size: int
+    vk_bytes: dict[str, bytes]  # alpha1, beta1, beta2, gamma2, delta1, delta2
+
+    @property
+    def n_private(self) -> int:
+        return self.n_vars - self.n_public - 1
+
+
+def curve_from_primes(path: str, label: str, q: int | None, r: int | None) -> Curve:
+    """The curve whose base and/or scalar prime are given; an error naming unknown primes."""
+    by_q = curve_by_base_prime(q) if q is not None else None
+    by_r = curve_by_scalar_prime(r) if r is not None else None
+    if (q is not None and by_q is None) or (r is not None and by_r is None):
+        shown = ", ".join(f"{n} = {v}" for n, v in (("q", q), ("r", r)) if v is not None)
+        raise FormatError(path, f"{label}: unknown curve ({shown}); known curves: bn128 (BN254), bls12381")
+    if by_q is not None and by_r is not None and by_q is not by_r:
+        raise FormatError(path, f"{label}: q is {by_q.name}'s base prime but r is {by_r.name}'s scalar prime")
+    return by_q or by_r
+
+
+def read_zkey_header(path: str | os.PathLike) -> ZkeyHeader:
+    """Check the container and sections 1-2; no point array is read."""
+    bf = read_layout(path, "zkey", 1, SECTION_NAMES)
+    path = bf.path
+    cur = bf.cursor(1)
+    protocol = cur.u32("protocol id")
+    cur.expect_end("the protocol id")
+    if protocol != GROTH16:
+        name = PROTOCOLS.get(protocol)
+        if name:
+            raise FormatError(path, f"{bf.label(1)}: is a {name} zkey, expected groth16")
+        raise FormatError(path, f"{bf.label(1)}: unknown protocol id {protocol}, expected 1 (groth16)")
+
+    cur = bf.cursor(2)
+    n8q = cur.u32("n8q")
+    if n8q not in (32, 48):
+        raise cur.fail(f"n8q (bytes per base field element) must be 32 or 48, found {n8q}")
+    q = cur.bigint(n8q, "q")
+    n8r = cur.u32("n8r")
+    if n8r != 32:
+        raise cur.fail(f"n8r (bytes per scalar) must be 32, found {n8r}")
+    r = cur.bigint(n8r, "r")
+    curve = curve_from_primes(path, cur.label, q, r)
+    if n8q != curve.fq.n_bytes:
+        raise cur.fail(f"n8q is {n8q} but {curve.name}'s base field takes {curve.fq.n_bytes} bytes")
+    n_vars = cur.u32("nVars")
+    n_public = cur.u32("nPublic")
+    domain_size = cur.u32("domainSize")
+    if n_public + 1 > n_vars:
+        raise cur.fail(f"nPublic ({n_public}) + 1 exceeds nVars ({n_vars})")
+    check_power_of_two(path, cur.label, domain_size, "domainSize")
+    if domain_size.bit_length() - 1 > curve.fr.two_adicity:
+        raise cur.fail(f"domainSize 2^{domain_size.bit_length() - 1} exceeds {curve.name}'s 2-adicity "
+                       f"{curve.fr.two_adicity}")
+    g1, g2 = 2 * n8q, 4 * n8q
+    vk_bytes = {}
+    for name, size in (("alpha1", g1), ("beta1", g1), ("beta2", g2), ("gamma2", g2), ("delta1", g1), ("delta2", g2)):
+        vk_bytes[name] = cur.raw(size, name)
+    cur.expect_end("the groth16 header")
+    return ZkeyHeader(bf, curve, n_vars, n_public, domain_size, vk_bytes)
+
+
+def read_zkey(path: str | os.PathLike, check_points: bool = False) -> Groth16Zkey:
+    """Read and check a Groth16 zkey. Raises ``FormatError`` naming the file and section on any problem.
+
+    Always checked: the container, every section's exact size, header values, coefficient
+    indices and values, and that the vk points (alpha1 ... delta2, IC) lie on the curve (and,
+    for the G2 ones, in the subgroup). ``check_points`` also checks every point of the
+    A/B1/B2/C/H arrays (coordinates below q and on the curve: slow, Python per point).
+    """
+    header = read_zkey_header(path)
+    bf, curve = header.binfile, header.curve
+    path = bf.path
+    fq_limbs, fr_limbs = curve.fq.limbs, curve.fr.limbs
+    g1_bytes, g2_bytes = 2 * curve.fq.n_bytes, 4 * curve.fq.n_bytes
+    n_vars, n_public, domain_size = header.n_vars, header.n_public, header.domain_size
+
+    vk = {}
+    for name, raw in header.vk_bytes.items():
+        what = f"{bf.label(2)}: {name}"
+        if len(raw) == g1_bytes:
+            vk[name] = decode_g1(curve, raw, path, what)
+        else:
+            vk[name] = decode_g2(curve, raw, path, what)
+            if not curve.g2.is_in_subgroup(vk[name]):
+                raise FormatError(path, f"{what}: not in the prime-order subgroup of {curve.g2.name}")
+
+    bf.expect_size(3, (n_public + 1) * g1_bytes, f"nPublic + 1 = {n_public + 1} G1 points")
+    ic_raw = bf.read_bytes(3)
+    ic = tuple(decode_g1(curve, ic_raw[i * g1_bytes : (i + 1) * g1_bytes], path, f"{bf.label(3)}: IC[{i}]")
+               for i in range(n_public + 1))
+
+    matrix, constraint, signal, values = _read_coefficients(bf, curve, n_vars, domain_size)
+
+    arrays = {}
+    for section_id, key, count, shape in (
+        (5, "points_a", n_vars, (2, fq_limbs)),
+        (6, "points_b1", n_vars, (2, fq_limbs)),
+        (7, "points_b2", n_vars, (2, 2, fq_limbs)),
+        (8, "points_c", header.n_private, (2, fq_limbs)),
+        (9, "points_h", domain_size, (2, fq_limbs)),
+    ):
+        point_bytes = 8 * int(np.prod(shape))
+        group = "G2" if len(shape) == 3 else "G1"
+        bf.expect_size(section_id, count * point_bytes, f"{count} {group} points")
+        arrays[key] = read_array(bf, section_id, 0, "<u8", (count, *shape))
+        if check_points:
+            check_point_array(curve, arrays[key], path, bf.label(section_id))
+
+    return Groth16Zkey(
+        path=path, curve=curve, n_vars=n_vars, n_public=n_public, domain_size=domain_size,
+        alpha1=vk["alpha1"], beta1=vk["beta1"], beta2=vk["beta2"], gamma2=vk["gamma2"],
+        delta1=vk["delta1"], delta2=vk["delta2"], ic=ic,
+        coeff_matrix=matrix, coeff_constraint=constraint, coeff_signal=signal, coeff_values_stored=values,
+        sections=dict(bf.sections), **arrays)
+
+
+def _read_coefficients(bf: BinFile, curve: Curve, n_vars: int, domain_size: int):
+    """Section 4 as four arrays, through one structured view (no Python work per record)."""
+    path, label = bf.path, bf.label(4)
+    offset, size = bf.require(4)
+    if size < 4:
+        raise FormatError(path, f"{label}: too short: expected at least 4 bytes (the count), found {size}")
+    count = SectionCursor(path, label, read_array(bf, 4, 0, "<u4", (1,)).tobytes()).u32("count")
+    dtype = coefficient_dtype(curve.fr.limbs)
+    bf.expect_size(4, 4 + count * dtype.itemsize, f"{count} coefficients of {dtype.itemsize} bytes")
+    raw = read_array(bf, 4, 4, np.uint8, (count * dtype.itemsize,))
+    records = raw.view(dtype)
+    matrix = records["matrix"].copy()
+    constraint = records["constraint"].copy()
+    signal = records["signal"].copy()
+    values = np.ascontiguousarray(records["value"])
+    for name, column, limit, what in ((("matrix", matrix, 2, "0 (A) or 1 (B)")),
+                                      ("constraint", constraint, domain_size, f"below domainSize {domain_size}"),
+                                      ("signal", signal, n_vars, f"below nVars {n_vars}")):
+        bad = np.flatnonzero(column >= limit)
+        if bad.size:
+            i = int(bad[0])
+            raise FormatError(path, f"{label}: coefficient {i}: {name} must be {what}, found {int(column[i])}")
+    bad_value = first_not_below(values, curve.fr.modulus)
+    if bad_value is not None:
+        raise FormatError(path, f"{label}: coefficient {bad_value}: value is not below r")
+    return matrix, constraint, signal, values
+
+
+def check_point_array(curve: Curve, points: np.ndarray, path: str, label: str) -> None:
+    """Every stored point below q and on the curve (all-zero = infinity). Python per point: slow."""
+    fq = curve.fq
+    bad = first_not_below(points.reshape(-1, fq.limbs), fq.modulus)
+    if bad is not None:
+        per_point = points[0].size // fq.limbs
+        raise FormatError(path, f"{label}: point {bad // per_point}: a coordinate is not below q")
+    is_g2 = points.ndim == 4
+    group = curve.g2 if is_g2 else curve.g1
+    coords = [fq.from_mont(v) for v in fq.ints_from_limbs(points)]
+    step = 4 if is_g2 else 2
+    for i in range(points.shape[0]):
+        c = coords[i * step : (i + 1) * step]
+        if not any(c):
+            continue
+        pt = ((c[0], c[1]), (c[2], c[3])) if is_g2 else (c[0], c[1])
+        if not group.is_on_curve(pt):
+            raise FormatError(path, f"{label}: point {i} is not on the {group.name} curve")

@@ -1,0 +1,91 @@
+"""The zkpipe command: each subcommand's happy path and its exit codes on bad input."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipeline.cli import EXIT_BAD_INPUT, EXIT_INVALID, EXIT_OK, main
+from tests.conftest import fixture_dir, snarkjs_verify
+
+
+def test_prove_then_verify_with_ours_and_snarkjs(tmp_path, capsys):
+    folder = fixture_dir("bls12381", "bits")
+    proof, public = tmp_path / "proof.json", tmp_path / "public.json"
+    assert main(["prove", str(folder / "circuit_final.zkey"), str(folder / "witness.wtns"),
+                 "--proof", str(proof), "--public", str(public), "--backend", "cpu"]) == EXIT_OK
+    assert json.loads(public.read_text()) == json.loads((folder / "public.json").read_text())
+    assert main(["verify", str(folder / "vk.json"), str(public), str(proof)]) == EXIT_OK
+    assert "valid" in capsys.readouterr().out
+    assert snarkjs_verify(folder / "vk.json", public, proof)
+
+
+def test_verify_exits_1_on_a_tampered_proof(capsys):
+    folder = fixture_dir("bn128", "chain_2e8")
+    assert main(["verify", str(folder / "vk.json"), str(folder / "public.json"),
+                 str(folder / "proof_bad.json")]) == EXIT_INVALID
+    assert "INVALID" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("curve_name", ["bn128", "bls12381"])
+def test_export_vk_matches_snarkjs_fields(tmp_path, curve_name):
+    folder = fixture_dir(curve_name, "poseidon2")
+    out = tmp_path / "vk.json"
+    assert main(["export-vk", str(folder / "circuit_final.zkey"), str(out)]) == EXIT_OK
+    ours, theirs = json.loads(out.read_text()), json.loads((folder / "vk.json").read_text())
+    for field in ("protocol", "curve", "nPublic", "vk_alpha_1", "vk_beta_2", "vk_gamma_2", "vk_delta_2", "IC"):
+        assert ours[field] == theirs[field], field
+
+
+def test_inspect_names_curve_and_sizes(capsys):
+    folder = fixture_dir("bn128", "chain_2e8")
+    assert main(["inspect", str(folder / "circuit_final.zkey")]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert "bn128" in out and "244" in out
+
+
+def test_truncated_key_exits_2_naming_the_file(tmp_path, capsys):
+    folder = fixture_dir("bn128", "chain_2e8")
+    cut = tmp_path / "cut.zkey"
+    cut.write_bytes((folder / "circuit_final.zkey").read_bytes()[:5000])
+    assert main(["prove", str(cut), str(folder / "witness.wtns"), "--backend", "cpu"]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert "cut.zkey" in err and "Traceback" not in err
+
+
+def test_witness_of_other_curve_exits_2(tmp_path, capsys):
+    key = fixture_dir("bn128", "multiplier") / "circuit_final.zkey"
+    wtns = fixture_dir("bls12381", "multiplier") / "witness.wtns"
+    assert main(["prove", str(key), str(wtns), "--proof", str(tmp_path / "p.json"),
+                 "--public", str(tmp_path / "q.json"), "--backend", "cpu"]) == EXIT_BAD_INPUT
+    assert "bls12381" in capsys.readouterr().err
+
+
+def test_witness_given_as_key_exits_2(capsys):
+    wtns = fixture_dir("bn128", "multiplier") / "witness.wtns"
+    assert main(["prove", str(wtns), str(wtns), "--backend", "cpu"]) == EXIT_BAD_INPUT
+    assert "witness.wtns" in capsys.readouterr().err
+
+
+def test_missing_file_exits_2(tmp_path, capsys):
+    assert main(["verify", str(tmp_path / "nope.json"), str(tmp_path / "a"), str(tmp_path / "b")]) == EXIT_BAD_INPUT
+    assert "nope.json" in capsys.readouterr().err
+
+
+def test_demo_proves_and_verifies_the_bundled_example(capsys):
+    assert main(["demo", "--curve", "bn128", "--backend", "cpu"]) == EXIT_OK
+    assert "VALID" in capsys.readouterr().out
+
+
+def test_console_script_runs_and_reports_bad_input_with_exit_2(tmp_path):
+    script = shutil.which("zkpipe") or str(Path(sys.executable).parent / "zkpipe")
+    assert Path(script).exists(), "pip install -e . should install the zkpipe command"
+    bogus = tmp_path / "bogus.zkey"
+    bogus.write_bytes(b"not a zkey at all")
+    out = subprocess.run([script, "inspect", str(bogus)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == EXIT_BAD_INPUT
+    assert "bogus.zkey" in out.stderr and "Traceback" not in out.stderr
