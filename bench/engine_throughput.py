@@ -1,0 +1,161 @@
+"""Engine throughput: a stream of jobs of N partitions at several jobs-in-flight levels and
+gpu_workers_per_device values. Reports s/proof, per-stage medians, GPU-lock busy fraction,
+the gpu-stage share (s/proof over the sum of gpu stage times), loop lag and peak host memory;
+writes a markdown table and an SVG timeline of one run (matplotlib is not a dependency).
+
+    python bench/engine_throughput.py --backend cpu --circuit chain_2e8 --partitions 2 \
+        --jobs-in-flight 1,2,5 --gpu-workers 1,2,3
+    python bench/engine_throughput.py --backend cuda --circuit chain_2e10 --partitions 8 \
+        --jobs-in-flight 1,2,5,10,20 --gpu-workers 1,2,3        # on the GPU host
+
+Target (issue 4): at saturation the GPU lock is busy >= 95% of the time and s/proof is within
+5% of the gpu stage time per proof.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import platform
+import resource
+import statistics
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from pipeline.engine import Engine, EngineConfig  # noqa: E402
+
+STAGES = ("synth_ms", "prep_msm_ms", "gpu_lock_wait_ms", "gpu_total_ms", "b_g2_msm_ms", "epilogue_ms", "total_ms")
+COLORS = {"synthesize": "#8ecae6", "prep_msm": "#219ebc", "gpu": "#d62828", "b_g2_msm": "#f77f00",
+          "epilogue": "#2a9d8f"}
+
+
+async def run_level(args, gw: int, jobs_in_flight: int, fixture: Path):
+    config = EngineConfig(backend=args.backend, gpu_workers_per_device=gw, g2_msm_placement=args.g2,
+                          max_partitions_in_flight=max(4, gw * 2 + 4), queue_size=2,
+                          gil_switch_interval_s=args.gil_switch_interval)
+    async with Engine(config) as engine:
+        engine.register_key("bench", zkey_path=fixture / "circuit_final.zkey", wasm_path=fixture / "circuit.wasm")
+        await engine.preload("bench")
+        warm = await engine.submit("bench", [str(fixture / "witness.wtns")])  # first-call costs out of the numbers
+        await warm.result()
+        n_jobs = max(args.jobs, jobs_in_flight)
+        sources = [str(fixture / "witness.wtns")] * args.partitions
+        engine.metrics.loop_lags.clear()
+        t_start = time.perf_counter()
+        proofs = []
+        pending: set = set()
+        submitted = 0
+        while submitted < n_jobs or pending:
+            while submitted < n_jobs and len(pending) < jobs_in_flight:
+                job = await engine.submit("bench", sources)
+                pending.add(asyncio.ensure_future(job.result()))
+                submitted += 1
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            for fut in done:
+                proofs.extend(fut.result())
+        wall = time.perf_counter() - t_start
+        timeline = [iv for iv in engine.timeline() if iv.end >= t_start]
+        lags = sorted(engine.metrics.loop_lags) or [0.0]
+    gpu_sum = sum(iv.end - max(iv.start, t_start) for iv in timeline if iv.stage == "gpu")
+    medians = {k: statistics.median([p.timings_ms[k] for p in proofs if k in p.timings_ms])
+               for k in STAGES if any(k in p.timings_ms for p in proofs)}
+    row = {"gw": gw, "jif": jobs_in_flight, "proofs": len(proofs), "wall_s": wall, "s_per_proof": wall / len(proofs),
+           "gpu_s_per_proof": gpu_sum / len(proofs), "lock_busy": gpu_sum / wall,
+           "loop_lag_p95_ms": lags[int(0.95 * (len(lags) - 1))],
+           "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, **medians}
+    return row, timeline, t_start
+
+
+def write_svg(path: Path, timeline, t0: float, title: str) -> None:
+    """One row per worker, one box per stage interval (hand-written SVG; no plotting library)."""
+    workers = sorted({iv.worker if iv.stage == "gpu" else iv.stage for iv in timeline},
+                     key=lambda w: (["synthesize", "prep_msm", "b_g2_msm"].index(w) if w in ("synthesize", "prep_msm", "b_g2_msm")
+                                    else 3 if w.startswith("gpu") else 4, w))
+    t_end = max(iv.end for iv in timeline)
+    width, left, row_h = 1100, 110, 26
+    scale = (width - left - 20) / (t_end - t0)
+    height = 60 + row_h * len(workers) + 30
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="11">',
+           f'<text x="10" y="20" font-size="14">{title}</text>']
+    for i, w in enumerate(workers):
+        y = 40 + i * row_h
+        out.append(f'<text x="10" y="{y + 16}">{w}</text>')
+        out.append(f'<line x1="{left}" y1="{y + row_h - 2}" x2="{width - 20}" y2="{y + row_h - 2}" stroke="#eee"/>')
+    for iv in timeline:
+        row = iv.worker if iv.stage == "gpu" else iv.stage
+        y = 40 + workers.index(row) * row_h
+        x = left + (max(iv.start, t0) - t0) * scale
+        w = max(1.0, (iv.end - max(iv.start, t0)) * scale)
+        out.append(f'<rect x="{x:.1f}" y="{y + 2}" width="{w:.1f}" height="{row_h - 6}" fill="{COLORS.get(iv.stage, "#999")}" '
+                   f'stroke="#333" stroke-width="0.3"><title>{iv.stage} job {iv.job_id[:6]} part {iv.partition}: '
+                   f'{(iv.end - iv.start) * 1e3:.1f} ms</title></rect>')
+        if w > 18:
+            out.append(f'<text x="{x + 2:.1f}" y="{y + 15}" font-size="9" fill="#fff">{iv.job_id[:3]}/{iv.partition}</text>')
+    y = height - 15
+    out.append(f'<text x="{left}" y="{y}">0 s</text><text x="{width - 60}" y="{y}">{t_end - t0:.2f} s</text>')
+    for i, (stage, color) in enumerate(COLORS.items()):
+        out.append(f'<rect x="{left + 120 + i * 120}" y="{y - 10}" width="12" height="12" fill="{color}"/>'
+                   f'<text x="{left + 136 + i * 120}" y="{y}">{stage}</text>')
+    out.append("</svg>")
+    path.write_text("\n".join(out))
+
+
+def markdown(args, rows, svg_name: str) -> str:
+    lines = [f"# Engine throughput: {args.backend} backend, {args.curve}/{args.circuit}, "
+             f"{args.partitions} partitions per job, G2 MSM on the {args.g2}",
+             "", f"Host: {platform.node()} ({platform.machine()}, Python {platform.python_version()}); "
+             f"date {time.strftime('%Y-%m-%d %H:%M')}. Jobs per level: max({args.jobs}, jif). "
+             f"GIL switch interval: {args.gil_switch_interval or 'default'}.", "",
+             "gw = gpu_workers_per_device, jif = jobs in flight; stage columns are medians in ms; "
+             "lock busy = sum of gpu-stage time / wall; gpu s/proof = gpu-stage time per proof "
+             "(the floor s/proof can reach).", "",
+             "| gw | jif | proofs | s/proof | gpu s/proof | s/proof ÷ gpu | lock busy | synth | prep | lock wait "
+             "| gpu | b_g2 | epilogue | total | loop lag p95 ms | peak RSS MiB |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        def m(k):
+            return f"{r[k]:.0f}" if k in r else "-"
+        lines.append(f"| {r['gw']} | {r['jif']} | {r['proofs']} | {r['s_per_proof']:.3f} | {r['gpu_s_per_proof']:.3f} | "
+                     f"{r['s_per_proof'] / r['gpu_s_per_proof']:.2f} | {r['lock_busy'] * 100:.0f}% | {m('synth_ms')} | "
+                     f"{m('prep_msm_ms')} | {m('gpu_lock_wait_ms')} | {m('gpu_total_ms')} | {m('b_g2_msm_ms')} | "
+                     f"{m('epilogue_ms')} | {m('total_ms')} | {r['loop_lag_p95_ms']:.1f} | {r['peak_rss_mib']:.0f} |")
+    lines += ["", f"Timeline of the last run: [{svg_name}]({svg_name}) (one row per worker; hover a box for its stage "
+              "and duration)."]
+    return "\n".join(lines) + "\n"
+
+
+async def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--backend", default="cpu")
+    p.add_argument("--curve", default="bn128")
+    p.add_argument("--circuit", default="chain_2e8")
+    p.add_argument("--partitions", type=int, default=2)
+    p.add_argument("--jobs", type=int, default=3, help="jobs per level (at least jobs-in-flight)")
+    p.add_argument("--jobs-in-flight", default="1,2,5")
+    p.add_argument("--gpu-workers", default="1,2,3")
+    p.add_argument("--g2", choices=("gpu", "cpu"), default="gpu")
+    p.add_argument("--gil-switch-interval", type=float, default=None)
+    p.add_argument("--out", default=None, help="markdown path (default bench/results/engine_<backend>_<circuit>.md)")
+    args = p.parse_args()
+    fixture = REPO / "tests" / "fixtures" / args.curve / args.circuit
+    out = Path(args.out or REPO / "bench" / "results" / f"engine_{args.backend}_{args.curve}_{args.circuit}.md")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    rows, last = [], None
+    for gw in [int(x) for x in args.gpu_workers.split(",")]:
+        for jif in [int(x) for x in args.jobs_in_flight.split(",")]:
+            row, timeline, t0 = await run_level(args, gw, jif, fixture)
+            rows.append(row)
+            last = (timeline, t0, f"gw={gw} jif={jif}")
+            print(f"gw={gw} jif={jif}: {row['s_per_proof']:.3f} s/proof, gpu {row['gpu_s_per_proof']:.3f} s/proof, "
+                  f"lock busy {row['lock_busy'] * 100:.0f}%, loop lag p95 {row['loop_lag_p95_ms']:.1f} ms", flush=True)
+    svg = out.with_suffix(".timeline.svg")
+    write_svg(svg, last[0], last[1], f"{args.backend} {args.curve}/{args.circuit} {last[2]}")
+    out.write_text(markdown(args, rows, svg.name))
+    print(f"wrote {out} and {svg}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,84 @@
+"""EngineConfig: every knob of the engine, in one frozen dataclass with checked values."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+
+PRIORITIES = ("critical", "high", "normal", "low")  # highest first
+G2_PLACEMENTS = ("gpu", "cpu")
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    # -- where proofs run -------------------------------------------------------------------
+    backend: str = "auto"  # "cpu" | "cuda" | "auto", given to pipeline.backends.create_backend
+    devices: tuple[int, ...] | None = None  # device ordinals; None: every device the backend reports
+    gpu_workers_per_device: int = 2  # workers taking turns at one device's GPU lock
+
+    # -- CPU stage workers (each with its own named thread pool) ---------------------------
+    synthesize_workers: int = 2
+    prep_msm_workers: int = 1
+    epilogue_workers: int = 2
+    g2_msm_workers: int = 2  # workers for the G2 MSM of B when g2_msm_placement == "cpu"
+    g2_msm_executor: str = "process"  # "process" (off the loop's GIL; see cpu_workers.py) | "thread"
+
+    # -- queues and budgets (backpressure) -------------------------------------------------
+    queue_size: int = 2  # bound of every inter-stage queue (per device for the gpu stage)
+    max_partitions_in_flight: int = 8  # partitions admitted and not yet finished, all stages
+    host_memory_budget_bytes: int | None = None  # partitions in flight (witness, buffers); None: unbounded
+    key_host_budget_bytes: int | None = None  # resident keys on the host (LRU); None: unbounded
+    vram_budget_bytes: int | None = None  # per device: resident keys + one partition's scratch; None: unbounded
+
+    # -- what a proof includes -------------------------------------------------------------
+    g2_msm_placement: str = "gpu"  # "gpu": in the backend's msms; "cpu": started in prep_msm, joined in the epilogue
+    verify_proofs: bool = False  # verify every proof in the epilogue (our verifier; slow in pure Python)
+    check_r1cs: bool = True  # check witnesses against the key's registered .r1cs
+
+    # -- bookkeeping -----------------------------------------------------------------------
+    finished_jobs_kept: int = 1000  # finished jobs remembered for idempotent resubmission and lookup
+    timeline_events_kept: int = 10000  # stage intervals kept for status and plots
+    loop_lag_interval_s: float = 0.05  # how often the loop-lag probe wakes
+    # Python's GIL switch interval while the engine runs (restored at shutdown); None: leave it.
+    # With the pure-Python CPU backend in worker threads, 0.001 keeps loop lag near 5 ms
+    # (the 5 ms default gives 12 ms median, 60+ ms p95: see bench/results/engine_*).
+    gil_switch_interval_s: float | None = None
+
+    def __post_init__(self) -> None:
+        positive = ("gpu_workers_per_device", "synthesize_workers", "prep_msm_workers", "epilogue_workers",
+                    "g2_msm_workers", "queue_size", "max_partitions_in_flight", "finished_jobs_kept",
+                    "timeline_events_kept")
+        for name in positive:
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"EngineConfig.{name} must be a positive integer, got {value!r}")
+        for name in ("host_memory_budget_bytes", "key_host_budget_bytes", "vram_budget_bytes"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or value <= 0):
+                raise ValueError(f"EngineConfig.{name} must be a positive number of bytes or None, got {value!r}")
+        if self.g2_msm_placement not in G2_PLACEMENTS:
+            raise ValueError(f"EngineConfig.g2_msm_placement must be one of {G2_PLACEMENTS}, got {self.g2_msm_placement!r}")
+        if self.g2_msm_executor not in ("process", "thread"):
+            raise ValueError(f"EngineConfig.g2_msm_executor must be 'process' or 'thread', got {self.g2_msm_executor!r}")
+        if self.devices is not None:
+            devices = tuple(self.devices)
+            if not devices or len(set(devices)) != len(devices) or any(not isinstance(d, int) or d < 0 for d in devices):
+                raise ValueError(f"EngineConfig.devices must be distinct non-negative ordinals, got {self.devices!r}")
+            object.__setattr__(self, "devices", devices)
+        if self.gil_switch_interval_s is not None and self.gil_switch_interval_s <= 0:
+            raise ValueError("EngineConfig.gil_switch_interval_s must be positive or None")
+        if self.loop_lag_interval_s <= 0:
+            raise ValueError("EngineConfig.loop_lag_interval_s must be positive")
+
+    @classmethod
+    def from_dict(cls, values: dict) -> "EngineConfig":
+        """From a config file's mapping; unknown names are an error, not silently ignored."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"unknown engine settings: {', '.join(unknown)} (known: {', '.join(sorted(known))})")
+        values = dict(values)
+        if values.get("devices") is not None:
+            values["devices"] = tuple(values["devices"])
+        return cls(**values)
+
+    def to_dict(self) -> dict:
+        return asdict(self)

@@ -1,0 +1,313 @@
+"""The library API: ``Engine`` (keys in, jobs in, proofs out), an async context manager.
+
+    async with Engine(EngineConfig(backend="cpu")) as engine:
+        engine.register_key("mult", zkey_path="circuit_final.zkey", wasm_path="circuit.wasm")
+        job = await engine.submit("mult", [{"a": 3, "b": 11}, "witness.wtns"], priority="high")
+        proofs = await job.result()          # one PartitionProof per partition, in order
+
+Parts (input -> output): the ``KeyStore`` (key id -> resident key), the ``AdmissionQueue``
+and device choice (``scheduler``: jobs -> partitions in priority order), the ``Pipeline``
+(partitions -> proofs, four stages under one TaskGroup), ``Metrics`` (-> ``status()``,
+``prometheus()``). Jobs are remembered by id and by the caller's ``request_id``, so a retried
+submission returns the first job instead of proving twice.
+"""
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import sys
+import time
+from concurrent.futures import Executor, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from ..formats.types import Witness
+from .config import EngineConfig
+from .cpu_workers import make_g2_executor, warm_up
+from .devices import BackendFactory, Device, make_devices
+from .jobs import Job, JobEvent, JobState, Priority
+from .keystore import KeySpec, KeyStore
+from .metrics import Interval, Metrics, lock_busy_fraction, prometheus_text
+from .pipeline import Pipeline, StageListener
+
+log = logging.getLogger("pipeline.engine")
+
+
+class EngineNotRunning(RuntimeError):
+    pass
+
+
+class IdempotencyConflict(ValueError):
+    """A request id was reused for a different job."""
+
+
+class Engine:
+    def __init__(self, config: EngineConfig | None = None, *, backend_factory: BackendFactory | None = None) -> None:
+        self.config = config or EngineConfig()
+        self._backend_factory = backend_factory
+        self._executors: dict[str, Executor] = {}
+        self.devices: list[Device] = []
+        self.metrics = Metrics(self.config.timeline_events_kept)
+        self.keystore: KeyStore | None = None
+        self.pipeline: Pipeline | None = None
+        self._runner: asyncio.Task | None = None
+        self._jobs: collections.OrderedDict[str, Job] = collections.OrderedDict()
+        self._by_request: dict[str, Job] = {}
+        self._live: set[Job] = set()
+        self._seq = 0
+        self._state = "new"  # new -> running -> stopping -> stopped (or broken)
+        self._pending_specs: list[KeySpec] = []
+        self._saved_switch_interval: float | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+    async def __aenter__(self) -> "Engine":
+        await self.start()
+        return self
+
+    async def __aexit__(self, exc_type, exc, tb) -> None:
+        await self.shutdown(drain=exc_type is None)
+
+    async def start(self) -> None:
+        if self._state != "new":
+            raise RuntimeError(f"engine already {self._state}")
+        c = self.config
+        self._executors = {
+            "synthesize": ThreadPoolExecutor(c.synthesize_workers, thread_name_prefix="zkpipe-synth"),
+            "prep_msm": ThreadPoolExecutor(c.prep_msm_workers, thread_name_prefix="zkpipe-prep"),
+            "g2_msm": make_g2_executor(c.g2_msm_executor, c.g2_msm_workers),
+            "epilogue": ThreadPoolExecutor(c.epilogue_workers, thread_name_prefix="zkpipe-epi"),
+            "keys": ThreadPoolExecutor(1, thread_name_prefix="zkpipe-keys"),
+        }
+        self.devices = await asyncio.to_thread(make_devices, c, self._backend_factory)  # backends may be slow to start
+        if c.g2_msm_placement == "cpu":
+            await asyncio.to_thread(warm_up, self._executors["g2_msm"], c.g2_msm_workers)
+        decode_g2 = c.g2_msm_placement == "cpu" and c.g2_msm_executor == "thread"
+        self.keystore = KeyStore(c.key_host_budget_bytes, self._executors["keys"], decode_g2)
+        for spec in self._pending_specs:
+            self.keystore.register(spec)
+        self.pipeline = Pipeline(c, self.keystore, self.devices, self.metrics, self._executors)
+        self.metrics.started = time.perf_counter()
+        if c.gil_switch_interval_s is not None:
+            self._saved_switch_interval = sys.getswitchinterval()
+            sys.setswitchinterval(c.gil_switch_interval_s)
+        self._runner = asyncio.create_task(self._run(), name="zkpipe-engine")
+        self._runner.add_done_callback(self._runner_done)
+        self._state = "running"
+
+    async def _run(self) -> None:
+        async with asyncio.TaskGroup() as tg:  # owns every worker; cancelled by shutdown()
+            self.pipeline.start(tg)
+
+    def _runner_done(self, task: asyncio.Task) -> None:
+        if task.cancelled() or self._state == "stopping":
+            return
+        exc = task.exception()
+        log.error("engine workers stopped", exc_info=exc)
+        self._state = "broken"
+        for job in list(self._live):
+            job._fail(f"the engine stopped: {exc!r}")
+
+    async def shutdown(self, drain: bool = True) -> None:
+        """Stop taking jobs; finish (``drain``) or cancel the live ones; stop workers and pools."""
+        if self._state in ("new", "stopped"):
+            self._state = "stopped"
+            return
+        was_broken = self._state == "broken"
+        self._state = "stopping"
+        if not was_broken:
+            if drain:
+                await asyncio.gather(*(job.wait() for job in list(self._live)))
+            else:
+                for job in list(self._live):
+                    job.cancel()
+        if self._runner is not None:
+            self._runner.cancel()
+            try:
+                await self._runner
+            except (asyncio.CancelledError, Exception):
+                pass
+        await self._unload_everything()
+        if self._saved_switch_interval is not None:
+            sys.setswitchinterval(self._saved_switch_interval)
+            self._saved_switch_interval = None
+        for executor in [*self._executors.values(), *(d.executor for d in self.devices)]:
+            await asyncio.to_thread(executor.shutdown, wait=True, cancel_futures=True)
+        self._state = "stopped"
+
+    async def _unload_everything(self) -> None:
+        for device in self.devices:
+            loop = asyncio.get_running_loop()
+
+            def run(fn, *args, _device=device):
+                return loop.run_in_executor(_device.executor, fn, *args)
+
+            for key_id in list(self.keystore._entries):
+                try:
+                    await self.keystore.unload_from_device(key_id, device, run)
+                except Exception:
+                    log.exception("unloading key %s from device %d failed", key_id, device.index)
+
+    def _check_running(self) -> None:
+        if self._state != "running":
+            raise EngineNotRunning(f"the engine is {self._state}; use it inside 'async with Engine(...)'")
+
+    # -- keys ------------------------------------------------------------------------------
+    def register_key(self, key_id: str, zkey_path: str | Path, r1cs_path: str | Path | None = None,
+                     wasm_path: str | Path | None = None) -> None:
+        """Make a key known by id (nothing is read until first use or ``preload``)."""
+        spec = KeySpec(key_id, str(zkey_path), None if r1cs_path is None else str(r1cs_path),
+                       None if wasm_path is None else str(wasm_path))
+        if self.keystore is None:
+            for path in (spec.zkey_path, spec.r1cs_path, spec.wasm_path):
+                if path is not None and not Path(path).is_file():
+                    raise FileNotFoundError(f"key {key_id!r}: no such file {path}")
+            self._pending_specs = [s for s in self._pending_specs if s.key_id != key_id] + [spec]
+        else:
+            self.keystore.register(spec)
+
+    async def preload(self, key_id: str, devices: Iterable[int] | None = None) -> None:
+        """Load the key on the host and upload it to the given device indices (default: all)."""
+        self._check_running()
+        host = await self.keystore.acquire(key_id)
+        try:
+            for device in self._devices(devices):
+                async with device.gpu_lock:
+                    await self.keystore.device_copy(key_id, device, host, self._runner_for(device))
+        finally:
+            self.keystore.release(key_id)
+
+    async def evict(self, key_id: str) -> None:
+        """Drop the key from every device and from host memory (``KeyInUse`` if jobs use it)."""
+        self._check_running()
+        self.keystore.spec(key_id)
+        for device in self.devices:
+            if device.index in self.keystore.resident_devices(key_id):
+                async with device.gpu_lock:
+                    await self.keystore.unload_from_device(key_id, device, self._runner_for(device))
+        self.keystore.drop_host(key_id)
+
+    def _devices(self, indices: Iterable[int] | None) -> list[Device]:
+        if indices is None:
+            return list(self.devices)
+        chosen = []
+        for i in indices:
+            if not 0 <= i < len(self.devices):
+                raise ValueError(f"no device {i} (the engine has {len(self.devices)})")
+            chosen.append(self.devices[i])
+        return chosen
+
+    @staticmethod
+    def _runner_for(device: Device):
+        loop = asyncio.get_running_loop()
+        return lambda fn, *args: loop.run_in_executor(device.executor, fn, *args)
+
+    # -- jobs ------------------------------------------------------------------------------
+    async def submit(self, key_id: str, partitions: Iterable[Any], priority: Priority | str = "normal",
+                     request_id: str | None = None, on_event: Callable[[JobEvent], Any] | None = None) -> Job:
+        """Queue a job: one proof per partition (a .wtns path, a ``Witness``, or a dict of circuit inputs).
+
+        Returns at once with the job queued (after loading the key on first use). A repeated
+        ``request_id`` returns the job first submitted under it.
+        """
+        self._check_running()
+        existing = self._idempotent(key_id, request_id, partitions)
+        if existing is not None:
+            return existing
+        sources = list(partitions)
+        if not sources:
+            raise ValueError("a job needs at least one partition")
+        for i, src in enumerate(sources):
+            if not isinstance(src, (str, Path, Witness, dict)):
+                raise TypeError(f"partition {i}: expected a .wtns path, a Witness or a dict of circuit inputs, "
+                                f"got {type(src).__name__}")
+        prio = Priority.parse(priority)
+        await self.keystore.acquire(key_id)  # the job's reference: keeps the key loaded until it finishes
+        existing = self._idempotent(key_id, request_id, sources)  # a twin may have won the race
+        if existing is not None:
+            self.keystore.release(key_id)
+            return existing
+        self._check_running()
+        self._seq += 1
+        job = Job(key_id, len(sources), prio, request_id, self._seq, on_cancel=self.pipeline.admission.drop_job,
+                  on_event=lambda ev, cb=on_event: self._job_event(ev, cb))
+        self._jobs[job.id] = job
+        if request_id is not None:
+            self._by_request[request_id] = job
+        self._live.add(job)
+        self.metrics.counters["jobs_submitted"] += 1
+        self.pipeline.admission.push_job(job, sources)
+        self._forget_old_jobs()
+        return job
+
+    def _idempotent(self, key_id: str, request_id: str | None, partitions) -> Job | None:
+        if request_id is None or request_id not in self._by_request:
+            return None
+        job = self._by_request[request_id]
+        n = len(partitions) if hasattr(partitions, "__len__") else None
+        if job.key_id != key_id or (n is not None and n != job.total):
+            raise IdempotencyConflict(f"request id {request_id!r} was used for job {job.id} "
+                                      f"(key {job.key_id!r}, {job.total} partitions)")
+        return job
+
+    def _job_event(self, ev: JobEvent, callback) -> None:
+        if ev.state.finished:
+            job = self._jobs.get(ev.job_id)
+            if job is not None and job in self._live:
+                self._live.discard(job)
+                self.keystore.release(job.key_id)
+                self.metrics.counters[f"jobs_{ev.state.value}"] += 1
+        if callback is not None:
+            try:
+                callback(ev)
+            except Exception:
+                log.exception("job event callback failed")
+
+    def _forget_old_jobs(self) -> None:
+        finished = [j for j in self._jobs.values() if j.finished]
+        for job in finished[: max(0, len(finished) - self.config.finished_jobs_kept)]:
+            del self._jobs[job.id]
+            if job.request_id is not None and self._by_request.get(job.request_id) is job:
+                del self._by_request[job.request_id]
+
+    def job(self, job_id: str) -> Job | None:
+        return self._jobs.get(job_id)
+
+    def job_by_request(self, request_id: str) -> Job | None:
+        return self._by_request.get(request_id)
+
+    # -- observation -----------------------------------------------------------------------
+    def add_stage_listener(self, listener: StageListener) -> None:
+        """``listener(stage, partition)`` runs on the loop as a partition enters a stage (instrumentation)."""
+        self.pipeline.listeners.append(listener)
+
+    def timeline(self) -> list[Interval]:
+        return list(self.metrics.timeline)
+
+    def status(self) -> dict:
+        now = time.perf_counter()
+        live = list(self._live)
+        p = self.pipeline
+        return {
+            "state": self._state,
+            "uptime_s": now - self.metrics.started,
+            "jobs": {"live": len(live), "queued": sum(j.state is JobState.QUEUED for j in live),
+                     "running": sum(j.state is JobState.RUNNING for j in live), "remembered": len(self._jobs)},
+            "counters": dict(self.metrics.counters),
+            "queues": p.queue_depths() if p else {},
+            "in_stage": dict(self.metrics.in_stage),
+            "partitions_in_flight": p.in_flight if p else 0,
+            "peak_partitions_in_flight": self.metrics.peak_in_flight,
+            "host_budget": p.host_budget.snapshot() if p else {},
+            "keys": self.keystore.snapshot() if self.keystore else {"host_budget": {"used_bytes": 0}},
+            "devices": [{"index": d.index, "ordinal": d.ordinal, "backend": getattr(d.backend, "name", "?"),
+                         "gpu_lock_held": d.lock_held_since is not None,
+                         "gpu_lock_busy_fraction": lock_busy_fraction(d, now, self.metrics.started),
+                         "queue": d.queue.qsize() if d.queue else 0, "vram": d.vram.snapshot()}
+                        for d in self.devices],
+            "stage_medians_ms": self.metrics.medians(),
+            "loop_lag_ms": {"last": self.metrics.loop_lag_last_ms, "max": self.metrics.loop_lag_max_ms},
+        }
+
+    def prometheus(self) -> str:
+        return prometheus_text(self.status())

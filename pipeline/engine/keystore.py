@@ -1,0 +1,284 @@
+"""The key store: proving keys registered by id, loaded once, kept resident, evicted LRU.
+
+Two levels, each under its own budget:
+
+- host: the parsed zkey (numpy arrays), the optional .r1cs (witness checks), the compiled
+  circom wasm (witness synthesis) and, with the G2 MSM on the CPU, the decoded B2 points.
+  Loaded once in the "keys" executor, counted against ``key_host_budget_bytes``. A key with
+  partitions in flight (reference count > 0) is never evicted; idle keys go least recently
+  used first when a load needs room.
+- device: ``backend.load_key`` per device, counted against that device's VRAM budget
+  (``backend.key_device_bytes(zkey)`` if the backend has it, else 0). Device copies are made
+  and dropped only by the holder of that device's GPU lock (DESIGN rule 1: VRAM belongs to
+  whoever holds the lock), so a copy is never dropped while its kernels run. Idle keys' copies
+  go first; then, if still short, copies of other keys (their next partition reloads them).
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Awaitable, Callable
+
+from ..formats.types import Groth16Zkey, R1cs
+from .budgets import BudgetTooSmall, ByteBudget
+from .devices import Device
+
+
+Runner = Callable[..., Awaitable[Any]]
+
+
+class UnknownKey(KeyError):
+    def __str__(self) -> str:
+        return f"no proving key registered as {self.args[0]!r}"
+
+
+class KeyInUse(RuntimeError):
+    pass
+
+
+class KeyLoadError(ValueError):
+    """A registered key's files could not be loaded or do not agree with each other."""
+
+
+@dataclass(frozen=True)
+class KeySpec:
+    key_id: str
+    zkey_path: str
+    r1cs_path: str | None = None
+    wasm_path: str | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class HostKey:
+    """What the CPU stages need of a key (immutable once loaded; shared by all partitions)."""
+
+    spec: KeySpec
+    zkey: Groth16Zkey
+    r1cs: R1cs | None
+    calculator: Any  # pipeline.witness.WitnessCalculator or None
+    g2_points: list | None  # decoded B2 points for the CPU G2 MSM, else None
+    host_bytes: int
+
+
+@dataclass(eq=False)
+class _Entry:
+    spec: KeySpec
+    host: HostKey | None = None
+    refs: int = 0
+    last_used: float = 0.0
+    load_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    device_handles: dict[int, Any] = field(default_factory=dict)  # device index -> backend handle
+    device_bytes: dict[int, int] = field(default_factory=dict)
+
+
+def load_host_key(spec: KeySpec, decode_g2: bool) -> HostKey:
+    """Blocking: read and cross-check the key's files (runs in the keys executor)."""
+    from ..curves.encoding import decode_g2_mont
+    from ..formats.r1cs import read_r1cs
+    from ..formats.zkey import read_zkey
+
+    zkey = read_zkey(spec.zkey_path)
+    size = zkey.host_bytes()
+    r1cs = None
+    if spec.r1cs_path:
+        r1cs = read_r1cs(spec.r1cs_path)
+        if r1cs.curve is not zkey.curve or r1cs.n_wires != zkey.n_vars:
+            raise KeyLoadError(f"{spec.r1cs_path}: the r1cs ({r1cs.curve.name}, {r1cs.n_wires} wires) does not "
+                               f"match the key {spec.zkey_path} ({zkey.curve.name}, {zkey.n_vars} signals)")
+        size += sum(lc.signals.nbytes + lc.values.nbytes for c in r1cs.constraints for lc in c)
+    calculator = None
+    if spec.wasm_path:
+        from ..witness import WitnessCalculator
+
+        calculator = WitnessCalculator(spec.wasm_path)
+        if calculator.curve is not zkey.curve or calculator.witness_size != zkey.n_vars:
+            raise KeyLoadError(f"{spec.wasm_path}: the circuit ({calculator.curve.name}, {calculator.witness_size} "
+                               f"signals) does not match the key {spec.zkey_path} ({zkey.curve.name}, {zkey.n_vars})")
+        size += Path(spec.wasm_path).stat().st_size * 4  # compiled code, roughly
+    g2_points = None
+    if decode_g2:
+        g2_points = decode_g2_mont(zkey.curve, zkey.points_b2)
+        size += zkey.points_b2.nbytes * 3  # Python ints: about 3x the packed limbs
+    return HostKey(spec, zkey, r1cs, calculator, g2_points, size)
+
+
+class KeyStore:
+    def __init__(self, host_budget_bytes: int | None, executor: Executor, decode_g2: bool) -> None:
+        self._entries: dict[str, _Entry] = {}
+        self.host_budget = ByteBudget("key host memory", host_budget_bytes)
+        self._executor = executor
+        self._decode_g2 = decode_g2
+        self.loads = 0
+        self.evictions = 0
+
+    # -- registration ----------------------------------------------------------------------
+    def register(self, spec: KeySpec) -> None:
+        for path in (spec.zkey_path, spec.r1cs_path, spec.wasm_path):
+            if path is not None and not Path(path).is_file():
+                raise FileNotFoundError(f"key {spec.key_id!r}: no such file {path}")
+        old = self._entries.get(spec.key_id)
+        if old is not None:
+            if old.spec == spec:
+                return
+            if old.refs or old.device_handles:
+                raise KeyInUse(f"key {spec.key_id!r} is registered with other files and is loaded; evict it first")
+            if old.host is not None:
+                self.host_budget.release(old.host.host_bytes)
+        self._entries[spec.key_id] = _Entry(spec)
+
+    def spec(self, key_id: str) -> KeySpec:
+        return self._entry(key_id).spec
+
+    def _entry(self, key_id: str) -> _Entry:
+        try:
+            return self._entries[key_id]
+        except KeyError:
+            raise UnknownKey(key_id) from None
+
+    def __contains__(self, key_id: str) -> bool:
+        return key_id in self._entries
+
+    # -- host level ------------------------------------------------------------------------
+    async def acquire(self, key_id: str) -> HostKey:
+        """The key's host data, loaded if needed; the caller must ``release`` it once."""
+        entry = self._entry(key_id)
+        entry.refs += 1
+        try:
+            async with entry.load_lock:
+                if entry.host is None:
+                    await self._load_host(entry)
+        except BaseException:
+            entry.refs -= 1
+            raise
+        entry.last_used = time.monotonic()
+        return entry.host  # type: ignore[return-value]
+
+    def loaded(self, key_id: str) -> HostKey:
+        """The host data of a key the caller holds a reference to."""
+        host = self._entry(key_id).host
+        if host is None:
+            raise RuntimeError(f"key {key_id!r} is not loaded; acquire() it first")
+        return host
+
+    def add_ref(self, key_id: str) -> None:
+        """Another reference to a key already acquired (one per admitted partition)."""
+        entry = self._entry(key_id)
+        if entry.host is None:
+            raise RuntimeError(f"key {key_id!r} is not loaded; acquire() it first")
+        entry.refs += 1
+
+    def release(self, key_id: str) -> None:
+        entry = self._entry(key_id)
+        if entry.refs <= 0:
+            raise RuntimeError(f"key {key_id!r} released more often than acquired")
+        entry.refs -= 1
+        entry.last_used = time.monotonic()
+        if entry.refs == 0 and entry.host is not None and self.host_budget.waiting:
+            self.drop_host(key_id)  # another key's load is waiting for room
+
+    async def _load_host(self, entry: _Entry) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            host = await loop.run_in_executor(self._executor, load_host_key, entry.spec, self._decode_g2)
+        except (KeyLoadError, BudgetTooSmall):
+            raise
+        except Exception as exc:
+            raise KeyLoadError(f"key {entry.spec.key_id!r}: {exc}") from exc
+        self.host_budget.check(host.host_bytes, f"key {entry.spec.key_id!r}")
+        self._evict_host_for(host.host_bytes, keep=entry)
+        await self.host_budget.acquire(host.host_bytes, f"key {entry.spec.key_id!r}")
+        entry.host = host
+        self.loads += 1
+
+    def _evict_host_for(self, needed: int, keep: _Entry) -> None:
+        budget = self.host_budget
+        if budget.capacity is None:
+            return
+        idle = sorted((e for e in self._entries.values() if e.host is not None and e.refs == 0 and e is not keep),
+                      key=lambda e: e.last_used)
+        for victim in idle:
+            if budget.used + needed <= budget.capacity:
+                return
+            budget.release(victim.host.host_bytes)  # type: ignore[union-attr]
+            victim.host = None
+            self.evictions += 1
+        # still short: every other key is in use; acquire() waits for one to become idle
+
+    def drop_host(self, key_id: str) -> bool:
+        entry = self._entry(key_id)
+        if entry.refs:
+            raise KeyInUse(f"key {key_id!r} has {entry.refs} partitions in flight")
+        if entry.host is None:
+            return False
+        self.host_budget.release(entry.host.host_bytes)
+        entry.host = None
+        self.evictions += 1
+        return True
+
+    # -- device level (call only while holding ``device``'s GPU lock) ----------------------
+    # ``run(fn, *args)`` runs a blocking backend call off the loop (the device's executor);
+    # the budget bookkeeping stays on the loop.
+    async def device_copy(self, key_id: str, device: Device, host: HostKey, run: Runner) -> Any:
+        """The key's handle on ``device``, uploading it first if needed (evicting other copies)."""
+        entry = self._entry(key_id)
+        entry.last_used = time.monotonic()
+        handle = entry.device_handles.get(device.index)
+        if handle is not None:
+            return handle
+        needed = device.key_device_bytes(host.zkey)
+        device.vram.check(needed, f"key {key_id!r}")
+        await self.make_device_room(device, needed, keep=key_id, run=run)
+        if not device.vram.try_acquire(needed):
+            raise BudgetTooSmall(f"device {device.index}: VRAM budget {device.vram.capacity} cannot hold key "
+                                 f"{key_id!r} ({needed} bytes) next to {device.vram.used} bytes in use")
+        try:
+            handle = await run(device.backend.load_key, host.zkey)
+        except BaseException:
+            device.vram.release(needed)
+            raise
+        entry.device_handles[device.index] = handle
+        entry.device_bytes[device.index] = needed
+        self.loads += 1
+        return handle
+
+    async def make_device_room(self, device: Device, needed: int, keep: str, run: Runner) -> None:
+        """Evict other keys' copies on ``device`` (idle keys first, then LRU) until ``needed`` fits."""
+        vram = device.vram
+        if vram.capacity is None:
+            return
+        resident = [e for e in self._entries.values() if device.index in e.device_handles and e.spec.key_id != keep]
+        resident.sort(key=lambda e: (e.refs > 0, e.last_used))
+        for victim in resident:
+            if vram.used + needed <= vram.capacity:
+                return
+            await self.unload_from_device(victim.spec.key_id, device, run)
+
+    async def unload_from_device(self, key_id: str, device: Device, run: Runner) -> bool:
+        """Free the key's copy on ``device`` (under the device's lock)."""
+        entry = self._entry(key_id)
+        handle = entry.device_handles.pop(device.index, None)
+        if handle is None:
+            return False
+        try:
+            await run(device.backend.unload_key, handle)
+        finally:
+            device.vram.release(entry.device_bytes.pop(device.index, 0))
+            self.evictions += 1
+        return True
+
+    def resident_devices(self, key_id: str) -> set[int]:
+        entry = self._entries.get(key_id)
+        return set(entry.device_handles) if entry else set()
+
+    # -- status ----------------------------------------------------------------------------
+    def snapshot(self) -> dict:
+        keys = {}
+        for key_id, e in self._entries.items():
+            keys[key_id] = {"zkey_path": e.spec.zkey_path, "host_resident": e.host is not None,
+                            "host_bytes": e.host.host_bytes if e.host else 0, "refs": e.refs,
+                            "devices": sorted(e.device_handles)}
+        return {"keys": keys, "host_budget": self.host_budget.snapshot(), "loads": self.loads,
+                "evictions": self.evictions}

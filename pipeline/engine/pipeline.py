@@ -1,0 +1,291 @@
+"""The stage workers: admission -> synthesize -> prep_msm -> gpu (per device) -> epilogue.
+
+Every worker is a task of the engine's one TaskGroup, looping over a bounded priority queue
+(entries ``(priority, job seq, index, tick, item)``). CPU work runs in the stage's named
+thread pool; the gpu stage runs the backend in its device's pool while holding that
+device's GPU lock. A partition owns three things from admission until it leaves: a slot of
+``max_partitions_in_flight``, its bytes of the host budget, and a reference to its key; they
+are given back in ``_leave`` exactly once, whether it finished, failed or was cancelled.
+
+Cancellation is checked at every stage boundary; work already in an executor (kernels
+launched) finishes and is then dropped. An exception in one partition fails its job only.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from concurrent.futures import Executor
+from typing import Any, Callable
+
+from . import stages
+from .budgets import ByteBudget
+from .config import EngineConfig
+from .cpu_workers import g2_msm_from_path
+from .devices import Device
+from .jobs import PartitionProof
+from .keystore import KeyStore
+from .metrics import Interval, Metrics
+from .scheduler import AdmissionQueue, Sequencer, choose_device
+from .stages import DeviceResult, Partition, Prepared, Synthesized
+
+log = logging.getLogger("pipeline.engine")
+StageListener = Callable[[str, Partition], None]
+
+
+class Pipeline:
+    def __init__(self, config: EngineConfig, keystore: KeyStore, devices: list[Device], metrics: Metrics,
+                 executors: dict[str, Executor]) -> None:
+        self.config = config
+        self.keystore = keystore
+        self.devices = devices
+        self.metrics = metrics
+        self.executors = executors
+        self.admission = AdmissionQueue()
+        self.slots = asyncio.Semaphore(config.max_partitions_in_flight)
+        self.host_budget = ByteBudget("host memory", config.host_memory_budget_bytes)
+        self.in_flight = 0
+        self.listeners: list[StageListener] = []
+        self._seq = Sequencer()
+        self.synth_queue: asyncio.PriorityQueue = asyncio.PriorityQueue(config.queue_size)
+        self.prep_queue: asyncio.PriorityQueue = asyncio.PriorityQueue(config.queue_size)
+        self.epilogue_queue: asyncio.PriorityQueue = asyncio.PriorityQueue(config.queue_size)
+        for device in devices:
+            device.queue = asyncio.PriorityQueue(config.queue_size)
+
+    # -- the workers -----------------------------------------------------------------------
+    def start(self, tg: asyncio.TaskGroup) -> None:
+        c = self.config
+        tg.create_task(self._admit_forever(), name="zkpipe-admission")
+        for i in range(c.synthesize_workers):
+            tg.create_task(self._loop("synthesize", self.synth_queue, self._synthesize), name=f"zkpipe-synth{i}")
+        for i in range(c.prep_msm_workers):
+            tg.create_task(self._loop("prep_msm", self.prep_queue, self._prep), name=f"zkpipe-prep{i}")
+        for device in self.devices:
+            for w in range(c.gpu_workers_per_device):
+                worker = f"gpu{device.index}.{w}"
+                tg.create_task(self._loop("gpu", device.queue, self._gpu_for(device, worker)), name=f"zkpipe-{worker}")
+        for i in range(c.epilogue_workers):
+            tg.create_task(self._loop("epilogue", self.epilogue_queue, self._epilogue), name=f"zkpipe-epi{i}")
+        tg.create_task(self.metrics.probe_loop_lag(c.loop_lag_interval_s), name="zkpipe-loop-lag")
+
+    async def _admit_forever(self) -> None:
+        while True:
+            await self.slots.acquire()
+            pending = await self.admission.pop()
+            job = pending.job
+            host = None
+            try:
+                host = self.keystore.loaded(job.key_id)  # the job's own reference keeps it loaded
+                n_bytes = stages.partition_host_bytes(host.zkey)
+                await self.host_budget.acquire(n_bytes, "one partition")
+            except asyncio.CancelledError:
+                self.slots.release()
+                raise
+            except Exception as exc:
+                self.slots.release()
+                job._fail(f"partition {pending.index} (admission): {exc}")
+                continue
+            if job.finished:  # cancelled while waiting for budget
+                self.host_budget.release(n_bytes)
+                self.slots.release()
+                continue
+            self.keystore.add_ref(job.key_id)
+            part = Partition(job, pending.index, pending.source, host, n_bytes)
+            part.marks["admitted"] = time.perf_counter()
+            part.timings_ms["admission_wait_ms"] = (time.time() - job.created) * 1e3
+            self.in_flight += 1
+            self.metrics.peak_in_flight = max(self.metrics.peak_in_flight, self.in_flight)
+            job._mark_running()
+            await self._put(self.synth_queue, part, part)
+
+    async def _loop(self, stage: str, queue: asyncio.PriorityQueue, handle) -> None:
+        while True:
+            *_, item = await queue.get()
+            part = _partition_of(item)
+            try:
+                part.timings_ms[f"{stage}_queue_ms"] = (time.perf_counter() - part.marks.pop("queued")) * 1e3
+                self._notify(stage, part)
+                if part.job.finished:
+                    self._drop(item)
+                    continue
+                self.metrics.in_stage[stage] += 1
+                try:
+                    await handle(item)
+                finally:
+                    self.metrics.in_stage[stage] -= 1
+            except asyncio.CancelledError:
+                self._drop(item)
+                raise
+            except Exception as exc:
+                self._fail(part, stage, exc)
+            finally:
+                queue.task_done()
+
+    # -- the stages ------------------------------------------------------------------------
+    async def _synthesize(self, part: Partition) -> None:
+        t0 = time.perf_counter()
+        witness = await self._run("synthesize", stages.synthesize, part.key, part.source, self.config.check_r1cs)
+        self._record(part, "synthesize", "synthesize", None, t0, "synth_ms")
+        await self._put(self.prep_queue, part, Synthesized(part, witness))
+
+    async def _prep(self, item: Synthesized) -> None:
+        part = item.partition
+        if part.job.finished:
+            return self._drop(item)
+        t0 = time.perf_counter()
+        scalars = await self._run("prep_msm", stages.prep_msm, item.witness)
+        g2_future = None
+        if self.config.g2_msm_placement == "cpu":
+            if self.config.g2_msm_executor == "process":
+                fn, args = g2_msm_from_path, (part.key.spec.zkey_path, scalars.staged)
+            else:
+                fn, args = stages.g2_msm_cpu, (part.key, scalars.staged)
+            g2_future = asyncio.get_running_loop().run_in_executor(self.executors["g2_msm"], fn, *args)
+            g2_future.add_done_callback(_consume)
+        self._record(part, "prep_msm", "prep_msm", None, t0, "prep_msm_ms")
+        part.timings_ms.update(n_zero=scalars.n_zero, n_one=scalars.n_one, n_other=scalars.n_other)
+        prepared = Prepared(part, item.witness, scalars, g2_future)
+        device = choose_device(self.devices, self.keystore.resident_devices(part.job.key_id))
+        await self._put(device.queue, part, prepared)
+
+    def _gpu_for(self, device: Device, worker: str):
+        async def run_on_device(prepared: Prepared) -> None:
+            part = prepared.partition
+            loop = asyncio.get_running_loop()
+
+            def run(fn, *args):
+                return loop.run_in_executor(device.executor, fn, *args)
+
+            t_wait = time.perf_counter()
+            device.partitions_in_gpu += 1
+            try:
+                async with device.gpu_lock:
+                    t0 = time.perf_counter()
+                    device.lock_held_since = t0
+                    try:
+                        result = await self._gpu_locked(device, prepared, run)
+                    finally:
+                        t1 = time.perf_counter()
+                        device.lock_busy_s += t1 - t0
+                        device.lock_held_since = None
+            finally:
+                device.partitions_in_gpu -= 1
+            if result is None:
+                return self._drop(prepared)
+            part.timings_ms["gpu_lock_wait_ms"] = (t0 - t_wait) * 1e3
+            part.timings_ms["gpu_total_ms"] = (t1 - t0) * 1e3
+            self.metrics.record(Interval(part.job.id, part.index, "gpu", worker, device.index, t0, t1))
+            await self._put(self.epilogue_queue, part, result)  # after the lock is given back
+        return run_on_device
+
+    async def _gpu_locked(self, device: Device, prepared: Prepared, run) -> DeviceResult | None:
+        """Under the GPU lock: key copy, scratch VRAM taken and given back, kernels. None if cancelled."""
+        part = prepared.partition
+        if part.job.finished:
+            return None
+        handle = await self.keystore.device_copy(part.job.key_id, device, part.key, run)
+        scratch = device.scratch_bytes(handle)
+        await self.keystore.make_device_room(device, scratch, keep=part.job.key_id, run=run)
+        device.vram.check(scratch, "one partition's scratch next to its key")
+        if not device.vram.try_acquire(scratch):
+            raise RuntimeError(f"device {device.index}: VRAM budget accounting broken: {scratch} bytes of scratch "
+                               f"do not fit under the GPU lock ({device.vram.used}/{device.vram.capacity} used)")
+        try:
+            with_b_g2 = prepared.g2_future is None
+            msms, timings = await run(stages.gpu, device.backend, handle, prepared.scalars.staged, with_b_g2)
+        finally:
+            device.vram.release(scratch)
+        part.timings_ms.update(timings)
+        return DeviceResult(prepared, msms, device.index)
+
+    async def _epilogue(self, result: DeviceResult) -> None:
+        prepared = result.prepared
+        part = prepared.partition
+        b_g2 = None
+        if prepared.g2_future is not None:
+            t_join = time.perf_counter()
+            b_g2, g2_start, g2_end = await prepared.g2_future
+            part.timings_ms["b_g2_msm_ms"] = (g2_end - g2_start) * 1e3
+            part.timings_ms["b_g2_join_wait_ms"] = (time.perf_counter() - t_join) * 1e3
+            self.metrics.record(Interval(part.job.id, part.index, "b_g2_msm", "g2_msm", None, g2_start, g2_end))
+        if part.job.finished:
+            return self._drop(result)
+        t0 = time.perf_counter()
+        proof = await self._run("epilogue", stages.epilogue, part.key, result, b_g2, self.config.verify_proofs)
+        self._record(part, "epilogue", "epilogue", None, t0, "epilogue_ms")
+        part.timings_ms["total_ms"] = (time.perf_counter() - part.marks["admitted"]) * 1e3
+        if part.job.finished:
+            return self._drop(result)
+        proof = PartitionProof(**{**proof.__dict__, "timings_ms": dict(part.timings_ms)})
+        self.metrics.partition_finished(part.timings_ms, ok=True)
+        self._leave(part)
+        part.job._partition_done(proof)
+
+    # -- helpers ---------------------------------------------------------------------------
+    async def _run(self, executor: str, fn, *args) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self.executors[executor], fn, *args)
+
+    async def _put(self, queue: asyncio.PriorityQueue, part: Partition, item: Any) -> None:
+        part.marks["queued"] = time.perf_counter()
+        await queue.put(self._seq.entry(part.job, part.index, item))
+
+    def _record(self, part: Partition, stage: str, worker: str, device: int | None, t0: float, timing: str) -> None:
+        t1 = time.perf_counter()
+        part.timings_ms[timing] = (t1 - t0) * 1e3
+        self.metrics.record(Interval(part.job.id, part.index, stage, worker, device, t0, t1))
+
+    def _notify(self, stage: str, part: Partition) -> None:
+        for listener in self.listeners:
+            try:
+                listener(stage, part)
+            except Exception:
+                log.exception("stage listener failed")
+
+    def _fail(self, part: Partition, stage: str, exc: Exception) -> None:
+        if not isinstance(exc, (ValueError, TypeError, KeyError, OSError)):
+            log.error("partition %s failed in %s", part.label, stage, exc_info=exc)
+        reason = f"partition {part.index} ({stage}): {type(exc).__name__}: {exc}"
+        part.job._fail(reason)
+        self.metrics.partition_finished(part.timings_ms, ok=False)
+        self._leave(part)
+
+    def _drop(self, item: Any) -> None:
+        """A partition leaves because its job is finished (cancelled, or failed elsewhere)."""
+        if isinstance(item, DeviceResult):
+            item = item.prepared
+        if isinstance(item, Prepared) and item.g2_future is not None:
+            item.g2_future.cancel()  # dropped if not started; a running MSM finishes and is ignored
+        part = _partition_of(item)
+        self.metrics.counters["partitions_dropped"] += 1
+        self._leave(part)
+
+    def _leave(self, part: Partition) -> None:
+        if part.marks.get("left"):
+            return
+        part.marks["left"] = time.perf_counter()
+        self.in_flight -= 1
+        self.host_budget.release(part.host_bytes)
+        self.keystore.release(part.job.key_id)
+        self.slots.release()
+
+    def queue_depths(self) -> dict[str, int]:
+        depths = {"admission": len(self.admission), "synthesize": self.synth_queue.qsize(),
+                  "prep_msm": self.prep_queue.qsize(), "epilogue": self.epilogue_queue.qsize()}
+        for d in self.devices:
+            depths[f"gpu{d.index}"] = d.queue.qsize()
+        return depths
+
+
+def _partition_of(item: Any) -> Partition:
+    if isinstance(item, Partition):
+        return item
+    if isinstance(item, DeviceResult):
+        return item.prepared.partition
+    return item.partition
+
+
+def _consume(fut: asyncio.Future) -> None:
+    """Retrieve a dropped future's outcome so asyncio does not log it as never retrieved."""
+    if not fut.cancelled():
+        fut.exception()

@@ -1,0 +1,175 @@
+"""What each stage computes for one partition: blocking functions, run in executors.
+
+    synthesize   source (.wtns path | Witness | circuit inputs) -> checked Witness
+    prep_msm     Witness -> ScalarClasses (0 / 1 / other), the staged scalar buffer
+    g2_msm_cpu   Σ w_i B2_i on the CPU (started by prep_msm, joined by the epilogue)
+    gpu          compute_h + msms on the device (caller holds the GPU lock)
+    epilogue     MSMs + blinding -> (pi_a, pi_b, pi_c), optional verification, snarkjs JSON
+
+The data passed between stages are frozen dataclasses: ``Partition`` (admitted work),
+``Synthesized`` (with its witness), ``Prepared`` (after prep_msm), ``DeviceResult`` (after the gpu stage). Nothing here touches
+asyncio or knows which backend runs the gpu stage.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..formats.types import Witness
+from ..groth16.backend import MsmResults
+from ..groth16.prover import Blinding, assemble, check_witness, public_signals
+from .jobs import Job, PartitionProof
+from .keystore import HostKey
+
+
+class WitnessUnsatisfied(ValueError):
+    """The witness breaks a constraint of the registered R1CS (named), so no proof is attempted."""
+
+
+class MissingCircuit(ValueError):
+    """Circuit inputs were given for a key registered without its circuit's wasm."""
+
+
+@dataclass(frozen=True, eq=False)
+class Partition:
+    """One admitted partition: the job, its place in it, its source and its key's host data."""
+
+    job: Job
+    index: int
+    source: Any  # str | Path (.wtns) | Witness | dict (circuit inputs)
+    key: HostKey
+    host_bytes: int  # reserved from the host-memory budget until the partition leaves
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    marks: dict[str, float] = field(default_factory=dict)  # perf_counter() stamps, for queue waits
+
+    @property
+    def label(self) -> str:
+        return f"{self.job.id[:8]}/{self.index}"
+
+
+@dataclass(frozen=True, eq=False)
+class Synthesized:
+    partition: Partition
+    witness: Witness
+
+
+@dataclass(frozen=True)
+class ScalarClasses:
+    """The witness split for the MSMs: bit-heavy witnesses make most work plain additions."""
+
+    n_zero: int
+    n_one: int
+    other_indices: np.ndarray  # (k,) int64 indices of scalars that are neither 0 nor 1
+    staged: np.ndarray  # contiguous (n, limbs) uint64, plain form: the buffer handed to the backend
+
+    @property
+    def n_other(self) -> int:
+        return int(self.other_indices.shape[0])
+
+
+@dataclass(frozen=True, eq=False)
+class Prepared:
+    partition: Partition
+    witness: Witness
+    scalars: ScalarClasses
+    g2_future: Any = None  # asyncio future of the CPU G2 MSM, or None (G2 on the device)
+
+
+@dataclass(frozen=True, eq=False)
+class DeviceResult:
+    prepared: Prepared
+    msms: MsmResults
+    device_index: int
+
+
+def partition_host_bytes(zkey) -> int:
+    """Host memory one partition holds while in flight: witness, staged copy, H and slack."""
+    fr_bytes = zkey.curve.fr.n_bytes
+    return 3 * zkey.n_vars * fr_bytes + 2 * zkey.domain_size * fr_bytes + 4096
+
+
+def synthesize(key: HostKey, source: Any, check_r1cs: bool) -> Witness:
+    zkey = key.zkey
+    if isinstance(source, Witness):
+        witness = source
+    elif isinstance(source, (str, Path)):
+        from ..formats.wtns import read_wtns
+
+        witness = read_wtns(source)
+    elif isinstance(source, dict):
+        if key.calculator is None:
+            raise MissingCircuit(f"key {key.spec.key_id!r} was registered without wasm_path, so it takes "
+                                 f"witnesses (.wtns or Witness), not circuit inputs")
+        witness = key.calculator.calculate(source)
+    else:
+        raise TypeError(f"a partition is a .wtns path, a Witness or a dict of circuit inputs, "
+                        f"not {type(source).__name__}")
+    check_witness(zkey, witness)
+    if check_r1cs and key.r1cs is not None:
+        from ..formats.r1cs import r1cs_is_satisfied
+
+        failing = r1cs_is_satisfied(key.r1cs, witness)
+        if failing is not None:
+            raise WitnessUnsatisfied(f"{witness.path}: the witness does not satisfy constraint {failing} "
+                                     f"of {key.r1cs.path}")
+    return witness
+
+
+def prep_msm(witness: Witness) -> ScalarClasses:
+    values = np.ascontiguousarray(witness.values, dtype=np.uint64)
+    high_zero = ~values[:, 1:].any(axis=1)
+    is_zero = high_zero & (values[:, 0] == 0)
+    is_one = high_zero & (values[:, 0] == 1)
+    other = np.flatnonzero(~(is_zero | is_one))
+    return ScalarClasses(int(is_zero.sum()), int(is_one.sum()), other, values)
+
+
+def g2_msm_cpu(key: HostKey, staged: np.ndarray) -> tuple[tuple, float, float]:
+    """Σ w_i B2_i with the reference MSM; returns (Jacobian point, start, end) in perf_counter s."""
+    from ..backends.cpu.msm import msm
+
+    t0 = time.perf_counter()
+    curve = key.zkey.curve
+    point = msm(curve.g2, key.g2_points, curve.fr.ints_from_limbs(staged))
+    return point, t0, time.perf_counter()
+
+
+def gpu(backend: Any, key_handle: Any, staged: np.ndarray, with_b_g2: bool) -> tuple[MsmResults, dict[str, float]]:
+    """The device work of one partition. The caller holds the device's GPU lock."""
+    t0 = time.perf_counter()
+    h = backend.compute_h(key_handle, staged)
+    t1 = time.perf_counter()
+    msms = backend.msms(key_handle, staged, h, with_b_g2)
+    t2 = time.perf_counter()
+    timings = {"gpu_h_ms": (t1 - t0) * 1e3, "gpu_msm_ms": (t2 - t1) * 1e3}
+    timings.update(getattr(h, "timings_ms", None) or {})  # spmv_ms / ntt_ms where the backend splits them
+    timings.update({f"gpu_{k}" if not k.startswith("gpu_") else k: v for k, v in msms.timings_ms.items()})
+    return msms, timings
+
+
+def epilogue(key: HostKey, result: DeviceResult, b_g2: Any, verify: bool) -> PartitionProof:
+    from ..formats.snarkjs_json import proof_to_json, public_to_json
+
+    zkey = key.zkey
+    prepared = result.prepared
+    blinding = Blinding.random(zkey.curve.fr.modulus)
+    pi_a, pi_b, pi_c = assemble(zkey, result.msms, blinding, b_g2=b_g2)
+    public = public_signals(zkey, prepared.scalars.staged)
+    verified = None
+    if verify:
+        from ..groth16.verifier import verify as verify_proof
+        from ..formats.types import VerificationKey
+
+        verdict = verify_proof(VerificationKey.from_zkey(zkey), public, pi_a, pi_b, pi_c)
+        if not verdict:
+            raise RuntimeError(f"partition {prepared.partition.index}: the proof does not verify ({verdict.reason}); "
+                               f"the backend computed a wrong MSM or quotient")
+        verified = True
+    return PartitionProof(
+        index=prepared.partition.index, curve_name=zkey.curve.name, pi_a=pi_a, pi_b=pi_b, pi_c=pi_c,
+        public_signals=public, proof_json=proof_to_json(zkey.curve, pi_a, pi_b, pi_c),
+        public_json=public_to_json(public), verified=verified)

@@ -1,0 +1,148 @@
+"""Engine test helpers: asyncio debug mode, fixture paths, and a fake device backend.
+
+The fake backend computes nothing: it sleeps instead of running kernels, returns points at
+infinity, and allocates "device memory" from a ``FakeDeviceAllocator`` that raises on
+over-allocation, exactly as a GPU's allocator would. It exists to test the engine's own
+accounting (GPU lock, VRAM budget, backpressure, cancellation) at partition counts the pure
+Python CPU backend could not reach in a test run; proofs from the real CPU backend are
+tested separately.
+"""
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from pipeline.groth16.backend import MsmResults
+from tests.conftest import fixture_dir
+
+
+@pytest.fixture(autouse=True)
+async def asyncio_debug_mode():
+    loop = asyncio.get_running_loop()
+    loop.set_debug(True)
+    loop.slow_callback_duration = 0.1
+    yield
+
+
+def key_files(curve: str, circuit: str) -> dict[str, Path]:
+    d = fixture_dir(curve, circuit)
+    return {"zkey_path": d / "circuit_final.zkey", "r1cs_path": d / "circuit.r1cs", "wasm_path": d / "circuit.wasm"}
+
+
+def wtns(curve: str, circuit: str) -> str:
+    return str(fixture_dir(curve, circuit) / "witness.wtns")
+
+
+class FakeOutOfMemory(MemoryError):
+    pass
+
+
+class FakeDeviceAllocator:
+    """Device memory of a fixed size; over-allocation raises like cudaMalloc's out-of-memory."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.used = 0
+        self.peak = 0
+        self.ooms = 0
+        self._lock = threading.Lock()
+
+    def alloc(self, n: int) -> None:
+        with self._lock:
+            if self.used + n > self.capacity:
+                self.ooms += 1
+                raise FakeOutOfMemory(f"out of memory: {n} bytes requested, {self.used}/{self.capacity} in use")
+            self.used += n
+            self.peak = max(self.peak, self.used)
+
+    def free(self, n: int) -> None:
+        with self._lock:
+            self.used -= n
+
+
+class FakeKey:
+    def __init__(self, zkey) -> None:
+        self.zkey = zkey
+
+
+class FakeBackend:
+    """Sleeps instead of computing; takes key and scratch memory from a FakeDeviceAllocator."""
+
+    name = "fake"
+
+    def __init__(self, allocator: FakeDeviceAllocator, key_bytes: int = 1000, scratch: int = 500,
+                 gpu_s: float = 0.01) -> None:
+        self.allocator = allocator
+        self.key_bytes = key_bytes
+        self.scratch = scratch
+        self.gpu_s = gpu_s
+        self.calls = 0
+        self.running = 0
+        self.max_running = 0
+        self.loaded = 0
+        self.during_compute = None  # optional hook(thread) called inside compute_h
+        self._lock = threading.Lock()
+
+    def key_device_bytes(self, zkey) -> int:
+        return self.key_bytes
+
+    def scratch_bytes(self, key) -> int:
+        return self.scratch
+
+    def load_key(self, zkey):
+        self.allocator.alloc(self.key_bytes)
+        self.loaded += 1
+        return FakeKey(zkey)
+
+    def unload_key(self, key) -> None:
+        self.allocator.free(self.key_bytes)
+        self.loaded -= 1
+
+    def compute_h(self, key, witness):
+        self.allocator.alloc(self.scratch)  # freed at the end of msms: the partition's device scratch
+        with self._lock:
+            self.running += 1
+            self.max_running = max(self.max_running, self.running)
+            self.calls += 1
+        if self.during_compute is not None:
+            self.during_compute()
+        time.sleep(self.gpu_s / 2)
+        return "h"
+
+    def h_to_host(self, h):
+        raise NotImplementedError
+
+    def msms(self, key, witness, h, with_b_g2=True):
+        time.sleep(self.gpu_s / 2)
+        with self._lock:
+            self.running -= 1
+        self.allocator.free(self.scratch)
+        g1, g2 = key.zkey.curve.g1, key.zkey.curve.g2
+        return MsmResults(g1.infinity, g1.infinity, g2.infinity if with_b_g2 else None, g1.infinity, g1.infinity,
+                          {"msm_ms": self.gpu_s / 2 * 1e3})
+
+    def msm_b_g2(self, key, witness):
+        return key.zkey.curve.g2.infinity
+
+
+@pytest.fixture
+def fake_device():
+    """(allocator, backend) sized for one key and one partition's scratch."""
+    allocator = FakeDeviceAllocator(1500)
+    return allocator, FakeBackend(allocator, key_bytes=1000, scratch=500)
+
+
+def factory_for(backend):
+    return lambda ordinal: backend
+
+
+async def settle(engine, timeout: float = 10.0) -> None:
+    """Wait until no partition is in flight (dropped partitions leave at their next boundary)."""
+    deadline = time.monotonic() + timeout
+    while engine.pipeline.in_flight and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    assert engine.pipeline.in_flight == 0, engine.status()

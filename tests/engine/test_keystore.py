@@ -1,0 +1,97 @@
+"""The key store: loaded once, LRU eviction under host and VRAM budgets, keys in use kept."""
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from pipeline.engine import Engine, EngineConfig, KeyInUse, KeyLoadError
+from pipeline.engine.keystore import KeySpec, load_host_key
+from tests.engine.conftest import factory_for, key_files, wtns
+
+A, B = ("bn128", "multiplier"), ("bn128", "chain_2e8")
+
+
+def host_size(curve_circuit) -> int:
+    files = {k: str(v) for k, v in key_files(*curve_circuit).items()}
+    return load_host_key(KeySpec("x", **files), decode_g2=False).host_bytes
+
+
+def engine_with(backend, **overrides) -> Engine:
+    settings = dict(backend="cpu", gpu_workers_per_device=2, vram_budget_bytes=1500, check_r1cs=False)
+    settings.update(overrides)
+    engine = Engine(EngineConfig(**settings), backend_factory=factory_for(backend))
+    return engine
+
+
+async def test_a_key_is_loaded_once_for_many_jobs(fake_device):
+    allocator, backend = fake_device
+    async with engine_with(backend) as engine:
+        engine.register_key("a", **key_files(*A))
+        for _ in range(3):
+            await (await engine.submit("a", [wtns(*A)] * 2)).result()
+        snap = engine.status()["keys"]
+        assert snap["loads"] == 2 and backend.loaded == 1  # one host load, one device upload
+    assert snap["keys"]["a"]["devices"] == [0] and backend.loaded == 0  # unloaded at shutdown
+
+
+async def test_host_budget_for_one_key_evicts_the_least_recently_used_idle_key(fake_device):
+    allocator, backend = fake_device
+    budget = max(host_size(A), host_size(B)) + 1
+    async with engine_with(backend, key_host_budget_bytes=budget) as engine:
+        engine.register_key("a", **key_files(*A))
+        engine.register_key("b", **key_files(*B))
+        await (await engine.submit("a", [wtns(*A)])).result()
+        await (await engine.submit("b", [wtns(*B)])).result()
+        keys = engine.status()["keys"]
+    assert not keys["keys"]["a"]["host_resident"] and keys["keys"]["b"]["host_resident"]
+    assert keys["host_budget"]["peak_bytes"] <= budget and keys["evictions"] >= 1
+
+
+async def test_a_key_in_use_is_never_evicted_another_key_waits_for_it(fake_device):
+    allocator, backend = fake_device
+    backend.gpu_s = 0.3
+    budget = max(host_size(A), host_size(B)) + 1
+    async with engine_with(backend, key_host_budget_bytes=budget) as engine:
+        engine.register_key("a", **key_files(*A))
+        engine.register_key("b", **key_files(*B))
+        job_a = await engine.submit("a", [wtns(*A)] * 2)
+        submit_b = asyncio.create_task(engine.submit("b", [wtns(*B)]))
+        await asyncio.sleep(0.1)
+        assert not submit_b.done() and engine.status()["keys"]["keys"]["a"]["host_resident"]
+        with pytest.raises(KeyInUse):
+            await engine.evict("a")
+        await job_a.result()
+        job_b = await submit_b
+        await job_b.result()
+        assert job_a.finished_at <= job_b.created + 0.05
+
+
+async def test_vram_budget_for_one_key_swaps_keys_on_the_device_without_running_out(fake_device):
+    allocator, backend = fake_device  # 1500 bytes: one 1000-byte key plus one 500-byte scratch
+    async with engine_with(backend) as engine:
+        engine.register_key("a", **key_files(*A))
+        engine.register_key("b", **key_files(*B))
+        for key, files in [("a", A), ("b", B), ("a", A)]:
+            await (await engine.submit(key, [wtns(*files)] * 2)).result()
+            assert engine.keystore.resident_devices(key) == {0}
+        assert engine.keystore.resident_devices("b") == set()
+    assert allocator.ooms == 0 and allocator.peak <= 1500
+
+
+async def test_preload_and_evict(fake_device):
+    allocator, backend = fake_device
+    async with engine_with(backend) as engine:
+        engine.register_key("a", **key_files(*A))
+        await engine.preload("a")
+        assert allocator.used == 1000 and engine.status()["keys"]["keys"]["a"]["host_resident"]
+        await engine.evict("a")
+        assert allocator.used == 0 and not engine.status()["keys"]["keys"]["a"]["host_resident"]
+
+
+async def test_files_that_do_not_belong_together_are_refused_at_load(fake_device):
+    allocator, backend = fake_device
+    async with engine_with(backend) as engine:
+        engine.register_key("mixed", zkey_path=key_files(*A)["zkey_path"], r1cs_path=key_files(*B)["r1cs_path"])
+        with pytest.raises(KeyLoadError, match="does not match the key"):
+            await engine.submit("mixed", [wtns(*A)])

@@ -1,0 +1,150 @@
+"""The engine's scheduling and accounting, on a fake device (see conftest: it sleeps instead of
+computing and its allocator raises on over-allocation, like a GPU's). Priorities, backpressure,
+the GPU lock, VRAM budgets, cancellation at every stage."""
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from pipeline.engine import Engine, EngineConfig, JobCancelled, JobState
+from tests.engine.conftest import FakeBackend, FakeDeviceAllocator, FakeOutOfMemory, factory_for, key_files, settle, wtns
+
+WTNS = wtns("bn128", "multiplier")
+
+
+def fake_engine(backend, **overrides) -> Engine:
+    settings = dict(backend="cpu", gpu_workers_per_device=3, synthesize_workers=2, epilogue_workers=2,
+                    vram_budget_bytes=1500, check_r1cs=False)
+    settings.update(overrides)
+    return Engine(EngineConfig(**settings), backend_factory=factory_for(backend))
+
+
+async def test_100_partitions_with_vram_for_one_partition_and_3_gpu_workers_never_run_out_of_memory(fake_device):
+    """The reference system's crash: three workers staging device buffers at once. Here the VRAM
+    budget holds the key plus one partition's scratch, and the device allocator raises on any
+    over-allocation; every partition must finish with zero out-of-memory errors."""
+    allocator, backend = fake_device
+    backend.gpu_s = 0.002
+    async with fake_engine(backend, queue_size=4, max_partitions_in_flight=12) as engine:
+        engine.register_key("mult", **key_files("bn128", "multiplier"))
+        jobs = [await engine.submit("mult", [WTNS] * 10) for _ in range(10)]
+        results = await asyncio.gather(*(job.result() for job in jobs))
+        status = engine.status()
+    assert sum(len(r) for r in results) == 100
+    assert allocator.ooms == 0 and allocator.peak <= 1500 and backend.calls == 100
+    assert backend.max_running == 1
+    assert status["devices"][0]["vram"]["peak_bytes"] <= 1500
+
+
+def test_the_fake_allocator_does_catch_two_partitions_on_the_device_at_once():
+    """Control for the test above: without the GPU lock, overlapping partitions run out of memory."""
+    allocator = FakeDeviceAllocator(1500)
+    backend = FakeBackend(allocator, key_bytes=1000, scratch=500)
+    allocator.alloc(1000)
+    backend.compute_h(None, None)
+    with pytest.raises(FakeOutOfMemory):
+        backend.compute_h(None, None)
+
+
+async def test_the_gpu_lock_serializes_the_gpu_stage_of_a_device(fake_device):
+    allocator, backend = fake_device
+    backend.gpu_s = 0.03
+    async with fake_engine(backend, epilogue_workers=2) as engine:
+        engine.register_key("mult", **key_files("bn128", "multiplier"))
+        await (await engine.submit("mult", [WTNS] * 8)).result()
+        timeline = engine.timeline()
+    gpu = sorted((iv for iv in timeline if iv.stage == "gpu"), key=lambda iv: iv.start)
+    assert len(gpu) == 8 and len({iv.worker for iv in gpu}) > 1  # several workers took turns
+    for a, b in zip(gpu, gpu[1:]):
+        assert a.end <= b.start, f"{a} overlaps {b}"
+
+
+async def test_admission_follows_priority_then_submission_order(fake_device):
+    allocator, backend = fake_device
+    backend.gpu_s = 0.02
+    order = []
+    async with fake_engine(backend, max_partitions_in_flight=1) as engine:
+        engine.register_key("mult", **key_files("bn128", "multiplier"))
+        engine.add_stage_listener(lambda stage, part: stage == "synthesize" and order.append(part.job.request_id))
+        blocker = await engine.submit("mult", [WTNS], request_id="blocker")
+        async for ev in blocker.events():
+            if ev.kind == "running":
+                break  # admitted: it holds the only slot
+        jobs = [await engine.submit("mult", [WTNS], priority=p, request_id=name)
+                for name, p in [("low", "low"), ("normal1", "normal"), ("high", "high"), ("normal2", "normal"),
+                                ("critical", "critical")]]
+        await asyncio.gather(blocker.result(), *(j.result() for j in jobs))
+    assert order == ["blocker", "critical", "high", "normal1", "normal2", "low"]
+
+
+@pytest.mark.parametrize("limits", [dict(max_partitions_in_flight=3, queue_size=1),
+                                    dict(max_partitions_in_flight=50, queue_size=1, host_memory_budget_bytes=25000)])
+async def test_never_more_partitions_in_memory_than_configured(fake_device, limits):
+    allocator, backend = fake_device
+    backend.gpu_s = 0.005
+    seen = []
+    async with fake_engine(backend, **limits) as engine:
+        engine.register_key("mult", **key_files("bn128", "multiplier"))
+        engine.add_stage_listener(lambda stage, part: seen.append(engine.pipeline.in_flight))
+        job = await engine.submit("mult", [WTNS] * 30)
+        await job.result()
+        status = engine.status()
+    per_partition = status["host_budget"]["peak_bytes"] / max(1, status["peak_partitions_in_flight"])
+    cap = limits["max_partitions_in_flight"]
+    if "host_memory_budget_bytes" in limits:
+        cap = limits["host_memory_budget_bytes"] // per_partition
+        assert status["host_budget"]["peak_bytes"] <= limits["host_memory_budget_bytes"]
+    assert max(seen) <= cap and status["peak_partitions_in_flight"] <= cap
+
+
+@pytest.mark.parametrize("stage", ["queued", "synthesize", "prep_msm", "gpu", "during_kernels", "epilogue"])
+async def test_cancel_at_each_stage_stops_the_job_and_frees_everything(fake_device, stage):
+    allocator, backend = fake_device
+    backend.gpu_s = 0.05
+    async with fake_engine(backend, max_partitions_in_flight=2) as engine:
+        engine.register_key("mult", **key_files("bn128", "multiplier"))
+        target = {}
+        blocker = await engine.submit("mult", [WTNS] * 2)  # fills both slots: the target waits in admission
+        if stage == "during_kernels":
+            await blocker.result()
+            loop = asyncio.get_running_loop()
+            backend.during_compute = lambda: loop.call_soon_threadsafe(target["job"].cancel)
+        elif stage != "queued":
+            engine.add_stage_listener(lambda s, part: s == stage and part.job is target.get("job") and part.job.cancel())
+        target["job"] = job = await engine.submit("mult", [WTNS] * 3)
+        if stage == "queued":
+            assert job.cancel() and not job.cancel()
+        with pytest.raises(JobCancelled):
+            await job.result()
+        backend.during_compute = None
+        await blocker.result()
+        await settle(engine)
+        after = await engine.submit("mult", [WTNS])  # the engine is unharmed
+        await after.result()
+        await settle(engine)
+        status = engine.status()
+    assert job.state is JobState.CANCELLED and job.done_count == 0
+    assert status["host_budget"]["used_bytes"] == 0 and status["keys"]["keys"]["mult"]["refs"] == 0
+    assert status["devices"][0]["vram"]["used_bytes"] == 1000  # the resident key only
+    assert allocator.used == 0  # the key was unloaded at shutdown
+    if stage == "queued":
+        assert not [iv for iv in engine.timeline() if iv.job_id == job.id]
+    if stage == "during_kernels":
+        assert status["counters"]["partitions_dropped"] >= 1  # its kernels finished, then it was dropped
+
+
+async def test_a_worker_pool_of_gpu_workers_shares_one_device_lock_per_device():
+    allocators = [FakeDeviceAllocator(1500), FakeDeviceAllocator(1500)]
+    backends = [FakeBackend(a, gpu_s=0.02) for a in allocators]
+    engine = Engine(EngineConfig(backend="cpu", devices=(0, 1), gpu_workers_per_device=2, vram_budget_bytes=1500,
+                                 check_r1cs=False), backend_factory=lambda ordinal: backends[ordinal])
+    async with engine:
+        engine.register_key("mult", **key_files("bn128", "multiplier"))
+        await (await engine.submit("mult", [WTNS] * 12)).result()
+        timeline = engine.timeline()
+    for device in (0, 1):
+        gpu = sorted((iv for iv in timeline if iv.stage == "gpu" and iv.device == device), key=lambda iv: iv.start)
+        assert gpu, f"device {device} got no work"
+        assert all(a.end <= b.start for a, b in zip(gpu, gpu[1:]))
+    assert all(a.ooms == 0 for a in allocators) and all(b.max_running == 1 for b in backends)
