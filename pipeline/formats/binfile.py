@@ -9,14 +9,18 @@
 the container is whole: right magic and version, every section inside the file, no id twice,
 nothing after the last section. Section contents are then read with ``SectionCursor`` (small
 headers: every read is bounds-checked) or ``read_array`` (bulk data straight into an aligned
-numpy array, one pass, no Python work per element).
+numpy array: bytes touched once, big reads split over a small thread pool, no Python work per
+element). ``over_chunks`` runs blockwise numpy passes (checks, unpacking) on the same pool.
 """
 from __future__ import annotations
 
 import math
 import os
 import struct
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 
@@ -24,6 +28,7 @@ from .errors import FormatError
 
 FILE_HEADER = struct.Struct("<4sII")  # magic, version, nSections
 SECTION_HEADER = struct.Struct("<IQ")  # type, size
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -122,10 +127,41 @@ def _pread_exact(path: str, offset: int, size: int) -> bytes:
     return data
 
 
+READ_CHUNK_BYTES = 32 << 20  # one worker's share of a big read; page-cache copies scale with threads
+ROWS_PER_TASK = 1 << 18  # rows per worker task for vectorized checks and copies
+_pool: ThreadPoolExecutor | None = None
+
+
+def worker_pool() -> ThreadPoolExecutor:
+    """Threads for big reads and numpy passes (both release the GIL); made on first use."""
+    global _pool
+    if _pool is None:
+        _pool = ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1), thread_name_prefix="zkpipe-formats")
+    return _pool
+
+
+def _forget_pool_after_fork() -> None:
+    global _pool
+    _pool = None  # a forked child has none of the parent's threads: make a fresh pool on demand
+
+
+os.register_at_fork(after_in_child=_forget_pool_after_fork)
+
+
+def over_chunks(total: int, chunk: int, task: Callable[[int, int], T]) -> list[T]:
+    """``task(start, stop)`` over [0, total) in pieces of ``chunk``, on the worker pool when
+    there is more than one piece; results in order, the first exception re-raised."""
+    bounds = [(a, min(a + chunk, total)) for a in range(0, total, chunk)]
+    if len(bounds) <= 1:
+        return [task(a, b) for a, b in bounds]
+    return list(worker_pool().map(lambda ab: task(*ab), bounds))
+
+
 def read_array(binfile: BinFile, section_id: int, start: int, dtype, shape: tuple[int, ...]) -> np.ndarray:
     """Read ``shape`` items of ``dtype`` from ``start`` bytes into a section, into a fresh aligned array.
 
-    One ``preadv`` loop straight into the array's memory: the bytes are touched once.
+    ``preadv`` straight into the array's memory (the bytes are touched once), in 32 MiB pieces
+    on the worker pool for big arrays.
     """
     nbytes = np.dtype(dtype).itemsize * math.prod(shape)
     offset, size = binfile.require(section_id)
@@ -136,15 +172,20 @@ def read_array(binfile: BinFile, section_id: int, start: int, dtype, shape: tupl
     if nbytes == 0:
         return out
     view = memoryview(out.reshape(-1).view(np.uint8))
-    done = 0
     try:
         with open(binfile.path, "rb", buffering=0) as fh:
             fd = fh.fileno()
-            while done < nbytes:
-                got = os.preadv(fd, [view[done:]], offset + start + done)
-                if got <= 0:
-                    raise FormatError(binfile.path, f"file changed while reading {binfile.label(section_id)}")
-                done += got
+
+            def fill(a: int, b: int) -> bool:
+                while a < b:
+                    got = os.preadv(fd, [view[a:b]], offset + start + a)
+                    if got <= 0:
+                        return False
+                    a += got
+                return True
+
+            if not all(over_chunks(nbytes, READ_CHUNK_BYTES, fill)):
+                raise FormatError(binfile.path, f"file changed while reading {binfile.label(section_id)}")
     except OSError as exc:
         raise FormatError(binfile.path, f"cannot read: {exc.strerror or exc}") from exc
     return out
@@ -194,24 +235,25 @@ class SectionCursor:
 def first_not_below(values: np.ndarray, modulus: int) -> int | None:
     """Index of the first row of ``values`` ((n, limbs) uint64, little-endian) that is >= modulus.
 
-    Vectorized: a lexicographic compare from the top limb down, a few numpy passes.
+    Vectorized: a lexicographic compare from the top limb down, a few numpy passes per block
+    of rows, blocks on the worker pool.
     """
-    if values.shape[0] == 0:
-        return None
     limbs = values.shape[-1]
-    if modulus >= 1 << (64 * limbs):
+    if values.shape[0] == 0 or modulus >= 1 << (64 * limbs):
         return None
-    mod_limbs = [(modulus >> (64 * i)) & 0xFFFFFFFFFFFFFFFF for i in range(limbs)]
-    below = np.zeros(values.shape[0], dtype=bool)
-    equal = np.ones(values.shape[0], dtype=bool)
-    for i in reversed(range(limbs)):
-        column = values[:, i]
-        m = np.uint64(mod_limbs[i])
-        below |= equal & (column < m)
-        equal &= column == m
-    if below.all():
-        return None
-    return int(np.argmin(below))
+    mod_limbs = [np.uint64((modulus >> (64 * i)) & 0xFFFFFFFFFFFFFFFF) for i in range(limbs)]
+
+    def first_bad(a: int, b: int) -> int | None:
+        rows = values[a:b]
+        below = np.zeros(b - a, dtype=bool)
+        equal = np.ones(b - a, dtype=bool)
+        for i in reversed(range(limbs)):
+            column = rows[:, i]
+            below |= equal & (column < mod_limbs[i])
+            equal &= column == mod_limbs[i]
+        return None if below.all() else a + int(np.argmin(below))
+
+    return next((i for i in over_chunks(values.shape[0], ROWS_PER_TASK, first_bad) if i is not None), None)
 
 
 def check_power_of_two(path: str, label: str, value: int, what: str) -> None:

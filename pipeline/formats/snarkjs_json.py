@@ -99,14 +99,14 @@ class _Where:
     def fail(self, field: str, message: str) -> FormatError:
         return FormatError(self.source, f"{field}: {message}")
 
-    def decimal(self, value: Any, field: str, modulus: int | None) -> int:
+    def decimal(self, value: Any, field: str, modulus: int | None, modulus_name: str = "q") -> int:
         if not isinstance(value, str):
             raise self.fail(field, f"expected a decimal string, found {type(value).__name__} {_short(value)}")
         if len(value) > MAX_DIGITS or not _DIGITS.fullmatch(value):
             raise self.fail(field, f"expected a decimal string, found {_short(value)}")
         number = int(value)
         if modulus is not None and number >= modulus:
-            raise self.fail(field, f"value {_short(value)} is not below the modulus")
+            raise self.fail(field, f"value {_short(value)} is not below {modulus_name}")
         return number
 
     def array(self, value: Any, length: int, field: str) -> list:
@@ -215,7 +215,7 @@ def public_from_json(obj: Any, curve: Curve | None = None, source: str = "<publi
     if not isinstance(obj, list):
         raise FormatError(source, f"expected a JSON list of decimal strings, found {type(obj).__name__}")
     r = curve.fr.modulus if curve is not None else None
-    return [where.decimal(v, f"[{i}]", r) for i, v in enumerate(obj)]
+    return [where.decimal(v, f"[{i}]", r, "r (the scalar field modulus)") for i, v in enumerate(obj)]
 
 
 def verification_key_from_json(obj: Any, source: str = "<verification key>",

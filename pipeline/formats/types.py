@@ -5,9 +5,12 @@ Forms (know them for every buffer):
   exactly as snarkjs stores them; the point at infinity is all-zero limbs.
   G1: shape (n, 2, fq_limbs) as (x, y). G2: shape (n, 2, 2, fq_limbs) as ((x.c0, x.c1), (y.c0, y.c1)).
 - ``Groth16Zkey.coeff_values_stored``: the A/B matrix coefficients as snarkjs stores them,
-  value * R^2 mod r ("Montgomery twice"), so that one Montgomery product with a plain witness
-  value gives the Montgomery form of coefficient * witness. ``coeff_value_ints`` gives the
-  true values.
+  value * R^2 mod r ("Montgomery twice", R = 2^256 mod r on both curves), so that one
+  Montgomery product with a plain witness value gives the Montgomery form of
+  coefficient * witness. ``coeff_value_ints`` gives the true values. The records are the r1cs
+  A and B terms (C is not stored) plus, for each i in 0..n_public, one extra row in A:
+  (constraint n_constraints + i, signal i, value 1). Checked on every fixture against the
+  .r1cs (tests/formats/test_zkey.py).
 - vk points (``alpha1`` ... ``ic``) are decoded: affine tuples of Python ints in plain form,
   ``None`` for infinity.
 - witness values (``Witness.values``) are plain form, shape (n, fr_limbs), as in ``.wtns``.

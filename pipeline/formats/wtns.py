@@ -72,4 +72,4 @@ def write_wtns(path: str | os.PathLike, curve: Curve, values: np.ndarray | Itera
         fh.write(SECTION_HEADER.pack(1, len(header)))
         fh.write(header)
         fh.write(SECTION_HEADER.pack(2, arr.nbytes))
-        fh.write(memoryview(arr).cast("B"))
+        fh.write(arr.reshape(-1).view(np.uint8).data)

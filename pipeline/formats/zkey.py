@@ -26,7 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..curves import Curve, curve_by_base_prime, curve_by_scalar_prime
-from .binfile import BinFile, SectionCursor, check_power_of_two, first_not_below, read_array, read_layout
+from .binfile import (ROWS_PER_TASK, BinFile, SectionCursor, check_power_of_two, first_not_below, over_chunks,
+                      read_array, read_layout)
 from .errors import FormatError
 from .points_codec import decode_g1, decode_g2
 from .types import Groth16Zkey
@@ -172,7 +173,7 @@ def read_zkey(path: str | os.PathLike, check_points: bool = False) -> Groth16Zke
 def _read_coefficients(bf: BinFile, curve: Curve, n_vars: int, domain_size: int):
     """Section 4 as four arrays, through one structured view (no Python work per record)."""
     path, label = bf.path, bf.label(4)
-    offset, size = bf.require(4)
+    _, size = bf.require(4)
     if size < 4:
         raise FormatError(path, f"{label}: too short: expected at least 4 bytes (the count), found {size}")
     count = SectionCursor(path, label, read_array(bf, 4, 0, "<u4", (1,)).tobytes()).u32("count")
@@ -180,17 +181,28 @@ def _read_coefficients(bf: BinFile, curve: Curve, n_vars: int, domain_size: int)
     bf.expect_size(4, 4 + count * dtype.itemsize, f"{count} coefficients of {dtype.itemsize} bytes")
     raw = read_array(bf, 4, 4, np.uint8, (count * dtype.itemsize,))
     records = raw.view(dtype)
-    matrix = records["matrix"].copy()
-    constraint = records["constraint"].copy()
-    signal = records["signal"].copy()
-    values = np.ascontiguousarray(records["value"])
-    for name, column, limit, what in ((("matrix", matrix, 2, "0 (A) or 1 (B)")),
-                                      ("constraint", constraint, domain_size, f"below domainSize {domain_size}"),
-                                      ("signal", signal, n_vars, f"below nVars {n_vars}")):
-        bad = np.flatnonzero(column >= limit)
-        if bad.size:
-            i = int(bad[0])
-            raise FormatError(path, f"{label}: coefficient {i}: {name} must be {what}, found {int(column[i])}")
+    matrix = np.empty(count, dtype=np.uint32)
+    constraint = np.empty(count, dtype=np.uint32)
+    signal = np.empty(count, dtype=np.uint32)
+    values = np.empty((count, curve.fr.limbs), dtype=np.uint64)
+    limits = ((matrix, "matrix", 2, "0 (A) or 1 (B)"), (constraint, "constraint", domain_size,
+              f"below domainSize {domain_size}"), (signal, "signal", n_vars, f"below nVars {n_vars}"))
+
+    def unpack(a: int, b: int) -> str | None:
+        """Copy records a..b out of the packed layout and check their indices; a message or None."""
+        block = records[a:b]
+        for column, name, limit, what in limits:
+            column[a:b] = block[name]
+            bad = np.flatnonzero(column[a:b] >= limit)
+            if bad.size:
+                i = a + int(bad[0])
+                return f"coefficient {i}: {name} must be {what}, found {int(column[i])}"
+        values[a:b] = block["value"]
+        return None
+
+    problem = next((m for m in over_chunks(count, ROWS_PER_TASK, unpack) if m is not None), None)
+    if problem:
+        raise FormatError(path, f"{label}: {problem}")
     bad_value = first_not_below(values, curve.fr.modulus)
     if bad_value is not None:
         raise FormatError(path, f"{label}: coefficient {bad_value}: value is not below r")

@@ -29,7 +29,7 @@ def _section(fh, section_id: int, chunks: Iterable[bytes | np.ndarray]) -> None:
     fh.write(SECTION_HEADER.pack(section_id, 0))
     size = 0
     for chunk in chunks:
-        data = memoryview(np.ascontiguousarray(chunk)).cast("B") if isinstance(chunk, np.ndarray) else chunk
+        data = np.ascontiguousarray(chunk).reshape(-1).view(np.uint8).data if isinstance(chunk, np.ndarray) else chunk
         fh.write(data)
         size += len(data)
     end = fh.tell()
