@@ -1,4 +1,4 @@
-"""The ``zkpipe`` command: prove, verify, export-vk, inspect, demo.
+"""The ``zkpipe`` command: prove, verify, export-vk, inspect, demo, serve, submit.
 
 Exit codes: 0 success (or a valid proof), 1 an invalid proof, 2 bad input or usage.
 """
@@ -141,6 +141,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--curve", default="all", choices=["all", "bn128", "bls12381"])
     p.add_argument("--backend", default="auto", choices=["cpu", "cuda", "auto"])
     p.set_defaults(func=cmd_demo)
+
+    from .server.cli_commands import add_server_commands
+
+    add_server_commands(sub)
     return parser
 
 

@@ -1,0 +1,57 @@
+# zkpipe: the Groth16 proving service (`zkpipe serve`) on an NVIDIA GPU.
+#
+#   docker build -t zkpipe .
+#   docker run --gpus all -p 9820:9820 -v zkpipe-state:/var/lib/zkpipe \
+#       -v "$PWD/keys:/keys:ro" -e ZKPIPE_KEYS_DIR=/keys -e ZKPIPE_AUTH_TOKEN=s3cret zkpipe
+#
+# Without ZKPIPE_KEYS_DIR it serves the bundled example keys (chain_bn128, chain_bls12381).
+# Settings: environment variables ZKPIPE_* / ZKPIPE_ENGINE_*, or mount a TOML file and pass
+# `--config /etc/zkpipe.toml` (arguments after the image name go to `zkpipe serve`).
+#
+# The install step runs the same commands as CI's .ci/run (a venv, pip upgrade, an editable
+# install with the `cuda` extra), so CI exercises it on every run; no Docker engine is needed there.
+ARG CUDA_IMAGE=nvidia/cuda:13.0.1-runtime-ubuntu24.04
+FROM ${CUDA_IMAGE}
+
+ENV DEBIAN_FRONTEND=noninteractive \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3 python3-venv ca-certificates tini \
+ && rm -rf /var/lib/apt/lists/*
+
+# Non-root user owning the state folder; the source is read-only to it.
+RUN groupadd --system zkpipe \
+ && useradd --system --gid zkpipe --home-dir /var/lib/zkpipe --shell /usr/sbin/nologin zkpipe \
+ && mkdir -p /var/lib/zkpipe /keys \
+ && chown zkpipe:zkpipe /var/lib/zkpipe
+
+WORKDIR /opt/zkpipe/src
+# Dependency metadata first, so a source change does not reinstall every wheel.
+COPY pyproject.toml README.md ./
+COPY pipeline ./pipeline
+COPY cuda_src ./cuda_src
+# Same steps as .ci/run (there: `python3 -m venv .venv`, `pip install --upgrade pip`,
+# `pip install -e '.[test,cuda]'`; the image leaves out the test extra).
+RUN python3 -m venv /opt/zkpipe/venv \
+ && /opt/zkpipe/venv/bin/python -m pip install -q --upgrade pip \
+ && /opt/zkpipe/venv/bin/python -m pip install -q -e '.[cuda]' \
+ && /opt/zkpipe/venv/bin/zkpipe --help > /dev/null
+
+ENV PATH=/opt/zkpipe/venv/bin:$PATH \
+    ZKPIPE_HOST=0.0.0.0 \
+    ZKPIPE_PORT=9820 \
+    ZKPIPE_STATE_DIR=/var/lib/zkpipe \
+    XDG_CACHE_HOME=/var/lib/zkpipe/cache
+
+USER zkpipe
+# Job store + spool (and the NVRTC kernel cache); keys are mounted read-only at /keys.
+VOLUME ["/var/lib/zkpipe"]
+EXPOSE 9820
+
+HEALTHCHECK --interval=15s --timeout=5s --start-period=60s --retries=3 \
+    CMD python3 -c "import os, urllib.request; urllib.request.urlopen(f'http://127.0.0.1:{os.environ.get(\"ZKPIPE_PORT\", \"9820\")}/healthz', timeout=4)" || exit 1
+
+# tini forwards SIGTERM so `zkpipe serve` stops cleanly (unfinished jobs run again at the next start).
+ENTRYPOINT ["/usr/bin/tini", "--", "zkpipe", "serve"]

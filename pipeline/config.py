@@ -1,0 +1,152 @@
+"""The one configuration file: ``zkpipe.toml`` (``[server]`` and ``[engine]`` tables).
+
+Precedence, lowest first: built-in defaults < the TOML file < environment variables < command
+line flags. Environment variables:
+
+    ZKPIPE_<SERVER FIELD>          e.g. ZKPIPE_PORT=9821, ZKPIPE_AUTH_TOKEN=..., ZKPIPE_STATE_DIR=/data
+    ZKPIPE_ENGINE_<ENGINE FIELD>   e.g. ZKPIPE_ENGINE_BACKEND=cpu, ZKPIPE_ENGINE_DEVICES=[0,1]
+
+An environment value is read as a TOML value when it parses as one (``9821``, ``true``,
+``[0, 1]``, ``"text"``) and as a plain string otherwise. Engine settings are checked against the
+fields of ``pipeline.engine.EngineConfig``; an unknown name is an error naming the file and
+the field, never silently ignored. ``zkpipe.example.toml`` documents every setting.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ENV_PREFIX = "ZKPIPE_"
+ENGINE_ENV_PREFIX = "ZKPIPE_ENGINE_"
+MIB = 1 << 20
+
+
+class ConfigError(ValueError):
+    """A setting that cannot be used; the message names where it came from."""
+
+
+def default_state_dir() -> str:
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return os.path.join(base, "zkpipe")
+
+
+@dataclass
+class ServerConfig:
+    host: str = "127.0.0.1"
+    port: int = 9820
+    # Every NAME.zkey here is key id NAME (NAME.r1cs, NAME.wasm beside it when present).
+    # Empty: the bundled example keys (chain_bn128, chain_bls12381), linked into state_dir/keys.
+    keys_dir: str = ""
+    # Job store (SQLite) and spool (uploaded witnesses and inputs) live here.
+    state_dir: str = field(default_factory=default_state_dir)
+    # Bearer token; empty means no auth. Every route but /healthz needs it when set.
+    auth_token: str = ""
+    max_body_bytes: int = 256 * MIB
+    max_partitions_per_job: int = 256
+    # Finished jobs (results included) are kept this long, then deleted.
+    result_ttl_s: float = 24 * 3600.0
+    janitor_interval_s: float = 60.0
+    # The longest long-poll (?wait=) a client may ask for.
+    max_wait_s: float = 60.0
+    max_jobs_listed: int = 1000
+    # fsync spool files, the spool folder and SQLite commits before answering 202.
+    fsync: bool = True
+    log_level: str = "info"
+
+
+@dataclass
+class Config:
+    server: ServerConfig = field(default_factory=ServerConfig)
+    # [engine] table, kept as given and checked against EngineConfig by engine_config().
+    engine: dict[str, Any] = field(default_factory=dict)
+    source: str = "<defaults>"
+
+    def engine_config(self):
+        """The engine's own ``EngineConfig`` built from the [engine] table."""
+        from .engine.config import EngineConfig
+
+        try:
+            return EngineConfig.from_dict(self.engine)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{self.source}: [engine]: {exc}") from exc
+
+
+def _env_value(raw: str) -> Any:
+    try:
+        return tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        return raw
+
+
+def _coerce(where: str, name: str, value: Any, default: Any) -> Any:
+    """Check a server setting's type against its default's (ints are accepted for floats)."""
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where}: {name} must be true or false, got {value!r}")
+        return value
+    if isinstance(default, int):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{where}: {name} must be an integer, got {value!r}")
+        return value
+    if isinstance(default, float):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{where}: {name} must be a number, got {value!r}")
+        return float(value)
+    if not isinstance(value, str):
+        return str(value)
+    return value
+
+
+def _apply_server(server: ServerConfig, table: Mapping[str, Any], where: str) -> None:
+    defaults = ServerConfig()
+    for name, value in table.items():
+        if not hasattr(defaults, name):
+            known = ", ".join(f.name for f in dataclasses.fields(ServerConfig))
+            raise ConfigError(f"{where}: [server] has no setting {name!r}; known: {known}")
+        setattr(server, name, _coerce(where, name, value, getattr(defaults, name)))
+
+
+def load_config(path: str | os.PathLike | None = None, env: Mapping[str, str] | None = None,
+                overrides: Mapping[str, Any] | None = None) -> Config:
+    """Defaults < ``path`` (TOML) < ``env`` (ZKPIPE_*) < ``overrides`` (server fields, e.g. CLI flags)."""
+    env = os.environ if env is None else env
+    config = Config()
+    if path is not None:
+        source = os.fspath(path)
+        try:
+            with open(source, "rb") as fh:
+                data = tomllib.load(fh)
+        except OSError as exc:
+            raise ConfigError(f"{source}: cannot read the config file: {exc.strerror or exc}") from exc
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{source}: not valid TOML: {exc}") from exc
+        config.source = source
+        extra = sorted(set(data) - {"server", "engine"})
+        if extra:
+            raise ConfigError(f"{source}: unknown table(s) {', '.join(extra)} (expected [server] and [engine])")
+        _apply_server(config.server, data.get("server", {}), source)
+        config.engine = dict(data.get("engine", {}))
+
+    server_env, engine_env = {}, {}
+    for key, raw in env.items():
+        if key.startswith(ENGINE_ENV_PREFIX):
+            engine_env[key[len(ENGINE_ENV_PREFIX):].lower()] = _env_value(raw)
+        elif key.startswith(ENV_PREFIX):
+            name = key[len(ENV_PREFIX):].lower()
+            if hasattr(config.server, name):
+                default = getattr(ServerConfig(), name)
+                server_env[name] = raw if isinstance(default, str) else _env_value(raw)
+    _apply_server(config.server, server_env, "environment (ZKPIPE_*)")
+    config.engine.update(engine_env)
+    _apply_server(config.server, {k: v for k, v in (overrides or {}).items() if v is not None}, "command line")
+    if not 0 <= config.server.port <= 65535:
+        raise ConfigError(f"{config.source}: port must be in 1..65535 (0 = any free port), got {config.server.port}")
+    config.server.state_dir = str(Path(config.server.state_dir).expanduser())
+    if config.server.keys_dir:
+        config.server.keys_dir = str(Path(config.server.keys_dir).expanduser())
+    return config

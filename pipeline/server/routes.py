@@ -1,0 +1,175 @@
+"""The HTTP handlers: parse, call the job service or the engine adapter, answer JSON. Nothing more."""
+from __future__ import annotations
+
+import asyncio
+import time
+
+from aiohttp import web
+
+from .engine_adapter import KeyInUse, KeyLoadError
+from .errors import ApiError, json_response
+from .keys import valid_key_id
+from .state import ENGINE, KEYS, SERVER_CONFIG, SERVICE, STARTED_AT, UPLOADS
+from .store import STATES, JobRow
+
+routes = web.RouteTableDef()
+
+
+def job_json(row: JobRow, proofs: list | None = None) -> dict:
+    body = {
+        "job_id": row.job_id, "key_id": row.key_id, "state": row.state, "priority": row.priority,
+        "request_id": row.request_id,
+        "progress": {"partitions_done": row.partitions_done, "partitions_total": row.n_partitions},
+        "created_at": row.created_at, "started_at": row.started_at, "finished_at": row.finished_at,
+        "timings": row.timings,
+        "error": {"code": row.error_code, "message": row.error_message} if row.state == "failed" else None,
+    }
+    if proofs is not None:
+        body["proofs"] = proofs
+    return body
+
+
+def _job_id(request: web.Request) -> str:
+    job_id = request.match_info["job_id"]
+    if not (0 < len(job_id) <= 64 and job_id.isalnum()):
+        raise ApiError(404, "unknown_job", f"no job {job_id!r}")
+    return job_id
+
+
+def _key_id(request: web.Request):
+    key_id = request.match_info["key_id"]
+    key = request.app[KEYS].get(key_id) if valid_key_id(key_id) else None
+    if key is None:
+        raise ApiError(404, "unknown_key", f"unknown key {key_id!r}")
+    return key
+
+
+def _number(request: web.Request, name: str, default: float, low: float, high: float) -> float:
+    raw = request.query.get(name)
+    if raw is None:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ApiError(400, f"bad_{name}", f"query parameter {name}={raw!r} is not a number") from None
+    if not low <= value or value != value:
+        raise ApiError(400, f"bad_{name}", f"query parameter {name} must be >= {low}, got {raw!r}")
+    return min(value, high)
+
+
+# -- health, status, metrics ----------------------------------------------------------------------
+@routes.get("/healthz")
+async def healthz(request: web.Request) -> web.Response:
+    return json_response({"status": "ok"})
+
+
+@routes.get("/v1/status")
+async def status(request: web.Request) -> web.Response:
+    app = request.app
+    service = app[SERVICE]
+    server = {
+        "uptime_s": round(time.time() - app[STARTED_AT], 3),
+        "jobs": await service.store.counts(),
+        "jobs_active": service.active_count(),
+        "dispatch_queue": service.queue_depth(),
+        "counters": dict(service.counters),
+        "keys_dir": str(app[KEYS].root),
+        "state_dir": app[SERVER_CONFIG].state_dir,
+        "key_errors": app[KEYS].errors,
+    }
+    return json_response({"server": server, "engine": app[ENGINE].status()})
+
+
+@routes.get("/metrics")
+async def metrics(request: web.Request) -> web.Response:
+    service = request.app[SERVICE]
+    lines = ["# HELP zkpipe_server_jobs_total Jobs by outcome since the server started.",
+             "# TYPE zkpipe_server_jobs_total counter"]
+    lines += [f'zkpipe_server_jobs_total{{outcome="{name}"}} {value}' for name, value in service.counters.items()]
+    lines += ["# HELP zkpipe_server_jobs_active Jobs accepted and not finished.",
+              "# TYPE zkpipe_server_jobs_active gauge", f"zkpipe_server_jobs_active {service.active_count()}",
+              "# HELP zkpipe_server_dispatch_queue Jobs stored and not yet taken by the engine.",
+              "# TYPE zkpipe_server_dispatch_queue gauge", f"zkpipe_server_dispatch_queue {service.queue_depth()}"]
+    text = "\n".join(lines) + "\n" + request.app[ENGINE].metrics_text()
+    return web.Response(text=text, content_type="text/plain", charset="utf-8",
+                        headers={"X-Prometheus-Format": "0.0.4"})
+
+
+# -- keys -----------------------------------------------------------------------------------------
+@routes.get("/v1/keys")
+async def list_keys(request: web.Request) -> web.Response:
+    keys = request.app[KEYS]
+    await asyncio.to_thread(keys.scan)
+    engine = request.app[ENGINE]
+    resident = engine.resident_keys()
+    body = [{**key.to_json(), "resident": key.key_id in resident, "devices": resident.get(key.key_id, [])}
+            for key in keys.all()]
+    return json_response({"keys": body, "errors": keys.errors})
+
+
+@routes.post("/v1/keys/{key_id}/preload")
+async def preload_key(request: web.Request) -> web.Response:
+    key = _key_id(request)
+    engine = request.app[ENGINE]
+    engine.register(key)
+    started = time.perf_counter()
+    try:
+        await engine.preload(key.key_id)
+    except KeyLoadError as exc:
+        raise ApiError(422, "bad_key", f"key {key.key_id!r} cannot be loaded: {exc}") from exc
+    return json_response({"key_id": key.key_id, "resident": True,
+                          "load_ms": round((time.perf_counter() - started) * 1e3, 3)})
+
+
+@routes.post("/v1/keys/{key_id}/evict")
+async def evict_key(request: web.Request) -> web.Response:
+    key = _key_id(request)
+    engine = request.app[ENGINE]
+    engine.register(key)
+    try:
+        was_resident = await engine.evict(key.key_id)
+    except KeyInUse as exc:
+        raise ApiError(409, "key_in_use", f"key {key.key_id!r} has jobs in flight; evict it when they finish "
+                       f"({exc})") from exc
+    return json_response({"key_id": key.key_id, "resident": False, "was_resident": was_resident})
+
+
+# -- jobs -----------------------------------------------------------------------------------------
+@routes.post("/v1/jobs")
+async def submit_job(request: web.Request) -> web.Response:
+    upload = await request.app[UPLOADS].parse(request)
+    row, created = await request.app[SERVICE].accept(upload)
+    return json_response({"job_id": row.job_id, "state": row.state}, status=202 if created else 200,
+                         headers={"Location": f"/v1/jobs/{row.job_id}"})
+
+
+@routes.get("/v1/jobs")
+async def list_jobs(request: web.Request) -> web.Response:
+    state = request.query.get("state")
+    if state is not None and state not in STATES:
+        raise ApiError(400, "bad_state", f"unknown state {state!r} (expected one of: {', '.join(STATES)})")
+    max_listed = request.app[SERVER_CONFIG].max_jobs_listed
+    limit = int(_number(request, "limit", 100, 1, max_listed))
+    rows = await request.app[SERVICE].list(state, request.query.get("key_id"), limit)
+    return json_response({"jobs": [job_json(row) for row in rows]})
+
+
+@routes.get("/v1/jobs/{job_id}")
+async def get_job(request: web.Request) -> web.Response:
+    job_id = _job_id(request)
+    wait = _number(request, "wait", 0.0, 0.0, request.app[SERVER_CONFIG].max_wait_s)
+    row, proofs = await request.app[SERVICE].wait(job_id, wait)
+    if row is None:
+        raise ApiError(404, "unknown_job", f"no job {job_id!r} (finished jobs are kept for a limited time)")
+    return json_response(job_json(row, proofs))
+
+
+@routes.delete("/v1/jobs/{job_id}")
+async def cancel_job(request: web.Request) -> web.Response:
+    job_id = _job_id(request)
+    row = await request.app[SERVICE].cancel(job_id)
+    if row is None:
+        raise ApiError(404, "unknown_job", f"no job {job_id!r}")
+    if row.state in ("done", "failed"):
+        raise ApiError(409, "job_finished", f"job {job_id} already finished ({row.state}); nothing to cancel")
+    return json_response(job_json(row))

@@ -1,0 +1,122 @@
+"""A real ``zkpipe serve`` in a subprocess on loopback, and a small async client for it."""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import io
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import aiohttp
+
+from tests.conftest import REPO
+from tests.server.server_helpers import ENGINE_SETTINGS, TOKEN, build_keys_dir, check_proof, vk_for
+
+FINAL = ("done", "failed", "cancelled")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def cli_module() -> str:
+    """``pipeline.cli`` once it has the serve command, else the server's own entry point."""
+    from pipeline.cli import build_parser
+
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):
+            build_parser().parse_args(["serve", "--port", "1"])
+        return "pipeline.cli"
+    except SystemExit:
+        return "pipeline.server"
+
+
+def write_config(tmp_path: Path, port: int) -> Path:
+    keys = tmp_path / "keys"
+    if not keys.exists():
+        build_keys_dir(keys)
+    engine = "\n".join(f"{k} = {v!r}".replace("'", '"') for k, v in ENGINE_SETTINGS.items())
+    path = tmp_path / "zkpipe.toml"
+    path.write_text(f'[server]\nhost = "127.0.0.1"\nport = {port}\nkeys_dir = "{keys}"\n'
+                    f'state_dir = "{tmp_path / "state"}"\nauth_token = "{TOKEN}"\n\n[engine]\n{engine}\n')
+    return path
+
+
+class ServeProcess:
+    def __init__(self, tmp_path: Path) -> None:
+        self.tmp_path = tmp_path
+        self.port = free_port()
+        self.config = write_config(tmp_path, self.port)
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen | None = None
+        self.starts = 0
+
+    async def start(self, timeout_s: float = 60.0) -> None:
+        self.starts += 1
+        log = open(self.tmp_path / f"serve-{self.starts}.log", "wb")
+        env = {**os.environ, "PYTHONPATH": str(REPO), "ZKPIPE_AUTH_TOKEN": TOKEN}
+        self.proc = subprocess.Popen([sys.executable, "-m", cli_module(), "serve", "--config", str(self.config)],
+                                     cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout_s
+        async with aiohttp.ClientSession() as session:
+            while time.monotonic() < deadline:
+                if self.proc.poll() is not None:
+                    raise AssertionError(f"zkpipe serve exited with {self.proc.returncode}: {self.log_text()}")
+                try:
+                    async with session.get(f"{self.url}/healthz") as resp:
+                        if resp.status == 200:
+                            return
+                except aiohttp.ClientError:
+                    pass
+                await asyncio.sleep(0.2)
+        raise AssertionError(f"zkpipe serve did not answer /healthz in {timeout_s} s: {self.log_text()}")
+
+    def log_text(self) -> str:
+        return "\n".join(p.read_text(errors="replace")[-4000:] for p in sorted(self.tmp_path.glob("serve-*.log")))
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(timeout=30)
+
+    def stop(self) -> int:
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else 0
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            return -9
+
+
+async def wait_final(session: aiohttp.ClientSession, url: str, job_id: str, timeout_s: float) -> dict:
+    """Long-poll one job until it is finished (a bounded loop)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise AssertionError(f"job {job_id} not finished in {timeout_s} s")
+        async with session.get(f"{url}/v1/jobs/{job_id}", params={"wait": f"{min(left, 20.0):.1f}"}) as resp:
+            assert resp.status == 200, await resp.text()
+            job = await resp.json()
+        if job["state"] in FINAL:
+            return job
+
+
+@functools.lru_cache(maxsize=None)
+def _vk(key_id: str):
+    return vk_for(key_id)
+
+
+def verify_items(key_id: str, items: list[dict]) -> list[bool]:
+    """Runs in a worker process: our verifier on each of a job's proofs."""
+    return [check_proof(_vk(key_id), item) for item in items]

@@ -1,0 +1,309 @@
+"""Every route and every error, through aiohttp's test client against the real engine (CPU backend)."""
+from __future__ import annotations
+
+import asyncio
+
+import aiohttp
+import orjson
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+
+from pipeline.server import create_app
+
+from tests.server.server_helpers import AUTH, FIXTURES, check_proof, make_config, multiplier_witness, vk_for
+
+
+def wtns_form(key_id: str | None, files: list[tuple[str, bytes]], **fields) -> aiohttp.FormData:
+    form = aiohttp.FormData(default_to_multipart=True)
+    if key_id is not None:
+        form.add_field("key_id", key_id)
+    for name, value in fields.items():
+        form.add_field(name, value)
+    for filename, data in files:
+        form.add_field("witness", data, filename=filename, content_type="application/octet-stream")
+    return form
+
+
+def fixture_wtns(curve: str, circuit: str) -> bytes:
+    return (FIXTURES / curve / circuit / "witness.wtns").read_bytes()
+
+
+async def wait_final(client, job_id: str, seconds: float = 60.0) -> dict:
+    deadline = asyncio.get_running_loop().time() + seconds
+    while asyncio.get_running_loop().time() < deadline:
+        resp = await client.get(f"/v1/jobs/{job_id}", params={"wait": "10"}, headers=AUTH)
+        assert resp.status == 200
+        job = await resp.json()
+        if job["state"] in ("done", "failed", "cancelled"):
+            return job
+    raise AssertionError(f"job {job_id} not finished after {seconds} s")
+
+
+async def expect_error(resp, status: int, code: str, *words: str) -> dict:
+    assert resp.status == status, await resp.text()
+    assert resp.content_type == "application/json"
+    error = (await resp.json())["error"]
+    assert error["code"] == code
+    for word in words:
+        assert word in error["message"], error["message"]
+    return error
+
+
+# -- health, auth, status, metrics --------------------------------------------------------------------
+async def test_healthz_needs_no_token(client):
+    resp = await client.get("/healthz")
+    assert resp.status == 200 and (await resp.json()) == {"status": "ok"}
+
+
+@pytest.mark.parametrize("method,path", [("GET", "/v1/keys"), ("GET", "/v1/jobs"), ("POST", "/v1/jobs"),
+                                         ("GET", "/v1/jobs/abc"), ("DELETE", "/v1/jobs/abc"), ("GET", "/v1/status"),
+                                         ("GET", "/metrics"), ("POST", "/v1/keys/mult_bn128/preload"),
+                                         ("POST", "/v1/keys/mult_bn128/evict")])
+async def test_every_other_route_answers_401_without_the_token(client, method, path):
+    resp = await client.request(method, path)
+    await expect_error(resp, 401, "unauthorized", "bearer")
+    assert resp.headers["WWW-Authenticate"].startswith("Bearer")
+    resp = await client.request(method, path, headers={"Authorization": "Bearer wrong"})
+    await expect_error(resp, 401, "unauthorized")
+
+
+async def test_no_token_configured_means_open_routes(tmp_path):
+    app = create_app(make_config(tmp_path, auth_token=""))
+    async with TestClient(TestServer(app)) as open_client:
+        assert (await open_client.get("/v1/keys")).status == 200
+
+
+async def test_status_reports_server_and_engine(client):
+    resp = await client.get("/v1/status", headers=AUTH)
+    assert resp.status == 200
+    body = await resp.json()
+    assert set(body) == {"server", "engine"}
+    assert body["server"]["jobs"]["queued"] == 0
+    assert isinstance(body["engine"], dict)
+
+
+async def test_metrics_is_prometheus_text(client):
+    resp = await client.get("/metrics", headers=AUTH)
+    assert resp.status == 200 and resp.content_type == "text/plain"
+    text = await resp.text()
+    assert "# TYPE zkpipe_server_jobs_total counter" in text
+    assert 'zkpipe_server_jobs_total{outcome="accepted"} 0' in text
+
+
+async def test_unknown_route_and_method_answer_json(client):
+    await expect_error(await client.get("/v1/nothing", headers=AUTH), 404, "not_found", "/v1/nothing")
+    await expect_error(await client.put("/v1/jobs", headers=AUTH), 405, "method_not_allowed", "PUT")
+
+
+# -- keys -----------------------------------------------------------------------------------------------
+async def test_keys_lists_the_folder(client):
+    body = await (await client.get("/v1/keys", headers=AUTH)).json()
+    keys = {k["key_id"]: k for k in body["keys"]}
+    assert set(keys) == {"mult_bn128", "mult_bls12381", "chain_bn128", "bare_bls12381"}
+    assert keys["mult_bn128"]["curve"] == "bn128" and keys["mult_bn128"]["n_vars"] == 4
+    assert keys["mult_bls12381"]["curve"] == "bls12381" and keys["mult_bls12381"]["has_wasm"]
+    assert not keys["bare_bls12381"]["has_wasm"] and not keys["bare_bls12381"]["has_r1cs"]
+    assert keys["chain_bn128"]["has_wasm"] and keys["chain_bn128"]["has_r1cs"]
+
+
+async def test_preload_makes_a_key_resident_and_evict_drops_it(client):
+    resp = await client.post("/v1/keys/mult_bn128/preload", headers=AUTH)
+    assert resp.status == 200 and (await resp.json())["resident"] is True
+    keys = {k["key_id"]: k for k in (await (await client.get("/v1/keys", headers=AUTH)).json())["keys"]}
+    assert keys["mult_bn128"]["resident"] is True
+    resp = await client.post("/v1/keys/mult_bn128/evict", headers=AUTH)
+    assert resp.status == 200 and (await resp.json())["resident"] is False
+    keys = {k["key_id"]: k for k in (await (await client.get("/v1/keys", headers=AUTH)).json())["keys"]}
+    assert keys["mult_bn128"]["resident"] is False
+
+
+@pytest.mark.parametrize("key_id", ["nope", "..%2F..%2Fetc%2Fpasswd", ".hidden", "mult_bn128.zkey"])
+async def test_preload_of_an_unknown_or_outside_key_is_404(client, key_id):
+    await expect_error(await client.post(f"/v1/keys/{key_id}/preload", headers=AUTH), 404, "unknown_key")
+
+
+async def test_a_new_zkey_in_the_folder_is_found_without_restart(client, config):
+    from pathlib import Path
+
+    keys_dir = Path(config.server.keys_dir)
+    (keys_dir / "late.zkey").symlink_to(FIXTURES / "bn128" / "multiplier" / "circuit_final.zkey")
+    form = wtns_form("late", [("w.wtns", fixture_wtns("bn128", "multiplier"))])
+    resp = await client.post("/v1/jobs", data=form, headers=AUTH)
+    assert resp.status == 202
+    job = await wait_final(client, (await resp.json())["job_id"])
+    assert job["state"] == "done"
+
+
+# -- jobs: the good paths --------------------------------------------------------------------------------
+async def test_wtns_job_with_partitions_in_order_gives_valid_proofs(client, tmp_path):
+    files = [(f"w{i}.wtns", multiplier_witness(tmp_path / f"w{i}.wtns", "bn128", 3 + i, 5).read_bytes())
+             for i in range(3)]
+    resp = await client.post("/v1/jobs", data=wtns_form("mult_bn128", files, priority="high"), headers=AUTH)
+    assert resp.status == 202
+    accepted = await resp.json()
+    assert set(accepted) == {"job_id", "state"} and accepted["state"] == "queued"
+    assert resp.headers["Location"] == f"/v1/jobs/{accepted['job_id']}"
+    job = await wait_final(client, accepted["job_id"])
+    assert job["state"] == "done", job
+    assert job["progress"] == {"partitions_done": 3, "partitions_total": 3}
+    assert job["priority"] == "high" and job["error"] is None
+    assert [p["public_signals"] for p in job["proofs"]] == [[str((3 + i) * 5)] for i in range(3)]
+    vk = vk_for("mult_bn128")
+    assert all(check_proof(vk, item) for item in job["proofs"])
+    assert job["proofs"][0]["proof"]["protocol"] == "groth16" and job["proofs"][0]["proof"]["curve"] == "bn128"
+    assert len(job["timings"]["partitions_ms"]) == 3 and job["timings"]["total_ms"] > 0
+
+
+async def test_json_inputs_job_runs_the_circuit_wasm(client):
+    body = {"key_id": "chain_bn128", "inputs": [orjson.loads((FIXTURES / "bn128/chain_2e8/input.json").read_bytes())]}
+    resp = await client.post("/v1/jobs", data=orjson.dumps(body), headers={**AUTH, "Content-Type": "application/json"})
+    assert resp.status == 202
+    job = await wait_final(client, (await resp.json())["job_id"])
+    assert job["state"] == "done", job
+    expected = orjson.loads((FIXTURES / "bn128/chain_2e8/public.json").read_bytes())
+    assert job["proofs"][0]["public_signals"] == expected
+    assert check_proof(vk_for("chain_bn128"), job["proofs"][0])
+
+
+async def test_same_request_id_returns_the_same_job(client):
+    wtns = fixture_wtns("bls12381", "multiplier")
+    first = await client.post("/v1/jobs", data=wtns_form("mult_bls12381", [("a.wtns", wtns)], request_id="r-1"),
+                              headers=AUTH)
+    again = await client.post("/v1/jobs", data=wtns_form("mult_bls12381", [("a.wtns", wtns)], request_id="r-1"),
+                              headers=AUTH)
+    assert first.status == 202 and again.status == 200
+    assert (await first.json())["job_id"] == (await again.json())["job_id"]
+    job = await wait_final(client, (await first.json())["job_id"])
+    assert job["request_id"] == "r-1" and job["state"] == "done"
+
+
+async def test_list_jobs_filters_by_state(client):
+    wtns = fixture_wtns("bn128", "multiplier")
+    job_id = (await (await client.post("/v1/jobs", data=wtns_form("mult_bn128", [("a.wtns", wtns)]),
+                                       headers=AUTH)).json())["job_id"]
+    await wait_final(client, job_id)
+    done = (await (await client.get("/v1/jobs", params={"state": "done"}, headers=AUTH)).json())["jobs"]
+    assert [j["job_id"] for j in done] == [job_id] and "proofs" not in done[0]
+    assert (await (await client.get("/v1/jobs", params={"state": "queued"}, headers=AUTH)).json())["jobs"] == []
+    await expect_error(await client.get("/v1/jobs", params={"state": "lost"}, headers=AUTH), 400, "bad_state", "lost")
+    await expect_error(await client.get("/v1/jobs", params={"limit": "x"}, headers=AUTH), 400, "bad_limit")
+
+
+async def test_cancel_a_queued_job_and_refuse_to_cancel_a_done_one(client, tmp_path):
+    chain = fixture_wtns("bn128", "chain_2e8")
+    blocker = await client.post("/v1/jobs", data=wtns_form("chain_bn128", [("c.wtns", chain)] * 4), headers=AUTH)
+    victim = await client.post("/v1/jobs", data=wtns_form("chain_bn128", [("c.wtns", chain)] * 4, priority="low"),
+                               headers=AUTH)
+    victim_id = (await victim.json())["job_id"]
+    resp = await client.delete(f"/v1/jobs/{victim_id}", headers=AUTH)
+    assert resp.status == 200 and (await resp.json())["state"] == "cancelled"
+    assert (await client.delete(f"/v1/jobs/{victim_id}", headers=AUTH)).status == 200  # idempotent
+    done = await wait_final(client, (await blocker.json())["job_id"])
+    assert done["state"] == "done"
+    await expect_error(await client.delete(f"/v1/jobs/{done['job_id']}", headers=AUTH), 409, "job_finished")
+    job = await wait_final(client, victim_id)
+    assert job["state"] == "cancelled" and "proofs" not in job
+
+
+async def test_unknown_job_and_bad_wait(client):
+    await expect_error(await client.get("/v1/jobs/0123abcd", headers=AUTH), 404, "unknown_job")
+    await expect_error(await client.delete("/v1/jobs/0123abcd", headers=AUTH), 404, "unknown_job")
+    await expect_error(await client.get("/v1/jobs/x", params={"wait": "soon"}, headers=AUTH), 400, "bad_wait")
+    await expect_error(await client.get("/v1/jobs/x", params={"wait": "-1"}, headers=AUTH), 400, "bad_wait")
+
+
+async def test_a_job_the_engine_fails_is_reported_failed(client):
+    body = {"key_id": "chain_bn128", "inputs": [{"no_such_signal": "1"}]}
+    resp = await client.post("/v1/jobs", data=orjson.dumps(body), headers={**AUTH, "Content-Type": "application/json"})
+    assert resp.status == 202
+    job = await wait_final(client, (await resp.json())["job_id"])
+    assert job["state"] == "failed" and job["error"]["message"]
+
+
+# -- jobs: every rejected request, and the service stays up ---------------------------------------------------
+BAD_REQUESTS = {
+    "malformed_json": (b"{not json", "application/json", 400, "malformed_json", "not valid JSON"),
+    "json_not_object": (b"[1, 2]", "application/json", 400, "malformed_json", "object"),
+    "missing_key_id": (b'{"inputs": [{"a": 1}]}', "application/json", 400, "missing_key_id", "key_id"),
+    "unknown_key": (b'{"key_id": "ghost", "inputs": [{"a": 1}]}', "application/json", 404, "unknown_key", "ghost"),
+    "bad_priority": (b'{"key_id": "chain_bn128", "inputs": [{"a": 1}], "priority": "urgent"}', "application/json",
+                     400, "bad_priority", "urgent"),
+    "empty_inputs": (b'{"key_id": "chain_bn128", "inputs": []}', "application/json", 400, "bad_inputs", "inputs"),
+    "inputs_not_objects": (b'{"key_id": "chain_bn128", "inputs": [3]}', "application/json", 400, "bad_inputs",
+                           "inputs[0]"),
+    "unknown_field": (b'{"key_id": "chain_bn128", "inputs": [{"a": 1}], "colour": 1}', "application/json", 400,
+                      "unknown_field", "colour"),
+    "inputs_without_wasm": (b'{"key_id": "bare_bls12381", "inputs": [{"a": 1}]}', "application/json", 422,
+                            "no_witness_generator", "bare_bls12381.wasm"),
+    "bad_request_id": (b'{"key_id": "chain_bn128", "inputs": [{"a": 1}], "request_id": 7}', "application/json", 400,
+                       "bad_request_id", "request_id"),
+    "wrong_media_type": (b"hello", "text/plain", 415, "unsupported_media_type", "text/plain"),
+}
+
+
+@pytest.mark.parametrize("name", list(BAD_REQUESTS))
+async def test_bad_json_requests_are_4xx_naming_the_problem(client, name):
+    body, content_type, status, code, word = BAD_REQUESTS[name]
+    resp = await client.post("/v1/jobs", data=body, headers={**AUTH, "Content-Type": content_type})
+    await expect_error(resp, status, code, word)
+
+
+@pytest.mark.parametrize("key_id,files,fields,status,code,words", [
+    ("mult_bn128", [("bls.wtns", ("bls12381", "multiplier"))], {}, 422, "witness_curve_mismatch",
+     ("partition 0", "bls.wtns", "bls12381", "bn128")),
+    ("mult_bn128", [("ok.wtns", ("bn128", "multiplier")), ("chain.wtns", ("bn128", "chain_2e8"))], {}, 422,
+     "witness_size_mismatch", ("partition 1", "chain.wtns", "244", "expects 4")),
+    ("mult_bn128", [("junk.wtns", b"not a witness at all")], {}, 422, "bad_witness", ("partition 0", "junk.wtns")),
+    ("mult_bn128", [], {}, 400, "no_partitions", ("wtns",)),
+    (None, [("ok.wtns", ("bn128", "multiplier"))], {}, 400, "missing_key_id", ("key_id",)),
+    ("mult_bn128", [("ok.wtns", ("bn128", "multiplier"))], {"priority": "asap"}, 400, "bad_priority", ("asap",)),
+    ("mult_bn128", [("ok.wtns", ("bn128", "multiplier"))], {"flavour": "x"}, 400, "unknown_field", ("flavour",)),
+    ("ghost", [("ok.wtns", ("bn128", "multiplier"))], {}, 404, "unknown_key", ("ghost",)),
+])
+async def test_bad_witness_uploads_are_4xx_naming_the_problem(client, key_id, files, fields, status, code, words):
+    parts = [(name, src if isinstance(src, bytes) else fixture_wtns(*src)) for name, src in files]
+    resp = await client.post("/v1/jobs", data=wtns_form(key_id, parts, **fields), headers=AUTH)
+    await expect_error(resp, status, code, *words)
+
+
+async def test_too_large_bodies_are_413_and_nothing_is_spooled(tmp_path):
+    config = make_config(tmp_path, max_body_bytes=2000, max_partitions_per_job=3)
+    async with TestClient(TestServer(create_app(config))) as small:
+        wtns = fixture_wtns("bn128", "chain_2e8")  # 7884 bytes
+        resp = await small.post("/v1/jobs", data=wtns_form("chain_bn128", [("big.wtns", wtns)]), headers=AUTH)
+        await expect_error(resp, 413, "payload_too_large", "2000")
+        big_json = orjson.dumps({"key_id": "chain_bn128", "inputs": [{"x0": "1" * 3000}]})
+        resp = await small.post("/v1/jobs", data=big_json, headers={**AUTH, "Content-Type": "application/json"})
+        await expect_error(resp, 413, "payload_too_large")
+        many = [("m.wtns", fixture_wtns("bn128", "multiplier"))] * 4
+        resp = await small.post("/v1/jobs", data=wtns_form("mult_bn128", many), headers=AUTH)
+        await expect_error(resp, 413, "too_many_partitions", "3")
+        assert list((tmp_path / "state" / "spool" / "tmp").iterdir()) == []
+        assert list((tmp_path / "state" / "spool" / "jobs").iterdir()) == []
+        assert (await small.get("/healthz")).status == 200
+
+
+async def test_service_keeps_working_after_bad_requests(client):
+    for body, content_type, *_ in BAD_REQUESTS.values():
+        await client.post("/v1/jobs", data=body, headers={**AUTH, "Content-Type": content_type})
+    await client.post("/v1/jobs", data=wtns_form("mult_bn128", [("j", b"junk")]), headers=AUTH)
+    resp = await client.post("/v1/jobs", data=wtns_form("mult_bn128", [("ok.wtns", fixture_wtns("bn128", "multiplier"))]),
+                             headers=AUTH)
+    job = await wait_final(client, (await resp.json())["job_id"])
+    assert job["state"] == "done" and check_proof(vk_for("mult_bn128"), job["proofs"][0])
+
+
+async def test_without_a_keys_folder_the_bundled_examples_are_served(tmp_path):
+    config = make_config(tmp_path, keys_dir="")
+    async with TestClient(TestServer(create_app(config))) as default_client:
+        keys = {k["key_id"]: k for k in (await (await default_client.get("/v1/keys", headers=AUTH)).json())["keys"]}
+        assert {"chain_bn128", "chain_bls12381"} <= set(keys)
+        assert keys["chain_bls12381"]["curve"] == "bls12381" and keys["chain_bls12381"]["has_wasm"]
+        from pipeline.server.keys import EXAMPLES_DIR
+
+        inputs = orjson.loads((EXAMPLES_DIR / "chain_bls12381" / "input.json").read_bytes())
+        resp = await default_client.post("/v1/jobs", data=orjson.dumps({"key_id": "chain_bls12381", "inputs": [inputs]}),
+                                         headers={**AUTH, "Content-Type": "application/json"})
+        assert resp.status == 202
+        job = await wait_final(default_client, (await resp.json())["job_id"])
+        assert job["state"] == "done", job
