@@ -131,19 +131,3 @@ class R1cs:
     def n_public(self) -> int:
         return self.n_pub_out + self.n_pub_in
 
-
-@dataclass(frozen=True)
-class VerificationKey:
-    """A Groth16 verification key (snarkjs verification_key.json), points decoded to plain ints."""
-
-    curve: Curve
-    n_public: int
-    alpha1: G1Affine
-    beta2: G2Affine
-    gamma2: G2Affine
-    delta2: G2Affine
-    ic: tuple[G1Affine, ...]
-
-    @classmethod
-    def from_zkey(cls, zkey: "Groth16Zkey") -> "VerificationKey":
-        return cls(zkey.curve, zkey.n_public, zkey.alpha1, zkey.beta2, zkey.gamma2, zkey.delta2, zkey.ic)
