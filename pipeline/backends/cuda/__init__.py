@@ -1,0 +1,8 @@
+"""The CUDA backend: kernels in cuda_src/, built through NVRTC and driven with cuda-python.
+
+Importing this package needs only numpy; cuda-python is imported lazily by the modules that
+talk to the driver, so CI without it can still import and skip.
+"""
+from .constants import curve_header
+
+__all__ = ["curve_header"]

@@ -1,0 +1,158 @@
+"""The build units, their kernel instantiations, and typed launches.
+
+Each unit in ``UNITS`` is ``cuda_src/programs/<unit>.cu``; its kernels are bound to a curve by
+name expressions over the typedefs of ``cuda_src/curve_types.cuh`` (fr_t, fq_t, fq2_t).
+``SIGNATURES`` gives each kernel's parameter types, so a launch converts Python ints to the
+exact C types (a wrong argument count is a Python error, not a garbled launch).
+"""
+from __future__ import annotations
+
+import os
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
+
+import numpy as np
+
+from ...curves import Curve
+from ._bindings import driver
+from .constants import HEADER_NAME, curve_header
+from .errors import CudaError, check
+from .nvrtc_build import BuiltUnit, compile_unit
+
+PTR, U32, I32, U64 = "ptr", "u32", "i32", "u64"
+
+UNITS: dict[str, tuple[str, ...]] = {
+    "arith": (
+        "test_field_op<fr_t>", "test_field_op<fq_t>", "test_field_op<fq2_t>",
+        "test_point_op<fq_t>", "test_point_op<fq2_t>", "test_spin",
+    ),
+    "ntt": (
+        "ntt_pass<fr_t, false>", "ntt_pass<fr_t, true>", "ntt_bit_reverse<fr_t>", "ntt_coset_scale<fr_t>",
+        "ntt_quotient<fr_t>", "ntt_twiddle_top<fr_t>", "ntt_twiddle_lower<fr_t>",
+        "ff_to_mont<fr_t>", "ff_from_mont<fr_t>", "spmv_abc<fr_t>",
+    ),
+    "msm_g1": (
+        "scan_tile_sums", "scan_tile_offsets", "scan_apply",
+        "msm_count_digits", "msm_scatter_digits", "msm_chunk_counts",
+        "msm_accumulate<fq_t, true, 1>", "msm_accumulate<fq_t, true, 4>", "msm_accumulate<fq_t, true, 5>",
+        "msm_accumulate<fq_t, false, 1>", "msm_bucket_segments<fq_t>",
+        "msm_reduce_halves<fq_t>", "msm_combine_windows<fq_t>",
+    ),
+    "msm_g2": (
+        "msm_accumulate<fq2_t, true, 1>", "msm_accumulate<fq2_t, false, 1>", "msm_bucket_segments<fq2_t>",
+        "msm_reduce_halves<fq2_t>", "msm_combine_windows<fq2_t>",
+    ),
+}
+
+# Parameter types by kernel (template arguments stripped); "fr" is an Fr element by value.
+SIGNATURES: dict[str, tuple[str, ...]] = {
+    "test_field_op": (PTR, PTR, PTR, I32, U32),
+    "test_point_op": (PTR, PTR, PTR, PTR, PTR, I32, U32),
+    "test_spin": (U64, PTR),
+    "ntt_pass": (PTR, PTR, I32, I32, I32),
+    "ntt_bit_reverse": (PTR, I32, "fr"),
+    "ntt_coset_scale": (PTR, I32, PTR, PTR, I32),
+    "ntt_quotient": (PTR, PTR, PTR, PTR, U64),
+    "ntt_twiddle_top": (PTR, U64, PTR),
+    "ntt_twiddle_lower": (PTR, I32),
+    "ff_to_mont": (PTR, PTR, U64),
+    "ff_from_mont": (PTR, PTR, U64),
+    "spmv_abc": (PTR, PTR, PTR, PTR, PTR, PTR, PTR, PTR, PTR, PTR, U32),
+    "scan_tile_sums": (PTR, U64, PTR),
+    "scan_tile_offsets": (PTR, U32),
+    "scan_apply": (PTR, U64, PTR, PTR),
+    "msm_count_digits": (PTR, U32, I32, I32, PTR),
+    "msm_scatter_digits": (PTR, U32, I32, I32, PTR, PTR),
+    "msm_chunk_counts": (PTR, U32, U32, PTR),
+    "msm_accumulate": (PTR, PTR, PTR, PTR, PTR, PTR, U32, U32, U32),
+    "msm_bucket_segments": (PTR, PTR, PTR, U32, U32, U32),
+    "msm_reduce_halves": (PTR, U32, U32, U32),
+    "msm_combine_windows": (PTR, PTR, U32, U32, I32),
+}
+
+_NP_TYPES = {PTR: np.uint64, U32: np.uint32, I32: np.int32, U64: np.uint64}
+
+
+def base_name(expr: str) -> str:
+    return expr.split("<", 1)[0]
+
+
+def _compile_one(job: tuple) -> BuiltUnit:
+    unit, headers, arch, cache_dir = job
+    return compile_unit(unit, headers, UNITS[unit], arch=arch, cache_dir=cache_dir)
+
+
+def build_units(curves, arch: str = "sm_90", units=None, cache_dir=None, parallel: bool = True) -> dict:
+    """Compile (or load from the cache) the units of one or more curves -> {(curve name, unit): BuiltUnit}.
+
+    Units compile in forked processes (they use NVRTC only, never the driver): cuda-python's
+    NVRTC calls hold the GIL, and a unit takes up to ~25 s, so threads would run them in turn.
+    """
+    curves = [curves] if isinstance(curves, Curve) else list(curves)
+    jobs = [(u, {HEADER_NAME: curve_header(c)}, arch, cache_dir) for c in curves for u in (units or UNITS)]
+    keys = [(c.name, u) for c in curves for u in (units or UNITS)]
+    if not parallel or len(jobs) == 1:
+        return {k: _compile_one(j) for k, j in zip(keys, jobs)}
+    workers = min(len(jobs), os.cpu_count() or 1)
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as pool:
+        return dict(zip(keys, pool.map(_compile_one, jobs)))
+
+
+class CurveKernels:
+    """The loaded modules of one curve on one device; ``launch`` by name expression."""
+
+    def __init__(self, device, curve: Curve, cache_dir=None) -> None:
+        self.device = device
+        self.curve = curve
+        device.activate()
+        self.built = {u: b for (_, u), b in build_units(curve, device.arch, cache_dir=cache_dir).items()}
+        self.compile_s = {u: b.compile_s for u, b in self.built.items()}
+        self._functions = {}
+        self._modules = []
+        for unit, built in self.built.items():
+            module = check(driver.cuModuleLoadData(built.cubin), "cuModuleLoadData", unit)
+            self._modules.append(module)
+            for expr, lowered in built.lowered.items():
+                self._functions[expr] = check(driver.cuModuleGetFunction(module, lowered.encode()),
+                                              "cuModuleGetFunction", expr)
+        self.sync_after_launch = os.environ.get("ZKPIPE_CUDA_SYNC_LAUNCH") == "1"
+
+    def launch(self, expr: str, grid: int, block: int, args: tuple, stream, shared_bytes: int = 0) -> None:
+        """Launch ``expr`` on ``stream``; the launch status is checked, and with
+        ZKPIPE_CUDA_SYNC_LAUNCH=1 the stream is synchronised too so a fault names this kernel."""
+        sig = SIGNATURES[base_name(expr)]
+        if len(args) != len(sig):
+            raise TypeError(f"{expr}: {len(sig)} arguments expected, {len(args)} given")
+        holders = []
+        for kind, value in zip(sig, args):
+            if kind == "fr":
+                holders.append(np.ascontiguousarray(value, dtype=np.uint64))
+            else:
+                holders.append(np.array([int(value)], dtype=_NP_TYPES[kind]))
+        params = np.array([h.ctypes.data for h in holders], dtype=np.uint64)
+        grid = max(int(grid), 1)
+        check(driver.cuLaunchKernel(self._functions[expr], grid, 1, 1, int(block), 1, 1, int(shared_bytes),
+                                    stream.handle, params.ctypes.data, 0), "cuLaunchKernel", expr)
+        stream.note_launch(expr)
+        if self.sync_after_launch:
+            try:
+                check(driver.cuStreamSynchronize(stream.handle), "cuStreamSynchronize", expr)
+            except CudaError:
+                raise
+            stream.recent_kernels.clear()
+
+    def launch_copy(self, d_dst: int, d_src: int, nbytes: int, stream) -> None:
+        """Device-to-device copy on ``stream``."""
+        if nbytes:
+            check(driver.cuMemcpyDtoDAsync(d_dst, d_src, nbytes, stream.handle), "cuMemcpyDtoDAsync")
+
+    def close(self) -> None:
+        for module in self._modules:
+            driver.cuModuleUnload(module)
+        self._modules.clear()
+        self._functions.clear()
+
+
+def grid_for(n: int, block: int, cap: int = 1 << 20) -> int:
+    """Blocks for n threads of ``block``, capped (kernels loop grid-stride beyond it)."""
+    return max(1, min((int(n) + block - 1) // block, cap))

@@ -1,0 +1,204 @@
+"""Host side of the bucket MSM (cuda_src/msm/pippenger.cuh): sizes, buffers, launch order.
+
+Scalars are Fr in plain form on the device, (n, 8) uint32 words; points are affine_t in
+Montgomery form, resident. Scratch buffers live only for one call (DESIGN rule 1: the caller
+holds the GPU lock around it). The result is one XYZZ point, turned into Jacobian ints.
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...curves.points import CurveGroup
+from .kernels import CurveKernels, grid_for
+
+SCAN_TILE = 4096  # util/scan.cuh: SCAN_THREADS * SCAN_PER_THREAD
+SCAN_THREADS = 1024
+DIGIT_BLOCK = 256
+ACC_BLOCK = 128  # msm_accumulate: MSM_ACC_THREADS in pippenger.cuh
+REDUCE_BLOCK = 128
+TARGET_CHUNKS = 1 << 18  # enough chunks to fill 132 SMs several times over
+MAX_CHUNK = 64  # madds per thread at level 0; partial sums cost ~1.4/MAX_CHUNK extra
+LEVEL_CHUNK = 16  # full additions per thread when combining partials
+SEGMENT_THREADS = 1 << 16  # threads of the bucket-reduction step
+
+
+@dataclass(frozen=True)
+class MsmPlan:
+    n: int
+    c: int  # window bits
+    n_windows: int
+    buckets_per_window: int  # 2^(c-1): signed digits
+    seg_len: int
+
+    @property
+    def n_buckets(self) -> int:
+        return self.n_windows * self.buckets_per_window
+
+
+def plan_msm(n: int, scalar_bits: int, c: int | None = None) -> MsmPlan:
+    """Window width minimising ~ windows * (n madds + 2 full additions per bucket (x1.4))."""
+    def windows(cc: int) -> int:
+        return math.ceil((scalar_bits + 1) / cc)  # signed digits: one spare bit for the last carry
+    if c is None:
+        c = min(range(2, 23), key=lambda cc: windows(cc) * (n + 2.8 * (1 << (cc - 1))))
+    nb = 1 << (c - 1)
+    w = windows(c)
+    seg = 1
+    while seg < nb and w * nb // seg > SEGMENT_THREADS:
+        seg <<= 1
+    return MsmPlan(n, c, w, nb, seg)
+
+
+class MsmRunner:
+    def __init__(self, kernels: CurveKernels, allocator, stream) -> None:
+        self.kernels = kernels
+        self.curve = kernels.curve
+        self.allocator = allocator
+        self.stream = stream
+        self.last_plan: MsmPlan | None = None
+        # blocks per SM the G1 bucket kernel's registers must allow: 1, 4 or 5 (bench/NOTES.md, MSM v2:
+        # 5 -> 96 registers, fastest on both curves though BLS12-381 spills 244 bytes; 1 -> 239)
+        self.g1_min_blocks = int(os.environ.get("ZKPIPE_MSM_MIN_BLOCKS", "5"))
+        self.profile = False  # when set, last_phases_ms gets CUDA-event times per phase
+        self.last_phases_ms: dict[str, float] = {}
+        self._marks: list = []
+
+    def _mark(self, name: str) -> None:
+        if self.profile:
+            from .streams import Event
+            self._marks.append((name, Event().record(self.stream)))
+
+    def _collect_marks(self) -> None:
+        if self.profile and self._marks:
+            self._marks[-1][1].synchronize()
+            self.last_phases_ms = {name: ev.elapsed_ms(prev)
+                                   for (_, prev), (name, ev) in zip(self._marks, self._marks[1:])}
+            for _, ev in self._marks:
+                ev.close()
+        self._marks = []
+
+    def _launch(self, expr, n_threads, block, args):
+        self.kernels.launch(expr, grid_for(n_threads, block), block, args, self.stream)
+
+    def _read_u32(self, buf, index: int) -> int:
+        out = np.zeros(1, dtype=np.uint32)
+        buf.download(out, self.stream, offset=4 * index)
+        return int(out[0])
+
+    def exclusive_scan(self, d_in: int, n: int, d_out: int) -> None:
+        """d_out[0..n] = exclusive prefix sums of d_in[0..n), d_out[n] = total."""
+        tiles = (n + SCAN_TILE - 1) // SCAN_TILE
+        with self.allocator.alloc(4 * (tiles + 1), "scan tile sums") as d_tiles:
+            k, s = self.kernels, self.stream
+            k.launch("scan_tile_sums", tiles, SCAN_THREADS, (d_in, n, d_tiles.ptr), s)
+            k.launch("scan_tile_offsets", 1, SCAN_THREADS, (d_tiles.ptr, tiles), s)
+            k.launch("scan_apply", tiles, SCAN_THREADS, (d_in, n, d_tiles.ptr, d_out), s)
+            s.synchronize()  # d_tiles is freed next
+
+    def _chunk_offsets(self, d_offsets, n_buckets: int, chunk: int, what: str):
+        """Offsets of the chunks of at most ``chunk`` entries per bucket, and their count."""
+        d_chunk_off = self.allocator.alloc(4 * (n_buckets + 1), what)
+        with self.allocator.alloc(4 * n_buckets, "chunk counts") as d_counts:
+            self._launch("msm_chunk_counts", n_buckets, 256, (d_offsets.ptr, n_buckets, chunk, d_counts.ptr))
+            self.exclusive_scan(d_counts.ptr, n_buckets, d_chunk_off.ptr)
+        return d_chunk_off, self._read_u32(d_chunk_off, n_buckets)
+
+    def run_xyzz(self, g2: bool, d_points: int, d_scalars: int, n: int, c: int | None = None) -> np.ndarray:
+        """sum scalars[i] points[i] as an XYZZ point, raw Montgomery words (4 coordinates)."""
+        fq_words = 2 * self.curve.fq.limbs * (2 if g2 else 1)
+        xyzz_bytes = 4 * 4 * fq_words
+        field = "fq2_t" if g2 else "fq_t"
+        plan = plan_msm(n, self.curve.fr.bits, c)
+        self.last_plan = plan
+        out = np.zeros(4 * fq_words, dtype=np.uint32)
+        if n == 0:
+            return out
+        alloc, nb_total = self.allocator, plan.n_buckets
+        with alloc.alloc(4 * nb_total, "msm bucket counts") as d_counts, \
+                alloc.alloc(4 * (nb_total + 1), "msm bucket offsets") as d_offsets:
+            # 1-3: counting sort of the nonzero signed digits by bucket
+            self._mark("start")
+            d_counts.memset32(0, self.stream)
+            self._launch("msm_count_digits", n, DIGIT_BLOCK, (d_scalars, n, plan.c, plan.n_windows, d_counts.ptr))
+            self.exclusive_scan(d_counts.ptr, nb_total, d_offsets.ptr)
+            n_entries = self._read_u32(d_offsets, nb_total)
+            with alloc.alloc(4 * max(n_entries, 1), "msm digit entries") as d_entries:
+                d_cursor = d_counts  # reuse: cursor starts at each bucket's offset
+                self.kernels.launch_copy(d_cursor.ptr, d_offsets.ptr, 4 * nb_total, self.stream)
+                self._launch("msm_scatter_digits", n, DIGIT_BLOCK,
+                             (d_scalars, n, plan.c, plan.n_windows, d_cursor.ptr, d_entries.ptr))
+                self._mark("sort digits")
+                # 4: chunked bucket sums, level 0 over affine points
+                chunk = max(2, min(MAX_CHUNK, 1 << max(0, (n_entries // TARGET_CHUNKS).bit_length())))
+                d_chunk_off, n_chunks = self._chunk_offsets(d_offsets, nb_total, chunk, "msm chunk offsets")
+                d_partials = alloc.alloc(xyzz_bytes * max(n_chunks, 1), "msm partial sums")
+                min_blocks = 1 if g2 else self.g1_min_blocks
+                self._launch(f"msm_accumulate<{field}, true, {min_blocks}>", n_chunks, ACC_BLOCK,
+                             (d_partials.ptr, d_points, d_entries.ptr, 0, d_offsets.ptr, d_chunk_off.ptr,
+                              nb_total, chunk, n_chunks))
+                self._mark("accumulate affine")
+            # ... then over partials until one per nonempty bucket
+            while True:
+                d_next_off, n_next = self._chunk_offsets(d_chunk_off, nb_total, LEVEL_CHUNK, "msm chunk offsets")
+                if n_next == n_chunks:
+                    d_next_off.free()
+                    break
+                d_next = alloc.alloc(xyzz_bytes * max(n_next, 1), "msm partial sums")
+                self._launch(f"msm_accumulate<{field}, false, 1>", n_next, ACC_BLOCK,
+                             (d_next.ptr, 0, 0, d_partials.ptr, d_chunk_off.ptr, d_next_off.ptr,
+                              nb_total, LEVEL_CHUNK, n_next))
+                self.stream.synchronize()
+                d_partials.free()
+                d_chunk_off.free()
+                d_partials, d_chunk_off, n_chunks = d_next, d_next_off, n_next
+            self._mark("combine partials")
+            # 5-6: per-window running sums over segments, segment sums, Horner over windows
+            segs = plan.buckets_per_window // plan.seg_len
+            try:
+                with alloc.alloc(xyzz_bytes * plan.n_windows * segs, "msm segment sums") as d_seg, \
+                        alloc.alloc(xyzz_bytes, "msm result") as d_result:
+                    self._launch(f"msm_bucket_segments<{field}>", plan.n_windows * segs, REDUCE_BLOCK,
+                                 (d_seg.ptr, d_partials.ptr, d_chunk_off.ptr, plan.buckets_per_window,
+                                  plan.seg_len, plan.n_windows))
+                    self._mark("bucket running sums")
+                    half = segs // 2
+                    while half >= 1:
+                        self._launch(f"msm_reduce_halves<{field}>", plan.n_windows * half, REDUCE_BLOCK,
+                                     (d_seg.ptr, plan.n_windows, segs, half))
+                        half //= 2
+                    self._mark("segment sums")
+                    self.kernels.launch(f"msm_combine_windows<{field}>", 1, 1,
+                                        (d_result.ptr, d_seg.ptr, segs, plan.n_windows, plan.c), self.stream)
+                    self._mark("window combination")
+                    d_result.download(out, self.stream)
+                    self._collect_marks()
+            finally:
+                d_partials.free()
+                d_chunk_off.free()
+        return out
+
+    def run(self, group: CurveGroup, d_points: int, d_scalars: int, n: int, c: int | None = None) -> tuple:
+        """The MSM as a Jacobian point of Python ints (``pipeline.curves.points`` form)."""
+        g2 = group.ops.degree == 2
+        raw = self.run_xyzz(g2, d_points, d_scalars, n, c)
+        return xyzz_to_jacobian(group, self.curve.fq, raw)
+
+
+def xyzz_to_jacobian(group: CurveGroup, fq, raw_words: np.ndarray) -> tuple:
+    """(X, Y, ZZ, ZZZ) Montgomery words -> Jacobian (X ZZ ZZZ^2, Y ZZ^3 ZZZ^2, ZZ ZZZ), plain ints.
+
+    With x = X/ZZ and y = Y/ZZZ, Z' = ZZ ZZZ gives X' = x Z'^2 and Y' = y Z'^3 (no inversion).
+    """
+    f = group.ops
+    vals = [fq.from_mont(v) for v in fq.ints_from_limbs(raw_words.view(np.uint64))]
+    if f.degree == 2:
+        vals = [(vals[i], vals[i + 1]) for i in range(0, len(vals), 2)]
+    X, Y, ZZ, ZZZ = vals
+    if f.is_zero(ZZ):
+        return group.infinity
+    zzz2 = f.sqr(ZZZ)
+    return (f.mul(f.mul(X, ZZ), zzz2), f.mul(f.mul(Y, f.mul(f.sqr(ZZ), ZZ)), zzz2), f.mul(ZZ, ZZZ))

@@ -1,0 +1,153 @@
+"""Host side of the Fr transforms: twiddle tables, pass plans, and snarkjs's coset quotient.
+
+Device arrays here are Fr elements in Montgomery form, natural order unless said. The pass
+plan groups the log_n butterfly stages into launches of at most ``STAGES_PER_PASS`` stages
+(bench/NOTES.md, NTT v1); blocks hold ``PASS_ELEMENTS`` elements in shared memory.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...curves.field import ScalarField
+from .kernels import CurveKernels, grid_for
+
+STAGES_PER_PASS = 8
+PASS_ELEMENTS_LOG = 10  # 2^10 elements x 32 bytes = 32 KiB of shared memory per block
+ELEMENTWISE_BLOCK = 256
+
+
+def pass_plan(log_n: int, dit: bool) -> list[tuple[int, int, int]]:
+    """(lo, k, tl) per launch, in launch order. The short pass sits at the top bits, where
+    there are many low bits to coalesce over; DIF runs top-down, DIT bottom-up."""
+    if log_n == 0:
+        return []
+    ks = [STAGES_PER_PASS] * ((log_n - 1) // STAGES_PER_PASS)
+    ks.insert(0, log_n - sum(ks))  # top pass, 1..8 stages
+    plan, hi = [], log_n
+    for k in ks:  # top-down
+        lo = hi - k
+        plan.append((lo, k, min(lo, max(PASS_ELEMENTS_LOG - k, 0))))
+        hi = lo
+    return plan[::-1] if dit else plan
+
+
+class NttRunner:
+    """Transforms of one curve's Fr on one stream; twiddle tables grow on demand (resident)."""
+
+    def __init__(self, kernels: CurveKernels, allocator, stream) -> None:
+        self.kernels = kernels
+        self.fr: ScalarField = kernels.curve.fr
+        self.allocator = allocator
+        self.stream = stream
+        self.log_max = -1
+        self.d_tw = {False: None, True: None}  # inverse? -> table
+        self._coset_tables: dict[int, tuple] = {}
+
+    @property
+    def elem_bytes(self) -> int:
+        return 8 * self.fr.limbs
+
+    def to_mont_limbs(self, values) -> np.ndarray:
+        fr = self.fr
+        return fr.limbs_from_ints([fr.to_mont(v % fr.modulus) for v in values])
+
+    def _launch(self, expr, n_threads, args, block=ELEMENTWISE_BLOCK, shared=0, grid=None):
+        self.kernels.launch(expr, grid if grid is not None else grid_for(n_threads, block), block, args,
+                            self.stream, shared)
+
+    # -- twiddles --------------------------------------------------------------------------------
+    def ensure_twiddles(self, log_n: int) -> None:
+        """Tables tw[h + j] = w_{2h}^(+-j) for every h < 2^log_n (both directions)."""
+        if log_n <= self.log_max:
+            return
+        fr, p = self.fr, self.fr.modulus
+        size = 1 << max(log_n, 1)
+        for inverse in (False, True):
+            old = self.d_tw[inverse]
+            d_tw = self.allocator.alloc(size * self.elem_bytes, f"ntt twiddles (inverse={inverse})")
+            if log_n >= 1:
+                w = fr.root_of_unity(log_n)
+                if inverse:
+                    w = pow(w, -1, p)
+                pow2 = [pow(w, 1 << b, p) for b in range(max(log_n - 1, 1))]
+                with self.allocator.upload(self.to_mont_limbs(pow2), "twiddle powers") as d_pow2:
+                    h = size >> 1
+                    self._launch("ntt_twiddle_top<fr_t>", h, (d_tw.ptr, h, d_pow2.ptr))
+                    self._launch("ntt_twiddle_lower<fr_t>", h, (d_tw.ptr, log_n - 1))
+                    self.stream.synchronize()
+            self.d_tw[inverse] = d_tw
+            if old is not None:
+                old.free()
+        self.log_max = log_n
+
+    # -- transforms ------------------------------------------------------------------------------
+    def radix_passes(self, d_data: int, log_n: int, dit: bool, inverse: bool) -> None:
+        """DIF (natural -> bit-reversed) or DIT (bit-reversed -> natural), unscaled."""
+        self.ensure_twiddles(log_n)
+        expr = "ntt_pass<fr_t, true>" if dit else "ntt_pass<fr_t, false>"
+        n = 1 << log_n
+        for lo, k, tl in pass_plan(log_n, dit):
+            elems = 1 << (k + tl)
+            self.kernels.launch(expr, n // elems, max(elems // 2, 1), (d_data, self.d_tw[inverse].ptr, lo, k, tl),
+                                self.stream, elems * self.elem_bytes)
+
+    def bit_reverse(self, d_data: int, log_n: int, scale_mont: int) -> None:
+        scale = self.fr.limbs_from_ints([scale_mont])[0]
+        self._launch("ntt_bit_reverse<fr_t>", 1 << log_n, (d_data, log_n, scale))
+
+    def ntt(self, d_data: int, log_n: int, inverse: bool = False) -> None:
+        """In place, natural order in and out; the inverse includes 1/n (ffjavascript's fft/ifft)."""
+        fr = self.fr
+        self.radix_passes(d_data, log_n, dit=False, inverse=inverse)
+        scale = pow(1 << log_n, -1, fr.modulus) if inverse else 1
+        self.bit_reverse(d_data, log_n, fr.to_mont(scale))
+
+    def _coset(self, log_n: int):
+        """g^j tables for the odd coset, g = w_{2n}; n^-1 folded into the low table."""
+        if log_n not in self._coset_tables:
+            fr, p = self.fr, self.fr.modulus
+            g = fr.root_of_unity(log_n + 1)
+            lo_bits = (log_n + 1) // 2
+            n_inv = pow(1 << log_n, -1, p)
+            lo, acc = [], n_inv
+            for _ in range(1 << lo_bits):
+                lo.append(acc)
+                acc = acc * g % p
+            g_step, hi, acc = pow(g, 1 << lo_bits, p), [], 1
+            for _ in range(1 << (log_n - lo_bits)):
+                hi.append(acc)
+                acc = acc * g_step % p
+            self._coset_tables[log_n] = (self.allocator.upload(self.to_mont_limbs(lo), "coset g^j low"),
+                                         self.allocator.upload(self.to_mont_limbs(hi), "coset g^j high"), lo_bits)
+        return self._coset_tables[log_n]
+
+    def to_odd_coset(self, d_data: int, log_n: int) -> None:
+        """Evaluations on the domain -> evaluations on g * domain, in place (ifft, scale by g^j, fft)."""
+        d_lo, d_hi, lo_bits = self._coset(log_n)
+        self.radix_passes(d_data, log_n, dit=False, inverse=True)  # coefficients * n, bit-reversed
+        self._launch("ntt_coset_scale<fr_t>", 1 << log_n, (d_data, log_n, d_lo.ptr, d_hi.ptr, lo_bits))
+        self.radix_passes(d_data, log_n, dit=True, inverse=False)  # natural order on the coset
+
+    def quotient(self, d_h: int, d_a: int, d_b: int, d_c: int, log_n: int) -> None:
+        """H = coset(a) * coset(b) - coset(c), plain form into d_h; a, b, c (Montgomery) are overwritten."""
+        for d in (d_a, d_b, d_c):
+            self.to_odd_coset(d, log_n)
+        n = 1 << log_n
+        self._launch("ntt_quotient<fr_t>", n, (d_h, d_a, d_b, d_c, n))
+
+    def to_mont(self, d_out: int, d_in: int, n: int) -> None:
+        self._launch("ff_to_mont<fr_t>", n, (d_out, d_in, n))
+
+    def from_mont(self, d_out: int, d_in: int, n: int) -> None:
+        self._launch("ff_from_mont<fr_t>", n, (d_out, d_in, n))
+
+    def close(self) -> None:
+        for buf in self.d_tw.values():
+            if buf is not None:
+                buf.free()
+        for d_lo, d_hi, _ in self._coset_tables.values():
+            d_lo.free()
+            d_hi.free()
+        self._coset_tables.clear()
+        self.d_tw = {False: None, True: None}
+        self.log_max = -1

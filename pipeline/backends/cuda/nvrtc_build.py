@@ -1,0 +1,117 @@
+"""Run-time compilation of cuda_src/ through NVRTC, cached on disk.
+
+A build unit is one ``cuda_src/programs/*.cu`` file plus the generated per-curve header
+(``constants.curve_header``), compiled for one GPU architecture to a cubin. Kernels are
+templates; the unit's name expressions ("ntt_pass<fr_t, false>") instantiate them and give
+back their lowered (mangled) names. The cache key covers every file under cuda_src/, the
+generated header, the options, the architecture and NVRTC's version, so any change rebuilds.
+Compile errors raise ``CompileError`` with NVRTC's log.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ._bindings import IMPORT_ERROR, nvrtc
+from .errors import CompileError, check
+
+CUDA_SRC = Path(__file__).resolve().parents[3] / "cuda_src"
+DEFAULT_OPTIONS = ("-std=c++17", "-DNDEBUG")
+
+
+@dataclass(frozen=True)
+class BuiltUnit:
+    unit: str
+    arch: str
+    cubin: bytes
+    lowered: dict[str, str]  # name expression -> mangled kernel name
+    compile_s: float  # 0.0 when it came from the cache
+    from_cache: bool
+    log: str
+
+
+def default_cache_dir() -> Path:
+    env = os.environ.get("ZKPIPE_KERNEL_CACHE")
+    return Path(env) if env else Path.home() / ".cache" / "zkpipe" / "kernels"
+
+
+def nvrtc_version() -> tuple[int, int]:
+    if IMPORT_ERROR:
+        raise ImportError(IMPORT_ERROR)
+    major, minor = check(nvrtc.nvrtcVersion(), "nvrtcVersion")
+    return int(major), int(minor)
+
+
+def _tree_digest() -> str:
+    h = hashlib.sha256()
+    for path in sorted(CUDA_SRC.rglob("*")):
+        if path.is_file() and path.suffix in (".cu", ".cuh"):
+            h.update(str(path.relative_to(CUDA_SRC)).encode())
+            h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def cache_key(unit: str, headers: dict[str, str], options: tuple[str, ...], arch: str,
+              name_expressions: tuple[str, ...]) -> str:
+    h = hashlib.sha256()
+    for part in (unit, _tree_digest(), json.dumps(sorted(headers.items())), json.dumps(options), arch,
+                 json.dumps(nvrtc_version()), json.dumps(name_expressions)):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:32]
+
+
+def _program_log(prog) -> str:
+    size = check(nvrtc.nvrtcGetProgramLogSize(prog), "nvrtcGetProgramLogSize")
+    buf = b" " * size
+    check(nvrtc.nvrtcGetProgramLog(prog, buf), "nvrtcGetProgramLog")
+    return buf.rstrip(b"\0 ").decode(errors="replace")
+
+
+def compile_unit(unit: str, headers: dict[str, str], name_expressions: tuple[str, ...], arch: str = "sm_90",
+                 options: tuple[str, ...] = DEFAULT_OPTIONS, cache_dir: Path | None = None) -> BuiltUnit:
+    """Compile ``cuda_src/programs/<unit>.cu`` (or load it from the cache)."""
+    cache = cache_dir or default_cache_dir()
+    key = cache_key(unit, headers, options, arch, name_expressions)
+    cubin_path, meta_path = cache / f"{unit}-{arch}-{key}.cubin", cache / f"{unit}-{arch}-{key}.json"
+    if cubin_path.exists() and meta_path.exists():
+        meta = json.loads(meta_path.read_text())
+        return BuiltUnit(unit, arch, cubin_path.read_bytes(), meta["lowered"], 0.0, True, meta.get("log", ""))
+
+    source_path = CUDA_SRC / "programs" / f"{unit}.cu"
+    t0 = time.perf_counter()
+    names = list(headers)
+    prog = check(nvrtc.nvrtcCreateProgram(source_path.read_bytes(), f"{unit}.cu".encode(), len(names),
+                                          [headers[n].encode() for n in names], [n.encode() for n in names]),
+                 "nvrtcCreateProgram", unit)
+    try:
+        for expr in name_expressions:
+            check(nvrtc.nvrtcAddNameExpression(prog, expr.encode()), "nvrtcAddNameExpression", expr)
+        opts = [f"--gpu-architecture={arch}", f"--include-path={CUDA_SRC}", *options]
+        status = nvrtc.nvrtcCompileProgram(prog, len(opts), [o.encode() for o in opts])[0]
+        log = _program_log(prog)
+        if status != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            raise CompileError("nvrtcCompileProgram", str(status), unit, log)
+        size = check(nvrtc.nvrtcGetCUBINSize(prog), "nvrtcGetCUBINSize", unit)
+        cubin = b" " * size
+        check(nvrtc.nvrtcGetCUBIN(prog, cubin), "nvrtcGetCUBIN", unit)
+        lowered = {}
+        for expr in name_expressions:
+            name = check(nvrtc.nvrtcGetLoweredName(prog, expr.encode()), "nvrtcGetLoweredName", expr)
+            lowered[expr] = name.decode() if isinstance(name, bytes) else str(name)
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+    compile_s = time.perf_counter() - t0
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        tmp = cubin_path.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_bytes(cubin)
+        tmp.replace(cubin_path)
+        meta_path.write_text(json.dumps({"lowered": lowered, "log": log, "compile_s": compile_s}))
+    except OSError:
+        pass  # a read-only cache only costs the next process a rebuild
+    return BuiltUnit(unit, arch, cubin, lowered, compile_s, False, log)

@@ -1,0 +1,87 @@
+"""Streams and events, and awaiting an event without blocking the asyncio loop.
+
+``event_ready`` polls ``cuEventQuery`` with an exponential back-off of ``asyncio.sleep``; the
+loop keeps running other tasks meanwhile (its lag is measured in tests/gpu/test_streams.py).
+"""
+from __future__ import annotations
+
+import asyncio
+
+from ._bindings import driver
+from .errors import CudaError, check
+
+
+class Stream:
+    def __init__(self, device) -> None:
+        device.activate()
+        self.device = device
+        self.handle = check(driver.cuStreamCreate(driver.CUstream_flags.CU_STREAM_NON_BLOCKING), "cuStreamCreate")
+        self.recent_kernels: list[str] = []  # names the kernels a failed sync may be about
+
+    def __enter__(self) -> "Stream":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def note_launch(self, kernel: str) -> None:
+        self.recent_kernels.append(kernel)
+        del self.recent_kernels[:-8]
+
+    def synchronize(self) -> None:
+        try:
+            check(driver.cuStreamSynchronize(self.handle), "cuStreamSynchronize")
+        except CudaError as exc:
+            raise CudaError(exc.call, exc.error, ", ".join(self.recent_kernels) or None) from exc
+        self.recent_kernels.clear()
+
+    def close(self) -> None:
+        if self.handle is not None:
+            self.device.activate()
+            check(driver.cuStreamSynchronize(self.handle), "cuStreamSynchronize")
+            check(driver.cuStreamDestroy(self.handle), "cuStreamDestroy")
+            self.handle = None
+
+
+class Event:
+    def __init__(self, timing: bool = True) -> None:
+        flags = driver.CUevent_flags.CU_EVENT_DEFAULT if timing else driver.CUevent_flags.CU_EVENT_DISABLE_TIMING
+        self.handle = check(driver.cuEventCreate(flags), "cuEventCreate")
+
+    def __enter__(self) -> "Event":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def record(self, stream: Stream) -> "Event":
+        check(driver.cuEventRecord(self.handle, stream.handle), "cuEventRecord")
+        return self
+
+    def query(self) -> bool:
+        status = driver.cuEventQuery(self.handle)[0]
+        if status == driver.CUresult.CUDA_SUCCESS:
+            return True
+        if status == driver.CUresult.CUDA_ERROR_NOT_READY:
+            return False
+        check((status,), "cuEventQuery")
+        return False
+
+    def synchronize(self) -> None:
+        check(driver.cuEventSynchronize(self.handle), "cuEventSynchronize")
+
+    def elapsed_ms(self, start: "Event") -> float:
+        return float(check(driver.cuEventElapsedTime(start.handle, self.handle), "cuEventElapsedTime"))
+
+    def close(self) -> None:
+        if self.handle is not None:
+            check(driver.cuEventDestroy(self.handle), "cuEventDestroy")
+            self.handle = None
+
+
+async def event_ready(event: Event, first_poll_s: float = 50e-6, max_poll_s: float = 2e-3) -> None:
+    """Complete once ``event`` has fired; never blocks the loop longer than one cuEventQuery."""
+    delay = first_poll_s
+    while not event.query():
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, max_poll_s)
