@@ -12,7 +12,7 @@ def create_backend(name: str = "auto", **options):
         try:
             from .cuda import CudaBackend
 
-            return CudaBackend(**options)
+            return CudaBackend(device_ordinal=options.pop("device", 0), **options)
         except Exception as exc:  # no driver, no GPU, or no cuda-python
             if name == "cuda":
                 raise RuntimeError(f"CUDA backend unavailable: {exc}") from exc

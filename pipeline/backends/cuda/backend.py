@@ -181,6 +181,33 @@ class CudaBackend:
         with self.allocator.upload(np.ascontiguousarray(witness, dtype=np.uint64), "witness") as d_w:
             return key.runtime.msm.run(key.zkey.curve.g2, key.d_points["b2"].ptr, d_w.ptr, key.zkey.n_vars)
 
+    # -- what the engine's budgets ask (optional Backend methods, see engine/devices.py) ------------
+    def key_device_bytes(self, zkey: Groth16Zkey) -> int:
+        """Device bytes ``load_key`` holds: the point arrays plus the two CSR matrices."""
+        points = sum(getattr(zkey, f"points_{n}").nbytes for n in ("a", "b1", "b2", "c", "h"))
+        csr = zkey.coeff_values_stored.nbytes + 4 * len(zkey.coeff_signal) + 8 * (zkey.domain_size + 1)
+        return points + csr
+
+    def scratch_bytes(self, key: CudaKey) -> int:
+        """Upper estimate of one partition's device scratch: witness, a, b, c, H, and the MSM's
+        digit entries (4 bytes per scalar per window, at most 32 windows) and partial sums (one
+        G2 XYZZ point per 8 entries). The allocator's budget stays the hard limit."""
+        zkey = key.zkey
+        n = max(zkey.n_vars, zkey.domain_size)
+        elem = 8 * zkey.curve.fr.limbs
+        xyzz_g2 = 4 * 2 * 8 * zkey.curve.fq.limbs
+        entries = 4 * n * 32
+        return zkey.n_vars * elem + 4 * zkey.domain_size * elem + entries + (n * 32 // 8) * xyzz_g2
+
+    def memory_budget_bytes(self) -> int:
+        return self.allocator.budget_bytes
+
+    @staticmethod
+    def visible_devices() -> list[int]:
+        from .device import device_count
+
+        return list(range(device_count()))
+
     def close(self) -> None:
         for rt in self._runtimes.values():
             rt.ntt.close()
