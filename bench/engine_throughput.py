@@ -37,7 +37,8 @@ async def run_level(args, gw: int, jobs_in_flight: int, fixture: Path):
                           max_partitions_in_flight=max(4, gw * 2 + 4), queue_size=2,
                           gil_switch_interval_s=args.gil_switch_interval)
     async with Engine(config) as engine:
-        engine.register_key("bench", zkey_path=fixture / "circuit_final.zkey", wasm_path=fixture / "circuit.wasm")
+        wasm = fixture / "circuit.wasm"
+        engine.register_key("bench", zkey_path=fixture / "circuit_final.zkey", wasm_path=wasm if wasm.exists() else None)
         await engine.preload("bench")
         warm = await engine.submit("bench", [str(fixture / "witness.wtns")])  # first-call costs out of the numbers
         await warm.result()
@@ -140,8 +141,9 @@ async def main() -> None:
     p.add_argument("--gil-switch-interval", type=float, default=None)
     p.add_argument("--out", default=None, help="markdown path (default bench/results/engine_<backend>_<circuit>.md)")
     args = p.parse_args()
-    fixture = REPO / "tests" / "fixtures" / args.curve / args.circuit
-    out = Path(args.out or REPO / "bench" / "results" / f"engine_{args.backend}_{args.curve}_{args.circuit}.md")
+    # a fixture name under tests/fixtures/CURVE, or a folder holding circuit_final.zkey + witness.wtns
+    fixture = Path(args.circuit) if Path(args.circuit).is_dir() else REPO / "tests" / "fixtures" / args.curve / args.circuit
+    out = Path(args.out or REPO / "bench" / "results" / f"engine_{args.backend}_{args.curve}_{fixture.name}.md")
     out.parent.mkdir(parents=True, exist_ok=True)
     rows, last = [], None
     for gw in [int(x) for x in args.gpu_workers.split(",")]:
