@@ -8,8 +8,8 @@
 # Settings: environment variables ZKPIPE_* / ZKPIPE_ENGINE_*, or mount a TOML file and pass
 # `--config /etc/zkpipe.toml` (arguments after the image name go to `zkpipe serve`).
 #
-# The install step runs the same commands as CI's .ci/run (a venv, pip upgrade, an editable
-# install with the `cuda` extra), so CI exercises it on every run; no Docker engine is needed there.
+# The install step is .ci/install, the script CI's .ci/run calls, so CI exercises it on every run;
+# no Docker engine is needed there.
 ARG CUDA_IMAGE=nvidia/cuda:13.0.1-runtime-ubuntu24.04
 FROM ${CUDA_IMAGE}
 
@@ -32,12 +32,9 @@ WORKDIR /opt/zkpipe/src
 COPY pyproject.toml README.md ./
 COPY pipeline ./pipeline
 COPY cuda_src ./cuda_src
-# Same steps as .ci/run (there: `python3 -m venv .venv`, `pip install --upgrade pip`,
-# `pip install -e '.[test,cuda]'`; the image leaves out the test extra).
-RUN python3 -m venv /opt/zkpipe/venv \
- && /opt/zkpipe/venv/bin/python -m pip install -q --upgrade pip \
- && /opt/zkpipe/venv/bin/python -m pip install -q -e '.[cuda]' \
- && /opt/zkpipe/venv/bin/zkpipe --help > /dev/null
+# The install recipe CI runs on every submission (.ci/run calls the same script with test,cuda).
+COPY .ci/install ./.ci/install
+RUN bash .ci/install /opt/zkpipe/venv cuda
 
 ENV PATH=/opt/zkpipe/venv/bin:$PATH \
     ZKPIPE_HOST=0.0.0.0 \

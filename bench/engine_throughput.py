@@ -17,7 +17,9 @@ import argparse
 import asyncio
 import platform
 import resource
+import shutil
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -154,7 +156,9 @@ async def main() -> None:
             print(f"gw={gw} jif={jif}: {row['s_per_proof']:.3f} s/proof, gpu {row['gpu_s_per_proof']:.3f} s/proof, "
                   f"lock busy {row['lock_busy'] * 100:.0f}%, loop lag p95 {row['loop_lag_p95_ms']:.1f} ms", flush=True)
     svg = out.with_suffix(".timeline.svg")
-    write_svg(svg, last[0], last[1], f"{args.backend} {args.curve}/{args.circuit} {last[2]}")
+    write_svg(svg, last[0], last[1], f"{args.backend} {args.curve}/{fixture.name} {last[2]}")
+    if shutil.which("rsvg-convert"):  # the PNG the issue asks for, where librsvg is installed
+        subprocess.run(["rsvg-convert", "-b", "white", str(svg), "-o", str(svg.with_suffix(".png"))], check=False)
     out.write_text(markdown(args, rows, svg.name))
     print(f"wrote {out} and {svg}")
 
