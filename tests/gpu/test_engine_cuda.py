@@ -1,0 +1,47 @@
+"""The engine on the CUDA backend: proofs of several partitions verify, the GPU lock holds one
+partition at a time, and the epilogue of one overlaps the next one's gpu stage.
+
+Plain ``asyncio.run`` rather than pytest-asyncio: the GPU host has no such plugin.
+"""
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from pipeline.engine import Engine, EngineConfig
+from pipeline.formats.types import VerificationKey
+from pipeline.formats.zkey import read_zkey
+from pipeline.groth16.verifier import verify
+from tests.conftest import fixture_dir
+
+pytestmark = pytest.mark.gpu
+
+
+def overlaps(a, b) -> bool:
+    return a.start < b.end and b.start < a.end
+
+
+async def _prove_on_gpu(curve: str, circuit: str, partitions: int):
+    folder = fixture_dir(curve, circuit)
+    config = EngineConfig(backend="cuda", gpu_workers_per_device=2, epilogue_workers=2, verify_proofs=False)
+    async with Engine(config) as engine:
+        engine.register_key("k", zkey_path=folder / "circuit_final.zkey")
+        await engine.preload("k")
+        job = await engine.submit("k", [str(folder / "witness.wtns")] * partitions)
+        proofs = await job.result()
+        return proofs, engine.timeline(), engine.status()
+
+
+@pytest.mark.parametrize("curve", ["bn128", "bls12381"])
+def test_engine_on_cuda_proves_verifying_partitions_one_at_a_time_on_the_gpu(cuda_backend, curve):
+    proofs, timeline, status = asyncio.run(_prove_on_gpu(curve, "chain_2e10", 4))
+    vk = VerificationKey.from_zkey(read_zkey(fixture_dir(curve, "chain_2e10") / "circuit_final.zkey"))
+    for p in proofs:
+        assert verify(vk, p.public_signals, p.pi_a, p.pi_b, p.pi_c)
+    assert not verify(vk, (p.public_signals[0] + 1,) + tuple(p.public_signals[1:]), p.pi_a, p.pi_b, p.pi_c)
+    gpu = sorted((iv for iv in timeline if iv.stage == "gpu"), key=lambda iv: iv.start)
+    assert len(gpu) == 4 and all(a.end <= b.start for a, b in zip(gpu, gpu[1:]))
+    epilogues = [iv for iv in timeline if iv.stage == "epilogue"]
+    assert any(overlaps(e, g) for e in epilogues for g in gpu if g.partition != e.partition), timeline
+    assert [d["backend"] for d in status["devices"]] == ["cuda"]  # no silent CPU fallback
