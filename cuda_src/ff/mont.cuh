@@ -106,47 +106,95 @@ struct __align__(16) mont_t {
     __device__ __forceinline__ mont_t operator-() const { return zero() - *this; }
     __device__ __forceinline__ mont_t dbl() const { return *this + *this; }
 
-    // -- multiplication: CIOS (Koc, Acar, Kaliski 1996), 32-bit words --------------------------
-    // Loop invariant t < 2p < 2^(32N) between iterations (a < p, b < 2^(32N)); before the shift
-    // t < 2p * 2^32, so N + 1 words hold it. Cost: 4N^2 multiply-adds.
-    friend __device__ __forceinline__ mont_t operator*(const mont_t& a, const mont_t& b) {
-        uint32_t t[N + 1];
+    // -- multiplication: CIOS (Koc, Acar, Kaliski 1996), 32-bit words, even/odd split ------
+    // The running sum t is kept as two word arrays whose products never overlap:
+    //   e[] "even-aligned": e[j] has weight w^j;   o[] "odd-aligned": o[j] has weight w^(j+1)
+    // (w = 2^32). A row x * y adds lo(x_k y) and hi(x_k y) of the even-indexed x_k to e[2k],
+    // e[2k+1] and of the odd-indexed x_k to o[2k], o[2k+1]: each row is one carry chain of N
+    // multiply-adds in which lo and hi of one product are adjacent (IMAD.WIDE pairs in SASS),
+    // and the e-row and the o-row are independent, so ptxas can interleave the two chains
+    // (SASS carries live in predicate registers) even though each PTX statement stays
+    // `asm volatile` to pin the PTX order the carry flag needs.
+    // One step (t + a b_i + m p) / w: after the m*p rows e[0] = 0, and t / w is
+    //   e[1] w^0 + (o as even-aligned) + (e[2..] as odd-aligned, shifted down two words),
+    // so the two arrays swap roles each step; e[1] is folded into the new even array by one
+    // add whose carry enters the shifted odd row at weight w^1. Bounds: as in plain CIOS, the
+    // value t + a b_i + m p < 2 p w < w^(N+1) (p < R/2, a < p, b < R), each array holds a part of
+    // it exactly, so the o-array (weights up to w^N) cannot overflow and the carries out of
+    // its rows and out of the final word are zero; e-row carries go to o[N-1] (weight w^N).
+    // Checked word by word against a Python model of these statements (all four primes, edge
+    // and random operands) before the device tests. Cost: 4N^2 multiply-adds, as before.
+private:
+    // acc[2k], acc[2k+1] = lo, hi of x[2k + OFF] * y (no carries)
+    template <int OFF>
+    static __device__ __forceinline__ void row_mul(uint32_t* acc, const uint32_t* x, uint32_t y) {
 #pragma unroll
-        for (int j = 0; j <= N; j++) t[j] = 0;
-#pragma unroll
-        for (int i = 0; i < N; i++) {
-            const uint32_t bi = b.v[i];
-            // t += a * b_i: low halves into t[j], high halves into t[j + 1]
-            asm volatile("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[0]) : "r"(a.v[0]), "r"(bi));
-#pragma unroll
-            for (int j = 1; j < N; j++)
-                asm volatile("madc.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[j]) : "r"(a.v[j]), "r"(bi));
-            asm volatile("addc.u32 %0, %0, 0;" : "+r"(t[N]));
-            asm volatile("mad.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[1]) : "r"(a.v[0]), "r"(bi));
-#pragma unroll
-            for (int j = 1; j < N - 1; j++)
-                asm volatile("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[j + 1]) : "r"(a.v[j]), "r"(bi));
-            asm volatile("madc.hi.u32 %0, %1, %2, %0;" : "+r"(t[N]) : "r"(a.v[N - 1]), "r"(bi));
-            // t += m * p with m = t[0] * M0 mod 2^32, which zeroes t[0]
-            const uint32_t m = t[0] * P::M0;
-            asm volatile("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[0]) : "r"(m), "r"(P::mod(0)));
-#pragma unroll
-            for (int j = 1; j < N; j++)
-                asm volatile("madc.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[j]) : "r"(m), "r"(P::mod(j)));
-            asm volatile("addc.u32 %0, %0, 0;" : "+r"(t[N]));
-            asm volatile("mad.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[1]) : "r"(m), "r"(P::mod(0)));
-#pragma unroll
-            for (int j = 1; j < N - 1; j++)
-                asm volatile("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[j + 1]) : "r"(m), "r"(P::mod(j)));
-            asm volatile("madc.hi.u32 %0, %1, %2, %0;" : "+r"(t[N]) : "r"(m), "r"(P::mod(N - 1)));
-            // divide by 2^32
-#pragma unroll
-            for (int j = 0; j < N; j++) t[j] = t[j + 1];
-            t[N] = 0;
+        for (int k = 0; k < N / 2; k++) {
+            asm volatile("mul.lo.u32 %0, %1, %2;" : "=r"(acc[2 * k]) : "r"(x[2 * k + OFF]), "r"(y));
+            asm volatile("mul.hi.u32 %0, %1, %2;" : "=r"(acc[2 * k + 1]) : "r"(x[2 * k + OFF]), "r"(y));
         }
-        mont_t r;
+    }
+    // acc += x[OFF, OFF + 2, ...] * y placed as above; no carry in, leaves the carry out in CC.
+    template <int OFF>
+    static __device__ __forceinline__ void row_mac(uint32_t* acc, const uint32_t* x, uint32_t y) {
+        asm volatile("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(acc[0]) : "r"(x[OFF]), "r"(y));
+        asm volatile("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(acc[1]) : "r"(x[OFF]), "r"(y));
 #pragma unroll
-        for (int j = 0; j < N; j++) r.v[j] = t[j];
+        for (int k = 1; k < N / 2; k++) {
+            asm volatile("madc.lo.cc.u32 %0, %1, %2, %0;" : "+r"(acc[2 * k]) : "r"(x[2 * k + OFF]), "r"(y));
+            asm volatile("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(acc[2 * k + 1]) : "r"(x[2 * k + OFF]), "r"(y));
+        }
+    }
+    // acc[j] = acc[j + 2] + (row x[1, 3, ...] * y)[j] + carry in (CC); no carry out.
+    static __device__ __forceinline__ void row_mac_shift2(uint32_t* acc, const uint32_t* x, uint32_t y) {
+#pragma unroll
+        for (int k = 0; k < N / 2 - 1; k++) {
+            asm volatile("madc.lo.cc.u32 %0, %1, %2, %3;" : "=r"(acc[2 * k]) : "r"(x[2 * k + 1]), "r"(y), "r"(acc[2 * k + 2]));
+            asm volatile("madc.hi.cc.u32 %0, %1, %2, %3;" : "=r"(acc[2 * k + 1]) : "r"(x[2 * k + 1]), "r"(y), "r"(acc[2 * k + 3]));
+        }
+        asm volatile("madc.lo.cc.u32 %0, %1, %2, 0;" : "=r"(acc[N - 2]) : "r"(x[N - 1]), "r"(y));
+        asm volatile("madc.hi.u32 %0, %1, %2, 0;" : "=r"(acc[N - 1]) : "r"(x[N - 1]), "r"(y));
+    }
+    // One reduction step with word bi; e is even-aligned on entry, o odd-aligned.
+    template <bool FIRST>
+    static __device__ __forceinline__ void mul_step(uint32_t* e, uint32_t* o, const uint32_t* a, uint32_t bi,
+                                                    const uint32_t* p) {
+        if (FIRST) {
+            row_mul<1>(o, a, bi);
+            row_mul<0>(e, a, bi);
+        } else {
+            asm volatile("add.cc.u32 %0, %0, %1;" : "+r"(e[0]) : "r"(o[1]));
+            row_mac_shift2(o, a, bi);
+            row_mac<0>(e, a, bi);
+            asm volatile("addc.u32 %0, %0, 0;" : "+r"(o[N - 1]));
+        }
+        const uint32_t m = e[0] * P::M0;
+        row_mac<1>(o, p, m);  // carry out is zero (bounds above)
+        row_mac<0>(e, p, m);  // zeroes e[0]
+        asm volatile("addc.u32 %0, %0, 0;" : "+r"(o[N - 1]));
+    }
+
+public:
+    friend __device__ __forceinline__ mont_t operator*(const mont_t& a, const mont_t& b) {
+        static_assert(N % 2 == 0, "even/odd split needs an even word count");
+        uint32_t p[N];
+#pragma unroll
+        for (int j = 0; j < N; j++) p[j] = P::mod(j);
+        uint32_t e[N], o[N];
+        mul_step<true>(e, o, a.v, b.v[0], p);
+        mul_step<false>(o, e, a.v, b.v[1], p);
+#pragma unroll
+        for (int i = 2; i < N; i += 2) {
+            mul_step<false>(e, o, a.v, b.v[i], p);
+            mul_step<false>(o, e, a.v, b.v[i + 1], p);
+        }
+        // t = e + (o shifted down one word); t < 2p < R
+        mont_t r;
+        asm volatile("add.cc.u32 %0, %1, %2;" : "=r"(r.v[0]) : "r"(e[0]), "r"(o[1]));
+#pragma unroll
+        for (int j = 1; j < N - 1; j++)
+            asm volatile("addc.cc.u32 %0, %1, %2;" : "=r"(r.v[j]) : "r"(e[j]), "r"(o[j + 1]));
+        asm volatile("addc.u32 %0, %1, 0;" : "=r"(r.v[N - 1]) : "r"(e[N - 1]));
         return reduce_once(r);
     }
 

@@ -34,7 +34,8 @@ UNITS: dict[str, tuple[str, ...]] = {
     "msm_g1": (
         "scan_tile_sums", "scan_tile_offsets", "scan_apply",
         "msm_count_digits", "msm_scatter_digits", "msm_chunk_counts",
-        "msm_accumulate<fq_t, true, 1>", "msm_accumulate<fq_t, true, 4>", "msm_accumulate<fq_t, true, 5>",
+        "msm_accumulate<fq_t, true, 1>", "msm_accumulate<fq_t, true, 3>", "msm_accumulate<fq_t, true, 4>",
+        "msm_accumulate<fq_t, true, 5>",
         "msm_accumulate<fq_t, false, 1>", "msm_bucket_segments<fq_t>",
         "msm_reduce_halves<fq_t>", "msm_combine_windows<fq_t>",
     ),

@@ -60,9 +60,11 @@ class MsmRunner:
         self.allocator = allocator
         self.stream = stream
         self.last_plan: MsmPlan | None = None
-        # blocks per SM the G1 bucket kernel's registers must allow: 1, 4 or 5 (bench/NOTES.md, MSM v2:
-        # 5 -> 96 registers, fastest on both curves though BLS12-381 spills 244 bytes; 1 -> 239)
-        self.g1_min_blocks = int(os.environ.get("ZKPIPE_MSM_MIN_BLOCKS", "5"))
+        # blocks per SM the G1 bucket kernel's registers must allow: 1, 3, 4 or 5 (bench/NOTES.md, MSM v2
+        # and v3). With the even/odd multiply: BLS12-381 4 (128 registers, 24 bytes spilled; 5 spills
+        # 420 bytes and is 3% slower at 2^24), BN254 5 (96 registers, no spills, fastest).
+        default_blocks = "4" if self.curve.fq.limbs > 4 else "5"
+        self.g1_min_blocks = int(os.environ.get("ZKPIPE_MSM_MIN_BLOCKS", default_blocks))
         self.profile = False  # when set, last_phases_ms gets CUDA-event times per phase
         self.last_phases_ms: dict[str, float] = {}
         self._marks: list = []
