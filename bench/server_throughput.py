@@ -72,10 +72,13 @@ class Server:
                           f'[engine]\nbackend = "{args.backend}"\n'
                           + (f"gil_switch_interval_s = {args.gil_switch_interval}\n" if args.gil_switch_interval else ""))
         self.proc = subprocess.Popen([sys.executable, "-m", "pipeline.server", "serve", "--config", str(config)],
-                                     cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+                                     cwd=REPO, env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                                         filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))})
 
     async def ready(self, session) -> None:
-        for _ in range(300):
+        for _ in range(1200):  # up to ~2 min: the CUDA backend may compile kernels at first start
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited with status {self.proc.returncode} before answering")
             try:
                 async with session.get(f"{self.url}/healthz") as resp:
                     if resp.status == 200:
@@ -83,7 +86,8 @@ class Server:
                             assert pre.status == 200
                         return
             except aiohttp.ClientError:
-                await asyncio.sleep(0.1)
+                pass
+            await asyncio.sleep(0.1)
         raise RuntimeError("server did not start")
 
     def stop(self) -> None:
