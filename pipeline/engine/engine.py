@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterable
 
 from ..formats.types import Witness
 from .config import EngineConfig
-from .cpu_workers import make_g2_executor, warm_up
+from .cpu_workers import G2Workers, warm_up
 from .devices import BackendFactory, Device, make_devices
 from .jobs import Job, JobEvent, JobState, Priority
 from .keystore import KeySpec, KeyStore
@@ -47,6 +47,7 @@ class Engine:
         self.config = config or EngineConfig()
         self._backend_factory = backend_factory
         self._executors: dict[str, Executor] = {}
+        self._g2_workers: G2Workers | None = None
         self.devices: list[Device] = []
         self.metrics = Metrics(self.config.timeline_events_kept)
         self.keystore: KeyStore | None = None
@@ -75,18 +76,18 @@ class Engine:
         self._executors = {
             "synthesize": ThreadPoolExecutor(c.synthesize_workers, thread_name_prefix="zkpipe-synth"),
             "prep_msm": ThreadPoolExecutor(c.prep_msm_workers, thread_name_prefix="zkpipe-prep"),
-            "g2_msm": make_g2_executor(c.g2_msm_executor, c.g2_msm_workers),
             "epilogue": ThreadPoolExecutor(c.epilogue_workers, thread_name_prefix="zkpipe-epi"),
             "keys": ThreadPoolExecutor(1, thread_name_prefix="zkpipe-keys"),
         }
         self.devices = await asyncio.to_thread(make_devices, c, self._backend_factory)  # backends may be slow to start
+        self._g2_workers = G2Workers(c.g2_msm_executor, c.g2_msm_workers)
         if c.g2_msm_placement == "cpu":
-            await asyncio.to_thread(warm_up, self._executors["g2_msm"], c.g2_msm_workers)
+            await asyncio.to_thread(warm_up, self._g2_workers.executor, c.g2_msm_workers)
         decode_g2 = c.g2_msm_placement == "cpu" and c.g2_msm_executor == "thread"
         self.keystore = KeyStore(c.key_host_budget_bytes, self._executors["keys"], decode_g2)
         for spec in self._pending_specs:
             self.keystore.register(spec)
-        self.pipeline = Pipeline(c, self.keystore, self.devices, self.metrics, self._executors)
+        self.pipeline = Pipeline(c, self.keystore, self.devices, self.metrics, self._executors, self._g2_workers)
         self.metrics.started = time.perf_counter()
         if c.gil_switch_interval_s is not None:
             self._saved_switch_interval = sys.getswitchinterval()
@@ -131,6 +132,8 @@ class Engine:
         if self._saved_switch_interval is not None:
             sys.setswitchinterval(self._saved_switch_interval)
             self._saved_switch_interval = None
+        if self._g2_workers is not None:
+            await self._g2_workers.shutdown()  # before the pools: a running MSM still reads its key
         for executor in [*self._executors.values(), *(d.executor for d in self.devices)]:
             await asyncio.to_thread(executor.shutdown, wait=True, cancel_futures=True)
         self._state = "stopped"
@@ -180,7 +183,7 @@ class Engine:
     async def evict(self, key_id: str) -> None:
         """Drop the key from every device and from host memory (``KeyInUse`` if jobs use it)."""
         self._check_running()
-        self.keystore.spec(key_id)
+        self.keystore.check_unused(key_id)  # before waiting for GPU locks and dropping device copies
         for device in self.devices:
             if device.index in self.keystore.resident_devices(key_id):
                 async with device.gpu_lock:
@@ -293,7 +296,8 @@ class Engine:
             "uptime_s": now - self.metrics.started,
             "jobs": {"live": len(live), "queued": sum(j.state is JobState.QUEUED for j in live),
                      "running": sum(j.state is JobState.RUNNING for j in live), "remembered": len(self._jobs)},
-            "counters": dict(self.metrics.counters),
+            "counters": {**self.metrics.counters,
+                         "g2_msm_pool_rebuilds": self._g2_workers.rebuilds if self._g2_workers else 0},
             "queues": p.queue_depths() if p else {},
             "in_stage": dict(self.metrics.in_stage),
             "partitions_in_flight": p.in_flight if p else 0,

@@ -207,10 +207,15 @@ class KeyStore:
             self.evictions += 1
         # still short: every other key is in use; acquire() waits for one to become idle
 
-    def drop_host(self, key_id: str) -> bool:
+    def check_unused(self, key_id: str) -> None:
+        """``KeyInUse`` if jobs hold the key (``UnknownKey`` if it is not registered)."""
         entry = self._entry(key_id)
         if entry.refs:
-            raise KeyInUse(f"key {key_id!r} has {entry.refs} partitions in flight")
+            raise KeyInUse(f"key {key_id!r} has {entry.refs} jobs or partitions in flight")
+
+    def drop_host(self, key_id: str) -> bool:
+        self.check_unused(key_id)
+        entry = self._entry(key_id)
         if entry.host is None:
             return False
         self.host_budget.release(entry.host.host_bytes)

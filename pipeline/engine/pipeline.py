@@ -5,7 +5,9 @@ Every worker is a task of the engine's one TaskGroup, looping over a bounded pri
 thread pool; the gpu stage runs the backend in its device's pool while holding that
 device's GPU lock. A partition owns three things from admission until it leaves: a slot of
 ``max_partitions_in_flight``, its bytes of the host budget, and a reference to its key; they
-are given back in ``_leave`` exactly once, whether it finished, failed or was cancelled.
+are given back exactly once, whether it finished, failed or was cancelled: in ``_leave``, or,
+if its CPU G2 MSM is still running then (cancelling a running call does not stop it, and it
+still reads the partition's scalars and the key), when that MSM ends.
 
 Cancellation is checked at every stage boundary; work already in an executor (kernels
 launched) finishes and is then dropped. An exception in one partition fails its job only.
@@ -21,7 +23,7 @@ from typing import Any, Callable
 from . import stages
 from .budgets import ByteBudget
 from .config import EngineConfig
-from .cpu_workers import g2_msm_from_path
+from .cpu_workers import G2Msm, G2Workers, g2_msm_from_path
 from .devices import Device
 from .jobs import PartitionProof
 from .keystore import KeyStore
@@ -35,12 +37,14 @@ StageListener = Callable[[str, Partition], None]
 
 class Pipeline:
     def __init__(self, config: EngineConfig, keystore: KeyStore, devices: list[Device], metrics: Metrics,
-                 executors: dict[str, Executor]) -> None:
+                 executors: dict[str, Executor], g2_workers: G2Workers) -> None:
         self.config = config
         self.keystore = keystore
         self.devices = devices
         self.metrics = metrics
         self.executors = executors
+        self.g2_workers = g2_workers
+        self._g2_msms: dict[Partition, G2Msm] = {}  # partitions whose CPU G2 MSM was started
         self.admission = AdmissionQueue()
         self.slots = asyncio.Semaphore(config.max_partitions_in_flight)
         self.host_budget = ByteBudget("host memory", config.host_memory_budget_bytes)
@@ -135,17 +139,16 @@ class Pipeline:
             return self._drop(item)
         t0 = time.perf_counter()
         scalars = await self._run("prep_msm", stages.prep_msm, item.witness)
-        g2_future = None
+        g2_msm = None
         if self.config.g2_msm_placement == "cpu":
             if self.config.g2_msm_executor == "process":
                 fn, args = g2_msm_from_path, (part.key.spec.zkey_path, scalars.staged)
             else:
                 fn, args = stages.g2_msm_cpu, (part.key, scalars.staged)
-            g2_future = asyncio.get_running_loop().run_in_executor(self.executors["g2_msm"], fn, *args)
-            g2_future.add_done_callback(_consume)
+            g2_msm = self._g2_msms[part] = self.g2_workers.start(fn, *args)
         self._record(part, "prep_msm", "prep_msm", None, t0, "prep_msm_ms")
         part.timings_ms.update(n_zero=scalars.n_zero, n_one=scalars.n_one, n_other=scalars.n_other)
-        prepared = Prepared(part, item.witness, scalars, g2_future)
+        prepared = Prepared(part, item.witness, scalars, g2_msm)
         device = choose_device(self.devices, self.keystore.resident_devices(part.job.key_id))
         await self._put(device.queue, part, prepared)
 
@@ -192,7 +195,7 @@ class Pipeline:
             raise RuntimeError(f"device {device.index}: VRAM budget accounting broken: {scratch} bytes of scratch "
                                f"do not fit under the GPU lock ({device.vram.used}/{device.vram.capacity} used)")
         try:
-            with_b_g2 = prepared.g2_future is None
+            with_b_g2 = prepared.g2_msm is None
             msms, timings = await run(stages.gpu, device.backend, handle, prepared.scalars.staged, with_b_g2)
         finally:
             device.vram.release(scratch)
@@ -203,9 +206,9 @@ class Pipeline:
         prepared = result.prepared
         part = prepared.partition
         b_g2 = None
-        if prepared.g2_future is not None:
+        if prepared.g2_msm is not None:
             t_join = time.perf_counter()
-            b_g2, g2_start, g2_end = await prepared.g2_future
+            b_g2, g2_start, g2_end = await prepared.g2_msm.result()
             part.timings_ms["b_g2_msm_ms"] = (g2_end - g2_start) * 1e3
             part.timings_ms["b_g2_join_wait_ms"] = (time.perf_counter() - t_join) * 1e3
             self.metrics.record(Interval(part.job.id, part.index, "b_g2_msm", "g2_msm", None, g2_start, g2_end))
@@ -252,10 +255,6 @@ class Pipeline:
 
     def _drop(self, item: Any) -> None:
         """A partition leaves because its job is finished (cancelled, or failed elsewhere)."""
-        if isinstance(item, DeviceResult):
-            item = item.prepared
-        if isinstance(item, Prepared) and item.g2_future is not None:
-            item.g2_future.cancel()  # dropped if not started; a running MSM finishes and is ignored
         part = _partition_of(item)
         self.metrics.counters["partitions_dropped"] += 1
         self._leave(part)
@@ -264,6 +263,16 @@ class Pipeline:
         if part.marks.get("left"):
             return
         part.marks["left"] = time.perf_counter()
+        g2_msm = self._g2_msms.pop(part, None)
+        if g2_msm is not None and not g2_msm.done:
+            g2_msm.cancel()  # dropped if not started; a running MSM finishes and is ignored
+            self.metrics.counters["partitions_left_with_g2_msm_running"] += 1
+            g2_msm.when_finished(lambda: self._give_back(part))
+        else:
+            self._give_back(part)
+
+    def _give_back(self, part: Partition) -> None:
+        """The partition's slot, host budget and key reference: nothing of it runs any more."""
         self.in_flight -= 1
         self.host_budget.release(part.host_bytes)
         self.keystore.release(part.job.key_id)
@@ -283,9 +292,3 @@ def _partition_of(item: Any) -> Partition:
     if isinstance(item, DeviceResult):
         return item.prepared.partition
     return item.partition
-
-
-def _consume(fut: asyncio.Future) -> None:
-    """Retrieve a dropped future's outcome so asyncio does not log it as never retrieved."""
-    if not fut.cancelled():
-        fut.exception()

@@ -76,7 +76,7 @@ class Prepared:
     partition: Partition
     witness: Witness
     scalars: ScalarClasses
-    g2_future: Any = None  # asyncio future of the CPU G2 MSM, or None (G2 on the device)
+    g2_msm: Any = None  # the running CPU G2 MSM (cpu_workers.G2Msm), or None (G2 on the device)
 
 
 @dataclass(frozen=True, eq=False)

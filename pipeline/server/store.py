@@ -190,12 +190,17 @@ class JobStore:
 
     async def finish(self, row: JobRow, result: list | None = None) -> None:
         """Record a final state (with the proofs when done)."""
-        blob = orjson.dumps(result) if result is not None else None
-        await self._call(lambda: self._db.execute(
-            "UPDATE jobs SET state = ?, started_at = ?, finished_at = ?, partitions_done = ?, error_code = ?,"
-            " error_message = ?, timings = ?, result = ? WHERE job_id = ?",
-            (row.state, row.started_at, row.finished_at, row.partitions_done, row.error_code, row.error_message,
-             orjson.dumps(row.timings), blob, row.job_id)))
+        values = (row.state, row.started_at, row.finished_at, row.partitions_done, row.error_code, row.error_message)
+        timings = dict(row.timings)
+
+        def run() -> None:  # serialising a large job's proofs is worth a thread too, not only the write
+            blob = orjson.dumps(result) if result is not None else None
+            self._db.execute(
+                "UPDATE jobs SET state = ?, started_at = ?, finished_at = ?, partitions_done = ?, error_code = ?,"
+                " error_message = ?, timings = ?, result = ? WHERE job_id = ?",
+                (*values, orjson.dumps(timings), blob, row.job_id))
+
+        await self._call(run)
 
     async def delete_finished_before(self, cutoff: float) -> list[str]:
         def run() -> list[str]:

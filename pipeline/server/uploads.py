@@ -31,6 +31,7 @@ FIELD_LIMIT = 4096  # bytes of a non-file multipart field
 CHUNK = 1 << 16
 SPILL_BYTES = 4 << 20  # a file part larger than this streams to disk as it arrives
 INPUTS_FILE = "inputs.json"
+JSON_IN_THREAD_BYTES = 1 << 20  # JSON bodies larger than this are parsed off the event loop
 REQUEST_ID_MAX = 200
 
 
@@ -58,6 +59,10 @@ def _open_for_write(path: Path):
 def _write_file(path: Path, data: bytes) -> None:
     with _open_for_write(path) as fh:
         fh.write(data)
+
+
+def _write_json(path: Path, value) -> None:
+    _write_file(path, orjson.dumps(value))
 
 
 class UploadParser:
@@ -159,7 +164,7 @@ class UploadParser:
     async def _json(self, request: web.Request, job_id: str, tmp: Path) -> Upload:
         body = await request.read()  # client_max_size answers 413 beyond the limit
         try:
-            doc = orjson.loads(body)
+            doc = await asyncio.to_thread(orjson.loads, body) if len(body) > JSON_IN_THREAD_BYTES else orjson.loads(body)
         except orjson.JSONDecodeError as exc:
             raise ApiError(400, "malformed_json", f"request body is not valid JSON: {exc}") from exc
         if not isinstance(doc, dict):
@@ -183,7 +188,7 @@ class UploadParser:
         if key.wasm_path is None:
             raise ApiError(422, "no_witness_generator", f"key {key.key_id!r} has no {key.key_id}.wasm beside its "
                            "zkey: send .wtns files (multipart) instead of circuit inputs")
-        await asyncio.to_thread(_write_file, tmp / INPUTS_FILE, orjson.dumps(inputs))
+        await asyncio.to_thread(_write_json, tmp / INPUTS_FILE, inputs)
         return Upload(job_id, key, priority, request_id, "inputs", len(inputs))
 
     # -- fields ------------------------------------------------------------------------------------

@@ -140,6 +140,14 @@ def factory_for(backend):
     return lambda ordinal: backend
 
 
+async def until(condition, what: str, timeout: float = 30.0) -> None:
+    """Wait for ``condition()`` (checked every 10 ms); the timeout is a hang guard, not a measurement."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.01)
+
+
 async def settle(engine, timeout: float = 10.0) -> None:
     """Wait until no partition is in flight (dropped partitions leave at their next boundary)."""
     deadline = time.monotonic() + timeout

@@ -12,7 +12,7 @@ async def test_acquire_waits_until_bytes_are_released():
     budget = ByteBudget("test", 100)
     await budget.acquire(80)
     waiter = asyncio.create_task(budget.acquire(50))
-    await asyncio.sleep(0.01)
+    await asyncio.sleep(0)  # one loop iteration: the task runs up to its wait
     assert not waiter.done() and budget.waiting == 1
     budget.release(80)
     await asyncio.wait_for(waiter, 1)
@@ -31,7 +31,7 @@ async def test_waiters_are_served_in_arrival_order():
     big = asyncio.create_task(take(90, "big"))
     await asyncio.sleep(0)
     small = asyncio.create_task(take(10, "small"))
-    await asyncio.sleep(0.01)
+    await asyncio.sleep(0)
     assert order == []  # the small one does not overtake the big one
     budget.release(100)
     await asyncio.gather(big, small)
@@ -48,7 +48,8 @@ async def test_a_cancelled_waiter_takes_nothing_and_lets_others_through():
     await budget.acquire(100)
     first = asyncio.create_task(budget.acquire(60))
     second = asyncio.create_task(budget.acquire(40))
-    await asyncio.sleep(0.01)
+    await asyncio.sleep(0)
+    assert budget.waiting == 2
     first.cancel()
     budget.release(50)
     await asyncio.wait_for(second, 1)

@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import pytest
 
 from pipeline.engine import Engine, EngineConfig, KeyInUse, KeyLoadError
 from pipeline.engine.keystore import KeySpec, load_host_key
-from tests.engine.conftest import factory_for, key_files, wtns
+from tests.engine.conftest import factory_for, key_files, until, wtns
 
 A, B = ("bn128", "multiplier"), ("bn128", "chain_2e8")
 
@@ -50,21 +51,28 @@ async def test_host_budget_for_one_key_evicts_the_least_recently_used_idle_key(f
 
 async def test_a_key_in_use_is_never_evicted_another_key_waits_for_it(fake_device):
     allocator, backend = fake_device
-    backend.gpu_s = 0.3
+    kernels_may_end = threading.Event()  # job a stays in its gpu stage until the test has looked
+
+    def hold_the_kernels():
+        assert kernels_may_end.wait(30), "the test never let job a's kernels end"
+
+    backend.during_compute = hold_the_kernels
     budget = max(host_size(A), host_size(B)) + 1
     async with engine_with(backend, key_host_budget_bytes=budget) as engine:
         engine.register_key("a", **key_files(*A))
         engine.register_key("b", **key_files(*B))
         job_a = await engine.submit("a", [wtns(*A)] * 2)
         submit_b = asyncio.create_task(engine.submit("b", [wtns(*B)]))
-        await asyncio.sleep(0.1)
+        await until(lambda: engine.keystore.host_budget.waiting == 1, "key b's load to wait for room")
         assert not submit_b.done() and engine.status()["keys"]["keys"]["a"]["host_resident"]
         with pytest.raises(KeyInUse):
-            await engine.evict("a")
+            await asyncio.wait_for(engine.evict("a"), 10)  # at once: not after the GPU lock, copies kept
+        assert engine.keystore.resident_devices("a") == {0}
+        kernels_may_end.set()
         await job_a.result()
         job_b = await submit_b
         await job_b.result()
-        assert job_a.finished_at <= job_b.created + 0.05
+        assert job_a.finished_at <= job_b.created
 
 
 async def test_vram_budget_for_one_key_swaps_keys_on_the_device_without_running_out(fake_device):

@@ -32,9 +32,8 @@ async def test_epilogue_and_cpu_g2_msm_overlap_the_next_gpu_stage_and_proofs_ver
     assert any(stage == "b_g2_msm" for stage, _ in overlapping), timeline
 
 
-async def test_loop_lag_stays_under_20_ms_with_every_stage_busy():
-    """The CPU backend is pure Python in worker threads: GIL-bound. With the default 5 ms switch
-    interval the loop waits for the GIL (median 12 ms measured); the engine's knob sets 1 ms."""
+async def loop_lags_under_full_load() -> list[float]:
+    """Loop-lag samples (ms, sorted) while every stage works on four partitions."""
     config = EngineConfig(backend="cpu", gpu_workers_per_device=2, synthesize_workers=2, epilogue_workers=2,
                           loop_lag_interval_s=0.02, gil_switch_interval_s=0.001)
     async with Engine(config) as engine:
@@ -47,6 +46,21 @@ async def test_loop_lag_stays_under_20_ms_with_every_stage_busy():
         lags = sorted(engine.metrics.loop_lags)
     assert sys.getswitchinterval() == 0.005  # restored at shutdown
     assert len(lags) >= 10
-    p95 = lags[int(0.95 * (len(lags) - 1))]
-    # p95, not max: on a shared 2-core CI box one late wake-up can come from another process.
-    assert p95 < 20, f"loop lag p95 {p95:.1f} ms, median {statistics.median(lags):.1f} ms, max {lags[-1]:.1f} ms"
+    return lags
+
+
+async def test_loop_lag_stays_under_20_ms_with_every_stage_busy():
+    """The CPU backend is pure Python in worker threads: GIL-bound. With the default 5 ms switch
+    interval the loop waits for the GIL (median 12 ms measured); the engine's knob sets 1 ms.
+
+    A wall-clock bound on a shared 2-core CI machine: another process's burst can push one run
+    over it, while a real regression (the loop starved of the GIL) fails every run. So: p95, not
+    max, and a second run only when the first is over the bound."""
+    runs = []
+    for _ in range(2):
+        lags = await loop_lags_under_full_load()
+        p95 = lags[int(0.95 * (len(lags) - 1))]
+        runs.append(f"p95 {p95:.1f} ms, median {statistics.median(lags):.1f} ms, max {lags[-1]:.1f} ms")
+        if p95 < 20:
+            return
+    raise AssertionError(f"loop lag p95 >= 20 ms in both runs: {'; '.join(runs)}")

@@ -1,7 +1,7 @@
 """Fixtures of the server tests: a config over a keys folder of snarkjs fixtures, a test client."""
 from __future__ import annotations
 
-import os
+import asyncio
 
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
@@ -23,13 +23,9 @@ async def client(config):
 
 
 @pytest.fixture(autouse=True)
-def _dev_fake_engine(monkeypatch):
-    """Until pipeline.engine.Engine exists: ZKPIPE_TEST_FAKE_ENGINE=path/to/fake_engine.py."""
-    fake = os.environ.get("ZKPIPE_TEST_FAKE_ENGINE")
-    if fake:
-        import importlib.util
-
-        spec = importlib.util.spec_from_file_location("fake_engine", fake)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        monkeypatch.setattr("pipeline.server.engine_adapter.engine_class", lambda: module.Engine)
+async def asyncio_debug_mode():
+    """As in the engine tests: debug mode reports never-awaited coroutines and slow callbacks."""
+    loop = asyncio.get_running_loop()
+    loop.set_debug(True)
+    loop.slow_callback_duration = 0.1
+    yield

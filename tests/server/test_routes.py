@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import asyncio
+import io
+import threading
 
 import aiohttp
 import orjson
@@ -78,8 +80,11 @@ async def test_status_reports_server_and_engine(client):
     assert resp.status == 200
     body = await resp.json()
     assert set(body) == {"server", "engine"}
-    assert body["server"]["jobs"]["queued"] == 0
-    assert isinstance(body["engine"], dict)
+    assert body["server"]["jobs"] == {"queued": 0, "running": 0, "done": 0, "failed": 0, "cancelled": 0}
+    assert body["server"]["jobs_active"] == 0 and body["server"]["key_errors"] == {}
+    engine = body["engine"]
+    assert engine["state"] == "running" and [d["backend"] for d in engine["devices"]] == ["cpu"]
+    assert engine["partitions_in_flight"] == 0 and "host_budget" in engine and "queues" in engine
 
 
 async def test_metrics_is_prometheus_text(client):
@@ -165,6 +170,27 @@ async def test_json_inputs_job_runs_the_circuit_wasm(client):
     assert check_proof(vk_for("chain_bn128"), job["proofs"][0])
 
 
+async def test_a_json_body_over_a_mib_is_parsed_off_the_loop_and_runs(client, monkeypatch):
+    from pipeline.server import uploads
+
+    inputs = orjson.loads((FIXTURES / "bn128/chain_2e8/input.json").read_bytes())
+    body = orjson.dumps({"key_id": "chain_bn128", "inputs": [inputs]}) + b" " * (uploads.JSON_IN_THREAD_BYTES + 1)
+    parsed_in = []  # for each parse of the big body: was it on the event loop's thread?
+    real_loads = orjson.loads
+
+    def loads(data):
+        if len(data) == len(body):
+            parsed_in.append(threading.current_thread() is threading.main_thread())
+        return real_loads(data)
+
+    monkeypatch.setattr(uploads.orjson, "loads", loads)
+    resp = await client.post("/v1/jobs", data=io.BytesIO(body), headers={**AUTH, "Content-Type": "application/json"})
+    assert resp.status == 202, await resp.text()
+    assert parsed_in == [False]  # a worker thread, not the event loop's
+    job = await wait_final(client, (await resp.json())["job_id"])
+    assert job["state"] == "done", job
+
+
 async def test_same_request_id_returns_the_same_job(client):
     wtns = fixture_wtns("bls12381", "multiplier")
     first = await client.post("/v1/jobs", data=wtns_form("mult_bls12381", [("a.wtns", wtns)], request_id="r-1"),
@@ -217,7 +243,9 @@ async def test_a_job_the_engine_fails_is_reported_failed(client):
     resp = await client.post("/v1/jobs", data=orjson.dumps(body), headers={**AUTH, "Content-Type": "application/json"})
     assert resp.status == 202
     job = await wait_final(client, (await resp.json())["job_id"])
-    assert job["state"] == "failed" and job["error"]["message"]
+    assert job["state"] == "failed" and "proofs" not in job
+    assert job["error"]["code"] == "proving_failed"
+    assert "partition 0" in job["error"]["message"] and "no_such_signal" in job["error"]["message"]
 
 
 # -- jobs: every rejected request, and the service stays up ---------------------------------------------------
