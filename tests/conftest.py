@@ -1,6 +1,7 @@
 """Shared test fixtures: one table of curves, and the snarkjs fixture folders."""
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 from pathlib import Path
@@ -18,6 +19,13 @@ CIRCUITS = ("multiplier", "bits", "poseidon2", "chain_2e8", "chain_2e10")
 @pytest.fixture(params=[BN254, BLS12_381], ids=lambda c: c.name)
 def curve(request):
     return request.param
+
+
+def enable_asyncio_debug() -> None:
+    """STYLE: async tests run in debug mode (never-awaited coroutines, callbacks slower than 100 ms)."""
+    loop = asyncio.get_running_loop()
+    loop.set_debug(True)
+    loop.slow_callback_duration = 0.1
 
 
 def fixture_dir(curve_name: str, circuit: str) -> Path:

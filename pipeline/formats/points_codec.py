@@ -8,6 +8,7 @@ G1: x, y (n8q bytes each). G2: x.c0, x.c1, y.c0, y.c1. All-zero bytes = point at
 from __future__ import annotations
 
 from ..curves import Curve
+from ..curves.encoding import encode_g1_mont, encode_g2_mont
 from .errors import FormatError
 from .types import G1Affine, G2Affine
 
@@ -48,14 +49,8 @@ def decode_g2(curve: Curve, raw: bytes, path: str, what: str) -> G2Affine:
 
 
 def encode_g1(curve: Curve, point: G1Affine) -> bytes:
-    n8 = curve.fq.n_bytes
-    if point is None:
-        return bytes(2 * n8)
-    return b"".join(curve.fq.to_mont(c).to_bytes(n8, "little") for c in point)
+    return encode_g1_mont(curve, [point]).tobytes()
 
 
 def encode_g2(curve: Curve, point: G2Affine) -> bytes:
-    n8 = curve.fq.n_bytes
-    if point is None:
-        return bytes(4 * n8)
-    return b"".join(curve.fq.to_mont(c).to_bytes(n8, "little") for xy in point for c in xy)
+    return encode_g2_mont(curve, [point]).tobytes()

@@ -21,7 +21,7 @@ import numpy as np
 from .binfile import first_not_below, read_array, read_layout
 from .errors import FormatError
 from .types import LinearCombination, R1cs, Witness
-from .zkey import curve_from_primes
+from .zkey import read_scalar_field_header
 
 SECTION_NAMES = {1: "header", 2: "constraints", 3: "wire to label map", 4: "custom gates list",
                  5: "custom gates uses"}
@@ -35,11 +35,7 @@ def read_r1cs(path: str | os.PathLike) -> R1cs:
     bf = read_layout(path, "r1cs", 1, SECTION_NAMES)
     path = bf.path
     cur = bf.cursor(1)
-    n8 = cur.u32("n8")
-    if n8 != 32:
-        raise cur.fail(f"n8 (bytes per coefficient) must be 32, found {n8}")
-    prime = cur.bigint(n8, "prime")
-    curve = curve_from_primes(path, cur.label, None, prime)
+    n8, prime, curve = read_scalar_field_header(cur, path, "coefficient")
     n_wires = cur.u32("nWires")
     n_pub_out = cur.u32("nPubOut")
     n_pub_in = cur.u32("nPubIn")

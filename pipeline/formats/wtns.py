@@ -20,7 +20,7 @@ from ..curves import Curve
 from .binfile import FILE_HEADER, SECTION_HEADER, first_not_below, read_array, read_layout
 from .errors import FormatError
 from .types import Witness
-from .zkey import curve_from_primes
+from .zkey import read_scalar_field_header
 
 SECTION_NAMES = {1: "header", 2: "values"}
 WTNS_VERSION = 2
@@ -30,11 +30,7 @@ def read_wtns(path: str | os.PathLike) -> Witness:
     bf = read_layout(path, "wtns", WTNS_VERSION, SECTION_NAMES)
     path = bf.path
     cur = bf.cursor(1)
-    n8 = cur.u32("n8")
-    if n8 != 32:
-        raise cur.fail(f"n8 (bytes per value) must be 32, found {n8}")
-    prime = cur.bigint(n8, "prime")
-    curve = curve_from_primes(path, cur.label, None, prime)
+    n8, prime, curve = read_scalar_field_header(cur, path, "value")
     n_witness = cur.u32("nWitness")
     cur.expect_end("n8, prime, nWitness")
     bf.expect_size(2, n_witness * n8, f"nWitness = {n_witness} values of {n8} bytes")

@@ -73,6 +73,15 @@ def curve_from_primes(path: str, label: str, q: int | None, r: int | None) -> Cu
     return by_q or by_r
 
 
+def read_scalar_field_header(cur, path: str, what: str) -> tuple[int, int, Curve]:
+    """The (n8, prime) pair that opens a .wtns or .r1cs header: 32-byte values of a known scalar field."""
+    n8 = cur.u32("n8")
+    if n8 != 32:
+        raise cur.fail(f"n8 (bytes per {what}) must be 32, found {n8}")
+    prime = cur.bigint(n8, "prime")
+    return n8, prime, curve_from_primes(path, cur.label, None, prime)
+
+
 def read_zkey_header(path: str | os.PathLike) -> ZkeyHeader:
     """Check the container and sections 1-2; no point array is read."""
     bf = read_layout(path, "zkey", 1, SECTION_NAMES)

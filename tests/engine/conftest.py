@@ -17,14 +17,12 @@ from pathlib import Path
 import pytest
 
 from pipeline.groth16.backend import MsmResults
-from tests.conftest import fixture_dir
+from tests.conftest import enable_asyncio_debug, fixture_dir
 
 
 @pytest.fixture(autouse=True)
 async def asyncio_debug_mode():
-    loop = asyncio.get_running_loop()
-    loop.set_debug(True)
-    loop.slow_callback_duration = 0.1
+    enable_asyncio_debug()
     yield
 
 

@@ -1,13 +1,13 @@
 """Fixtures of the server tests: a config over a keys folder of snarkjs fixtures, a test client."""
 from __future__ import annotations
 
-import asyncio
 
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from pipeline.config import Config
 from pipeline.server import create_app
+from tests.conftest import enable_asyncio_debug
 from tests.server.server_helpers import make_config
 
 
@@ -24,8 +24,5 @@ async def client(config):
 
 @pytest.fixture(autouse=True)
 async def asyncio_debug_mode():
-    """As in the engine tests: debug mode reports never-awaited coroutines and slow callbacks."""
-    loop = asyncio.get_running_loop()
-    loop.set_debug(True)
-    loop.slow_callback_duration = 0.1
+    enable_asyncio_debug()
     yield
