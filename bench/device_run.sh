@@ -2,7 +2,7 @@
 # One call on the GPU host: the GPU test suite, the demo on the CUDA backend, GPU proofs of circuits
 # the tests never saw (copied into .extra/, verified back on the dev machine with snarkjs), then the
 # benchmarks. Wheels the host lacks (orjson, py_ecc, wasmtime) travel in .whl/. Results go to $OUT.
-#   STAGE_SIZES="20 22"  MSM_ARGS="16 26 24"  SKIP="msm server"  bash bench/device_run.sh
+#   STAGE_SIZES="20 22"  MSM_ARGS="16 26 24"  ENGINE_DEVICES="1,2"  SKIP="msm server"  bash bench/device_run.sh
 set -o pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
@@ -22,6 +22,9 @@ if ! skip prove; then
 fi
 skip stage || timeout 240 python3 bench/gpu_stage.py ${STAGE_SIZES:-24} 2>&1 | tail -n 6
 skip msm || timeout 240 python3 bench/gpu_msm.py ${MSM_ARGS:-16 26 24} "$OUT/gpu_msm_2e26.md" 2>&1 | tail -n 3
+skip engine || timeout 300 python3 bench/engine_throughput.py --backend cuda --curve bls12381 \
+  --circuit .extra/chain_2e14_bls --partitions 4 --jobs 6 --jobs-in-flight 2,5,10 --gpu-workers 1,2 \
+  --device-counts "${ENGINE_DEVICES:-1}" --out "$OUT/engine_cuda_bls12381_chain_2e14_devices.md" 2>&1 | grep -E "^dev="
 skip server || timeout 150 python3 bench/server_throughput.py --backend cuda --curve bls12381 --key-circuit chain_2e10 \
   --requests 100 --latency-jobs 20 2>&1 | tail -n 12
 sizes=${STAGE_SIZES:-24}

@@ -34,8 +34,9 @@ COLORS = {"synthesize": "#8ecae6", "prep_msm": "#219ebc", "gpu": "#d62828", "b_g
           "epilogue": "#2a9d8f"}
 
 
-async def run_level(args, gw: int, jobs_in_flight: int, fixture: Path):
-    config = EngineConfig(backend=args.backend, gpu_workers_per_device=gw, g2_msm_placement=args.g2,
+async def run_level(args, n_devices: int, gw: int, jobs_in_flight: int, fixture: Path):
+    config = EngineConfig(backend=args.backend, devices=tuple(range(n_devices)),
+                          gpu_workers_per_device=gw, g2_msm_placement=args.g2,
                           max_partitions_in_flight=max(4, gw * 2 + 4), queue_size=2,
                           gil_switch_interval_s=args.gil_switch_interval)
     async with Engine(config) as engine:
@@ -65,8 +66,12 @@ async def run_level(args, gw: int, jobs_in_flight: int, fixture: Path):
     gpu_sum = sum(iv.end - max(iv.start, t_start) for iv in timeline if iv.stage == "gpu")
     medians = {k: statistics.median([p.timings_ms[k] for p in proofs if k in p.timings_ms])
                for k in STAGES if any(k in p.timings_ms for p in proofs)}
-    row = {"gw": gw, "jif": jobs_in_flight, "proofs": len(proofs), "wall_s": wall, "s_per_proof": wall / len(proofs),
-           "gpu_s_per_proof": gpu_sum / len(proofs), "lock_busy": gpu_sum / wall,
+    # On several devices the gpu stages run side by side: the floor is gpu time per proof / devices.
+    row = {"dev": n_devices, "gw": gw, "jif": jobs_in_flight, "proofs": len(proofs), "wall_s": wall,
+           "s_per_proof": wall / len(proofs), "gpu_s_per_proof": gpu_sum / len(proofs) / n_devices,
+           "lock_busy": gpu_sum / wall / n_devices,
+           "partitions_per_device": [sum(1 for iv in timeline if iv.stage == "gpu" and iv.device == d)
+                                     for d in range(n_devices)],
            "loop_lag_p95_ms": lags[int(0.95 * (len(lags) - 1))],
            "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, **medians}
     return row, timeline, t_start
@@ -112,19 +117,21 @@ def markdown(args, rows, svg_name: str) -> str:
              "", f"Host: {platform.node()} ({platform.machine()}, Python {platform.python_version()}); "
              f"date {time.strftime('%Y-%m-%d %H:%M')}. Jobs per level: max({args.jobs}, jif). "
              f"GIL switch interval: {args.gil_switch_interval or 'default'}.", "",
-             "gw = gpu_workers_per_device, jif = jobs in flight; stage columns are medians in ms; "
-             "lock busy = sum of gpu-stage time / wall; gpu s/proof = gpu-stage time per proof "
-             "(the floor s/proof can reach).", "",
-             "| gw | jif | proofs | s/proof | gpu s/proof | s/proof ÷ gpu | lock busy | synth | prep | lock wait "
-             "| gpu | b_g2 | epilogue | total | loop lag p95 ms | peak RSS MiB |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "dev = devices used, gw = gpu_workers_per_device, jif = jobs in flight; stage columns are medians "
+             "in ms; lock busy = sum of gpu-stage time / wall / dev (mean over the devices); gpu s/proof = "
+             "gpu-stage time per proof / dev (the floor s/proof can reach); per device = gpu stages each "
+             "device ran.", "",
+             "| dev | gw | jif | proofs | s/proof | gpu s/proof | s/proof ÷ gpu | lock busy | synth | prep | lock wait "
+             "| gpu | b_g2 | epilogue | total | loop lag p95 ms | peak RSS MiB | per device |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         def m(k):
             return f"{r[k]:.0f}" if k in r else "-"
-        lines.append(f"| {r['gw']} | {r['jif']} | {r['proofs']} | {r['s_per_proof']:.3f} | {r['gpu_s_per_proof']:.3f} | "
+        lines.append(f"| {r['dev']} | {r['gw']} | {r['jif']} | {r['proofs']} | {r['s_per_proof']:.3f} | {r['gpu_s_per_proof']:.3f} | "
                      f"{r['s_per_proof'] / r['gpu_s_per_proof']:.2f} | {r['lock_busy'] * 100:.0f}% | {m('synth_ms')} | "
                      f"{m('prep_msm_ms')} | {m('gpu_lock_wait_ms')} | {m('gpu_total_ms')} | {m('b_g2_msm_ms')} | "
-                     f"{m('epilogue_ms')} | {m('total_ms')} | {r['loop_lag_p95_ms']:.1f} | {r['peak_rss_mib']:.0f} |")
+                     f"{m('epilogue_ms')} | {m('total_ms')} | {r['loop_lag_p95_ms']:.1f} | {r['peak_rss_mib']:.0f} | "
+                     f"{'/'.join(map(str, r['partitions_per_device']))} |")
     lines += ["", f"Timeline of the last run: [{svg_name}]({svg_name}) (one row per worker; hover a box for its stage "
               "and duration)."]
     return "\n".join(lines) + "\n"
@@ -139,6 +146,7 @@ async def main() -> None:
     p.add_argument("--jobs", type=int, default=3, help="jobs per level (at least jobs-in-flight)")
     p.add_argument("--jobs-in-flight", default="1,2,5")
     p.add_argument("--gpu-workers", default="1,2,3")
+    p.add_argument("--device-counts", default="1", help="levels of devices used (the first N ordinals), e.g. 1,2")
     p.add_argument("--g2", choices=("gpu", "cpu"), default="gpu")
     p.add_argument("--gil-switch-interval", type=float, default=None)
     p.add_argument("--out", default=None, help="markdown path (default bench/results/engine_<backend>_<circuit>.md)")
@@ -148,13 +156,15 @@ async def main() -> None:
     out = Path(args.out or REPO / "bench" / "results" / f"engine_{args.backend}_{args.curve}_{fixture.name}.md")
     out.parent.mkdir(parents=True, exist_ok=True)
     rows, last = [], None
-    for gw in [int(x) for x in args.gpu_workers.split(",")]:
-        for jif in [int(x) for x in args.jobs_in_flight.split(",")]:
-            row, timeline, t0 = await run_level(args, gw, jif, fixture)
-            rows.append(row)
-            last = (timeline, t0, f"gw={gw} jif={jif}")
-            print(f"gw={gw} jif={jif}: {row['s_per_proof']:.3f} s/proof, gpu {row['gpu_s_per_proof']:.3f} s/proof, "
-                  f"lock busy {row['lock_busy'] * 100:.0f}%, loop lag p95 {row['loop_lag_p95_ms']:.1f} ms", flush=True)
+    levels = [(n, gw, jif) for n in [int(x) for x in args.device_counts.split(",")]
+              for gw in [int(x) for x in args.gpu_workers.split(",")]
+              for jif in [int(x) for x in args.jobs_in_flight.split(",")]]
+    for n, gw, jif in levels:
+        row, timeline, t0 = await run_level(args, n, gw, jif, fixture)
+        rows.append(row)
+        last = (timeline, t0, f"dev={n} gw={gw} jif={jif}")
+        print(f"dev={n} gw={gw} jif={jif}: {row['s_per_proof']:.3f} s/proof, gpu {row['gpu_s_per_proof']:.3f} s/proof, "
+              f"lock busy {row['lock_busy'] * 100:.0f}%, loop lag p95 {row['loop_lag_p95_ms']:.1f} ms", flush=True)
     svg = out.with_suffix(".timeline.svg")
     write_svg(svg, last[0], last[1], f"{args.backend} {args.curve}/{fixture.name} {last[2]}")
     if shutil.which("rsvg-convert"):  # the PNG the issue asks for, where librsvg is installed

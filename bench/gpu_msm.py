@@ -2,7 +2,9 @@
 
 ms is the median of CUDA-event timings after a warm-up; "Madd/s" is (bucket additions n * windows)
 per second, the rate the bucket step runs at. Usage:
-  python bench/gpu_msm.py [g1_min_log] [g1_max_log] [g2_max_log] [out.md]
+  python bench/gpu_msm.py [g1_min_log] [g1_max_log] [g2_max_log] [out.md] [--no-variants]
+
+--no-variants skips the occupancy variants of the G1 bucket kernel (the slow part at 2^26).
 """
 from __future__ import annotations
 
@@ -60,7 +62,8 @@ def bench_group(backend, curve, g2: bool, logs, rng, rows, repeat=5):
                 print(rows[-1], flush=True)
 
 
-def main(g1_min: int = 16, g1_max: int = 24, g2_max: int = 22, out_path: str | None = None) -> str:
+def main(g1_min: int = 16, g1_max: int = 24, g2_max: int = 22, out_path: str | None = None,
+         variants: bool = True) -> str:
     backend = CudaBackend()
     rng = np.random.default_rng(2)
     rows: list = []
@@ -69,7 +72,7 @@ def main(g1_min: int = 16, g1_max: int = 24, g2_max: int = 22, out_path: str | N
     for curve in (BLS12_381, BN254):
         bench_group(backend, curve, True, range(g1_min, g2_max + 1, 2), rng, rows, repeat=3)
     # occupancy variants of the G1 bucket kernel at the target size (bench/NOTES.md, MSM v2)
-    for curve in (BLS12_381, BN254):
+    for curve in (BLS12_381, BN254) if variants else ():
         default_blocks = backend.runtime(curve).msm.g1_min_blocks
         for min_blocks in [b for b in (1, 3, 4, 5) if b != default_blocks]:
             backend.runtime(curve).msm.g1_min_blocks = min_blocks
@@ -89,5 +92,5 @@ def main(g1_min: int = 16, g1_max: int = 24, g2_max: int = 22, out_path: str | N
 
 
 if __name__ == "__main__":
-    a = sys.argv[1:]
-    print(main(*(int(x) for x in a[:3]), *(a[3:4] or [None])))
+    a = [x for x in sys.argv[1:] if x != "--no-variants"]
+    print(main(*(int(x) for x in a[:3]), *(a[3:4] or [None]), variants="--no-variants" not in sys.argv))

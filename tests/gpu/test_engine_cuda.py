@@ -22,26 +22,52 @@ def overlaps(a, b) -> bool:
     return a.start < b.end and b.start < a.end
 
 
-async def _prove_on_gpu(curve: str, circuit: str, partitions: int):
+async def _prove_on_gpu(curve: str, circuit: str, partitions: int, devices=(0,), jobs: int = 1):
     folder = fixture_dir(curve, circuit)
-    config = EngineConfig(backend="cuda", gpu_workers_per_device=2, epilogue_workers=2, verify_proofs=False)
+    config = EngineConfig(backend="cuda", devices=devices, gpu_workers_per_device=2, epilogue_workers=2,
+                          verify_proofs=False)
     async with Engine(config) as engine:
         engine.register_key("k", zkey_path=folder / "circuit_final.zkey")
-        await engine.preload("k")
-        job = await engine.submit("k", [str(folder / "witness.wtns")] * partitions)
-        proofs = await job.result()
+        await engine.preload("k")  # on every device: the test is about spreading work, not key loading
+        submitted = [await engine.submit("k", [str(folder / "witness.wtns")] * partitions) for _ in range(jobs)]
+        proofs = [p for job in submitted for p in await job.result()]
         return proofs, engine.timeline(), engine.status()
+
+
+def assert_verify(curve: str, proofs) -> None:
+    vk = VerificationKey.from_zkey(read_zkey(fixture_dir(curve, "chain_2e10") / "circuit_final.zkey"))
+    for p in proofs:
+        assert verify(vk, p.public_signals, p.pi_a, p.pi_b, p.pi_c)
+    assert not verify(vk, (p.public_signals[0] + 1,) + tuple(p.public_signals[1:]), p.pi_a, p.pi_b, p.pi_c)
 
 
 @pytest.mark.parametrize("curve", ["bn128", "bls12381"])
 def test_engine_on_cuda_proves_verifying_partitions_one_at_a_time_on_the_gpu(cuda_backend, curve):
     proofs, timeline, status = asyncio.run(_prove_on_gpu(curve, "chain_2e10", 4))
-    vk = VerificationKey.from_zkey(read_zkey(fixture_dir(curve, "chain_2e10") / "circuit_final.zkey"))
-    for p in proofs:
-        assert verify(vk, p.public_signals, p.pi_a, p.pi_b, p.pi_c)
-    assert not verify(vk, (p.public_signals[0] + 1,) + tuple(p.public_signals[1:]), p.pi_a, p.pi_b, p.pi_c)
+    assert_verify(curve, proofs)
     gpu = sorted((iv for iv in timeline if iv.stage == "gpu"), key=lambda iv: iv.start)
     assert len(gpu) == 4 and all(a.end <= b.start for a, b in zip(gpu, gpu[1:]))
     epilogues = [iv for iv in timeline if iv.stage == "epilogue"]
     assert any(overlaps(e, g) for e in epilogues for g in gpu if g.partition != e.partition), timeline
     assert [d["backend"] for d in status["devices"]] == ["cuda"]  # no silent CPU fallback
+
+
+@pytest.mark.parametrize("curve", ["bn128", "bls12381"])
+def test_engine_spreads_partitions_over_every_gpu_of_the_host(cuda_backend, curve):
+    from pipeline.backends.cuda.device import device_count
+
+    count = device_count()
+    if count < 2:
+        pytest.skip(f"needs two GPUs; this host has {count} (run it on nvidia-h200-x2)")
+    proofs, timeline, status = asyncio.run(_prove_on_gpu(curve, "chain_2e10", 6, devices=tuple(range(count)), jobs=3))
+    assert len(proofs) == 18
+    assert_verify(curve, proofs)
+    gpu = [iv for iv in timeline if iv.stage == "gpu"]
+    per_device = {d: sorted((iv for iv in gpu if iv.device == d), key=lambda iv: iv.start) for d in range(count)}
+    assert all(per_device[d] for d in range(count)), {d: len(v) for d, v in per_device.items()}  # every GPU worked
+    for intervals in per_device.values():  # each device's lock still holds one partition at a time
+        assert all(a.end <= b.start for a, b in zip(intervals, intervals[1:]))
+    assert any(overlaps(a, b) for a in per_device[0] for b in per_device[1])  # and the devices ran side by side
+    assert [d["ordinal"] for d in status["devices"]] == list(range(count))
+    assert {d["backend"] for d in status["devices"]} == {"cuda"}
+    assert all(d["vram"]["used_bytes"] > 0 for d in status["devices"])  # the key was loaded where work went
