@@ -96,3 +96,43 @@ def test_gpu_proof_equals_cpu_proof_for_fixed_blinding(cuda_backend, gpu_curve):
     p_cpu = prove(cpu, cpu.load_key(zkey), zkey, wtns, blinding)
     assert (p_gpu.pi_a, p_gpu.pi_b, p_gpu.pi_c, p_gpu.public_signals) == \
         (p_cpu.pi_a, p_cpu.pi_b, p_cpu.pi_c, p_cpu.public_signals)
+
+
+def test_proofs_give_back_every_scratch_byte(cuda_backend, gpu_curve):
+    """H and the witness copy live from compute_h to the end of msms, then go (a persistent
+    daemon proving 2^24 keys would otherwise lose 512 MiB of VRAM per proof)."""
+    zkey, wtns = _fixture(gpu_curve, "chain_2e8")
+    key = cuda_backend.load_key(zkey)
+    try:
+        resident = cuda_backend.allocator.in_use_bytes
+        for _ in range(3):
+            prove(cuda_backend, key, zkey, wtns)
+            assert cuda_backend.allocator.in_use_bytes == resident
+        h = cuda_backend.compute_h(key, wtns.values)
+        assert cuda_backend.allocator.in_use_bytes > resident
+        h.free()  # a caller that stops before msms
+        assert cuda_backend.allocator.in_use_bytes == resident
+    finally:
+        cuda_backend.unload_key(key)
+
+
+def test_stream_ordered_and_synchronous_memory_give_the_same_proof(cuda_backend, gpu_curve):
+    from pipeline.backends.cuda.backend import CudaBackend
+
+    zkey, wtns = _fixture(gpu_curve, "chain_2e8")
+    blinding = Blinding(r=31337, s=271828)
+    plain = CudaBackend(stream_ordered_memory=False)
+    proofs = []
+    try:
+        assert cuda_backend.allocator.stream is not None and plain.allocator.stream is None
+        for backend in (cuda_backend, plain):
+            key = backend.load_key(zkey)
+            try:
+                proofs.append(prove(backend, key, zkey, wtns, blinding))
+            finally:
+                backend.unload_key(key)
+        assert plain.allocator.in_use_bytes == 0
+    finally:
+        plain.close()
+    pooled, synchronous = proofs
+    assert (pooled.pi_a, pooled.pi_b, pooled.pi_c) == (synchronous.pi_a, synchronous.pi_b, synchronous.pi_c)

@@ -26,7 +26,8 @@ def test_event_ready_does_not_block_the_loop(cuda_backend, runtime):
                 lags.append(time.perf_counter() - t0 - 0.001)
 
         task = asyncio.create_task(ticker())
-        with Stream(cuda_backend.device) as stream, Event() as ev, cuda_backend.allocator.alloc(4, "flag") as d_flag:
+        plain = DeviceAllocator(cuda_backend.device, budget_bytes=1 << 20)  # not tied to the backend's stream
+        with Stream(cuda_backend.device) as stream, Event() as ev, plain.alloc(4, "flag") as d_flag:
             t0 = time.perf_counter()
             runtime.kernels.launch("test_spin", 1, 32, (600_000_000, d_flag.ptr), stream)  # ~0.3 s at 2 GHz
             ev.record(stream)

@@ -7,6 +7,8 @@ scratch is allocated inside each call and freed before it returns (DESIGN rule 1
 """
 from __future__ import annotations
 
+import contextlib
+import os
 import time
 from dataclasses import dataclass, field
 
@@ -43,14 +45,21 @@ class CudaKey:
 
 @dataclass(eq=False)
 class DeviceH:
-    """H scalars on the device: (domain_size, 8) uint32 words, plain form."""
+    """H scalars on the device: (domain_size, 8) uint32 words, plain form. It also keeps the
+    witness ``compute_h`` uploaded, so that ``msms`` of the same witness array does not upload
+    it again. ``msms`` frees both (the handle is consumed); ``free`` is for callers that stop early."""
 
     buffer: DeviceBuffer
     n: int
     timings_ms: dict[str, float] = field(default_factory=dict)
+    d_witness: DeviceBuffer | None = None
+    witness_host: np.ndarray | None = None  # the array d_witness was uploaded from (identity check)
 
     def free(self) -> None:
         self.buffer.free()
+        if self.d_witness is not None:
+            self.d_witness.free()
+        self.witness_host = None
 
 
 def csr_by_row(zkey: Groth16Zkey, matrix: int):
@@ -68,11 +77,14 @@ def csr_by_row(zkey: Groth16Zkey, matrix: int):
 class CudaBackend:
     name = "cuda"
 
-    def __init__(self, device_ordinal: int = 0, vram_budget_bytes: int | None = None, kernel_cache_dir=None) -> None:
+    def __init__(self, device_ordinal: int = 0, vram_budget_bytes: int | None = None, kernel_cache_dir=None,
+                 stream_ordered_memory: bool | None = None) -> None:
         self.device = CudaDevice(device_ordinal)
         budget = vram_budget_bytes if vram_budget_bytes is not None else int(self.device.free_bytes() * 0.9)
-        self.allocator = DeviceAllocator(self.device, budget)
         self.stream = Stream(self.device)
+        if stream_ordered_memory is None:  # on unless ZKPIPE_CUDA_MEMPOOL=0 (for comparisons)
+            stream_ordered_memory = os.environ.get("ZKPIPE_CUDA_MEMPOOL", "1") != "0"
+        self.allocator = DeviceAllocator(self.device, budget, self.stream if stream_ordered_memory else None)
         self.kernel_cache_dir = kernel_cache_dir
         self._runtimes: dict[str, CurveRuntime] = {}
 
@@ -115,6 +127,7 @@ class CudaBackend:
     def unload_key(self, key: CudaKey) -> None:
         for buf in (*key.d_points.values(), *key.d_csr.values()):
             buf.free()
+        self.allocator.trim()  # an evicted key's memory goes back to the driver, not only to our pool
 
     # -- H -----------------------------------------------------------------------------------------
     def compute_h(self, key: CudaKey, witness: np.ndarray) -> DeviceH:
@@ -124,9 +137,10 @@ class CudaBackend:
         n, log_n = zkey.domain_size, zkey.log_domain_size
         elem = 8 * zkey.curve.fr.limbs
         d_h = self.allocator.alloc(n * elem, "H scalars")
+        d_w = None
         try:
-            with self.allocator.upload(np.ascontiguousarray(witness, dtype=np.uint64), "witness") as d_w, \
-                    self.allocator.alloc(n * elem, "a") as d_a, self.allocator.alloc(n * elem, "b") as d_b, \
+            d_w = self.allocator.upload(np.ascontiguousarray(witness, dtype=np.uint64), "witness")
+            with self.allocator.alloc(n * elem, "a") as d_a, self.allocator.alloc(n * elem, "b") as d_b, \
                     self.allocator.alloc(n * elem, "c") as d_c:
                 csr = key.d_csr
                 rt.kernels.launch("spmv_abc<fr_t>", grid_for(n, SPMV_BLOCK), SPMV_BLOCK,
@@ -137,8 +151,10 @@ class CudaBackend:
                 self.stream.synchronize()
         except BaseException:
             d_h.free()
+            if d_w is not None:
+                d_w.free()
             raise
-        return DeviceH(d_h, n, {"compute_h_ms": (time.perf_counter() - t0) * 1e3})
+        return DeviceH(d_h, n, {"compute_h_ms": (time.perf_counter() - t0) * 1e3}, d_w, witness)
 
     def h_to_host(self, h: DeviceH) -> np.ndarray:
         out = np.zeros((h.n, 4), dtype=np.uint64)
@@ -146,6 +162,14 @@ class CudaBackend:
 
     # -- MSMs --------------------------------------------------------------------------------------
     def msms(self, key: CudaKey, witness: np.ndarray, h, with_b_g2: bool = True) -> MsmResults:
+        """The five MSMs; a ``DeviceH`` from ``compute_h`` is consumed (freed, witness copy too)."""
+        try:
+            return self._msms(key, witness, h, with_b_g2)
+        finally:
+            if isinstance(h, DeviceH):
+                h.free()
+
+    def _msms(self, key: CudaKey, witness: np.ndarray, h, with_b_g2: bool) -> MsmResults:
         self.device.activate()
         zkey, msm, curve = key.zkey, key.runtime.msm, key.zkey.curve
         timings: dict[str, float] = {}
@@ -158,7 +182,9 @@ class CudaBackend:
             timings[name] = (time.perf_counter() - t0) * 1e3
             return out
 
-        with self.allocator.upload(np.ascontiguousarray(witness, dtype=np.uint64), "witness") as d_w:
+        reuse = isinstance(h, DeviceH) and h.d_witness is not None and h.witness_host is witness
+        with contextlib.nullcontext(h.d_witness) if reuse else \
+                self.allocator.upload(np.ascontiguousarray(witness, dtype=np.uint64), "witness") as d_w:
             h_owned = None
             if not isinstance(h, DeviceH):
                 h_owned = self.allocator.upload(np.ascontiguousarray(h, dtype=np.uint64), "H scalars")
@@ -213,4 +239,5 @@ class CudaBackend:
             rt.ntt.close()
             rt.kernels.close()
         self._runtimes.clear()
+        self.allocator.trim()
         self.stream.close()

@@ -3,6 +3,13 @@
 Every device buffer comes from ``DeviceAllocator.alloc`` and is a context manager; running
 past the budget raises ``DeviceBudgetError`` before CUDA is asked (DESIGN: memory is budgeted,
 not hoped for). Names of buffers follow the repository's convention: ``d_`` for device.
+
+Given a stream, the allocator is stream-ordered: buffers come from the device's memory pool
+(``cuMemAllocAsync``) and go back to it in that stream's order (``cuMemFreeAsync``), so the
+dozens of short-lived scratch buffers of one proof cost neither a device-wide sync nor a trip
+to the driver's allocator each. Such buffers belong to that stream: work on another stream
+that touches one must be ordered after it. Without a stream, ``cuMemAlloc`` and a free that
+first waits for the whole context.
 """
 from __future__ import annotations
 
@@ -42,12 +49,18 @@ class DeviceBuffer:
         return self.ptr + nbytes
 
     def upload(self, h_array: np.ndarray, stream=None, offset: int = 0) -> None:
+        """Copy ``h_array`` in, queued on ``stream``; with none, done when this returns."""
         h = np.ascontiguousarray(h_array)
         if offset + h.nbytes > self.nbytes:
             raise ValueError(f"{self.what}: upload of {h.nbytes} bytes at {offset} overflows {self.nbytes}")
         if h.nbytes == 0:
             return
-        if stream is None:
+        own = self._allocator.stream
+        if stream is None and own is not None:  # after the allocation, in its stream's order
+            check(driver.cuMemcpyHtoDAsync(self.ptr + offset, h.ctypes.data, h.nbytes, own.handle),
+                  "cuMemcpyHtoDAsync")
+            own.synchronize()
+        elif stream is None:
             check(driver.cuMemcpyHtoD(self.ptr + offset, h.ctypes.data, h.nbytes), "cuMemcpyHtoD")
         else:  # pageable memory: the copy is staged, and complete for the host when it returns
             check(driver.cuMemcpyHtoDAsync(self.ptr + offset, h.ctypes.data, h.nbytes, stream.handle),
@@ -57,6 +70,7 @@ class DeviceBuffer:
         """Blocking copy into ``h_out`` (after the stream's earlier work)."""
         if h_out.nbytes == 0:
             return h_out
+        stream = stream or self._allocator.stream
         if stream is not None:
             stream.synchronize()
         check(driver.cuMemcpyDtoH(h_out.ctypes.data, self.ptr + offset, h_out.nbytes), "cuMemcpyDtoH")
@@ -69,14 +83,23 @@ class DeviceBuffer:
 
 
 class DeviceAllocator:
-    """Allocates device memory up to ``budget_bytes`` in all (tracked, thread-safe)."""
+    """Allocates device memory up to ``budget_bytes`` in all (tracked, thread-safe); stream-ordered
+    from the device's memory pool when given a stream (see the module docstring)."""
 
-    def __init__(self, device, budget_bytes: int) -> None:
+    def __init__(self, device, budget_bytes: int, stream=None) -> None:
         self.device = device
         self.budget_bytes = int(budget_bytes)
         self.in_use_bytes = 0
         self.peak_bytes = 0
         self._lock = threading.Lock()
+        self.stream = stream
+        self._pool = None
+        if stream is not None:
+            device.activate()
+            self._pool = check(driver.cuDeviceGetDefaultMemPool(device.handle), "cuDeviceGetDefaultMemPool")
+            # Keep freed blocks for reuse (up to the budget) rather than handing them back at every sync.
+            check(driver.cuMemPoolSetAttribute(self._pool, driver.CUmemPool_attribute.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                                               driver.cuuint64_t(self.budget_bytes)), "cuMemPoolSetAttribute")
 
     def alloc(self, nbytes: int, what: str) -> DeviceBuffer:
         nbytes = max(int(nbytes), 1)
@@ -89,7 +112,8 @@ class DeviceAllocator:
             self.peak_bytes = max(self.peak_bytes, self.in_use_bytes)
         try:
             self.device.activate()
-            ptr = int(check(driver.cuMemAlloc(nbytes), "cuMemAlloc"))
+            ptr = self._alloc_pooled(nbytes) if self.stream is not None else int(check(driver.cuMemAlloc(nbytes),
+                                                                                          "cuMemAlloc"))
         except BaseException:
             with self._lock:
                 self.in_use_bytes -= nbytes
@@ -105,11 +129,28 @@ class DeviceAllocator:
             raise
         return buf
 
+    def _alloc_pooled(self, nbytes: int) -> int:
+        err, ptr = driver.cuMemAllocAsync(nbytes, self.stream.handle)
+        if err == driver.CUresult.CUDA_ERROR_OUT_OF_MEMORY:
+            # The pool may hold freed blocks of the wrong sizes: let them all go, then try once more.
+            self.trim()
+            err, ptr = driver.cuMemAllocAsync(nbytes, self.stream.handle)
+        return int(check((err, ptr), "cuMemAllocAsync"))
+
+    def trim(self) -> None:
+        """Give the pool's unused memory back to the driver (after an evicted key, at close)."""
+        if self._pool is not None:
+            self.device.activate()
+            self.stream.synchronize()
+            check(driver.cuMemPoolTrimTo(self._pool, 0), "cuMemPoolTrimTo")
+
     def _release(self, buf: DeviceBuffer) -> None:
-        # Work queued on any stream may still read the buffer: finish it before the free.
         self.device.activate()
-        check(driver.cuCtxSynchronize(), "cuCtxSynchronize")
-        check(driver.cuMemFree(buf.ptr), "cuMemFree")
+        if self.stream is not None:  # after the work queued on the stream so far
+            check(driver.cuMemFreeAsync(buf.ptr, self.stream.handle), "cuMemFreeAsync")
+        else:  # work queued on any stream may still read the buffer: finish it before the free
+            check(driver.cuCtxSynchronize(), "cuCtxSynchronize")
+            check(driver.cuMemFree(buf.ptr), "cuMemFree")
         with self._lock:
             self.in_use_bytes -= buf.nbytes
 

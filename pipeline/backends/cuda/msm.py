@@ -99,7 +99,6 @@ class MsmRunner:
             k.launch("scan_tile_sums", tiles, SCAN_THREADS, (d_in, n, d_tiles.ptr), s)
             k.launch("scan_tile_offsets", 1, SCAN_THREADS, (d_tiles.ptr, tiles), s)
             k.launch("scan_apply", tiles, SCAN_THREADS, (d_in, n, d_tiles.ptr, d_out), s)
-            s.synchronize()  # d_tiles is freed next
 
     def _chunk_offsets(self, d_offsets, n_buckets: int, chunk: int, what: str):
         """Offsets of the chunks of at most ``chunk`` entries per bucket, and their count."""
@@ -153,8 +152,7 @@ class MsmRunner:
                 self._launch(f"msm_accumulate<{field}, false, 1>", n_next, ACC_BLOCK,
                              (d_next.ptr, 0, 0, d_partials.ptr, d_chunk_off.ptr, d_next_off.ptr,
                               nb_total, LEVEL_CHUNK, n_next))
-                self.stream.synchronize()
-                d_partials.free()
+                d_partials.free()  # frees wait for the work queued before them (memory.py)
                 d_chunk_off.free()
                 d_partials, d_chunk_off, n_chunks = d_next, d_next_off, n_next
             self._mark("combine partials")
