@@ -61,6 +61,7 @@ class HostKey:
     calculator: Any  # pipeline.witness.WitnessCalculator or None
     g2_points: list | None  # decoded B2 points for the CPU G2 MSM, else None
     host_bytes: int
+    delta_tables: Any = None  # groth16.prover.DeltaTables: the epilogue's blinding terms by table lookup
 
 
 @dataclass(eq=False)
@@ -102,7 +103,13 @@ def load_host_key(spec: KeySpec, decode_g2: bool) -> HostKey:
     if decode_g2:
         g2_points = decode_g2_mont(zkey.curve, zkey.points_b2)
         size += zkey.points_b2.nbytes * 3  # Python ints: about 3x the packed limbs
-    return HostKey(spec, zkey, r1cs, calculator, g2_points, size)
+    tables = None
+    if zkey.delta1 is not None and zkey.delta2 is not None:  # a key with δ at infinity proves nothing anyway
+        from ..groth16.prover import DeltaTables
+
+        tables = DeltaTables.for_key(zkey)
+        size += 2 << 20  # ~2.7k G1 + 2.7k G2 affine points as Python ints
+    return HostKey(spec, zkey, r1cs, calculator, g2_points, size, tables)
 
 
 class KeyStore:

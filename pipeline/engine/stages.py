@@ -157,7 +157,7 @@ def epilogue(key: HostKey, result: DeviceResult, b_g2: Any, verify: bool) -> Par
     zkey = key.zkey
     prepared = result.prepared
     blinding = Blinding.random(zkey.curve.fr.modulus)
-    pi_a, pi_b, pi_c = assemble(zkey, result.msms, blinding, b_g2=b_g2)
+    pi_a, pi_b, pi_c = assemble(zkey, result.msms, blinding, b_g2=b_g2, tables=key.delta_tables)
     public = public_signals(zkey, prepared.scalars.staged)
     verified = None
     if verify:

@@ -5,6 +5,7 @@
     pi_a        = alpha1 + Σ w A + r δ1
     pi_b        = beta2  + Σ w B2 + s δ2          (and its G1 twin b1 = beta1 + Σ w B1 + s δ1)
     pi_c        = Σ w C + Σ h H + s pi_a + r b1 - r s δ1
+                = Σ w C + Σ h H + s (alpha1 + Σ w A) + r (beta1 + Σ w B1) + r s δ1    (as computed)
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..curves.scalar_mul import FixedBaseTable, mul_sum2
 from ..formats.types import Groth16Zkey, Witness
 from .backend import Backend, MsmResults
 
@@ -60,23 +62,43 @@ def public_signals(zkey: Groth16Zkey, witness: np.ndarray) -> tuple[int, ...]:
     return tuple(fr.ints_from_limbs(witness[1 : zkey.n_public + 1]))
 
 
-def assemble(zkey: Groth16Zkey, msms: MsmResults, blinding: Blinding, b_g2=None) -> tuple:
+@dataclass(frozen=True)
+class DeltaTables:
+    """Fixed-base tables of δ1 and δ2, the points every proof of a key multiplies by fresh r, s.
+    Built once per key (~0.1-0.2 s in Python); they make those products ~7x cheaper, so the
+    engine keeps one per resident key. A one-off proof does without."""
+
+    delta1: FixedBaseTable
+    delta2: FixedBaseTable
+
+    @classmethod
+    def for_key(cls, zkey: Groth16Zkey) -> "DeltaTables":
+        bits = zkey.curve.fr.bits
+        return cls(FixedBaseTable(zkey.curve.g1, zkey.delta1, bits), FixedBaseTable(zkey.curve.g2, zkey.delta2, bits))
+
+
+def assemble(zkey: Groth16Zkey, msms: MsmResults, blinding: Blinding, b_g2=None,
+             tables: DeltaTables | None = None) -> tuple:
     """(pi_a, pi_b, pi_c) as affine points, from the MSMs and the blinding r, s."""
     g1, g2 = zkey.curve.g1, zkey.curve.g2
     r, s = blinding.r, blinding.s
-    order = zkey.curve.fr.modulus
+    rs = r * s % zkey.curve.fr.modulus
     b_g2 = msms.b_g2 if b_g2 is None else b_g2
     if b_g2 is None:
         raise ValueError("assemble: the G2 MSM of B is missing")
-    delta1 = g1.from_affine(zkey.delta1)
+    if tables is not None:
+        r_delta1, rs_delta1, s_delta2 = tables.delta1.mul(r), tables.delta1.mul(rs), tables.delta2.mul(s)
+    else:
+        delta1 = g1.from_affine(zkey.delta1)
+        r_delta1, rs_delta1 = g1.mul(delta1, r), g1.mul(delta1, rs)
+        s_delta2 = g2.mul(g2.from_affine(zkey.delta2), s)
 
-    pi_a = g1.add(g1.add(msms.a_g1, g1.from_affine(zkey.alpha1)), g1.mul(delta1, r))
-    b1 = g1.add(g1.add(msms.b_g1, g1.from_affine(zkey.beta1)), g1.mul(delta1, s))
-    pi_b = g2.add(g2.add(b_g2, g2.from_affine(zkey.beta2)), g2.mul(g2.from_affine(zkey.delta2), s))
-    pi_c = g1.add(msms.c_g1, msms.h_g1)
-    pi_c = g1.add(pi_c, g1.mul(pi_a, s))
-    pi_c = g1.add(pi_c, g1.mul(b1, r))
-    pi_c = g1.add(pi_c, g1.mul(delta1, (-r * s) % order))
+    a_alpha = g1.add(msms.a_g1, g1.from_affine(zkey.alpha1))
+    b1_beta = g1.add(msms.b_g1, g1.from_affine(zkey.beta1))
+    pi_a = g1.add(a_alpha, r_delta1)
+    pi_b = g2.add(g2.add(b_g2, g2.from_affine(zkey.beta2)), s_delta2)
+    # s pi_a + r b1 - r s δ1 = s (alpha1 + A) + r (beta1 + B1) + r s δ1: one shared run of doublings
+    pi_c = g1.add(g1.add(msms.c_g1, msms.h_g1), g1.add(mul_sum2(g1, a_alpha, s, b1_beta, r), rs_delta1))
     return g1.to_affine(pi_a), g2.to_affine(pi_b), g1.to_affine(pi_c)
 
 
