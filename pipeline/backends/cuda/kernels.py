@@ -17,7 +17,7 @@ from ...curves import Curve
 from ._bindings import driver
 from .constants import HEADER_NAME, curve_header
 from .errors import CudaError, check
-from .nvrtc_build import BuiltUnit, compile_unit
+from .nvrtc_build import BuiltUnit, compile_unit, load_cached_unit
 
 PTR, U32, I32, U64 = "ptr", "u32", "i32", "u64"
 
@@ -86,17 +86,25 @@ def _compile_one(job: tuple) -> BuiltUnit:
 def build_units(curves, arch: str = "sm_90", units=None, cache_dir=None, parallel: bool = True) -> dict:
     """Compile (or load from the cache) the units of one or more curves -> {(curve name, unit): BuiltUnit}.
 
-    Units compile in forked processes (they use NVRTC only, never the driver): cuda-python's
-    NVRTC calls hold the GIL, and a unit takes up to ~25 s, so threads would run them in turn.
+    Cached units load in this process. The others compile in spawned processes: cuda-python's
+    NVRTC calls hold the GIL and a unit takes up to ~25 s, so threads would run them in turn;
+    and forking a process that runs the driver's and the engine's threads may deadlock the child.
     """
     curves = [curves] if isinstance(curves, Curve) else list(curves)
-    jobs = [(u, {HEADER_NAME: curve_header(c)}, arch, cache_dir) for c in curves for u in (units or UNITS)]
-    keys = [(c.name, u) for c in curves for u in (units or UNITS)]
-    if not parallel or len(jobs) == 1:
-        return {k: _compile_one(j) for k, j in zip(keys, jobs)}
-    workers = min(len(jobs), os.cpu_count() or 1)
-    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as pool:
-        return dict(zip(keys, pool.map(_compile_one, jobs)))
+    jobs = {(c.name, u): (u, {HEADER_NAME: curve_header(c)}, arch, cache_dir) for c in curves for u in (units or UNITS)}
+    built = {}
+    for key, (unit, headers, _, _) in jobs.items():
+        cached = load_cached_unit(unit, headers, UNITS[unit], arch, cache_dir=cache_dir)
+        if cached is not None:
+            built[key] = cached
+    missing = [key for key in jobs if key not in built]
+    if not parallel or len(missing) <= 1:
+        built.update({key: _compile_one(jobs[key]) for key in missing})
+    else:
+        workers = min(len(missing), os.cpu_count() or 1)
+        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            built.update(zip(missing, pool.map(_compile_one, [jobs[key] for key in missing])))
+    return {key: built[key] for key in jobs}
 
 
 class CurveKernels:

@@ -72,15 +72,31 @@ def _program_log(prog) -> str:
     return buf.rstrip(b"\0 ").decode(errors="replace")
 
 
+def _cache_paths(cache: Path, unit: str, headers: dict[str, str], name_expressions: tuple[str, ...], arch: str,
+                 options: tuple[str, ...]) -> tuple[Path, Path]:
+    key = cache_key(unit, headers, options, arch, name_expressions)
+    return cache / f"{unit}-{arch}-{key}.cubin", cache / f"{unit}-{arch}-{key}.json"
+
+
+def load_cached_unit(unit: str, headers: dict[str, str], name_expressions: tuple[str, ...], arch: str = "sm_90",
+                     options: tuple[str, ...] = DEFAULT_OPTIONS, cache_dir: Path | None = None) -> BuiltUnit | None:
+    """The unit from the disk cache, or None when it has not been compiled with these inputs."""
+    cubin_path, meta_path = _cache_paths(cache_dir or default_cache_dir(), unit, headers, name_expressions, arch,
+                                         options)
+    if not (cubin_path.exists() and meta_path.exists()):
+        return None
+    meta = json.loads(meta_path.read_text())
+    return BuiltUnit(unit, arch, cubin_path.read_bytes(), meta["lowered"], 0.0, True, meta.get("log", ""))
+
+
 def compile_unit(unit: str, headers: dict[str, str], name_expressions: tuple[str, ...], arch: str = "sm_90",
                  options: tuple[str, ...] = DEFAULT_OPTIONS, cache_dir: Path | None = None) -> BuiltUnit:
     """Compile ``cuda_src/programs/<unit>.cu`` (or load it from the cache)."""
+    cached = load_cached_unit(unit, headers, name_expressions, arch, options, cache_dir)
+    if cached is not None:
+        return cached
     cache = cache_dir or default_cache_dir()
-    key = cache_key(unit, headers, options, arch, name_expressions)
-    cubin_path, meta_path = cache / f"{unit}-{arch}-{key}.cubin", cache / f"{unit}-{arch}-{key}.json"
-    if cubin_path.exists() and meta_path.exists():
-        meta = json.loads(meta_path.read_text())
-        return BuiltUnit(unit, arch, cubin_path.read_bytes(), meta["lowered"], 0.0, True, meta.get("log", ""))
+    cubin_path, meta_path = _cache_paths(cache, unit, headers, name_expressions, arch, options)
 
     source_path = CUDA_SRC / "programs" / f"{unit}.cu"
     t0 = time.perf_counter()

@@ -19,11 +19,28 @@ def _nvrtc_or_skip():
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
+def kernel_cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("kernels")
+
+
+@pytest.fixture(scope="module")
+def built(kernel_cache):
     _nvrtc_or_skip()
     from pipeline.backends.cuda.kernels import build_units
 
-    return build_units([BN254, BLS12_381], "sm_90", cache_dir=tmp_path_factory.mktemp("kernels"))
+    return build_units([BN254, BLS12_381], "sm_90", cache_dir=kernel_cache)
+
+
+def test_a_second_build_loads_every_unit_from_the_cache_in_process(built, kernel_cache, monkeypatch):
+    from pipeline.backends.cuda import kernels
+
+    def no_pool(*args, **kwargs):
+        raise AssertionError("a build with every unit cached started compiler processes")
+
+    monkeypatch.setattr(kernels, "ProcessPoolExecutor", no_pool)
+    again = kernels.build_units([BN254, BLS12_381], "sm_90", cache_dir=kernel_cache)
+    assert again.keys() == built.keys()
+    assert all(b.from_cache and b.cubin == built[k].cubin for k, b in again.items())
 
 
 @pytest.mark.parametrize("curve_name", [BN254.name, BLS12_381.name])
