@@ -62,6 +62,7 @@ class HostKey:
     g2_points: list | None  # decoded B2 points for the CPU G2 MSM, else None
     host_bytes: int
     delta_tables: Any = None  # groth16.prover.DeltaTables: the epilogue's blinding terms by table lookup
+    r1cs_checker: Any = None  # groth16.r1cs_check.R1csChecker, prepared once when the key has an .r1cs
 
 
 @dataclass(eq=False)
@@ -83,13 +84,17 @@ def load_host_key(spec: KeySpec, decode_g2: bool) -> HostKey:
 
     zkey = read_zkey(spec.zkey_path)
     size = zkey.host_bytes()
-    r1cs = None
+    r1cs, checker = None, None
     if spec.r1cs_path:
         r1cs = read_r1cs(spec.r1cs_path)
         if r1cs.curve is not zkey.curve or r1cs.n_wires != zkey.n_vars:
             raise KeyLoadError(f"{spec.r1cs_path}: the r1cs ({r1cs.curve.name}, {r1cs.n_wires} wires) does not "
                                f"match the key {spec.zkey_path} ({zkey.curve.name}, {zkey.n_vars} signals)")
         size += sum(lc.signals.nbytes + lc.values.nbytes for c in r1cs.constraints for lc in c)
+        from ..groth16.r1cs_check import R1csChecker
+
+        checker = R1csChecker(r1cs)
+        size += 16 * checker.n_terms  # an index and an object pointer per term
     calculator = None
     if spec.wasm_path:
         from ..witness import WitnessCalculator
@@ -109,7 +114,7 @@ def load_host_key(spec: KeySpec, decode_g2: bool) -> HostKey:
 
         tables = DeltaTables.for_key(zkey)
         size += 2 << 20  # ~2.7k G1 + 2.7k G2 affine points as Python ints
-    return HostKey(spec, zkey, r1cs, calculator, g2_points, size, tables)
+    return HostKey(spec, zkey, r1cs, calculator, g2_points, size, tables, checker)
 
 
 class KeyStore:

@@ -109,10 +109,8 @@ def synthesize(key: HostKey, source: Any, check_r1cs: bool) -> Witness:
         raise TypeError(f"a partition is a .wtns path, a Witness or a dict of circuit inputs, "
                         f"not {type(source).__name__}")
     check_witness(zkey, witness)
-    if check_r1cs and key.r1cs is not None:
-        from ..formats.r1cs import r1cs_is_satisfied
-
-        failing = r1cs_is_satisfied(key.r1cs, witness)
+    if check_r1cs and key.r1cs_checker is not None:
+        failing = key.r1cs_checker.first_unsatisfied(witness)
         if failing is not None:
             raise WitnessUnsatisfied(f"{witness.path}: the witness does not satisfy constraint {failing} "
                                      f"of {key.r1cs.path}")

@@ -1,4 +1,5 @@
-"""Constraint systems (.r1cs, as circom writes them): ``read_r1cs`` and ``r1cs_is_satisfied``.
+"""Constraint systems (.r1cs, as circom writes them): ``read_r1cs``. The satisfaction check is
+``groth16.r1cs_check``.
 
 Layout (binfile magic "r1cs", version 1; sections may come in any order):
 
@@ -20,7 +21,7 @@ import numpy as np
 
 from .binfile import first_not_below, read_array, read_layout
 from .errors import FormatError
-from .types import LinearCombination, R1cs, Witness
+from .types import LinearCombination, R1cs
 from .zkey import read_scalar_field_header
 
 SECTION_NAMES = {1: "header", 2: "constraints", 3: "wire to label map", 4: "custom gates list",
@@ -104,35 +105,3 @@ def _read_constraints(bf, curve, n8: int, n_wires: int, n_constraints: int):
     starts = [0] + ends[:-1]
     lcs = [LinearCombination(wires[s:e], values[s:e]) for s, e in zip(starts, ends)]
     return tuple(tuple(lcs[3 * c : 3 * c + 3]) for c in range(n_constraints))
-
-
-def r1cs_is_satisfied(r1cs: R1cs, witness: Witness | np.ndarray) -> int | None:
-    """Index of the first constraint with <A,w>·<B,w> != <C,w> (mod r), or None if all hold."""
-    fr = r1cs.curve.fr
-    if isinstance(witness, Witness):
-        if witness.curve is not r1cs.curve:
-            raise ValueError(f"witness is over {witness.curve.name} but the r1cs over {r1cs.curve.name}")
-        values = witness.values
-    else:
-        values = witness
-    if values.shape[0] != r1cs.n_wires:
-        raise ValueError(f"witness has {values.shape[0]} values, the r1cs {r1cs.n_wires} wires")
-    w = fr.ints_from_limbs(values)
-    p = fr.modulus
-    lcs = [lc for constraint in r1cs.constraints for lc in constraint]
-    if not lcs:
-        return None
-    signals = np.concatenate([lc.signals for lc in lcs]).tolist()
-    coefs = fr.ints_from_limbs(np.concatenate([lc.values for lc in lcs]).reshape(-1, fr.limbs))
-    products = [c * w[s] for c, s in zip(coefs, signals)]
-    pos = 0
-    sums = []
-    for lc in lcs:
-        n = lc.signals.shape[0]
-        sums.append(sum(products[pos : pos + n]) % p)
-        pos += n
-    for i in range(len(r1cs.constraints)):
-        a, b, c = sums[3 * i : 3 * i + 3]
-        if (a * b - c) % p:
-            return i
-    return None

@@ -6,7 +6,8 @@ import pytest
 
 from pipeline.curves import BN254
 from pipeline.formats.errors import FormatError
-from pipeline.formats.r1cs import r1cs_is_satisfied, read_r1cs
+from pipeline.formats.r1cs import read_r1cs
+from pipeline.groth16.r1cs_check import r1cs_is_satisfied
 from pipeline.formats.wtns import read_wtns
 
 from tests.formats.conftest import (CASE_IDS, CASES, CURVES, cut_points, fixture_file, patch_sections, section,
