@@ -25,6 +25,7 @@ class EngineConfig:
     queue_size: int = 2  # bound of every inter-stage queue (per device for the gpu stage)
     max_partitions_in_flight: int = 8  # partitions admitted and not yet finished, all stages
     host_memory_budget_bytes: int | None = None  # partitions in flight (witness, buffers); None: unbounded
+    staging_buffers_kept: int = 4  # idle pinned staging buffers kept for reuse (pinning is slow)
     key_host_budget_bytes: int | None = None  # resident keys on the host (LRU); None: unbounded
     vram_budget_bytes: int | None = None  # per device: resident keys + one partition's scratch; None: unbounded
 
@@ -50,6 +51,9 @@ class EngineConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"EngineConfig.{name} must be a positive integer, got {value!r}")
+        if not isinstance(self.staging_buffers_kept, int) or self.staging_buffers_kept < 0:
+            raise ValueError(f"EngineConfig.staging_buffers_kept must be a non-negative integer, "
+                             f"got {self.staging_buffers_kept!r}")
         for name in ("host_memory_budget_bytes", "key_host_budget_bytes", "vram_budget_bytes"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or value <= 0):

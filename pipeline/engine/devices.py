@@ -1,7 +1,7 @@
 """A device as the engine sees it: a backend instance, its GPU lock, VRAM budget and thread.
 
 The engine reaches the accelerator only through the ``Backend`` protocol
-(``pipeline.groth16.backend``), plus three optional methods a backend may offer; absent
+(``pipeline.groth16.backend``), plus optional methods a backend may offer; absent
 ones mean "nothing to account" (the CPU backend has none):
 
 - ``scratch_bytes(key) -> int``: device memory one partition needs beyond the resident key
@@ -9,6 +9,7 @@ ones mean "nothing to account" (the CPU backend has none):
 - ``key_device_bytes(zkey) -> int``: device memory ``load_key(zkey)`` will hold;
 - ``memory_budget_bytes() -> int``: a default VRAM budget when the config sets none;
 - ``visible_devices() -> list[int]``: ordinals to use when the config lists none.
+- ``pinned_host_buffer(nbytes)``: page-locked host memory for prep_msm's staging pool (see staging.py).
 """
 from __future__ import annotations
 

@@ -30,6 +30,7 @@ from .jobs import Job, JobEvent, JobState, Priority
 from .keystore import KeySpec, KeyStore
 from .metrics import Interval, Metrics, lock_busy_fraction, prometheus_text
 from .pipeline import Pipeline, StageListener
+from .staging import StagingPool
 
 log = logging.getLogger("pipeline.engine")
 
@@ -52,6 +53,7 @@ class Engine:
         self.metrics = Metrics(self.config.timeline_events_kept)
         self.keystore: KeyStore | None = None
         self.pipeline: Pipeline | None = None
+        self.staging: StagingPool | None = None
         self._runner: asyncio.Task | None = None
         self._jobs: collections.OrderedDict[str, Job] = collections.OrderedDict()
         self._by_request: dict[str, Job] = {}
@@ -87,7 +89,11 @@ class Engine:
         self.keystore = KeyStore(c.key_host_budget_bytes, self._executors["keys"], decode_g2)
         for spec in self._pending_specs:
             self.keystore.register(spec)
-        self.pipeline = Pipeline(c, self.keystore, self.devices, self.metrics, self._executors, self._g2_workers)
+        # Pinned staging memory from the first device's backend, when it offers it (portable to every device).
+        self.staging = StagingPool(getattr(self.devices[0].backend, "pinned_host_buffer", None),
+                                   max_idle=c.staging_buffers_kept)
+        self.pipeline = Pipeline(c, self.keystore, self.devices, self.metrics, self._executors, self._g2_workers,
+                                 self.staging)
         self.metrics.started = time.perf_counter()
         if c.gil_switch_interval_s is not None:
             self._saved_switch_interval = sys.getswitchinterval()
@@ -116,6 +122,8 @@ class Engine:
             return
         was_broken = self._state == "broken"
         self._state = "stopping"
+        if self.staging is not None:
+            self.staging.stopping()
         if not was_broken:
             if drain:
                 await asyncio.gather(*(job.wait() for job in list(self._live)))
@@ -136,6 +144,8 @@ class Engine:
             await self._g2_workers.shutdown()  # before the pools: a running MSM still reads its key
         for executor in [*self._executors.values(), *(d.executor for d in self.devices)]:
             await asyncio.to_thread(executor.shutdown, wait=True, cancel_futures=True)
+        if self.staging is not None:
+            await asyncio.to_thread(self.staging.close)  # no worker thread can read a buffer now
         self._state = "stopped"
 
     async def _unload_everything(self) -> None:
@@ -303,6 +313,7 @@ class Engine:
             "partitions_in_flight": p.in_flight if p else 0,
             "peak_partitions_in_flight": self.metrics.peak_in_flight,
             "host_budget": p.host_budget.snapshot() if p else {},
+            "staging": self.staging.snapshot() if self.staging else {},
             "keys": self.keystore.snapshot() if self.keystore else {"host_budget": {"used_bytes": 0}},
             "devices": [{"index": d.index, "ordinal": d.ordinal, "backend": getattr(d.backend, "name", "?"),
                          "gpu_lock_held": d.lock_held_since is not None,

@@ -103,6 +103,10 @@ def prometheus_text(status: dict) -> str:
     metric("host_budget_used_bytes", "gauge", "bytes of the host budgets in use",
            [({"budget": "partitions"}, status["host_budget"]["used_bytes"]),
             ({"budget": "keys"}, status["keys"]["host_budget"]["used_bytes"])])
+    staging = status.get("staging") or {}
+    if staging.get("enabled"):
+        metric("staging_pinned_bytes", "gauge", "page-locked witness staging memory held (in use and idle)",
+               [({}, staging["pinned_bytes"])])
     metric("stage_median_ms", "gauge", "median stage time over recent partitions",
            [({"stage": k}, v) for k, v in status["stage_medians_ms"].items()])
     metric("loop_lag_ms", "gauge", "event loop lag: last and maximum",

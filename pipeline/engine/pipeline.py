@@ -29,6 +29,7 @@ from .jobs import PartitionProof
 from .keystore import KeyStore
 from .metrics import Interval, Metrics
 from .scheduler import AdmissionQueue, Sequencer, choose_device
+from .staging import StagingPool
 from .stages import DeviceResult, Partition, Prepared, Synthesized
 
 log = logging.getLogger("pipeline.engine")
@@ -37,7 +38,7 @@ StageListener = Callable[[str, Partition], None]
 
 class Pipeline:
     def __init__(self, config: EngineConfig, keystore: KeyStore, devices: list[Device], metrics: Metrics,
-                 executors: dict[str, Executor], g2_workers: G2Workers) -> None:
+                 executors: dict[str, Executor], g2_workers: G2Workers, staging: StagingPool | None = None) -> None:
         self.config = config
         self.keystore = keystore
         self.devices = devices
@@ -45,6 +46,8 @@ class Pipeline:
         self.executors = executors
         self.g2_workers = g2_workers
         self._g2_msms: dict[Partition, G2Msm] = {}  # partitions whose CPU G2 MSM was started
+        self.staging = staging or StagingPool(None)
+        self._staged: dict[Partition, tuple[int, Any]] = {}  # partitions holding a pinned staging buffer
         self.admission = AdmissionQueue()
         self.slots = asyncio.Semaphore(config.max_partitions_in_flight)
         self.host_budget = ByteBudget("host memory", config.host_memory_budget_bytes)
@@ -138,7 +141,12 @@ class Pipeline:
         if part.job.finished:
             return self._drop(item)
         t0 = time.perf_counter()
-        scalars = await self._run("prep_msm", stages.prep_msm, item.witness)
+        buffer = None
+        if self.staging.enabled:
+            nbytes = item.witness.values.nbytes
+            buffer = await self._run("prep_msm", self.staging.take, nbytes)  # pinning can take a while
+            self._staged[part] = (nbytes, buffer)  # given back when the partition leaves
+        scalars = await self._run("prep_msm", stages.prep_msm, item.witness, buffer)
         g2_msm = None
         if self.config.g2_msm_placement == "cpu":
             if self.config.g2_msm_executor == "process":
@@ -274,6 +282,9 @@ class Pipeline:
     def _give_back(self, part: Partition) -> None:
         """The partition's slot, host budget and key reference: nothing of it runs any more."""
         self.in_flight -= 1
+        staged = self._staged.pop(part, None)
+        if staged is not None:
+            self.staging.give_back(*staged)
         self.host_budget.release(part.host_bytes)
         self.keystore.release(part.job.key_id)
         self.slots.release()

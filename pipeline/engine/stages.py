@@ -117,8 +117,13 @@ def synthesize(key: HostKey, source: Any, check_r1cs: bool) -> Witness:
     return witness
 
 
-def prep_msm(witness: Witness) -> ScalarClasses:
-    values = np.ascontiguousarray(witness.values, dtype=np.uint64)
+def prep_msm(witness: Witness, staging: Any = None) -> ScalarClasses:
+    """Stage the scalars (into ``staging``, a pinned buffer, when given) and count the 0 / 1 / other."""
+    if staging is not None:
+        values = staging.view(np.uint64, witness.values.shape)
+        np.copyto(values, witness.values)
+    else:
+        values = np.ascontiguousarray(witness.values, dtype=np.uint64)
     high_zero = ~values[:, 1:].any(axis=1)
     is_zero = high_zero & (values[:, 0] == 0)
     is_one = high_zero & (values[:, 0] == 1)

@@ -152,3 +152,46 @@ async def settle(engine, timeout: float = 10.0) -> None:
     while engine.pipeline.in_flight and time.monotonic() < deadline:
         await asyncio.sleep(0.01)
     assert engine.pipeline.in_flight == 0, engine.status()
+
+
+class FakePinnedBuffer:
+    """Stands for page-locked memory: a numpy block that must be freed exactly once."""
+
+    def __init__(self, nbytes: int) -> None:
+        import numpy as np
+
+        self.array = np.zeros(nbytes, dtype=np.uint8)
+        self.freed = False
+
+    def view(self, dtype, shape):
+        import numpy as np
+
+        count = int(np.prod(shape))
+        return self.array[: count * np.dtype(dtype).itemsize].view(dtype).reshape(shape)
+
+    def free(self) -> None:
+        assert not self.freed, "pinned buffer freed twice"
+        self.freed = True
+
+
+class FakePinnedBackend(FakeBackend):
+    """A FakeBackend that offers pinned staging memory, and notes whether the gpu stage got it."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.buffers: list[FakePinnedBuffer] = []
+        self.staged_from_pinned = 0
+
+    def pinned_host_buffer(self, nbytes: int) -> FakePinnedBuffer:
+        buffer = FakePinnedBuffer(nbytes)
+        with self._lock:
+            self.buffers.append(buffer)
+        return buffer
+
+    def compute_h(self, key, witness):
+        import numpy as np
+
+        with self._lock:
+            if any(not b.freed and np.shares_memory(witness, b.array) for b in self.buffers):
+                self.staged_from_pinned += 1
+        return super().compute_h(key, witness)

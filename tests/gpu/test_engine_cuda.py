@@ -50,6 +50,8 @@ def test_engine_on_cuda_proves_verifying_partitions_one_at_a_time_on_the_gpu(cud
     epilogues = [iv for iv in timeline if iv.stage == "epilogue"]
     assert any(overlaps(e, g) for e in epilogues for g in gpu if g.partition != e.partition), timeline
     assert [d["backend"] for d in status["devices"]] == ["cuda"]  # no silent CPU fallback
+    staging = status["staging"]  # the witnesses went up from pinned buffers, all given back
+    assert staging["enabled"] and staging["pinned_total"] >= 1 and staging["in_use"] == 0
 
 
 @pytest.mark.parametrize("curve", ["bn128", "bls12381"])

@@ -19,7 +19,7 @@ from ...formats.types import MATRIX_A, MATRIX_B, Groth16Zkey
 from ...groth16.backend import MsmResults
 from .device import CudaDevice
 from .kernels import CurveKernels, build_units, grid_for
-from .memory import DeviceAllocator, DeviceBuffer
+from .memory import DeviceAllocator, DeviceBuffer, PinnedHostBuffer
 from .msm import MsmRunner
 from .ntt import NttRunner
 from .streams import Stream
@@ -227,6 +227,10 @@ class CudaBackend:
 
     def memory_budget_bytes(self) -> int:
         return self.allocator.budget_bytes
+
+    def pinned_host_buffer(self, nbytes: int) -> PinnedHostBuffer:
+        """Page-locked host memory for the engine's staging pool, pinned for every GPU's context."""
+        return PinnedHostBuffer(self.device, nbytes, portable=True)
 
     @staticmethod
     def visible_devices() -> list[int]:

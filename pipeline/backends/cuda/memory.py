@@ -159,12 +159,14 @@ class PinnedHostBuffer:
     """Page-locked host memory (``h_`` side of a staging copy): host-to-device copies from it run
     at full PCIe speed and truly asynchronously, so keep it alive until the stream has synced."""
 
-    def __init__(self, device, nbytes: int) -> None:
+    def __init__(self, device, nbytes: int, portable: bool = False) -> None:
         import ctypes
 
         device.activate()
+        self.device = device
         self.nbytes = max(int(nbytes), 1)
-        self.ptr = int(check(driver.cuMemHostAlloc(self.nbytes, 0), "cuMemHostAlloc"))
+        flags = driver.CU_MEMHOSTALLOC_PORTABLE if portable else 0  # portable: pinned for every device's context
+        self.ptr = int(check(driver.cuMemHostAlloc(self.nbytes, flags), "cuMemHostAlloc"))
         self.array = np.ctypeslib.as_array((ctypes.c_uint8 * self.nbytes).from_address(self.ptr))
 
     def view(self, dtype, shape) -> np.ndarray:
@@ -180,5 +182,6 @@ class PinnedHostBuffer:
     def free(self) -> None:
         if self.ptr:
             self.array = None
+            self.device.activate()  # callers may be threads that never touched the device
             check(driver.cuMemFreeHost(self.ptr), "cuMemFreeHost")
             self.ptr = 0

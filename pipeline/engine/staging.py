@@ -1,0 +1,75 @@
+"""Page-locked (pinned) staging buffers for the witness upload: DESIGN's prep_msm stage.
+
+A copy from pinned memory runs at full PCIe speed with no driver bounce buffer. Pinning is
+slow, though (the OS locks every page: a few hundred ms per GiB), so buffers are reused: a
+partition takes one in prep_msm and gives it back when it leaves the pipeline (its epilogue
+still reads the public signals from it). Up to ``max_idle`` idle buffers are kept, the others
+unpinned at once. While the engine stops, given-back buffers are only kept: a worker thread
+may still be reading one, and ``close`` (after the worker pools have stopped) unpins them all.
+
+The backend provides the memory through ``pinned_host_buffer(nbytes)`` (an object with
+``view(dtype, shape)`` and ``free()``); a backend without it (the CPU one) gets plain arrays.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable
+
+
+class StagingPool:
+    def __init__(self, allocate: Callable[[int], Any] | None, max_idle: int = 4) -> None:
+        self._allocate = allocate
+        self.max_idle = max_idle
+        self._idle: list[tuple[int, Any]] = []  # (nbytes, buffer), most recently given back last
+        self._lock = threading.Lock()
+        self._stopping = False
+        self.taken = self.pinned = self.reused = 0
+        self.pinned_bytes = 0
+
+    @property
+    def enabled(self) -> bool:
+        return self._allocate is not None
+
+    def take(self, nbytes: int) -> Any:
+        """A pinned buffer of exactly ``nbytes`` (an idle one if any); blocking, run it off the loop."""
+        with self._lock:
+            for i in range(len(self._idle) - 1, -1, -1):
+                if self._idle[i][0] == nbytes:
+                    self.taken += 1
+                    self.reused += 1
+                    return self._idle.pop(i)[1]
+        buffer = self._allocate(nbytes)
+        with self._lock:
+            self.taken += 1
+            self.pinned += 1
+            self.pinned_bytes += nbytes
+        return buffer
+
+    def give_back(self, nbytes: int, buffer: Any) -> None:
+        with self._lock:
+            self.taken -= 1
+            if self._stopping or len(self._idle) < self.max_idle:
+                self._idle.append((nbytes, buffer))
+                return
+            oldest_bytes, oldest = self._idle.pop(0)
+            self._idle.append((nbytes, buffer))
+            self.pinned_bytes -= oldest_bytes
+        oldest.free()
+
+    def stopping(self) -> None:
+        """From now on keep every buffer given back (a cancelled worker thread may still read one)."""
+        with self._lock:
+            self._stopping = True
+
+    def close(self) -> None:
+        """Unpin every idle buffer; call once no worker thread can touch them."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+            self.pinned_bytes -= sum(n for n, _ in idle)
+        for _, buffer in idle:
+            buffer.free()
+
+    def snapshot(self) -> dict:
+        with self._lock:
+            return {"enabled": self.enabled, "in_use": self.taken, "idle": len(self._idle),
+                    "pinned_bytes": self.pinned_bytes, "pinned_total": self.pinned, "reused_total": self.reused}
