@@ -47,7 +47,7 @@ class Pipeline:
         self.g2_workers = g2_workers
         self._g2_msms: dict[Partition, G2Msm] = {}  # partitions whose CPU G2 MSM was started
         self.staging = staging or StagingPool(None)
-        self._staged: dict[Partition, tuple[int, Any]] = {}  # partitions holding a pinned staging buffer
+        self._staged: dict[Partition, Any] = {}  # partitions holding a pinned staging buffer
         self.admission = AdmissionQueue()
         self.slots = asyncio.Semaphore(config.max_partitions_in_flight)
         self.host_budget = ByteBudget("host memory", config.host_memory_budget_bytes)
@@ -143,9 +143,8 @@ class Pipeline:
         t0 = time.perf_counter()
         buffer = None
         if self.staging.enabled:
-            nbytes = item.witness.values.nbytes
-            buffer = await self._run("prep_msm", self.staging.take, nbytes)  # pinning can take a while
-            self._staged[part] = (nbytes, buffer)  # given back when the partition leaves
+            buffer = await self._run("prep_msm", self.staging.take, item.witness.values.nbytes)  # pinning is slow
+            self._staged[part] = buffer  # given back when the partition leaves
         scalars = await self._run("prep_msm", stages.prep_msm, item.witness, buffer)
         g2_msm = None
         if self.config.g2_msm_placement == "cpu":
@@ -284,7 +283,7 @@ class Pipeline:
         self.in_flight -= 1
         staged = self._staged.pop(part, None)
         if staged is not None:
-            self.staging.give_back(*staged)
+            self.staging.give_back(staged)
         self.host_budget.release(part.host_bytes)
         self.keystore.release(part.job.key_id)
         self.slots.release()

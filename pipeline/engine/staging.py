@@ -8,7 +8,8 @@ unpinned at once. While the engine stops, given-back buffers are only kept: a wo
 may still be reading one, and ``close`` (after the worker pools have stopped) unpins them all.
 
 The backend provides the memory through ``pinned_host_buffer(nbytes)`` (an object with
-``view(dtype, shape)`` and ``free()``); a backend without it (the CPU one) gets plain arrays.
+``nbytes``, ``view(dtype, shape)`` and ``free()``); a backend without it (the CPU one) gets
+plain arrays.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ class StagingPool:
     def __init__(self, allocate: Callable[[int], Any] | None, max_idle: int = 4) -> None:
         self._allocate = allocate
         self.max_idle = max_idle
-        self._idle: list[tuple[int, Any]] = []  # (nbytes, buffer), most recently given back last
+        self._idle: list[Any] = []  # most recently given back last
         self._lock = threading.Lock()
         self._stopping = False
         self.taken = self.pinned = self.reused = 0
@@ -34,10 +35,10 @@ class StagingPool:
         """A pinned buffer of exactly ``nbytes`` (an idle one if any); blocking, run it off the loop."""
         with self._lock:
             for i in range(len(self._idle) - 1, -1, -1):
-                if self._idle[i][0] == nbytes:
+                if self._idle[i].nbytes == nbytes:
                     self.taken += 1
                     self.reused += 1
-                    return self._idle.pop(i)[1]
+                    return self._idle.pop(i)
         buffer = self._allocate(nbytes)
         with self._lock:
             self.taken += 1
@@ -45,15 +46,14 @@ class StagingPool:
             self.pinned_bytes += nbytes
         return buffer
 
-    def give_back(self, nbytes: int, buffer: Any) -> None:
+    def give_back(self, buffer: Any) -> None:
         with self._lock:
             self.taken -= 1
-            if self._stopping or len(self._idle) < self.max_idle:
-                self._idle.append((nbytes, buffer))
+            self._idle.append(buffer)
+            if self._stopping or len(self._idle) <= self.max_idle:
                 return
-            oldest_bytes, oldest = self._idle.pop(0)
-            self._idle.append((nbytes, buffer))
-            self.pinned_bytes -= oldest_bytes
+            oldest = self._idle.pop(0)
+            self.pinned_bytes -= oldest.nbytes
         oldest.free()
 
     def stopping(self) -> None:
@@ -65,8 +65,8 @@ class StagingPool:
         """Unpin every idle buffer; call once no worker thread can touch them."""
         with self._lock:
             idle, self._idle = self._idle, []
-            self.pinned_bytes -= sum(n for n, _ in idle)
-        for _, buffer in idle:
+            self.pinned_bytes -= sum(buffer.nbytes for buffer in idle)
+        for buffer in idle:
             buffer.free()
 
     def snapshot(self) -> dict:

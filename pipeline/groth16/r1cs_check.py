@@ -25,7 +25,7 @@ class R1csChecker:
                   else np.zeros((0, fr.limbs), dtype=np.uint64))
         distinct, which = np.unique(values, axis=0, return_inverse=True)
         self._coefficients = np.array(fr.ints_from_limbs(distinct), dtype=object)[which.reshape(-1)]
-        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.intp)
+        starts = (np.cumsum(lengths) - lengths).astype(np.intp)
         self._nonempty = lengths > 0
         self._starts = starts[self._nonempty]
         self._n_lcs = len(lcs)

@@ -161,6 +161,7 @@ class FakePinnedBuffer:
         import numpy as np
 
         self.array = np.zeros(nbytes, dtype=np.uint8)
+        self.nbytes = nbytes
         self.freed = False
 
     def view(self, dtype, shape):

@@ -20,15 +20,15 @@ def test_pool_reuses_same_sized_buffers_and_unpins_beyond_max_idle():
     pool = StagingPool(lambda n: made.append(FakePinnedBuffer(n)) or made[-1], max_idle=2)
     a, b, c = pool.take(64), pool.take(64), pool.take(32)
     assert len(made) == 3 and pool.snapshot()["in_use"] == 3
-    for buf, n in ((a, 64), (b, 64), (c, 32)):
-        pool.give_back(n, buf)
+    for buf in (a, b, c):
+        pool.give_back(buf)
     assert a.freed and not b.freed and not c.freed  # the oldest idle one went beyond max_idle
     assert pool.take(64) is b and pool.take(32) is c and len(made) == 3  # same sizes come back
     d = pool.take(16)  # no idle buffer of that size: a new one
     assert len(made) == 4 and pool.snapshot()["reused_total"] == 2
     pool.stopping()
-    for buf, n in ((b, 64), (c, 32), (d, 16)):
-        pool.give_back(n, buf)
+    for buf in (b, c, d):
+        pool.give_back(buf)
     assert not any(x.freed for x in (b, c, d))  # while stopping, nothing is unpinned under a reader
     pool.close()
     assert all(x.freed for x in made) and pool.snapshot()["pinned_bytes"] == 0

@@ -81,8 +81,11 @@ def _cache_paths(cache: Path, unit: str, headers: dict[str, str], name_expressio
 def load_cached_unit(unit: str, headers: dict[str, str], name_expressions: tuple[str, ...], arch: str = "sm_90",
                      options: tuple[str, ...] = DEFAULT_OPTIONS, cache_dir: Path | None = None) -> BuiltUnit | None:
     """The unit from the disk cache, or None when it has not been compiled with these inputs."""
-    cubin_path, meta_path = _cache_paths(cache_dir or default_cache_dir(), unit, headers, name_expressions, arch,
-                                         options)
+    paths = _cache_paths(cache_dir or default_cache_dir(), unit, headers, name_expressions, arch, options)
+    return _read_cached(unit, arch, *paths)
+
+
+def _read_cached(unit: str, arch: str, cubin_path: Path, meta_path: Path) -> BuiltUnit | None:
     if not (cubin_path.exists() and meta_path.exists()):
         return None
     meta = json.loads(meta_path.read_text())
@@ -92,11 +95,11 @@ def load_cached_unit(unit: str, headers: dict[str, str], name_expressions: tuple
 def compile_unit(unit: str, headers: dict[str, str], name_expressions: tuple[str, ...], arch: str = "sm_90",
                  options: tuple[str, ...] = DEFAULT_OPTIONS, cache_dir: Path | None = None) -> BuiltUnit:
     """Compile ``cuda_src/programs/<unit>.cu`` (or load it from the cache)."""
-    cached = load_cached_unit(unit, headers, name_expressions, arch, options, cache_dir)
-    if cached is not None:
-        return cached
     cache = cache_dir or default_cache_dir()
     cubin_path, meta_path = _cache_paths(cache, unit, headers, name_expressions, arch, options)
+    cached = _read_cached(unit, arch, cubin_path, meta_path)
+    if cached is not None:
+        return cached
 
     source_path = CUDA_SRC / "programs" / f"{unit}.cu"
     t0 = time.perf_counter()
