@@ -29,7 +29,7 @@ RUN groupadd --system zkpipe \
 
 WORKDIR /opt/zkpipe/src
 # Dependency metadata first, so a source change does not reinstall every wheel.
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md LICENSE ./
 COPY pipeline ./pipeline
 COPY cuda_src ./cuda_src
 # The install recipe CI runs on every submission (.ci/run calls the same script with test,cuda).
