@@ -1,10 +1,12 @@
-"""The ``zkpipe`` command: prove, verify, export-vk, inspect, demo, serve, submit.
+"""The ``zkpipe`` command: prove, verify, export-vk, inspect, demo, serve, submit (``--help`` shows DESCRIPTION).
 
 Exit codes: 0 success (or a valid proof), 1 an invalid proof, 2 bad input or usage.
 """
 from __future__ import annotations
 
 import argparse
+import functools
+import logging
 import sys
 import time
 from pathlib import Path
@@ -34,6 +36,7 @@ def _prove_files(key_path: str, wtns_path: str, backend_name: str):
     zkey, witness = _read_inputs(key_path, wtns_path)
     check_witness(zkey, witness)
     load_ms = (time.perf_counter() - t0) * 1e3
+    logging.getLogger("zkpipe.backends").setLevel(logging.ERROR)  # the commands print the choice themselves
     backend = create_backend(backend_name)
     t1 = time.perf_counter()
     key = backend.load_key(zkey)
@@ -44,13 +47,15 @@ def _prove_files(key_path: str, wtns_path: str, backend_name: str):
 
 
 def cmd_prove(args) -> int:
+    from .backends import describe_backend
     from .formats.snarkjs_json import write_proof, write_public
 
     zkey, proof, backend, timings = _prove_files(args.key, args.witness, args.backend)
     write_proof(args.proof, proof)
     write_public(args.public, proof.public_signals)
     summary = " ".join(f"{k}={v:.1f}" for k, v in timings.items())
-    print(f"proved {zkey.curve.name} key with {zkey.n_vars} signals on {backend.name}: {summary}", file=sys.stderr)
+    print(f"proved {zkey.curve.name} key with {zkey.n_vars} signals on {describe_backend(backend)}: {summary}",
+          file=sys.stderr)
     return EXIT_OK
 
 
@@ -89,8 +94,9 @@ def cmd_inspect(args) -> int:
 
 def cmd_demo(args) -> int:
     """Prove and verify the bundled example circuit on each curve, printing the timings."""
-    from .groth16.verifier import verify
+    from .backends import describe_backend
     from .formats.types import VerificationKey
+    from .groth16.verifier import verify
 
     curves = ["bn128", "bls12381"] if args.curve == "all" else [args.curve]
     status = EXIT_OK
@@ -101,7 +107,7 @@ def cmd_demo(args) -> int:
         t0 = time.perf_counter()
         verdict = verify(VerificationKey.from_zkey(zkey), proof.public_signals, proof.pi_a, proof.pi_b, proof.pi_c)
         timings["verify_ms"] = (time.perf_counter() - t0) * 1e3
-        print(f"{curve:9s} {zkey.n_vars} signals, domain 2^{zkey.log_domain_size}, backend {backend.name}: "
+        print(f"{curve:9s} {zkey.n_vars} signals, domain 2^{zkey.log_domain_size}, backend {describe_backend(backend)}: "
               f"proof {'VALID' if verdict else 'INVALID: ' + verdict.reason}")
         for name, ms in timings.items():
             print(f"    {name:14s} {ms:10.1f} ms")
@@ -110,36 +116,68 @@ def cmd_demo(args) -> int:
     return status
 
 
+DESCRIPTION = """Groth16 proofs from snarkjs files (.zkey, .wtns, .r1cs) on NVIDIA GPUs or the CPU.
+
+exit codes: 0 success (or a valid proof), 1 an invalid proof or a failed job, 2 bad input or usage
+"""
+BACKEND_HELP = "cpu, cuda, or auto (cuda where a GPU answers, else cpu; the choice and why are printed)"
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Descriptions kept as written; every option's help ends with its default when it has one."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if action.default not in (None, False, "", argparse.SUPPRESS) and action.option_strings \
+                and "default" not in text:
+            text += " (default: %(default)s)"
+        return text
+
+
+def version_text() -> str:
+    from . import __version__
+
+    return f"zkpipe {__version__} (Python {sys.version.split()[0]})"
+
+
+def new_parser(prog: str = "zkpipe") -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
+    """The top-level parser (with --version) and its subcommand table; every parser uses HelpFormatter."""
+    parser = argparse.ArgumentParser(prog=prog, description=DESCRIPTION, formatter_class=HelpFormatter)
+    parser.add_argument("--version", action="version", version=version_text())
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                parser_class=functools.partial(argparse.ArgumentParser, formatter_class=HelpFormatter))
+    return parser, sub
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="zkpipe", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser, sub = new_parser()
 
     p = sub.add_parser("prove", help="prove a witness with a snarkjs Groth16 zkey")
-    p.add_argument("key")
-    p.add_argument("witness")
-    p.add_argument("--proof", default="proof.json")
-    p.add_argument("--public", default="public.json")
-    p.add_argument("--backend", default="cpu", choices=["cpu", "cuda", "auto"])
+    p.add_argument("key", help="the proving key (snarkjs Groth16 .zkey)")
+    p.add_argument("witness", help="the witness (.wtns, e.g. from snarkjs wtns calculate)")
+    p.add_argument("--proof", default="proof.json", help="where to write the proof (snarkjs proof.json)")
+    p.add_argument("--public", default="public.json", help="where to write the public signals (public.json)")
+    p.add_argument("--backend", default="cpu", choices=["cpu", "cuda", "auto"], help=BACKEND_HELP)
     p.set_defaults(func=cmd_prove)
 
     p = sub.add_parser("verify", help="verify a snarkjs proof (exit 0 valid, 1 invalid, 2 bad input)")
-    p.add_argument("vk")
-    p.add_argument("public")
-    p.add_argument("proof")
+    p.add_argument("vk", help="verification_key.json (snarkjs zkey export verificationkey, or export-vk)")
+    p.add_argument("public", help="public.json: the public signals")
+    p.add_argument("proof", help="proof.json")
     p.set_defaults(func=cmd_verify)
 
     p = sub.add_parser("export-vk", help="write verification_key.json from a zkey")
-    p.add_argument("key")
-    p.add_argument("out")
+    p.add_argument("key", help="the proving key (.zkey)")
+    p.add_argument("out", help="where to write verification_key.json")
     p.set_defaults(func=cmd_export_vk)
 
     p = sub.add_parser("inspect", help="describe a zkey, wtns, r1cs or snarkjs JSON file")
-    p.add_argument("file")
+    p.add_argument("file", help="a .zkey, .wtns, .r1cs, or snarkjs JSON (proof, public, verification key)")
     p.set_defaults(func=cmd_inspect)
 
     p = sub.add_parser("demo", help="prove and verify the bundled example circuit")
-    p.add_argument("--curve", default="all", choices=["all", "bn128", "bls12381"])
-    p.add_argument("--backend", default="auto", choices=["cpu", "cuda", "auto"])
+    p.add_argument("--curve", default="all", choices=["all", "bn128", "bls12381"], help="which example circuit")
+    p.add_argument("--backend", default="auto", choices=["cpu", "cuda", "auto"], help=BACKEND_HELP)
     p.set_defaults(func=cmd_demo)
 
     from .server.cli_commands import add_server_commands
@@ -149,13 +187,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from .backends import BackendUnavailable
     from .formats.errors import FormatError
     from .groth16.prover import WitnessMismatch
 
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (FormatError, WitnessMismatch, BadInput) as exc:
+    except (FormatError, WitnessMismatch, BadInput, BackendUnavailable) as exc:
         print(f"zkpipe: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except OSError as exc:

@@ -65,6 +65,7 @@ class Config:
     # [engine] table, kept as given and checked against EngineConfig by engine_config().
     engine: dict[str, Any] = field(default_factory=dict)
     source: str = "<defaults>"
+    engine_env: tuple[str, ...] = ()  # the ZKPIPE_ENGINE_* variables that set [engine] values
 
     def engine_config(self):
         """The engine's own ``EngineConfig`` built from the [engine] table."""
@@ -73,7 +74,8 @@ class Config:
         try:
             return EngineConfig.from_dict(self.engine)
         except (TypeError, ValueError) as exc:
-            raise ConfigError(f"{self.source}: [engine]: {exc}") from exc
+            where = self.source if not self.engine_env else f"{self.source} + environment ({', '.join(self.engine_env)})"
+            raise ConfigError(f"{where}: [engine]: {exc}") from exc
 
 
 def _env_value(raw: str) -> Any:
@@ -143,6 +145,7 @@ def load_config(path: str | os.PathLike | None = None, env: Mapping[str, str] | 
                 server_env[name] = raw if isinstance(default, str) else _env_value(raw)
     _apply_server(config.server, server_env, "environment (ZKPIPE_*)")
     config.engine.update(engine_env)
+    config.engine_env = tuple(ENGINE_ENV_PREFIX + name.upper() for name in sorted(engine_env))
     _apply_server(config.server, {k: v for k, v in (overrides or {}).items() if v is not None}, "command line")
     if not 0 <= config.server.port <= 65535:
         raise ConfigError(f"{config.source}: port must be in 1..65535 (0 = any free port), got {config.server.port}")

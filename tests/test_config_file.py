@@ -83,3 +83,9 @@ def test_bad_engine_settings_are_refused(tmp_path, text, word):
 def test_a_missing_file_is_a_clear_error(tmp_path):
     with pytest.raises(ConfigError, match="cannot read"):
         load_config(tmp_path / "nope.toml", env={})
+
+
+def test_an_unknown_backend_in_the_file_is_refused_naming_the_file(tmp_path):
+    path = write(tmp_path, '[engine]\nbackend = "gpu"\n')
+    with pytest.raises(ConfigError, match=r"zkpipe.toml: \[engine\]: EngineConfig.backend must be one of .*'gpu'"):
+        load_config(path, env={}).engine_config()

@@ -22,6 +22,7 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from ..backends import backend_choice_json
 from ..formats.types import Witness
 from .config import EngineConfig
 from .cpu_workers import G2Workers, warm_up
@@ -316,6 +317,7 @@ class Engine:
             "staging": self.staging.snapshot() if self.staging else {},
             "keys": self.keystore.snapshot() if self.keystore else {"host_budget": {"used_bytes": 0}},
             "devices": [{"index": d.index, "ordinal": d.ordinal, "backend": getattr(d.backend, "name", "?"),
+                         "backend_choice": backend_choice_json(d.backend),
                          "gpu_lock_held": d.lock_held_since is not None,
                          "gpu_lock_busy_fraction": lock_busy_fraction(d, now, self.metrics.started),
                          "queue": d.queue.qsize() if d.queue else 0, "vram": d.vram.snapshot()}

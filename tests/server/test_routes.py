@@ -85,6 +85,8 @@ async def test_status_reports_server_and_engine(client):
     engine = body["engine"]
     assert engine["state"] == "running" and [d["backend"] for d in engine["devices"]] == ["cpu"]
     assert engine["partitions_in_flight"] == 0 and "host_budget" in engine and "queues" in engine
+    # which backend runs, and why (the test config asks for cpu)
+    assert engine["devices"][0]["backend_choice"] == {"requested": "cpu", "chosen": "cpu", "reason": "asked for"}
 
 
 async def test_metrics_is_prometheus_text(client):
