@@ -57,6 +57,10 @@ class ServerConfig:
     # fsync spool files, the spool folder and SQLite commits before answering 202.
     fsync: bool = True
     log_level: str = "info"
+    # "text" or "json" (one JSON object per line, job events and access lines with their fields).
+    log_format: str = "text"
+    # One line per HTTP request on the zkpipe.access logger.
+    access_log: bool = True
 
 
 @dataclass
@@ -147,6 +151,11 @@ def load_config(path: str | os.PathLike | None = None, env: Mapping[str, str] | 
     config.engine.update(engine_env)
     config.engine_env = tuple(ENGINE_ENV_PREFIX + name.upper() for name in sorted(engine_env))
     _apply_server(config.server, {k: v for k, v in (overrides or {}).items() if v is not None}, "command line")
+    if config.server.log_format not in ("text", "json"):
+        raise ConfigError(f"{config.source}: log_format must be \"text\" or \"json\", got {config.server.log_format!r}")
+    if config.server.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+        raise ConfigError(f"{config.source}: log_level must be debug, info, warning or error, "
+                          f"got {config.server.log_level!r}")
     if not 0 <= config.server.port <= 65535:
         raise ConfigError(f"{config.source}: port must be in 1..65535 (0 = any free port), got {config.server.port}")
     config.server.state_dir = str(Path(config.server.state_dir).expanduser())

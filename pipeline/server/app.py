@@ -21,10 +21,12 @@ from aiohttp import web
 from ..config import Config
 from .engine_adapter import PRIORITIES, EngineAdapter
 from .errors import auth_middleware, error_middleware
+from .job_log import JobObserver
 from .jobs import JobService
 from .keys import KeyFolder, build_example_keys
+from .metrics import ServerMetrics
 from .routes import routes
-from .state import ENGINE, KEYS, SERVER_CONFIG, SERVICE, STARTED_AT, UPLOADS
+from .state import ENGINE, KEYS, METRICS, SERVER_CONFIG, SERVICE, STARTED_AT, UPLOADS
 from .store import JobStore, Spool
 from .uploads import UploadParser
 
@@ -54,11 +56,13 @@ def state_dir_lock(state_dir: Path):
 
 def create_app(config: Config) -> web.Application:
     server = config.server
-    middlewares = [error_middleware]
+    metrics = ServerMetrics()  # the one registry: the engine adds its families to it
+    middlewares = [metrics.middleware(), error_middleware]
     if server.auth_token:
         middlewares.append(auth_middleware(server.auth_token))
     app = web.Application(client_max_size=server.max_body_bytes, middlewares=middlewares)
     app[SERVER_CONFIG] = server
+    app[METRICS] = metrics
     app.add_routes(routes)
     app.cleanup_ctx.append(lambda app: lifecycle(app, config))
     app.on_shutdown.append(_wake_long_polls)
@@ -81,10 +85,12 @@ async def lifecycle(app: web.Application, config: Config) -> AsyncIterator[None]
         await store.open()
         try:
             spool = Spool(state_dir / "spool", fsync=server.fsync)
-            async with EngineAdapter(engine_config) as engine:
+            metrics = app[METRICS]
+            async with EngineAdapter(engine_config, metrics.registry) as engine:
                 for key in keys.all():
                     engine.register(key)
-                service = JobService(store, spool, engine, keys, server.result_ttl_s, server.janitor_interval_s)
+                service = JobService(store, spool, engine, keys, server.result_ttl_s, server.janitor_interval_s,
+                                     JobObserver(metrics))
                 await service.recover()
                 app[KEYS], app[ENGINE], app[SERVICE] = keys, engine, service
                 app[UPLOADS] = UploadParser(keys, spool, PRIORITIES, server.max_body_bytes,
@@ -92,10 +98,12 @@ async def lifecycle(app: web.Application, config: Config) -> AsyncIterator[None]
                 app[STARTED_AT] = time.time()
                 background = asyncio.create_task(service.run(), name="zkpipe-jobs")
                 background.add_done_callback(_report_crash)
+                metrics.watch_service(service)
                 log.info("serving %d key(s) from %s; state in %s", len(keys.all()), keys_dir, state_dir)
                 try:
                     yield
                 finally:
+                    metrics.unwatch_service()
                     background.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await background

@@ -25,6 +25,8 @@ def add_server_commands(subparsers) -> None:
                                       "default: the bundled example keys")
     p.add_argument("--state-dir", help=f"job store and spool folder (default: {defaults.state_dir})")
     p.add_argument("--log-level", help=f"debug, info, warning or error (default: {defaults.log_level})")
+    p.add_argument("--log-format", choices=["text", "json"],
+                   help=f"text lines or JSON lines (default: {defaults.log_format})")
     p.set_defaults(func=cmd_serve)
 
     p = subparsers.add_parser("submit", help="send a job to a running service, wait, write the proofs",
@@ -47,17 +49,17 @@ def add_server_commands(subparsers) -> None:
 # -- serve ----------------------------------------------------------------------------------------
 def cmd_serve(args) -> int:
     from ..config import ConfigError, load_config
+    from .logs import configure_logging
 
     overrides = {"host": args.host, "port": args.port, "keys_dir": args.keys_dir, "state_dir": args.state_dir,
-                 "log_level": args.log_level}
+                 "log_level": args.log_level, "log_format": args.log_format}
     try:
         config = load_config(args.config, overrides=overrides)
         config.engine_config()
     except ConfigError as exc:
         print(f"zkpipe serve: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    logging.basicConfig(level=config.server.log_level.upper(), stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging(config.server.log_level, config.server.log_format)
     try:
         import uvloop
 
@@ -72,13 +74,16 @@ async def _serve(config) -> int:
     from ..backends import BackendUnavailable
     from .app import StateDirBusy, create_app
     from .listen import CannotListen, bind_sockets
+    from .logs import ACCESS_LOGGER, AccessLogger
 
     try:
         sockets = bind_sockets(config.server.host, config.server.port)  # a taken port fails before anything starts
     except CannotListen as exc:
         print(f"zkpipe serve: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    runner = web.AppRunner(create_app(config), access_log=None, handle_signals=False)
+    access_log = logging.getLogger(ACCESS_LOGGER) if config.server.access_log else None
+    runner = web.AppRunner(create_app(config), handle_signals=False, access_log=access_log,
+                           access_log_class=AccessLogger)
     try:
         await runner.setup()
     except (StateDirBusy, FileNotFoundError, BackendUnavailable) as exc:

@@ -20,6 +20,7 @@ from dataclasses import replace
 import orjson
 
 from .engine_adapter import PRIORITIES, EngineAdapter, JobCancelled, JobFailed, partition_timings, proofs_to_json
+from .job_log import JobObserver
 from .keys import KeyFolder
 from .store import JobRow, JobStore, Spool
 from .uploads import INPUTS_FILE, Upload, partition_file
@@ -30,7 +31,7 @@ PRIORITY_RANK = {name: rank for rank, name in enumerate(PRIORITIES)}
 
 class JobService:
     def __init__(self, store: JobStore, spool: Spool, engine: EngineAdapter, keys: KeyFolder,
-                 result_ttl_s: float, janitor_interval_s: float) -> None:
+                 result_ttl_s: float, janitor_interval_s: float, observer: JobObserver | None = None) -> None:
         self.store = store
         self.spool = spool
         self.engine = engine
@@ -45,6 +46,7 @@ class JobService:
         self._tasks: asyncio.TaskGroup | None = None
         self._ready = asyncio.Event()
         self.closing = False
+        self.observer = observer or JobObserver()  # a log line per job event, job histograms
         self.counters = {"accepted": 0, "duplicates": 0, "done": 0, "failed": 0, "cancelled": 0, "recovered": 0}
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -89,6 +91,7 @@ class JobService:
             self.counters["duplicates"] += 1
             return self._active.get(stored.job_id, stored), False
         self.counters["accepted"] += 1
+        self.observer.accepted(stored)
         self._enqueue(stored)
         return stored, True
 
@@ -178,6 +181,9 @@ class JobService:
                 if event.kind == "running" and row.state == "queued":
                     row.state, row.started_at = "running", event.time
                     await self.store.mark_running(row.job_id, event.time)
+                    self.observer.started(row)
+                elif event.kind == "partition_done":
+                    self.observer.partition_done(row, event.detail.get("index"), event.detail.get("timings_ms", {}))
             proofs = await engine_job.result()
             if not row.is_final:
                 row.timings["partitions_ms"] = partition_timings(proofs)
@@ -212,6 +218,7 @@ class JobService:
             self._results_being_stored.pop(row.job_id, None)
             self._active.pop(row.job_id, None)
         self.counters[state] += 1
+        self.observer.finished(row)
         await asyncio.to_thread(self.spool.discard, row.job_id)
         event = self._finished_events.pop(row.job_id, None)
         if event is not None:

@@ -9,7 +9,7 @@ from aiohttp import web
 from .engine_adapter import KeyInUse, KeyLoadError
 from .errors import ApiError, json_response
 from .keys import valid_key_id
-from .state import ENGINE, KEYS, SERVER_CONFIG, SERVICE, STARTED_AT, UPLOADS
+from .state import ENGINE, KEYS, METRICS, SERVER_CONFIG, SERVICE, STARTED_AT, UPLOADS
 from .store import STATES, JobRow
 
 routes = web.RouteTableDef()
@@ -82,17 +82,7 @@ async def status(request: web.Request) -> web.Response:
 
 @routes.get("/metrics")
 async def metrics(request: web.Request) -> web.Response:
-    service = request.app[SERVICE]
-    lines = ["# HELP zkpipe_server_jobs_total Jobs by outcome since the server started.",
-             "# TYPE zkpipe_server_jobs_total counter"]
-    lines += [f'zkpipe_server_jobs_total{{outcome="{name}"}} {value}' for name, value in service.counters.items()]
-    lines += ["# HELP zkpipe_server_jobs_active Jobs accepted and not finished.",
-              "# TYPE zkpipe_server_jobs_active gauge", f"zkpipe_server_jobs_active {service.active_count()}",
-              "# HELP zkpipe_server_dispatch_queue Jobs stored and not yet taken by the engine.",
-              "# TYPE zkpipe_server_dispatch_queue gauge", f"zkpipe_server_dispatch_queue {service.queue_depth()}"]
-    text = "\n".join(lines) + "\n" + request.app[ENGINE].metrics_text()
-    return web.Response(text=text, content_type="text/plain", charset="utf-8",
-                        headers={"X-Prometheus-Format": "0.0.4"})
+    return request.app[METRICS].response(request)  # server and engine: one registry
 
 
 # -- keys -----------------------------------------------------------------------------------------

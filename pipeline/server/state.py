@@ -7,6 +7,7 @@ from ..config import ServerConfig
 from .engine_adapter import EngineAdapter
 from .jobs import JobService
 from .keys import KeyFolder
+from .metrics import ServerMetrics
 from .uploads import UploadParser
 
 SERVER_CONFIG = web.AppKey("server_config", ServerConfig)
@@ -15,3 +16,4 @@ KEYS = web.AppKey("keys", KeyFolder)
 SERVICE = web.AppKey("service", JobService)
 UPLOADS = web.AppKey("uploads", UploadParser)
 STARTED_AT = web.AppKey("started_at", float)
+METRICS = web.AppKey("metrics", ServerMetrics)

@@ -49,10 +49,11 @@ class ServeProcess:
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen | None = None
         self.starts = 0
+        self.env: dict[str, str] = {}  # more environment for the server (ZKPIPE_* settings)
 
     async def start(self, timeout_s: float = 60.0) -> None:
         self.starts += 1
-        env = {**os.environ, "PYTHONPATH": str(REPO), "ZKPIPE_AUTH_TOKEN": TOKEN}
+        env = {**os.environ, "PYTHONPATH": str(REPO), "ZKPIPE_AUTH_TOKEN": TOKEN, **self.env}
         with open(self.tmp_path / f"serve-{self.starts}.log", "wb") as log:  # the child keeps its own copy
             self.proc = subprocess.Popen([sys.executable, "-m", cli_module(), "serve", "--config", str(self.config)],
                                          cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)

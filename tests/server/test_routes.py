@@ -89,12 +89,40 @@ async def test_status_reports_server_and_engine(client):
     assert engine["devices"][0]["backend_choice"] == {"requested": "cpu", "chosen": "cpu", "reason": "asked for"}
 
 
-async def test_metrics_is_prometheus_text(client):
+async def test_metrics_is_prometheus_text_from_one_registry(client):
     resp = await client.get("/metrics", headers=AUTH)
     assert resp.status == 200 and resp.content_type == "text/plain"
+    assert resp.headers["Content-Type"].startswith("text/plain; version=")  # prometheus_client's own
     text = await resp.text()
     assert "# TYPE zkpipe_server_jobs_total counter" in text
-    assert 'zkpipe_server_jobs_total{outcome="accepted"} 0' in text
+    assert 'zkpipe_server_jobs_total{outcome="accepted"} 0.0' in text  # counters exist from zero
+    assert "# TYPE zkpipe_engine_partitions_total counter" in text  # the engine's families, same registry
+    assert "# TYPE zkpipe_engine_partition_stage_seconds histogram" in text
+    assert "# TYPE zkpipe_http_request_duration_seconds histogram" in text
+    assert "process_cpu_seconds_total" in text and "python_info" in text  # the client's standard collectors
+    names = {line.split()[2] for line in text.splitlines() if line.startswith("# TYPE")}
+    assert len(names) == len([line for line in text.splitlines() if line.startswith("# TYPE")])  # no duplicates
+
+
+async def test_metrics_speaks_openmetrics_when_the_scraper_asks(client):
+    resp = await client.get("/metrics", headers={**AUTH, "Accept": "application/openmetrics-text; version=1.0.0"})
+    assert resp.status == 200 and resp.content_type == "application/openmetrics-text"
+    assert (await resp.text()).rstrip().endswith("# EOF")
+
+
+async def test_metrics_time_requests_and_jobs_in_seconds(client):
+    wtns = fixture_wtns("bn128", "multiplier")
+    resp = await client.post("/v1/jobs", data=wtns_form("mult_bn128", [("w.wtns", wtns)]), headers=AUTH)
+    job = await wait_final(client, (await resp.json())["job_id"])
+    assert job["state"] == "done"
+    await client.get("/v1/nothing", headers=AUTH)
+    text = await (await client.get("/metrics", headers=AUTH)).text()
+    assert 'zkpipe_http_request_duration_seconds_count{method="POST",route="/v1/jobs",status="202"} 1.0' in text
+    assert 'zkpipe_http_request_duration_seconds_count{method="GET",route="unmatched",status="404"} 1.0' in text
+    assert 'zkpipe_server_job_seconds_count{outcome="done"} 1.0' in text
+    assert 'zkpipe_server_job_seconds_count{outcome="failed"} 0.0' in text
+    assert "zkpipe_server_job_queued_seconds_count 1.0" in text
+    assert 'zkpipe_engine_partition_stage_seconds_count{stage="synthesize"} 1.0' in text
 
 
 async def test_unknown_route_and_method_answer_json(client):
