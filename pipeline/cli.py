@@ -76,10 +76,9 @@ def cmd_verify(args) -> int:
 
 def cmd_export_vk(args) -> int:
     from .formats.snarkjs_json import write_verification_key
-    from .formats.types import VerificationKey
+    from .formats.zkey import read_zkey_verification_key
 
-    zkey, _ = _read_inputs(args.key)
-    write_verification_key(args.out, VerificationKey.from_zkey(zkey))
+    write_verification_key(args.out, read_zkey_verification_key(args.key))  # sections 1-3 only
     return EXIT_OK
 
 

@@ -29,6 +29,15 @@ log = logging.getLogger("zkpipe.server.jobs")
 PRIORITY_RANK = {name: rank for rank, name in enumerate(PRIORITIES)}
 
 
+class RequestIdConflict(Exception):
+    """A request_id already names a job of another key or partition count (the client reused it by mistake)."""
+
+    def __init__(self, existing: JobRow) -> None:
+        super().__init__(f"request_id {existing.request_id!r} already names job {existing.job_id} (key "
+                         f"{existing.key_id!r}, {existing.n_partitions} partition(s)); use a new request_id")
+        self.existing = existing
+
+
 class JobService:
     def __init__(self, store: JobStore, spool: Spool, engine: EngineAdapter, keys: KeyFolder,
                  result_ttl_s: float, janitor_interval_s: float, observer: JobObserver | None = None) -> None:
@@ -88,6 +97,8 @@ class JobService:
             raise
         if not created:
             await asyncio.to_thread(self.spool.discard, upload.job_id)
+            if (stored.key_id, stored.n_partitions) != (row.key_id, row.n_partitions):
+                raise RequestIdConflict(stored)
             self.counters["duplicates"] += 1
             return self._active.get(stored.job_id, stored), False
         self.counters["accepted"] += 1

@@ -6,12 +6,14 @@ Only each zkey's header is read here (curve, sizes), for listing keys and checki
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..formats.zkey import read_zkey_header
+from ..formats.snarkjs_json import verification_key_to_json
+from ..formats.zkey import read_zkey_header, read_zkey_verification_key
 
 KEY_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "examples"
@@ -35,6 +37,16 @@ class KeyInfo:
         return {"key_id": self.key_id, "curve": self.curve, "n_vars": self.n_vars, "n_public": self.n_public,
                 "domain_size": self.domain_size, "zkey_bytes": self.zkey_bytes,
                 "has_r1cs": self.r1cs_path is not None, "has_wasm": self.wasm_path is not None}
+
+
+def verification_key_json(key: KeyInfo) -> dict:
+    """Blocking: the key's snarkjs verification_key.json (computed once per zkey file version)."""
+    return _verification_key_json(key.zkey_path, key.mtime_ns)
+
+
+@functools.lru_cache(maxsize=64)
+def _verification_key_json(zkey_path: str, mtime_ns: int) -> dict:
+    return verification_key_to_json(read_zkey_verification_key(zkey_path))  # alphabeta: one pairing
 
 
 def valid_key_id(key_id: str) -> bool:

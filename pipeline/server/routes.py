@@ -6,9 +6,11 @@ import time
 
 from aiohttp import web
 
+from ..formats.errors import FormatError
 from .engine_adapter import KeyInUse, KeyLoadError
 from .errors import ApiError, json_response
-from .keys import valid_key_id
+from .jobs import RequestIdConflict
+from .keys import valid_key_id, verification_key_json
 from .state import ENGINE, KEYS, METRICS, SERVER_CONFIG, SERVICE, STARTED_AT, UPLOADS
 from .store import STATES, JobRow
 
@@ -97,6 +99,16 @@ async def list_keys(request: web.Request) -> web.Response:
     return json_response({"keys": body, "errors": keys.errors})
 
 
+@routes.get("/v1/keys/{key_id}/verification_key")
+async def verification_key(request: web.Request) -> web.Response:
+    """The key's snarkjs verification_key.json (for `snarkjs groth16 verify` and `zkpipe verify`)."""
+    key = _key_id(request)
+    try:
+        return json_response(await asyncio.to_thread(verification_key_json, key))
+    except FormatError as exc:
+        raise ApiError(422, "bad_key", f"key {key.key_id!r} is not a usable zkey: {exc.reason}") from exc
+
+
 @routes.post("/v1/keys/{key_id}/preload")
 async def preload_key(request: web.Request) -> web.Response:
     key = _key_id(request)
@@ -128,7 +140,10 @@ async def evict_key(request: web.Request) -> web.Response:
 @routes.post("/v1/jobs")
 async def submit_job(request: web.Request) -> web.Response:
     upload = await request.app[UPLOADS].parse(request)
-    row, created = await request.app[SERVICE].accept(upload)
+    try:
+        row, created = await request.app[SERVICE].accept(upload)
+    except RequestIdConflict as exc:
+        raise ApiError(409, "request_id_conflict", str(exc)) from None
     return json_response({"job_id": row.job_id, "state": row.state}, status=202 if created else 200,
                          headers={"Location": f"/v1/jobs/{row.job_id}"})
 

@@ -60,6 +60,7 @@ async def test_healthz_needs_no_token(client):
 @pytest.mark.parametrize("method,path", [("GET", "/v1/keys"), ("GET", "/v1/jobs"), ("POST", "/v1/jobs"),
                                          ("GET", "/v1/jobs/abc"), ("DELETE", "/v1/jobs/abc"), ("GET", "/v1/status"),
                                          ("GET", "/metrics"), ("POST", "/v1/keys/mult_bn128/preload"),
+                                         ("GET", "/v1/keys/mult_bn128/verification_key"),
                                          ("POST", "/v1/keys/mult_bn128/evict")])
 async def test_every_other_route_answers_401_without_the_token(client, method, path):
     resp = await client.request(method, path)
@@ -127,10 +128,24 @@ async def test_metrics_time_requests_and_jobs_in_seconds(client):
 
 async def test_unknown_route_and_method_answer_json(client):
     await expect_error(await client.get("/v1/nothing", headers=AUTH), 404, "not_found", "/v1/nothing")
-    await expect_error(await client.put("/v1/jobs", headers=AUTH), 405, "method_not_allowed", "PUT")
+    resp = await client.put("/v1/jobs", headers=AUTH)
+    await expect_error(resp, 405, "method_not_allowed", "PUT")
+    assert set(resp.headers["Allow"].split(",")) == {"GET", "HEAD", "POST"}  # RFC 9110: a 405 names them
 
 
 # -- keys -----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("key_id, curve, circuit", [("mult_bn128", "bn128", "multiplier"),
+                                                    ("bare_bls12381", "bls12381", "multiplier")])
+async def test_verification_key_route_serves_snarkjs_verification_key(client, key_id, curve, circuit):
+    resp = await client.get(f"/v1/keys/{key_id}/verification_key", headers=AUTH)
+    assert resp.status == 200
+    assert await resp.json() == orjson.loads((FIXTURES / curve / circuit / "vk.json").read_bytes())
+
+
+async def test_verification_key_of_an_unknown_key_is_404(client):
+    await expect_error(await client.get("/v1/keys/nope/verification_key", headers=AUTH), 404, "unknown_key", "nope")
+
+
 async def test_keys_lists_the_folder(client):
     body = await (await client.get("/v1/keys", headers=AUTH)).json()
     keys = {k["key_id"]: k for k in body["keys"]}
@@ -231,6 +246,23 @@ async def test_same_request_id_returns_the_same_job(client):
     assert (await first.json())["job_id"] == (await again.json())["job_id"]
     job = await wait_final(client, (await first.json())["job_id"])
     assert job["request_id"] == "r-1" and job["state"] == "done"
+
+
+async def test_a_request_id_reused_for_another_key_or_size_is_refused_with_409(client):
+    first = await client.post("/v1/jobs", data=wtns_form("mult_bls12381", [("a.wtns", fixture_wtns(
+        "bls12381", "multiplier"))], request_id="r-2"), headers=AUTH)
+    job_id = (await first.json())["job_id"]
+    other_key = wtns_form("mult_bn128", [("a.wtns", fixture_wtns("bn128", "multiplier"))], request_id="r-2")
+    resp = await client.post("/v1/jobs", data=other_key, headers=AUTH)
+    await expect_error(resp, 409, "request_id_conflict", job_id)
+    assert "'mult_bls12381'" in (await resp.json())["error"]["message"]
+    two = fixture_wtns("bls12381", "multiplier")
+    resp = await client.post("/v1/jobs", data=wtns_form("mult_bls12381", [("a.wtns", two), ("b.wtns", two)],
+                                                        request_id="r-2"), headers=AUTH)
+    await expect_error(resp, 409, "request_id_conflict", "1 partition(s)")
+    assert (await wait_final(client, job_id))["state"] == "done"  # the first job is unharmed
+    listed = (await (await client.get("/v1/jobs", headers=AUTH)).json())["jobs"]
+    assert [j["job_id"] for j in listed] == [job_id]  # nothing was stored for the refused ones
 
 
 async def test_list_jobs_filters_by_state(client):
