@@ -22,6 +22,7 @@ import orjson
 from .engine_adapter import PRIORITIES, EngineAdapter, JobCancelled, JobFailed, partition_timings, proofs_to_json
 from .job_log import JobObserver
 from .keys import KeyFolder
+from .messages import public_message
 from .store import JobRow, JobStore, Spool
 from .uploads import INPUTS_FILE, Upload, partition_file
 
@@ -214,6 +215,7 @@ class JobService:
         if row.is_final:
             return
         now = time.time()
+        message = public_message(message)  # the client learns file names, never the server's folders
         row.state, row.finished_at, row.error_code, row.error_message = state, now, code, message
         if state == "done":
             row.partitions_done = row.n_partitions

@@ -1,4 +1,4 @@
-"""The keys folder: every ``NAME.zkey`` is key id ``NAME`` (``NAME.r1cs``, ``NAME.wasm`` beside it).
+"""The keys folder: every ``NAME.zkey`` is key id ``NAME`` (``NAME.r1cs``, ``NAME.wasm``, ``NAME.sym`` beside it).
 
 Key ids are plain names (letters, digits, ``_``, ``-``, ``.``; no leading dot); a request's key
 id is looked up in the folder's listing, never joined to a path, so nothing reaches outside it.
@@ -14,10 +14,11 @@ from pathlib import Path
 
 from ..formats.snarkjs_json import verification_key_to_json
 from ..formats.zkey import read_zkey_header, read_zkey_verification_key
+from .messages import public_message
 
 KEY_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "examples"
-EXAMPLE_FILES = {"circuit.zkey": ".zkey", "circuit.r1cs": ".r1cs", "circuit.wasm": ".wasm"}
+EXAMPLE_FILES = {"circuit.zkey": ".zkey", "circuit.r1cs": ".r1cs", "circuit.wasm": ".wasm", "circuit.sym": ".sym"}
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,7 @@ class KeyInfo:
     domain_size: int
     zkey_bytes: int
     mtime_ns: int
+    sym_path: str | None = None  # circom's signal names: lets the server name missing circuit inputs
 
     def to_json(self) -> dict:
         return {"key_id": self.key_id, "curve": self.curve, "n_vars": self.n_vars, "n_public": self.n_public,
@@ -78,15 +80,16 @@ class KeyFolder:
                     continue
                 header = read_zkey_header(entry)
             except (OSError, ValueError) as exc:
-                errors[key_id] = str(exc)
+                errors[key_id] = public_message(str(exc))
                 continue
-            sibling = {ext: entry.with_suffix(ext) for ext in (".r1cs", ".wasm")}
+            sibling = {ext: entry.with_suffix(ext) for ext in (".r1cs", ".wasm", ".sym")}
             found[key_id] = KeyInfo(
                 key_id=key_id, zkey_path=str(entry),
                 r1cs_path=str(sibling[".r1cs"]) if sibling[".r1cs"].is_file() else None,
                 wasm_path=str(sibling[".wasm"]) if sibling[".wasm"].is_file() else None,
                 curve=header.curve.name, n_vars=header.n_vars, n_public=header.n_public,
-                domain_size=header.domain_size, zkey_bytes=stat.st_size, mtime_ns=stat.st_mtime_ns)
+                domain_size=header.domain_size, zkey_bytes=stat.st_size, mtime_ns=stat.st_mtime_ns,
+                sym_path=str(sibling[".sym"]) if sibling[".sym"].is_file() else None)
         self._keys, self.errors = found, errors
         return found
 

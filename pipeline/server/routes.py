@@ -10,6 +10,7 @@ from ..formats.errors import FormatError
 from .engine_adapter import KeyInUse, KeyLoadError
 from .errors import ApiError, json_response
 from .jobs import RequestIdConflict
+from .messages import public_message
 from .keys import valid_key_id, verification_key_json
 from .state import ENGINE, KEYS, METRICS, SERVER_CONFIG, SERVICE, STARTED_AT, UPLOADS
 from .store import STATES, JobRow
@@ -118,7 +119,7 @@ async def preload_key(request: web.Request) -> web.Response:
     try:
         await engine.preload(key.key_id)
     except KeyLoadError as exc:
-        raise ApiError(422, "bad_key", f"key {key.key_id!r} cannot be loaded: {exc}") from exc
+        raise ApiError(422, "bad_key", f"key {key.key_id!r} cannot be loaded: {public_message(str(exc))}") from exc
     return json_response({"key_id": key.key_id, "resident": True,
                           "load_ms": round((time.perf_counter() - started) * 1e3, 3)})
 

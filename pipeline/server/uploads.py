@@ -24,6 +24,7 @@ from aiohttp import web
 from ..formats.errors import FormatError
 from ..formats.wtns import read_wtns
 from .errors import ApiError
+from .input_check import check_circuit_inputs
 from .keys import KeyFolder, KeyInfo
 from .store import Spool
 
@@ -188,6 +189,7 @@ class UploadParser:
         if key.wasm_path is None:
             raise ApiError(422, "no_witness_generator", f"key {key.key_id!r} has no {key.key_id}.wasm beside its "
                            "zkey: send .wtns files (multipart) instead of circuit inputs")
+        await asyncio.to_thread(check_circuit_inputs, key, inputs)  # 422 naming a missing or unknown signal
         await asyncio.to_thread(_write_json, tmp / INPUTS_FILE, inputs)
         return Upload(job_id, key, priority, request_id, "inputs", len(inputs))
 

@@ -300,14 +300,34 @@ async def test_unknown_job_and_bad_wait(client):
     await expect_error(await client.get("/v1/jobs/x", params={"wait": "-1"}, headers=AUTH), 400, "bad_wait")
 
 
-async def test_a_job_the_engine_fails_is_reported_failed(client):
-    body = {"key_id": "chain_bn128", "inputs": [{"no_such_signal": "1"}]}
-    resp = await client.post("/v1/jobs", data=orjson.dumps(body), headers={**AUTH, "Content-Type": "application/json"})
+async def test_a_job_the_engine_fails_is_reported_failed_without_server_paths(client, tmp_path):
+    from pipeline.curves import curve_by_name
+    from pipeline.formats.wtns import write_wtns
+
+    bad = tmp_path / "bad.wtns"
+    write_wtns(bad, curve_by_name("bn128"), [1, 36, 5, 7])  # a well-formed witness whose c is not a * b
+    resp = await client.post("/v1/jobs", data=wtns_form("mult_bn128", [("bad.wtns", bad.read_bytes())]),
+                             headers=AUTH)
     assert resp.status == 202
     job = await wait_final(client, (await resp.json())["job_id"])
     assert job["state"] == "failed" and "proofs" not in job
     assert job["error"]["code"] == "proving_failed"
-    assert "partition 0" in job["error"]["message"] and "no_such_signal" in job["error"]["message"]
+    message = job["error"]["message"]
+    assert "partition 0" in message and str(tmp_path) not in message and "/spool/" not in message, message
+
+
+@pytest.mark.parametrize("inputs, words", [
+    ([{"x0": "1", "k": "2"}], ["inputs[0]: missing input signal(s) 'c'"]),
+    ([{"x0": "1", "k": "2", "c": "3", "d": "4"}], ["inputs[0]: 'd' is not an input signal"]),
+    ([{"x0": "1", "k": "2", "c": "3"}, {"x0": ["1", "2"], "k": "2", "c": "x"}],
+     ["inputs[1]: input signal 'x0' takes 1 value(s), got 2", "'x' is not an integer"]),
+])
+async def test_circuit_inputs_that_do_not_fit_are_refused_at_submit_naming_the_signal(client, tmp_path, inputs, words):
+    body = orjson.dumps({"key_id": "chain_bn128", "inputs": inputs})
+    resp = await client.post("/v1/jobs", data=body, headers={**AUTH, "Content-Type": "application/json"})
+    await expect_error(resp, 422, "bad_circuit_inputs", *words)
+    assert str(tmp_path) not in (await resp.json())["error"]["message"]
+    assert list((tmp_path / "state" / "spool" / "jobs").iterdir()) == []  # nothing accepted
 
 
 # -- jobs: every rejected request, and the service stays up ---------------------------------------------------
