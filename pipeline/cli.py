@@ -186,11 +186,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from . import progress
     from .backends import BackendUnavailable
     from .formats.errors import FormatError
     from .groth16.prover import WitnessMismatch
 
     args = build_parser().parse_args(argv)
+    if args.command != "serve":  # the service logs; commands draw bars where a terminal watches
+        progress.enable()
     try:
         return args.func(args)
     except (FormatError, WitnessMismatch, BadInput, BackendUnavailable) as exc:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ... import progress
 from ...curves.encoding import decode_g1_mont, decode_g2_mont
 from ...formats.types import Groth16Zkey
 from ...groth16.backend import MsmResults
@@ -31,16 +32,15 @@ class CpuBackend:
     name = "cpu"
 
     def load_key(self, zkey: Groth16Zkey) -> CpuKey:
-        curve = zkey.curve
-        return CpuKey(
-            zkey=zkey,
-            coeff_values=zkey.coeff_value_ints(),
-            points_a=decode_g1_mont(curve, zkey.points_a),
-            points_b1=decode_g1_mont(curve, zkey.points_b1),
-            points_b2=decode_g2_mont(curve, zkey.points_b2),
-            points_c=decode_g1_mont(curve, zkey.points_c),
-            points_h=decode_g1_mont(curve, zkey.points_h),
-        )
+        decoders = {"a": decode_g1_mont, "b1": decode_g1_mont, "b2": decode_g2_mont, "c": decode_g1_mont,
+                    "h": decode_g1_mont}
+        with progress.bar("preparing the key (cpu)", total=1 + len(decoders), unit="part") as bar:
+            prepared = {"coeff_values": zkey.coeff_value_ints()}
+            bar.update()
+            for name, decode in decoders.items():
+                prepared[f"points_{name}"] = decode(zkey.curve, getattr(zkey, f"points_{name}"))
+                bar.update()
+        return CpuKey(zkey=zkey, **prepared)
 
     def unload_key(self, key: CpuKey) -> None:
         pass  # nothing beyond Python objects, freed with the handle

@@ -13,6 +13,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
+from ... import progress
 from ...curves import Curve
 from ._bindings import driver
 from .constants import HEADER_NAME, curve_header
@@ -98,12 +99,25 @@ def build_units(curves, arch: str = "sm_90", units=None, cache_dir=None, paralle
         if cached is not None:
             built[key] = cached
     missing = [key for key in jobs if key not in built]
-    if not parallel or len(missing) <= 1:
-        built.update({key: _compile_one(jobs[key]) for key in missing})
-    else:
-        workers = min(len(missing), os.cpu_count() or 1)
-        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-            built.update(zip(missing, pool.map(_compile_one, [jobs[key] for key in missing])))
+    if not missing:
+        return {key: built[key] for key in jobs}
+    what = ", ".join(sorted({name for name, _ in missing}))
+    with progress.bar(f"compiling CUDA kernels for {what} (first use; cached after)", total=len(missing),
+                      unit="unit") as bar:
+        if not parallel or len(missing) <= 1:
+            results = (_compile_one(jobs[key]) for key in missing)
+            pool = None
+        else:
+            workers = min(len(missing), os.cpu_count() or 1)
+            pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+            results = pool.map(_compile_one, [jobs[key] for key in missing])
+        try:
+            for key, unit in zip(missing, results):
+                built[key] = unit
+                bar.update()
+        finally:
+            if pool is not None:
+                pool.shutdown()
     return {key: built[key] for key in jobs}
 
 

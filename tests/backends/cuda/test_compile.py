@@ -4,6 +4,9 @@ Skipped only where the NVRTC library (cuda-python + nvidia-cuda-nvrtc) cannot be
 """
 from __future__ import annotations
 
+import contextlib
+import io
+
 import pytest
 
 from pipeline.curves import BLS12_381, BN254
@@ -24,11 +27,31 @@ def kernel_cache(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def built(kernel_cache):
+def first_build(kernel_cache):
+    """Every unit compiled once into a fresh cache, with progress bars on: (built units, what stderr showed)."""
     _nvrtc_or_skip()
+    from pipeline import progress
     from pipeline.backends.cuda.kernels import build_units
 
-    return build_units([BN254, BLS12_381], "sm_90", cache_dir=kernel_cache)
+    shown = io.StringIO()
+    progress.enable(True)
+    try:
+        with contextlib.redirect_stderr(shown):
+            built = build_units([BN254, BLS12_381], "sm_90", cache_dir=kernel_cache)
+    finally:
+        progress.enable(False)
+    return built, shown.getvalue()
+
+
+@pytest.fixture(scope="module")
+def built(first_build):
+    return first_build[0]
+
+
+def test_the_first_build_shows_a_progress_bar_over_the_units(first_build):
+    built, shown = first_build
+    assert "compiling CUDA kernels for bls12381, bn128 (first use; cached after)" in shown
+    assert f"/{len(built)} " in shown  # units done / total (tqdm redraws at most every 0.1 s)
 
 
 def test_a_second_build_loads_every_unit_from_the_cache_in_process(built, kernel_cache, monkeypatch):
