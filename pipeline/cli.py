@@ -1,22 +1,19 @@
 """The ``zkpipe`` command: prove, verify, export-vk, inspect, demo, serve, submit (``--help`` shows DESCRIPTION).
 
-Exit codes: 0 success (or a valid proof), 1 an invalid proof, 2 bad input or usage.
+Exit codes (``pipeline.errors.ExitCode``): 0 success (or a valid proof), 1 an invalid proof, 2 bad input or usage, 3 an internal error.
 """
 from __future__ import annotations
 
 import argparse
-import functools
 import logging
 import sys
 import time
 from pathlib import Path
 
-EXIT_OK, EXIT_INVALID, EXIT_BAD_INPUT = 0, 1, 2
+from .errors import BadInput, ExitCode, InternalError, Unavailable
+
+EXIT_OK, EXIT_INVALID, EXIT_BAD_INPUT = ExitCode.OK, ExitCode.INVALID, ExitCode.BAD_INPUT
 EXAMPLES_DIR = Path(__file__).parent / "examples"
-
-
-class BadInput(Exception):
-    """Anything the user handed us that we cannot use; the message says what and where."""
 
 
 def _read_inputs(key_path: str, wtns_path: str | None = None):
@@ -115,40 +112,12 @@ def cmd_demo(args) -> int:
     return status
 
 
-DESCRIPTION = """Groth16 proofs from snarkjs files (.zkey, .wtns, .r1cs) on NVIDIA GPUs or the CPU.
-
-exit codes: 0 success (or a valid proof), 1 an invalid proof or a failed job, 2 bad input or usage
-"""
 BACKEND_HELP = "cpu, cuda, or auto (cuda where a GPU answers, else cpu; the choice and why are printed)"
 
 
-class HelpFormatter(argparse.RawDescriptionHelpFormatter):
-    """Descriptions kept as written; every option's help ends with its default when it has one."""
-
-    def _get_help_string(self, action):
-        text = action.help or ""
-        if action.default not in (None, False, "", argparse.SUPPRESS) and action.option_strings \
-                and "default" not in text:
-            text += " (default: %(default)s)"
-        return text
-
-
-def version_text() -> str:
-    from . import __version__
-
-    return f"zkpipe {__version__} (Python {sys.version.split()[0]})"
-
-
-def new_parser(prog: str = "zkpipe") -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
-    """The top-level parser (with --version) and its subcommand table; every parser uses HelpFormatter."""
-    parser = argparse.ArgumentParser(prog=prog, description=DESCRIPTION, formatter_class=HelpFormatter)
-    parser.add_argument("--version", action="version", version=version_text())
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
-                                parser_class=functools.partial(argparse.ArgumentParser, formatter_class=HelpFormatter))
-    return parser, sub
-
-
 def build_parser() -> argparse.ArgumentParser:
+    from .server.cli_parser import new_parser
+
     parser, sub = new_parser()
 
     p = sub.add_parser("prove", help="prove a witness with a snarkjs Groth16 zkey")
@@ -187,18 +156,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     from . import progress
-    from .backends import BackendUnavailable
-    from .formats.errors import FormatError
-    from .groth16.prover import WitnessMismatch
 
     args = build_parser().parse_args(argv)
     if args.command != "serve":  # the service logs; commands draw bars where a terminal watches
         progress.enable()
     try:
         return args.func(args)
-    except (FormatError, WitnessMismatch, BadInput, BackendUnavailable) as exc:
+    except (BadInput, Unavailable) as exc:
         print(f"zkpipe: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except InternalError as exc:
+        print(f"zkpipe: internal error: {exc}", file=sys.stderr)
+        return ExitCode.INTERNAL
     except OSError as exc:
         print(f"zkpipe: error: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

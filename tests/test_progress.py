@@ -29,7 +29,7 @@ def test_enabled_bars_draw_on_stderr(capsys):
     assert "preparing the key (cpu)" in err and "/6 " in err  # (tqdm redraws at most every 0.1 s)
 
 
-def test_the_cpu_backend_shows_key_preparation_and_proving_steps(capsys):
+def test_proving_shows_its_steps(capsys):
     from pipeline.backends.cpu import CpuBackend
     from pipeline.formats.wtns import read_wtns
     from pipeline.formats.zkey import read_zkey
@@ -42,5 +42,4 @@ def test_the_cpu_backend_shows_key_preparation_and_proving_steps(capsys):
     zkey = read_zkey(folder / "circuit_final.zkey")
     prove(backend, backend.load_key(zkey), zkey, read_wtns(folder / "witness.wtns"))
     err = capsys.readouterr().err
-    assert "preparing the key (cpu)" in err and "/6 " in err  # (tqdm redraws at most every 0.1 s)
-    assert "proving on cpu" in err and "/3 " in err
+    assert "proving on cpu" in err and "/3 " in err  # (tqdm redraws at most every 0.1 s)

@@ -1,22 +1,29 @@
-"""Compute backends behind the ``groth16.backend.Backend`` protocol, and the choice between them.
+"""Compute backends behind the ``Backend`` protocol (protocol.py), and the choice between them.
 
 ``create_backend(name)`` returns a backend carrying ``backend.choice`` (a ``BackendChoice``):
 which backend was asked for, which one runs, and why (for ``auto`` that fell back to the CPU:
 why CUDA could not start). The choice is also logged on ``zkpipe.backends``. A backend that
-cannot run here, or an unknown name, is a ``BackendUnavailable`` with a one-line message.
+cannot run here is ``BackendUnavailable`` and an unknown name ``UnknownBackend``, each with a
+one-line message.
 """
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
 
+from ..errors import BadInput, Unavailable
+
 BACKEND_NAMES = ("cpu", "cuda", "auto")
 CUDA_EXTRA_HINT = "pip install 'zkpipe[cuda]'"
 log = logging.getLogger("zkpipe.backends")
 
 
-class BackendUnavailable(RuntimeError):
-    """The backend asked for is unknown or cannot run on this machine; the message says why."""
+class BackendUnavailable(Unavailable):
+    """The backend asked for cannot run on this machine (no GPU, driver or CUDA packages); the message says why."""
+
+
+class UnknownBackend(BadInput):
+    """A backend name that is not one of BACKEND_NAMES."""
 
 
 @dataclass(frozen=True)
@@ -54,7 +61,7 @@ def _cuda(device: int, options: dict):
 def create_backend(name: str = "auto", **options):
     """``cpu``, ``cuda``, or ``auto`` (CUDA where a GPU answers, else CPU); see the module doc."""
     if name not in BACKEND_NAMES:
-        raise BackendUnavailable(f"unknown backend {name!r} (expected one of: {', '.join(BACKEND_NAMES)})")
+        raise UnknownBackend(f"unknown backend {name!r} (expected one of: {', '.join(BACKEND_NAMES)})")
     device = options.pop("device", 0)
     if name == "cpu":
         from .cpu import CpuBackend
@@ -87,3 +94,16 @@ def describe_backend(backend) -> str:
     """``backend.choice.describe()``, or the bare name for a backend made without ``create_backend``."""
     choice = getattr(backend, "choice", None)
     return choice.describe() if choice is not None else getattr(backend, "name", type(backend).__name__)
+
+
+_HOST_BACKEND = None
+
+
+def host_backend():
+    """The process's one CPU backend (the host placement of the G2 MSM, the reference steps)."""
+    global _HOST_BACKEND
+    if _HOST_BACKEND is None:
+        from .cpu import CpuBackend
+
+        _HOST_BACKEND = CpuBackend()
+    return _HOST_BACKEND

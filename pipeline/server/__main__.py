@@ -1,8 +1,8 @@
 """``python -m pipeline.server serve|submit ...``: the server commands without the rest of the CLI."""
 import sys
 
-from ..cli import new_parser
 from .cli_commands import add_server_commands
+from .cli_parser import new_parser
 
 
 def main(argv=None) -> int:

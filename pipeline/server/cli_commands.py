@@ -8,7 +8,9 @@ import signal
 import sys
 from pathlib import Path
 
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+from ..errors import BadInput, ExitCode, Unavailable
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = ExitCode.OK, ExitCode.INVALID, ExitCode.BAD_INPUT
 
 
 def add_server_commands(subparsers) -> None:
@@ -71,22 +73,21 @@ def cmd_serve(args) -> int:
 async def _serve(config) -> int:
     from aiohttp import web
 
-    from ..backends import BackendUnavailable
-    from .app import StateDirBusy, create_app
-    from .listen import CannotListen, bind_sockets
+    from .app import create_app
+    from .listen import bind_sockets
     from .logs import ACCESS_LOGGER, AccessLogger
 
     try:
         sockets = bind_sockets(config.server.host, config.server.port)  # a taken port fails before anything starts
-    except CannotListen as exc:
+    except Unavailable as exc:
         print(f"zkpipe serve: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     access_log = logging.getLogger(ACCESS_LOGGER) if config.server.access_log else None
     runner = web.AppRunner(create_app(config), handle_signals=False, access_log=access_log,
                            access_log_class=AccessLogger)
     try:
-        await runner.setup()
-    except (StateDirBusy, FileNotFoundError, BackendUnavailable) as exc:
+        await runner.setup()  # state folder lock, keys, job store, engine (and its backend)
+    except (BadInput, Unavailable, FileNotFoundError) as exc:  # a busy state folder, no GPU for cuda, ...
         for sock in sockets:
             sock.close()
         print(f"zkpipe serve: {exc}", file=sys.stderr)
@@ -111,8 +112,9 @@ async def _serve(config) -> int:
 POLL_S = 1.0  # long-poll slice: the server answers at once when the job finishes, else after this
 
 
-class SubmitError(Exception):
-    """Why submitting or following the job did not work; the message is the whole story."""
+class SubmitError(BadInput):
+    """Why submitting or following the job did not work (no server at --url, a refused request);
+    the message is the whole story, the exit code 2."""
 
 
 def cmd_submit(args) -> int:

@@ -19,6 +19,7 @@ from dataclasses import replace
 
 import orjson
 
+from ..errors import BadInput
 from .engine_adapter import PRIORITIES, EngineAdapter, JobCancelled, JobFailed, partition_timings, proofs_to_json
 from .job_log import JobObserver
 from .keys import KeyFolder
@@ -30,7 +31,7 @@ log = logging.getLogger("zkpipe.server.jobs")
 PRIORITY_RANK = {name: rank for rank, name in enumerate(PRIORITIES)}
 
 
-class RequestIdConflict(Exception):
+class RequestIdConflict(BadInput):
     """A request_id already names a job of another key or partition count (the client reused it by mistake)."""
 
     def __init__(self, existing: JobRow) -> None:
@@ -201,7 +202,7 @@ class JobService:
                 row.timings["partitions_ms"] = partition_timings(proofs)
                 await self._finish(row, "done", None, None, proofs_to_json(proofs))
         except JobFailed as exc:
-            await self._finish(row, "failed", "proving_failed", exc.reason)
+            await self._finish(row, "failed", exc.code, exc.reason)
         except JobCancelled:
             await self._finish(row, "cancelled", None, "cancelled")
         except Exception as exc:

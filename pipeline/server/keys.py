@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import BadInput
 from ..formats.snarkjs_json import verification_key_to_json
 from ..formats.zkey import read_zkey_header, read_zkey_verification_key
 from .messages import public_message
@@ -79,7 +80,7 @@ class KeyFolder:
                     found[key_id] = known
                     continue
                 header = read_zkey_header(entry)
-            except (OSError, ValueError) as exc:
+            except (OSError, BadInput) as exc:
                 errors[key_id] = public_message(str(exc))
                 continue
             sibling = {ext: entry.with_suffix(ext) for ext in (".r1cs", ".wasm", ".sym")}

@@ -8,8 +8,10 @@ from __future__ import annotations
 import errno
 import socket
 
+from ..errors import Unavailable
 
-class CannotListen(OSError):
+
+class CannotListen(Unavailable):
     """The address cannot be bound; the message names it and what to do."""
 
 

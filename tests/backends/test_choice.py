@@ -5,8 +5,9 @@ import logging
 
 import pytest
 
-from pipeline.backends import (BackendUnavailable, backend_choice_json, create_backend, cuda_unavailable_reason,
-                               describe_backend)
+from pipeline.backends import (BackendUnavailable, UnknownBackend, backend_choice_json, create_backend,
+                               cuda_unavailable_reason, describe_backend)
+from pipeline.errors import BadInput, Unavailable
 
 
 def gpu_answers() -> bool:
@@ -49,8 +50,9 @@ def test_cuda_without_a_gpu_is_one_clear_error():
 
 @pytest.mark.parametrize("name", ["gpu", "CUDA", ""])
 def test_unknown_backend_names_are_refused_naming_the_choices(name):
-    with pytest.raises(BackendUnavailable, match=r"unknown backend .*expected one of: cpu, cuda, auto"):
+    with pytest.raises(UnknownBackend, match=r"unknown backend .*expected one of: cpu, cuda, auto"):
         create_backend(name)
+    assert issubclass(UnknownBackend, BadInput) and issubclass(BackendUnavailable, Unavailable)  # exit 2 both
 
 
 class DynamicLibNotFoundError(RuntimeError):

@@ -311,7 +311,7 @@ async def test_a_job_the_engine_fails_is_reported_failed_without_server_paths(cl
     assert resp.status == 202
     job = await wait_final(client, (await resp.json())["job_id"])
     assert job["state"] == "failed" and "proofs" not in job
-    assert job["error"]["code"] == "proving_failed"
+    assert job["error"]["code"] == "bad_input"  # the caller's fault, by the error tree
     message = job["error"]["message"]
     assert "partition 0" in message and str(tmp_path) not in message and "/spool/" not in message, message
 
