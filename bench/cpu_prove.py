@@ -15,6 +15,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.gpu_common import markdown_table  # noqa: E402
+from pipeline import progress  # noqa: E402
 from pipeline.backends.cpu import CpuBackend  # noqa: E402
 from pipeline.formats.wtns import read_wtns  # noqa: E402
 from pipeline.formats.zkey import read_zkey  # noqa: E402
@@ -25,7 +26,8 @@ def main() -> None:
     dirs = [Path(a) for a in sys.argv[1:]] or sorted(
         d for c in ("bn128", "bls12381") for d in (REPO / "tests" / "fixtures" / c).glob("chain_2e*"))
     rows = []
-    for folder in dirs:
+    progress.enable()
+    for folder in progress.iterate(dirs, "fixtures proved"):
         t0 = time.perf_counter()
         zkey = read_zkey(folder / "circuit_final.zkey")
         witness = read_wtns(folder / "witness.wtns")

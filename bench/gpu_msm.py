@@ -18,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.gpu_common import bit_heavy, markdown_table, random_below, time_ms  # noqa: E402
 from pipeline.backends.cuda.backend import CudaBackend  # noqa: E402
 from pipeline.backends.cuda.memory import PinnedHostBuffer  # noqa: E402
+from pipeline import progress  # noqa: E402
 from pipeline.curves import BLS12_381, BN254  # noqa: E402
 
 
@@ -35,7 +36,7 @@ def bench_group(backend, curve, g2: bool, logs, rng, rows, repeat=5):
     scalars_all["80% {0,1}"] = bit_heavy(rng, scalars_all["random"])
     with backend.allocator.upload(points, "bench points") as d_points:
         del points
-        for log_n in logs:
+        for log_n in progress.iterate(logs, f"{curve.name} {'G2' if g2 else 'G1'} MSM sizes"):
             n = 1 << log_n
             for kind, scalars in scalars_all.items():
                 nbytes = n * fr.limbs * 8
@@ -92,5 +93,6 @@ def main(g1_min: int = 16, g1_max: int = 24, g2_max: int = 22, out_path: str | N
 
 
 if __name__ == "__main__":
+    progress.enable()
     a = [x for x in sys.argv[1:] if x != "--no-variants"]
     print(main(*(int(x) for x in a[:3]), *(a[3:4] or [None]), variants="--no-variants" not in sys.argv))

@@ -13,6 +13,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.gpu_common import markdown_table, random_below, time_ms  # noqa: E402
+from pipeline import progress  # noqa: E402
 from pipeline.backends.cuda.backend import CudaBackend  # noqa: E402
 from pipeline.backends.cuda.ntt import pass_plan  # noqa: E402
 from pipeline.curves import BLS12_381, BN254  # noqa: E402
@@ -26,7 +27,7 @@ def main(min_log: int = 16, max_log: int = 27, out_path: str | None = None) -> s
         rt = backend.runtime(curve)
         fr = curve.fr
         rt.ntt.ensure_twiddles(max_log)
-        for log_n in range(min_log, max_log + 1):
+        for log_n in progress.iterate(range(min_log, max_log + 1), f"{curve.name} NTT sizes"):
             n = 1 << log_n
             data = random_below(rng, n, fr.limbs, fr.bits)
             with backend.allocator.upload(data, "ntt bench data") as d:
@@ -49,5 +50,6 @@ def main(min_log: int = 16, max_log: int = 27, out_path: str | None = None) -> s
 
 
 if __name__ == "__main__":
+    progress.enable()
     a = sys.argv[1:]
     print(main(int(a[0]) if a else 16, int(a[1]) if len(a) > 1 else 27, a[2] if len(a) > 2 else None))

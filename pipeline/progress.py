@@ -41,6 +41,10 @@ class _Silent:
     def set_postfix_str(self, text: str) -> None:
         pass
 
+    def write(self, text: str) -> None:
+        """A line of output above the bar (tqdm's ``write``); plain print when bars are off."""
+        print(text, flush=True)
+
     def set_description_str(self, text: str) -> None:
         pass
 
@@ -55,3 +59,12 @@ def bar(description: str, total: float | None = None, unit: str = "it", leave: b
 
     with tqdm(total=total, desc=description, unit=unit, leave=leave, file=sys.stderr, dynamic_ncols=True) as b:
         yield b
+
+
+def iterate(items, description: str, unit: str = "it"):
+    """``items`` one by one, with a bar over them when bars are on (their count known up front)."""
+    items = list(items)
+    with bar(description, total=len(items), unit=unit) as b:
+        for item in items:
+            yield item
+            b.update()
