@@ -17,6 +17,7 @@ import numpy as np
 from bench.common import add_log_sizes, arg_parser, markdown_table, random_below, result_path, write_result
 from bench.gpu_stage import random_key, stage_once
 from pipeline.backends.cuda import CudaBackend
+from pipeline.backends.cuda.options import CudaOptions
 from pipeline.curves import BLS12_381, BN254
 
 
@@ -52,8 +53,8 @@ def main() -> None:
     parser = arg_parser(__doc__)
     add_log_sizes(parser, [10, 14, 18, 22], "log2 constraints")
     sizes = parser.parse_args().log_sizes
-    backends = {"stream-ordered": CudaBackend(stream_ordered_memory=True),
-                "synchronous": CudaBackend(stream_ordered_memory=False)}
+    backends = {"stream-ordered": CudaBackend(options=CudaOptions(stream_ordered_memory=True)),
+                "synchronous": CudaBackend(options=CudaOptions(stream_ordered_memory=False))}
     rows = [compare(backends, curve, log_n) for log_n in sizes for curve in (BN254, BLS12_381)]
     for b in backends.values():
         b.close()

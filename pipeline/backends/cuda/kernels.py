@@ -110,7 +110,7 @@ def build_units(curves, arch: str = "sm_90", units=None, cache_dir=None, paralle
 class CurveKernels:
     """The loaded modules of one curve on one device; ``launch`` by name expression."""
 
-    def __init__(self, device, curve: Curve, cache_dir=None) -> None:
+    def __init__(self, device, curve: Curve, cache_dir=None, sync_after_launch: bool = False) -> None:
         self.device = device
         self.curve = curve
         device.activate()
@@ -124,11 +124,11 @@ class CurveKernels:
             for expr, lowered in built.lowered.items():
                 self._functions[expr] = check(driver.cuModuleGetFunction(module, lowered.encode()),
                                               "cuModuleGetFunction", expr)
-        self.sync_after_launch = os.environ.get("ZKPIPE_CUDA_SYNC_LAUNCH") == "1"
+        self.sync_after_launch = sync_after_launch  # CudaOptions.sync_after_launch
 
     def launch(self, expr: str, grid: int, block: int, args: tuple, stream, shared_bytes: int = 0) -> None:
         """Launch ``expr`` on ``stream``; the launch status is checked, and with
-        ZKPIPE_CUDA_SYNC_LAUNCH=1 the stream is synchronised too so a fault names this kernel."""
+        ``sync_after_launch`` the stream is synchronised too so a fault names this kernel."""
         sig = SIGNATURES[base_name(expr)]
         if len(args) != len(sig):
             raise TypeError(f"{expr}: {len(sig)} arguments expected, {len(args)} given")

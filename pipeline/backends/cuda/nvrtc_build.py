@@ -35,8 +35,8 @@ class BuiltUnit:
 
 
 def default_cache_dir() -> Path:
-    env = os.environ.get("ZKPIPE_KERNEL_CACHE")
-    return Path(env) if env else Path.home() / ".cache" / "zkpipe" / "kernels"
+    """Where kernels are cached when no folder is given (``CudaOptions.kernel_cache_dir`` unset)."""
+    return Path.home() / ".cache" / "zkpipe" / "kernels"
 
 
 def nvrtc_version() -> tuple[int, int]:
