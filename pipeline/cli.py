@@ -26,13 +26,18 @@ def _read_inputs(key_path: str, wtns_path: str | None = None):
 
 def _prove_files(key_path: str, wtns_path: str, backend_name: str):
     from .backends import create_backend
+    from .config import ConfigError, cuda_options_from_env
     from .groth16 import check_witness, prove
 
     t0 = time.perf_counter()
     zkey, witness = _read_inputs(key_path, wtns_path)
     check_witness(zkey, witness)
     load_ms = (time.perf_counter() - t0) * 1e3
-    backend = create_backend(backend_name)
+    try:
+        cuda_options = cuda_options_from_env()
+    except ConfigError as exc:
+        raise BadInput(str(exc)) from exc
+    backend = create_backend(backend_name, options=cuda_options)
     t1 = time.perf_counter()
     key = backend.load_key(zkey)
     resident_ms = (time.perf_counter() - t1) * 1e3

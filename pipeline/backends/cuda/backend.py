@@ -12,9 +12,9 @@ holds the GPU lock until the work has completed).
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -28,6 +28,7 @@ from .kernels import CurveKernels, build_units, grid_for
 from .memory import DeviceAllocator, DeviceBuffer, PinnedHostBuffer
 from .msm import MsmRunner
 from .ntt import NttRunner
+from .options import CudaOptions
 from .streams import Stream
 from .work import MSM_SLOTS, CudaPartitionWork, PhaseEvents, PinnedResultPool
 
@@ -85,15 +86,14 @@ class CudaBackend(Backend):
     name = "cuda"
     pins_host_memory = True
 
-    def __init__(self, device_ordinal: int = 0, vram_budget_bytes: int | None = None, kernel_cache_dir=None,
-                 stream_ordered_memory: bool | None = None) -> None:
+    def __init__(self, device_ordinal: int = 0, vram_budget_bytes: int | None = None,
+                 options: CudaOptions = CudaOptions()) -> None:
+        self.options = options
         self.device = CudaDevice(device_ordinal)
         budget = vram_budget_bytes if vram_budget_bytes is not None else int(self.device.free_bytes() * 0.9)
         self.stream = Stream(self.device)
-        if stream_ordered_memory is None:  # on unless ZKPIPE_CUDA_MEMPOOL=0 (for comparisons)
-            stream_ordered_memory = os.environ.get("ZKPIPE_CUDA_MEMPOOL", "1") != "0"
-        self.allocator = DeviceAllocator(self.device, budget, self.stream if stream_ordered_memory else None)
-        self.kernel_cache_dir = kernel_cache_dir
+        self.allocator = DeviceAllocator(self.device, budget, self.stream if options.stream_ordered_memory else None)
+        self.kernel_cache_dir = Path(options.kernel_cache_dir).expanduser() if options.kernel_cache_dir else None
         self.device_ordinal = device_ordinal
         self._runtimes: dict[str, CurveRuntime] = {}
         max_fq_limbs = max(c.fq.limbs for c in CURVES)  # one slot fits a G2 XYZZ point of any curve
@@ -109,9 +109,9 @@ class CudaBackend(Backend):
         """Kernels of ``curve`` (compiled or loaded from the cache on first use)."""
         self.device.activate()
         if curve.name not in self._runtimes:
-            kernels = CurveKernels(self.device, curve, self.kernel_cache_dir)
-            self._runtimes[curve.name] = CurveRuntime(kernels, NttRunner(kernels, self.allocator, self.stream),
-                                                      MsmRunner(kernels, self.allocator, self.stream))
+            kernels = CurveKernels(self.device, curve, self.kernel_cache_dir, self.options.sync_after_launch)
+            msm = MsmRunner(kernels, self.allocator, self.stream, self.options.msm_g1_min_blocks)
+            self._runtimes[curve.name] = CurveRuntime(kernels, NttRunner(kernels, self.allocator, self.stream), msm)
         return self._runtimes[curve.name]
 
     # -- the key ---------------------------------------------------------------------------------

@@ -7,7 +7,6 @@ holds the GPU lock around it). The result is one XYZZ point, turned into Jacobia
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -56,7 +55,7 @@ def plan_msm(n: int, scalar_bits: int, c: int | None = None) -> MsmPlan:
 
 
 class MsmRunner:
-    def __init__(self, kernels: CurveKernels, allocator, stream) -> None:
+    def __init__(self, kernels: CurveKernels, allocator, stream, g1_min_blocks: int | None = None) -> None:
         self.kernels = kernels
         self.curve = kernels.curve
         self.allocator = allocator
@@ -65,8 +64,8 @@ class MsmRunner:
         # blocks per SM the G1 bucket kernel's registers must allow: 1, 3, 4 or 5 (bench/NOTES.md, MSM v2
         # and v3). With the even/odd multiply: BLS12-381 4 (128 registers, 24 bytes spilled; 5 spills
         # 420 bytes and is 3% slower at 2^24), BN254 5 (96 registers, no spills, fastest).
-        default_blocks = "4" if self.curve.fq.limbs > 4 else "5"
-        self.g1_min_blocks = int(os.environ.get("ZKPIPE_MSM_MIN_BLOCKS", default_blocks))
+        # None: that default (CudaOptions.msm_g1_min_blocks).
+        self.g1_min_blocks = g1_min_blocks or (4 if self.curve.fq.limbs > 4 else 5)
         self.profile = False  # when set, last_phases_ms gets CUDA-event times per phase
         self.last_phases_ms: dict[str, float] = {}
         self._marks: list = []
