@@ -79,22 +79,26 @@ def base_name(expr: str) -> str:
 
 
 def _compile_one(job: tuple) -> BuiltUnit:
-    unit, headers, arch, cache_dir = job
-    return compile_unit(unit, headers, UNITS[unit], arch=arch, cache_dir=cache_dir)
+    unit, exprs, headers, arch, cache_dir = job
+    return compile_unit(unit, headers, exprs, arch=arch, cache_dir=cache_dir)
 
 
-def build_units(curves, arch: str = "sm_90", units=None, cache_dir=None, parallel: bool = True) -> dict:
+def build_units(curves, arch: str = "sm_90", units=None, cache_dir=None, parallel: bool = True,
+                table: dict[str, tuple[str, ...]] | None = None) -> dict:
     """Compile (or load from the cache) the units of one or more curves -> {(curve name, unit): BuiltUnit}.
+    ``table`` (default ``UNITS``) maps each unit to its name expressions.
 
     Cached units load in this process. The others compile in spawned processes: cuda-python's
     NVRTC calls hold the GIL and a unit takes up to ~25 s, so threads would run them in turn;
     and forking a process that runs the driver's and the engine's threads may deadlock the child.
     """
     curves = [curves] if isinstance(curves, Curve) else list(curves)
-    jobs = {(c.name, u): (u, {HEADER_NAME: curve_header(c)}, arch, cache_dir) for c in curves for u in (units or UNITS)}
+    table = UNITS if table is None else table
+    jobs = {(c.name, u): (u, table[u], {HEADER_NAME: curve_header(c)}, arch, cache_dir)
+            for c in curves for u in (units or table)}
     built = {}
-    for key, (unit, headers, _, _) in jobs.items():
-        cached = load_cached_unit(unit, headers, UNITS[unit], arch, cache_dir=cache_dir)
+    for key, (unit, exprs, headers, _, _) in jobs.items():
+        cached = load_cached_unit(unit, headers, exprs, arch, cache_dir=cache_dir)
         if cached is not None:
             built[key] = cached
     missing = [key for key in jobs if key not in built]
@@ -108,13 +112,18 @@ def build_units(curves, arch: str = "sm_90", units=None, cache_dir=None, paralle
 
 
 class CurveKernels:
-    """The loaded modules of one curve on one device; ``launch`` by name expression."""
+    """The loaded modules of one curve on one device; ``launch`` by name expression. A subclass
+    may bring its own build units and signatures (pipeline/backends/cuda/setup_kernels.py)."""
+
+    units: dict[str, tuple[str, ...]] = UNITS
+    signatures: dict[str, tuple[str, ...]] = SIGNATURES
 
     def __init__(self, device, curve: Curve, cache_dir=None) -> None:
         self.device = device
         self.curve = curve
         device.activate()
-        self.built = {u: b for (_, u), b in build_units(curve, device.arch, cache_dir=cache_dir).items()}
+        self.built = {u: b for (_, u), b in build_units(curve, device.arch, cache_dir=cache_dir,
+                                                         table=self.units).items()}
         self.compile_s = {u: b.compile_s for u, b in self.built.items()}
         self._functions = {}
         self._modules = []
@@ -129,7 +138,7 @@ class CurveKernels:
     def launch(self, expr: str, grid: int, block: int, args: tuple, stream, shared_bytes: int = 0) -> None:
         """Launch ``expr`` on ``stream``; the launch status is checked, and with
         ZKPIPE_CUDA_SYNC_LAUNCH=1 the stream is synchronised too so a fault names this kernel."""
-        sig = SIGNATURES[base_name(expr)]
+        sig = self.signatures[base_name(expr)]
         if len(args) != len(sig):
             raise TypeError(f"{expr}: {len(sig)} arguments expected, {len(args)} given")
         holders = []

@@ -1,0 +1,222 @@
+"""The GPU path of the development setup: the same key as ``cpu.dev_setup_cpu``, byte for byte,
+computed with the project's kernels (pipeline/backends/cuda/setup_kernels.py) on a CudaBackend's
+device, allocator and stream.
+
+Phases (each timed with CUDA events; ``DevKey.timings_ms``):
+
+    host_layout            the coefficient section's record order (numpy, host)
+    lagrange               L_c(tau) on the n-point domain (batch inversion on the device)
+    evaluations            per matrix: terms uploaded, grouped by signal, summed -> u, v, w per
+                           signal; A and B terms also to the coefficient section (stored form)
+    download_coefficients  that section to host memory
+    combine                IC = (beta u + alpha v + w) / gamma, C = (...) / delta, in place over w
+    h_scalars              L'_(2i+1)(tau) / delta on the 2n-point domain
+    tables                 the fixed-base tables of the G1 and G2 generators (once per runner)
+    points_<section>       one fixed-base pass per section (a, b1, b2, c, ic, h), affine stored form
+    download_points        the point arrays to host memory (the Groth16Zkey's arrays)
+    assemble, total        the vk points and the key object; everything from the first phase on
+
+Device memory: the scalars of each section are freed as soon as its points exist, so the peak is
+the point arrays (resident at the end: ``DevKey.d_points``) plus one section's scalars and scratch.
+"""
+from __future__ import annotations
+
+import time
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..backends.cuda.memory import DeviceBuffer
+from ..backends.cuda.setup_kernels import SetupKernels, SetupRunner
+from ..backends.cuda.streams import Event
+from ..formats.types import Groth16Zkey
+from .circuit import CircuitMatrices, SparseMatrix
+from .coefficients import public_rows, record_layout
+from .dev_secrets import DevSecrets
+from .key import POINT_SECTIONS, assemble_zkey
+from .scalars import lagrange_scale
+
+
+@dataclass(eq=False)
+class DevKey:
+    """A development key in host memory (``zkey``) whose point arrays also stay on the device."""
+
+    zkey: Groth16Zkey
+    d_points: dict[str, DeviceBuffer]  # a, b1, b2, c, h: exactly zkey.points_<name>, on the device
+    backend: object  # the CudaBackend whose allocator owns d_points
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def key_bytes(self) -> int:
+        return self.zkey.host_bytes()
+
+    def free(self) -> None:
+        for buf in self.d_points.values():
+            buf.free()
+        self.d_points = {}
+
+
+class _PhaseClock:
+    """CUDA events between phases on one stream; read once at the end (no sync in between)."""
+
+    def __init__(self, stream) -> None:
+        self.stream = stream
+        self.marks: list[tuple[str, Event]] = [("start", Event().record(stream))]
+
+    def mark(self, name: str) -> None:
+        self.marks.append((name, Event().record(self.stream)))
+
+    def read(self) -> dict[str, float]:
+        self.marks[-1][1].synchronize()
+        out: dict[str, float] = {}
+        for (_, prev), (name, ev) in zip(self.marks, self.marks[1:]):
+            out[f"{name}_ms"] = out.get(f"{name}_ms", 0.0) + ev.elapsed_ms(prev)
+        for _, ev in self.marks:
+            ev.close()
+        return out
+
+
+class GpuDevSetup:
+    """Makes development keys on one CudaBackend's GPU (kernels built once per curve)."""
+
+    def __init__(self, backend, kernel_cache_dir=None) -> None:
+        self.backend = backend
+        self.kernel_cache_dir = kernel_cache_dir if kernel_cache_dir is not None else backend.kernel_cache_dir
+        self._runners: dict[str, SetupRunner] = {}
+
+    def runner(self, curve) -> SetupRunner:
+        b = self.backend
+        b.device.activate()
+        if curve.name not in self._runners:
+            kernels = SetupKernels(b.device, curve, self.kernel_cache_dir)
+            self._runners[curve.name] = SetupRunner(kernels, b.allocator, b.stream)
+        return self._runners[curve.name]
+
+    def close(self) -> None:
+        for runner in self._runners.values():
+            runner.close()
+            runner.kernels.close()
+        self._runners.clear()
+
+    def run(self, circuit: CircuitMatrices, secrets: DevSecrets, path: str = "<development key>") -> DevKey:
+        curve = circuit.curve
+        secrets.check(curve, circuit.domain_size)
+        rt = self.runner(curve)
+        t0 = time.perf_counter()
+        layout = record_layout(circuit)
+        timings = {"host_layout_ms": (time.perf_counter() - t0) * 1e3}
+        clock = _PhaseClock(rt.stream)
+        d_points: dict[str, DeviceBuffer] = {}
+        with ExitStack() as scratch:
+            try:
+                scalars, values = self._scalars(rt, circuit, secrets, layout, clock, scratch)
+                rt.generator_table(curve.g1)
+                rt.generator_table(curve.g2)
+                clock.mark("tables")
+                ic_stored = self._points(rt, circuit, scalars, d_points, clock)
+                timings.update(clock.read())
+                t1 = time.perf_counter()
+                points = self._download_points(rt, circuit, d_points)
+                timings["download_points_ms"] = (time.perf_counter() - t1) * 1e3
+            except BaseException:
+                rt.stream.synchronize()  # nothing queued may still use a buffer we free
+                for buf in d_points.values():
+                    buf.free()
+                raise
+        t2 = time.perf_counter()
+        zkey = assemble_zkey(circuit, secrets, layout, values, points, ic_stored, path)
+        timings["assemble_ms"] = (time.perf_counter() - t2) * 1e3
+        timings["total_ms"] = (time.perf_counter() - t0) * 1e3
+        return DevKey(zkey, d_points, self.backend, timings)
+
+    def _scalars(self, rt: SetupRunner, circuit: CircuitMatrices, secrets: DevSecrets, layout, clock, scratch):
+        """Every section's scalars on the device ({a, b, ic_c, h} buffers, owned by ``scratch``), and
+        the coefficient section in host memory."""
+        fr, alloc, fb = circuit.curve.fr, rt.allocator, rt.fr_bytes
+        p, n, log_n, n_vars = fr.modulus, circuit.domain_size, circuit.log_domain_size, circuit.n_vars
+        d_lagrange = scratch.enter_context(alloc.alloc(fb * n, "setup Lagrange values"))
+        rt.lagrange(d_lagrange.ptr, n, log_n, secrets.tau, lagrange_scale(fr, log_n, secrets.tau))
+        clock.mark("lagrange")
+        d_uvw = {}
+        with alloc.alloc(fb * layout.n_records, "setup coefficient values") as d_coeff:
+            public_positions = np.arange(layout.first_public_record, layout.n_records, dtype=np.int64)
+            for name, parts, positions in (
+                    ("u", (circuit.a, public_rows(circuit)), np.concatenate([layout.positions_a, public_positions])),
+                    ("v", (circuit.b,), layout.positions_b), ("w", (circuit.c,), None)):
+                d_uvw[name] = scratch.enter_context(alloc.alloc(fb * n_vars, f"setup {name} per signal"))
+                self._evaluate_matrix(rt, parts, n_vars, d_lagrange.ptr, d_uvw[name].ptr, d_coeff.ptr, positions)
+            d_lagrange.free()
+            clock.mark("evaluations")
+            values = d_coeff.download(np.empty((layout.n_records, fr.limbs), dtype=np.uint64), rt.stream)
+        clock.mark("download_coefficients")
+        d_u, d_v, d_w = (d_uvw[k] for k in "uvw")
+        first_private, off = circuit.n_public + 1, (circuit.n_public + 1) * fb
+        delta_inv = pow(secrets.delta, -1, p)
+        rt.combine(d_w.ptr, d_u.ptr, d_v.ptr, d_w.ptr, first_private, secrets.alpha, secrets.beta,
+                   pow(secrets.gamma, -1, p))
+        rt.combine(d_w.ptr + off, d_u.ptr + off, d_v.ptr + off, d_w.ptr + off, n_vars - first_private,
+                   secrets.alpha, secrets.beta, delta_inv)
+        clock.mark("combine")
+        d_h = scratch.enter_context(alloc.alloc(fb * n, "setup H scalars"))
+        rt.lagrange(d_h.ptr, n, log_n + 1, secrets.tau, lagrange_scale(fr, log_n + 1, secrets.tau) * delta_inv % p,
+                    start=1, stride=2)
+        clock.mark("h_scalars")
+        return {"a": d_u, "b": d_v, "ic_c": d_w, "h": d_h}, values
+
+    @staticmethod
+    def _points(rt: SetupRunner, circuit: CircuitMatrices, scalars: dict, d_points: dict, clock) -> np.ndarray:
+        """Every point section into ``d_points`` (IC into host memory instead); each section's
+        scalars are freed after their last use."""
+        curve, fb = circuit.curve, rt.fr_bytes
+        n_vars, first_private = circuit.n_vars, circuit.n_public + 1
+        plan = (("a", curve.g1, scalars["a"], 0, n_vars, True), ("b1", curve.g1, scalars["b"], 0, n_vars, False),
+                ("b2", curve.g2, scalars["b"], 0, n_vars, True),
+                ("c", curve.g1, scalars["ic_c"], first_private, n_vars - first_private, False),
+                ("ic", curve.g1, scalars["ic_c"], 0, first_private, True),
+                ("h", curve.g1, scalars["h"], 0, circuit.domain_size, True))
+        with rt.allocator.alloc(rt.point_bytes(curve.g1) * first_private, "setup IC points") as d_ic:
+            for name, group, d_scalars, first, count, last_use in plan:
+                if name == "ic":
+                    d_out = d_ic
+                else:
+                    d_out = d_points[name] = rt.allocator.alloc(rt.point_bytes(group) * count, f"dev key points {name}")
+                rt.fixed_base(group, d_out.ptr, d_scalars.ptr + first * fb, count)
+                if last_use:
+                    d_scalars.free()
+                clock.mark(f"points_{name}")
+            return d_ic.download(np.empty((first_private, 2, curve.fq.limbs), dtype=np.uint64), rt.stream)
+
+    def _evaluate_matrix(self, rt: SetupRunner, parts: tuple[SparseMatrix, ...], n_vars: int, d_lagrange: int,
+                         d_out: int, d_coeff: int, positions: np.ndarray | None) -> None:
+        """u (or v, w) of every signal from one matrix (``parts`` concatenated), and its coefficient
+        records when ``positions`` (record index of each term) is given."""
+        alloc, fb = rt.allocator, rt.fr_bytes
+        m = sum(len(part) for part in parts)
+        with alloc.alloc(4 * m, "setup term signals") as d_signals, alloc.alloc(4 * m, "setup term rows") as d_rows, \
+                alloc.alloc(fb * m, "setup term values") as d_values:
+            start = 0
+            for part in parts:  # uploaded one after the other: no host copy of the big arrays
+                d_signals.upload(part.signals, rt.stream, offset=4 * start)
+                d_rows.upload(part.rows, rt.stream, offset=4 * start)
+                d_values.upload(part.values, rt.stream, offset=fb * start)
+                start += len(part)
+            if positions is not None:
+                with alloc.upload(positions.astype(np.uint32), "setup record positions", rt.stream) as d_pos:
+                    rt.stored_coefficients(d_coeff, d_values.ptr, d_pos.ptr, m)
+            grouped = rt.group_by_signal(d_signals.ptr, d_rows.ptr, d_values.ptr, m, n_vars)
+            try:
+                rt.evaluate(d_out, grouped, d_lagrange, n_vars)
+            finally:
+                for buf in grouped:
+                    buf.free()
+
+    @staticmethod
+    def _download_points(rt: SetupRunner, circuit: CircuitMatrices, d_points: dict) -> dict[str, np.ndarray]:
+        fq_limbs = circuit.curve.fq.limbs
+        points = {}
+        for name in POINT_SECTIONS:
+            shape = (2, 2, fq_limbs) if name == "b2" else (2, fq_limbs)
+            count = d_points[name].nbytes // (8 * int(np.prod(shape)))
+            points[name] = d_points[name].download(np.empty((count, *shape), dtype=np.uint64), rt.stream)
+        return points
