@@ -143,8 +143,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_demo)
 
     from .server.cli_commands import add_server_commands
+    from .setup.command import add_setup_command
 
     add_server_commands(sub)
+    add_setup_command(sub)
     return parser
 
 
