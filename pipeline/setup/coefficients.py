@@ -7,7 +7,7 @@ rows that bind the public signals. C is not stored. Values are stored as value *
 
 ``record_layout`` places every A and B term in that order with vectorised index arithmetic
 (no sort): a term's position is its constraint's first record plus its index within its
-constraint (after the constraint's A terms, for B).
+constraint (after the constraint's A terms, for B); matrix and constraint columns are runs.
 """
 from __future__ import annotations
 
@@ -31,31 +31,25 @@ class RecordLayout:
     signal: np.ndarray
 
 
-def _index_in_row(m: SparseMatrix, row_start: np.ndarray) -> np.ndarray:
-    """For each term, its index among its row's terms (rows non-decreasing)."""
-    return np.arange(len(m), dtype=np.int64) - row_start[m.rows]
-
-
 def record_layout(circuit: CircuitMatrices) -> RecordLayout:
     n_rows = circuit.n_constraints
     count_a, count_b = circuit.a.row_counts(n_rows), circuit.b.row_counts(n_rows)
-    per_row = count_a + count_b
-    first_record = np.cumsum(per_row) - per_row
-    start_a, start_b = np.cumsum(count_a) - count_a, np.cumsum(count_b) - count_b
-    positions_a = first_record[circuit.a.rows] + _index_in_row(circuit.a, start_a)
-    positions_b = first_record[circuit.b.rows] + count_a[circuit.b.rows] + _index_in_row(circuit.b, start_b)
+    ends_a, ends_b = np.cumsum(count_a), np.cumsum(count_b)
+    # A term k of row c: first record of c (= starts_a[c] + starts_b[c]) + (k - starts_a[c]) = k + starts_b[c];
+    # B term k of row c: first record + count_a[c] + (k - starts_b[c]) = k + ends_a[c]
+    positions_a = np.arange(len(circuit.a), dtype=np.int64) + (ends_b - count_b)[circuit.a.rows]
+    positions_b = np.arange(len(circuit.b), dtype=np.int64) + ends_a[circuit.b.rows]
     n_ab = len(circuit.a) + len(circuit.b)
     n_records = n_ab + circuit.n_public + 1
-    matrix = np.empty(n_records, dtype=np.uint32)
-    constraint = np.empty(n_records, dtype=np.uint32)
-    signal = np.empty(n_records, dtype=np.uint32)
-    for positions, m, tag in ((positions_a, circuit.a, MATRIX_A), (positions_b, circuit.b, MATRIX_B)):
-        matrix[positions] = tag
-        constraint[positions] = m.rows
-        signal[positions] = m.signals
     publics = np.arange(circuit.n_public + 1, dtype=np.uint32)
-    matrix[n_ab:] = MATRIX_A
-    constraint[n_ab:] = circuit.n_constraints + publics
+    per_row = np.stack([count_a, count_b], axis=1).reshape(-1)
+    matrix = np.concatenate([np.repeat(np.tile(np.array([MATRIX_A, MATRIX_B], dtype=np.uint32), n_rows), per_row),
+                             np.full(publics.shape[0], MATRIX_A, dtype=np.uint32)])
+    constraint = np.concatenate([np.repeat(np.arange(n_rows, dtype=np.uint32), count_a + count_b),
+                                 circuit.n_constraints + publics])
+    signal = np.empty(n_records, dtype=np.uint32)
+    signal[positions_a] = circuit.a.signals
+    signal[positions_b] = circuit.b.signals
     signal[n_ab:] = publics
     return RecordLayout(positions_a, positions_b, n_ab, n_records, matrix, constraint, signal)
 
