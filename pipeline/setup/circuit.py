@@ -64,10 +64,12 @@ def check_matrices(circuit: CircuitMatrices) -> None:
     """Shapes, index ranges and row order; a ``ValueError`` naming the matrix and the problem."""
     fr = circuit.curve.fr
     if circuit.n_public + 1 > circuit.n_vars:
-        raise ValueError(f"{circuit.source}: {circuit.n_public} public signals need more than {circuit.n_vars} signals")
-    if circuit.log_domain_size >= fr.two_adicity:
-        raise ValueError(f"{circuit.source}: a domain of 2^{circuit.log_domain_size} needs 2^{circuit.log_domain_size + 1}"
-                         f"-th roots of unity for H; {circuit.curve.name}'s 2-adicity is {fr.two_adicity}")
+        raise ValueError(f"{circuit.source}: {circuit.n_public} public signals need more than {circuit.n_vars} "
+                         f"signals")
+    log_n = circuit.log_domain_size
+    if log_n >= fr.two_adicity:
+        raise ValueError(f"{circuit.source}: a domain of 2^{log_n} needs 2^{log_n + 1}-th roots of unity for H; "
+                         f"{circuit.curve.name}'s 2-adicity is {fr.two_adicity}")
     for name, m in (("A", circuit.a), ("B", circuit.b), ("C", circuit.c)):
         k = len(m)
         if m.signals.shape != (k,) or m.values.shape != (k, fr.limbs) or m.values.dtype != np.uint64:
