@@ -19,9 +19,12 @@ __global__ void setup_table_multiples(xyzz_t<F>* __restrict__ d_out, const affin
     }
 }
 
-// d_out[i] = k_i G (XYZZ), k_i = d_scalars[i] (Fr, Montgomery).
+// d_out[i] = k_i G (XYZZ), k_i = d_scalars[i] (Fr, Montgomery). Launched in blocks of
+// SETUP_MUL_THREADS; two resident blocks per SM cap the registers at 128, the MSM's choice for
+// its inlined mixed additions on BLS12-381 (bench/NOTES.md, MSM v2 and v3).
+static constexpr int SETUP_MUL_THREADS = 256;
 template <class F>
-__global__ void setup_fixed_base_mul(xyzz_t<F>* __restrict__ d_out, const fr_t* __restrict__ d_scalars, uint64_t n,
+__global__ void __launch_bounds__(SETUP_MUL_THREADS, 2) setup_fixed_base_mul(xyzz_t<F>* __restrict__ d_out, const fr_t* __restrict__ d_scalars, uint64_t n,
                                      const affine_t<F>* __restrict__ d_table, int c, int n_windows) {
     for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x) {
         const fr_t k = d_scalars[i].from_mont();

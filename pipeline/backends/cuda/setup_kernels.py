@@ -44,7 +44,7 @@ SETUP_SIGNATURES: dict[str, tuple[str, ...]] = {
     "setup_xyzz_to_affine": (PTR, PTR, U64),
 }
 
-BLOCK = 256
+BLOCK = 256  # threads per block of every setup kernel (setup_fixed_base_mul's launch bounds assume it)
 BATCH_INVERSE_THREADS = 1 << 17  # threads of a batch inversion: enough to fill an H200, >= 8 elements each at 2^20
 EVAL_CHUNK = 32  # terms per thread at level 0 of the per-signal sums (field products)
 LEVEL_CHUNK = 64  # partials per thread at the later levels (field additions)
