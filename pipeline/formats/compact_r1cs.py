@@ -6,10 +6,10 @@ which is right for circom's circuits and impossible at 2^27 constraints (4 * 10^
 
     starts   (n_constraints + 1,) int64    row i's terms are [starts[i], starts[i + 1])
     signals  (terms,) uint32               wire index of each term
-    coeffs   (terms,) uint8 or uint16      index into ``coeff_table`` (few distinct values)
+    coeffs   (terms,) uint16               index into ``coeff_table`` (few distinct values)
 
 and one ``coeff_table`` (n_coeffs, fr_limbs) uint64 of plain-form values below r: a term costs
-5 bytes in memory; its 32-byte field value exists only while a chunk is written.
+6 bytes in memory (signal, code); its 32-byte field value exists only while a chunk is written.
 Wire 0 is the constant 1; wires 1..n_public are the public signals (outputs, then inputs).
 """
 from __future__ import annotations
@@ -80,6 +80,27 @@ class CompactR1cs:
     def host_bytes(self) -> int:
         arrays = [self.coeff_table] + [a for m in self.matrices for a in (m.starts, m.signals, m.coeffs)]
         return sum(a.nbytes for a in arrays)
+
+    @classmethod
+    def from_r1cs(cls, r1cs: R1cs) -> "CompactR1cs":
+        """The compact form of a circuit read with ``read_r1cs`` (coefficients deduplicated)."""
+        limbs = r1cs.curve.fr.limbs
+        per_matrix = [[lcs[which] for lcs in r1cs.constraints] for which in range(3)]
+        values = np.concatenate([lc.values for lcs in per_matrix for lc in lcs] + [np.zeros((0, limbs), np.uint64)])
+        table, codes = np.unique(values.reshape(-1, limbs), axis=0, return_inverse=True)
+        if table.shape[0] > 1 << 16:
+            raise ValueError(f"{r1cs.path}: {table.shape[0]} distinct coefficients do not fit 16-bit codes")
+        codes = codes.reshape(-1).astype(np.uint16)
+        matrices, used = [], 0
+        for lcs in per_matrix:
+            starts = np.zeros(len(lcs) + 1, dtype=np.int64)
+            np.cumsum([lc.signals.shape[0] for lc in lcs], out=starts[1:])
+            signals = np.concatenate([lc.signals for lc in lcs] + [np.zeros(0, np.uint32)]).astype(np.uint32)
+            matrices.append(CsrMatrix(starts, signals, codes[used : used + signals.shape[0]]))
+            used += signals.shape[0]
+        return cls(curve=r1cs.curve, n_wires=r1cs.n_wires, n_pub_out=r1cs.n_pub_out, n_pub_in=r1cs.n_pub_in,
+                   n_prv_in=r1cs.n_prv_in, a=matrices[0], b=matrices[1], c=matrices[2],
+                   coeff_table=np.ascontiguousarray(table, dtype=np.uint64))
 
     def to_r1cs(self, path: str = "<in memory>") -> R1cs:
         """The same system as ``R1cs`` (one object per linear combination: small sizes only)."""

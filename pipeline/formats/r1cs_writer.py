@@ -21,12 +21,11 @@ ROWS_PER_CHUNK = 1 << 16
 R1CS_VERSION = 1
 
 
-def r1cs_file_bytes(r1cs: CompactR1cs) -> int:
-    """Exact size of the file ``write_r1cs`` writes."""
-    n8 = r1cs.curve.fr.n_bytes
+def r1cs_file_bytes(n8: int, n_constraints: int, n_terms: int, n_wires: int) -> int:
+    """Exact size of the file ``write_r1cs`` writes for a system of these sizes."""
     header = 4 + n8 + 4 * 4 + 8 + 4
-    constraints = 12 * r1cs.n_constraints + (4 + n8) * sum(m.n_terms for m in r1cs.matrices)
-    return FILE_HEADER.size + 3 * SECTION_HEADER.size + header + constraints + 8 * r1cs.n_wires
+    return (FILE_HEADER.size + 3 * SECTION_HEADER.size + header + 12 * n_constraints + (4 + n8) * n_terms
+            + 8 * n_wires)
 
 
 def write_r1cs(path: str | os.PathLike, r1cs: CompactR1cs, rows_per_chunk: int = ROWS_PER_CHUNK) -> int:
@@ -50,7 +49,7 @@ def write_r1cs(path: str | os.PathLike, r1cs: CompactR1cs, rows_per_chunk: int =
         for lo in range(0, r1cs.n_wires, 1 << 22):
             fh.write(np.arange(lo, min(lo + (1 << 22), r1cs.n_wires), dtype="<u8").data)
         written = fh.tell()
-    expected = r1cs_file_bytes(r1cs)
+    expected = r1cs_file_bytes(n8, r1cs.n_constraints, sum(m.n_terms for m in r1cs.matrices), r1cs.n_wires)
     if written != expected:
         raise AssertionError(f"{path}: wrote {written} bytes, the layout says {expected}")
     return written
