@@ -92,9 +92,10 @@ def plan_rows(log_constraints: int, n_public: int, curve: Curve, shape: CircuitS
         raise ValueError(f"mul_depth must lie in [1, 64], got {shape.mul_depth}")
     if shape.operand_window < 0:
         raise ValueError(f"operand_window must be >= 0, got {shape.operand_window}")
+    max_public = (1 << log_constraints) // 4
+    if not isinstance(n_public, int) or not 0 <= n_public <= max_public:
+        raise ValueError(f"n_public must lie in [0, {max_public}] for 2^{log_constraints} constraints, got {n_public}")
     n = (1 << log_constraints) - n_public - 1
-    if n_public < 0 or n_public > n // 4:
-        raise ValueError(f"n_public must lie in [0, {n // 4}] for 2^{log_constraints} constraints, got {n_public}")
     n_bits = round(shape.bit_fraction * n)
     n_full = n - n_bits
     if n_full < max(n_public, 1):
