@@ -4,20 +4,23 @@ Section 2 interleaves each constraint's A, B, C as (u32 nTerms, nTerms x (u32 wi
 value)). With n8 = 32 every field is a whole number of 32-bit words, so a chunk of constraints
 is assembled as words with numpy alone: the terms of the three matrices are scattered into
 constraint order as packed records, then the term counts are inserted in front of each linear
-combination (``np.insert`` with all positions at once). No Python work per term or constraint.
+combination (``np.insert`` with all positions at once). No Python work per term or constraint;
+chunks are assembled on the formats worker pool and written in order.
 """
 from __future__ import annotations
 
 import os
 import struct
+from collections import deque
 
 import numpy as np
 
-from .binfile import FILE_HEADER, SECTION_HEADER
+from .binfile import FILE_HEADER, SECTION_HEADER, worker_pool
 from .compact_r1cs import CompactR1cs
 from .r1cs import term_dtype
 
 ROWS_PER_CHUNK = 1 << 16
+IN_FLIGHT = 8  # chunks assembled ahead of the one being written (each ~ROWS_PER_CHUNK * 200 bytes)
 R1CS_VERSION = 1
 
 
@@ -43,8 +46,8 @@ def write_r1cs(path: str | os.PathLike, r1cs: CompactR1cs, rows_per_chunk: int =
         fh.write(SECTION_HEADER.pack(1, len(header)))
         fh.write(header)
         fh.write(SECTION_HEADER.pack(2, constraints_size))
-        for lo in range(0, r1cs.n_constraints, rows_per_chunk):
-            fh.write(constraint_words(r1cs, lo, min(lo + rows_per_chunk, r1cs.n_constraints)).data)
+        for words in _in_order(r1cs.n_constraints, rows_per_chunk, lambda a, b: constraint_words(r1cs, a, b)):
+            fh.write(words.data)
         fh.write(SECTION_HEADER.pack(3, 8 * r1cs.n_wires))
         for lo in range(0, r1cs.n_wires, 1 << 22):
             fh.write(np.arange(lo, min(lo + (1 << 22), r1cs.n_wires), dtype="<u8").data)
@@ -65,12 +68,20 @@ def constraint_words(r1cs: CompactR1cs, lo: int, hi: int) -> np.ndarray:
     records = np.empty(int(before[-1]), dtype=term_dtype(limbs))
     for which, m in enumerate(r1cs.matrices):
         t0, t1 = int(m.starts[lo]), int(m.starts[hi])
-        row = np.repeat(np.arange(n), lengths[:, which])
-        within = np.arange(t1 - t0) - (m.starts[lo:hi][row] - t0)
-        at = before[3 * row + which] + within
+        shift = before[which : 3 * n : 3] - (m.starts[lo:hi] - t0)  # per row: LC order minus matrix order
+        at = np.arange(t1 - t0) + np.repeat(shift, lengths[:, which])
         records["wire"][at] = m.signals[t0:t1]
         records["value"][at] = r1cs.term_values(m, t0, t1)
     words_per_term = records.dtype.itemsize // 4
-    words = records.view("<u4")
-    counts = lengths.reshape(-1).astype("<u4")
-    return np.insert(words, before[:-1] * words_per_term, counts)
+    return np.insert(records.view("<u4"), before[:-1] * words_per_term, lengths.reshape(-1).astype("<u4"))
+
+
+def _in_order(n_rows: int, rows_per_chunk: int, make):
+    """``make(lo, hi)`` over chunks of rows on the worker pool, yielded in order, a few in flight."""
+    pool, pending = worker_pool(), deque()
+    for lo in range(0, n_rows, rows_per_chunk):
+        pending.append(pool.submit(make, lo, min(lo + rows_per_chunk, n_rows)))
+        if len(pending) > IN_FLIGHT:
+            yield pending.popleft().result()
+    while pending:
+        yield pending.popleft().result()
