@@ -134,56 +134,77 @@ def generate_circuit(log_constraints: int, n_public: int, curve: Curve | str, sh
     shape = replace(shape or CircuitShape(), **shape_fields)
     plan = plan_rows(log_constraints, n_public, curve, shape)
     rng = np.random.default_rng(seed)
-    n, n_wires = plan.n_constraints, plan.n_constraints + 1
     kinds = _row_kinds(plan, rng)
-    mul_rows = np.flatnonzero(kinds == MUL)
-    depth = rng.integers(1, shape.mul_depth + 1, size=mul_rows.shape[0], dtype=np.uint8)
-    full_wires = np.flatnonzero(kinds >= PACK).astype(np.uint32) + 1
-    full_depth = np.zeros(n_wires, dtype=np.uint8)
-    full_depth[mul_rows + 1] = depth
-    pool_sizes = [int(np.count_nonzero(full_depth[full_wires] < d)) for d in range(shape.mul_depth + 1)]
-    mul_width = np.array([min(shape.mul_terms, pool_sizes[d]) for d in range(shape.mul_depth + 1)], np.uint8)
-
-    constant_term = 1 if shape.round_constants else 0
-    lengths = {BOOL: (1, 2, 0), SELECT: (2, 1, 2), PACK: (plan.pack_bits, 1, 1), MUL: (0, 0, 1)}
-    matrices = []
-    for which in range(3):
-        per_kind = np.array([lengths[k][which] for k in (BOOL, SELECT, PACK, MUL)], dtype=np.uint8)
-        row_lengths = per_kind[kinds]
-        if which < 2:
-            row_lengths[mul_rows] = mul_width[depth] + constant_term
-        matrices.append(gates.Matrix.with_lengths(row_lengths))
-        del row_lengths
-
+    layers = MulLayers.draw(kinds, shape, rng)
+    matrices = _empty_matrices(kinds, plan, layers)
     fr = curve.fr
     constants = [sum(limb << (63 * i) for i, limb in enumerate(row)) % fr.modulus
                  for row in rng.integers(0, 2**63, size=(shape.round_constants, 5)).tolist()]
     table = gates.coefficient_table(fr.modulus, plan.pack_bits, constants)
     constant_codes = np.arange(gates.first_constant_code(plan.pack_bits), table.shape[0], dtype=gates.CODE_DTYPE)
-    witness = np.zeros((n_wires, fr.limbs), dtype=np.uint64)
+    witness = np.zeros((plan.n_constraints + 1, fr.limbs), dtype=np.uint64)
     witness[0, 0] = 1
-    fill = gates.RowFiller(tuple(matrices), witness, rng, shape.operand_window, fr.modulus, table)
+    fill = gates.RowFiller(matrices, witness, rng, shape.operand_window, fr.modulus, table)
+
+    # In dependency order: free bits, selects of free bits, packings of bits, mul layers.
     bool_rows = np.flatnonzero(kinds == BOOL)
-    threshold = np.uint32(min(round(shape.one_fraction * 2**32), 2**32 - 1))
-    ones = rng.integers(0, 2**32, size=bool_rows.shape[0], dtype=np.uint32) < threshold
-    if shape.one_fraction == 1.0:
-        ones[:] = True
-    witness[bool_rows + 1, 0] = ones
-    del ones
+    draws = rng.integers(0, 2**32, size=bool_rows.shape[0], dtype=np.uint32)
+    witness[bool_rows + 1, 0] = draws < np.uint64(round(shape.one_fraction * 2**32))
+    del draws
     fill.bool_rows(bool_rows)
     fill.select_rows(np.flatnonzero(kinds == SELECT), (bool_rows + 1).astype(np.uint32))
     del bool_rows
     fill.pack_rows(np.flatnonzero(kinds == PACK), np.flatnonzero(kinds <= SELECT).astype(np.uint32) + 1,
                    plan.pack_bits)
     for d in range(1, shape.mul_depth + 1):
-        fill.mul_rows(mul_rows[depth == d], full_wires[full_depth[full_wires] < d], int(mul_width[d]),
-                      constant_codes)
+        fill.mul_rows(layers.rows[layers.depth == d], layers.operands(d), int(layers.width[d]), constant_codes)
 
     csr = [CsrMatrix(m.starts, m.signals, m.coeffs) for m in matrices]
-    r1cs = CompactR1cs(curve=curve, n_wires=n_wires, n_pub_out=0, n_pub_in=n_public, n_prv_in=0,
+    r1cs = CompactR1cs(curve=curve, n_wires=plan.n_constraints + 1, n_pub_out=0, n_pub_in=n_public, n_prv_in=0,
                        a=csr[0], b=csr[1], c=csr[2], coeff_table=table)
     label = f"<synth 2^{log_constraints} {curve.name} public={n_public} seed={seed}>"
     return r1cs, Witness(path=label, curve=curve, values=witness)
+
+
+@dataclass(frozen=True)
+class MulLayers:
+    """MUL rows, the layer (1..mul_depth) of each, and the operands a layer may read."""
+
+    rows: np.ndarray  # MUL row indices
+    depth: np.ndarray  # (len(rows),) uint8
+    full_wires: np.ndarray  # every full-width wire (PACK and MUL), sorted
+    full_depth: np.ndarray  # layer of each wire of full_wires (PACK: 0)
+    width: np.ndarray  # per layer: wires in A and in B (mul_terms, or fewer where fewer lie below)
+    constant_term: int  # 1 if A and B also hold a round constant
+
+    @classmethod
+    def draw(cls, kinds: np.ndarray, shape: CircuitShape, rng: np.random.Generator) -> "MulLayers":
+        rows = np.flatnonzero(kinds == MUL)
+        depth = rng.integers(1, shape.mul_depth + 1, size=rows.shape[0], dtype=np.uint8)
+        full_rows = np.flatnonzero(kinds >= PACK)
+        full_depth = np.zeros(full_rows.shape[0], dtype=np.uint8)
+        full_depth[np.searchsorted(full_rows, rows)] = depth
+        below = np.cumsum(np.bincount(full_depth, minlength=shape.mul_depth + 1))  # wires of layer <= d
+        width = np.array([0] + [min(shape.mul_terms, int(below[d - 1])) for d in range(1, shape.mul_depth + 1)],
+                         dtype=np.uint16)
+        return cls(rows, depth, (full_rows + 1).astype(np.uint32), full_depth, width,
+                   1 if shape.round_constants else 0)
+
+    def operands(self, layer: int) -> np.ndarray:
+        return self.full_wires[self.full_depth < layer]
+
+
+def _empty_matrices(kinds: np.ndarray, plan: RowPlan, layers: MulLayers) -> tuple[gates.Matrix, ...]:
+    """A, B, C with every row's length set (from its kind) and its terms still to fill."""
+    lengths = {BOOL: (1, 2, 0), SELECT: (2, 1, 2), PACK: (plan.pack_bits, 1, 1), MUL: (0, 0, 1)}
+    matrices = []
+    for which in range(3):
+        per_kind = np.array([lengths[k][which] for k in (BOOL, SELECT, PACK, MUL)], dtype=np.uint16)
+        row_lengths = per_kind[kinds]
+        if which < 2:
+            row_lengths[layers.rows] = layers.width[layers.depth] + layers.constant_term
+        matrices.append(gates.Matrix.with_lengths(row_lengths))
+    return tuple(matrices)
 
 
 def _row_kinds(plan: RowPlan, rng: np.random.Generator) -> np.ndarray:

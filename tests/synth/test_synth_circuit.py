@@ -114,3 +114,9 @@ def test_unknown_curve_and_unknown_shape_field_are_rejected():
 
 def test_bls12381_packs_one_bit_more_than_bn254():
     assert CircuitShape().pack_bits_for(BLS12_381) == 254 and CircuitShape().pack_bits_for(BN254) == 253
+
+
+def test_widest_mul_rows_keep_their_length_and_hold(curve):
+    r1cs, witness = generate_circuit(13, 1, curve, seed=12, mul_terms=255, pack_fraction=0.9, mul_depth=1)
+    assert r1cs.a.row_lengths().max() == 256 and r1cs.b.row_lengths().max() == 256  # 255 wires + constant
+    assert first_unsatisfied(r1cs, witness) is None
