@@ -29,6 +29,20 @@ def first_unsatisfied(r1cs: CompactR1cs, witness: Witness | np.ndarray) -> int |
     modulus = r1cs.curve.fr.modulus
     table = field_vec.limbs_to_digits(r1cs.coeff_table)
 
+    one = np.flatnonzero(~r1cs.coeff_table[:, 1:].any(axis=1) & (r1cs.coeff_table[:, 0] == 1))
+
+    def term_products(wire_values: np.ndarray, codes: np.ndarray) -> np.ndarray:
+        """coefficient * wire per term, unreduced digits; coefficient 1 (most terms) needs no product."""
+        digits = field_vec.limbs_to_digits(wire_values)
+        if one.shape[0] == 0:
+            return field_vec.mul_wide(digits, table[:, codes])
+        plain = codes == one[0]
+        out = np.zeros((2 * field_vec.FIELD_DIGITS + 1, codes.shape[0]), dtype=np.uint64)
+        out[: field_vec.FIELD_DIGITS, plain] = digits[:, plain]
+        scaled = ~plain
+        out[:, scaled] = field_vec.mul_wide(digits[:, scaled], table[:, codes[scaled]])
+        return out
+
     def row_sums(m: CsrMatrix, lo: int, hi: int) -> np.ndarray:
         """s R^-1 per row of [lo, hi), (16, hi - lo) digits; 0 for an empty row."""
         t0, t1 = int(m.starts[lo]), int(m.starts[hi])
@@ -37,7 +51,7 @@ def first_unsatisfied(r1cs: CompactR1cs, witness: Witness | np.ndarray) -> int |
         if lengths.max(initial=0) > MAX_TERMS_PER_ROW:
             raise ValueError(f"a row has more than {MAX_TERMS_PER_ROW} terms")
         if t1 > t0:
-            products = field_vec.mul_wide(field_vec.limbs_to_digits(values[m.signals[t0:t1]]), table[:, m.coeffs[t0:t1]])
+            products = term_products(values[m.signals[t0:t1]], m.coeffs[t0:t1])
             nonempty = lengths > 0
             out[:, nonempty] = np.add.reduceat(products, (m.starts[lo:hi] - t0)[nonempty], axis=1)
         return field_vec.redc(out, modulus)
