@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..curves import Curve
+from ..errors import BadInput
 from .types import LinearCombination, R1cs
 
 MATRIX_NAMES = ("A", "B", "C")
@@ -89,7 +90,7 @@ class CompactR1cs:
         values = np.concatenate([lc.values for lcs in per_matrix for lc in lcs] + [np.zeros((0, limbs), np.uint64)])
         table, codes = np.unique(values.reshape(-1, limbs), axis=0, return_inverse=True)
         if table.shape[0] > 1 << 16:
-            raise ValueError(f"{r1cs.path}: {table.shape[0]} distinct coefficients do not fit 16-bit codes")
+            raise BadInput(f"{r1cs.path}: {table.shape[0]} distinct coefficients do not fit 16-bit codes")
         codes = codes.reshape(-1).astype(np.uint16)
         matrices, used = [], 0
         for lcs in per_matrix:

@@ -15,6 +15,7 @@ from collections import deque
 
 import numpy as np
 
+from ..errors import InternalError
 from .binfile import FILE_HEADER, SECTION_HEADER, worker_pool
 from .compact_r1cs import CompactR1cs
 from .r1cs import term_dtype
@@ -54,7 +55,7 @@ def write_r1cs(path: str | os.PathLike, r1cs: CompactR1cs, rows_per_chunk: int =
         written = fh.tell()
     expected = r1cs_file_bytes(n8, r1cs.n_constraints, sum(m.n_terms for m in r1cs.matrices), r1cs.n_wires)
     if written != expected:
-        raise AssertionError(f"{path}: wrote {written} bytes, the layout says {expected}")
+        raise InternalError(f"{path}: wrote {written} bytes, the layout says {expected}")
     return written
 
 

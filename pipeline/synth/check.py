@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import BadInput
 from ..formats.binfile import over_chunks
 from ..formats.compact_r1cs import CompactR1cs, CsrMatrix
 from ..formats.types import Witness
@@ -23,9 +24,9 @@ def first_unsatisfied(r1cs: CompactR1cs, witness: Witness | np.ndarray) -> int |
     """Index of the first constraint that does not hold, or None if all do."""
     values = witness.values if isinstance(witness, Witness) else witness
     if isinstance(witness, Witness) and witness.curve is not r1cs.curve:
-        raise ValueError(f"witness is over {witness.curve.name} but the r1cs over {r1cs.curve.name}")
+        raise BadInput(f"witness is over {witness.curve.name} but the r1cs over {r1cs.curve.name}")
     if values.shape != (r1cs.n_wires, r1cs.curve.fr.limbs):
-        raise ValueError(f"witness has shape {values.shape}, the r1cs needs ({r1cs.n_wires}, {r1cs.curve.fr.limbs})")
+        raise BadInput(f"witness has shape {values.shape}, the r1cs needs ({r1cs.n_wires}, {r1cs.curve.fr.limbs})")
     modulus = r1cs.curve.fr.modulus
     table = field_vec.limbs_to_digits(r1cs.coeff_table)
 
@@ -49,7 +50,7 @@ def first_unsatisfied(r1cs: CompactR1cs, witness: Witness | np.ndarray) -> int |
         out = np.zeros((2 * field_vec.FIELD_DIGITS + 1, hi - lo), dtype=np.uint64)
         lengths = m.row_lengths(lo, hi)
         if lengths.max(initial=0) > MAX_TERMS_PER_ROW:
-            raise ValueError(f"a row has more than {MAX_TERMS_PER_ROW} terms")
+            raise BadInput(f"a row has more than {MAX_TERMS_PER_ROW} terms")
         if t1 > t0:
             products = term_products(values[m.signals[t0:t1]], m.coeffs[t0:t1])
             nonempty = lengths > 0

@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 
 from ..curves import Curve, curve_by_name
+from ..errors import BadInput
 from ..formats.compact_r1cs import CompactR1cs, CsrMatrix
 from ..formats.types import Witness
 from . import gates
@@ -70,43 +71,43 @@ class RowPlan:
 
 
 def plan_rows(log_constraints: int, n_public: int, curve: Curve, shape: CircuitShape) -> RowPlan:
-    """How many rows of each kind; every bad parameter raises ValueError naming it."""
+    """How many rows of each kind; every bad parameter raises ``BadInput`` naming it."""
     if not isinstance(log_constraints, int) or not MIN_LOG_CONSTRAINTS <= log_constraints <= MAX_LOG_CONSTRAINTS:
-        raise ValueError(f"log_constraints must be an integer in [{MIN_LOG_CONSTRAINTS}, {MAX_LOG_CONSTRAINTS}], "
+        raise BadInput(f"log_constraints must be an integer in [{MIN_LOG_CONSTRAINTS}, {MAX_LOG_CONSTRAINTS}], "
                          f"got {log_constraints!r}")
     if log_constraints > curve.fr.two_adicity:
-        raise ValueError(f"log_constraints {log_constraints} exceeds {curve.name}'s 2-adicity {curve.fr.two_adicity}")
+        raise BadInput(f"log_constraints {log_constraints} exceeds {curve.name}'s 2-adicity {curve.fr.two_adicity}")
     for name in ("bit_fraction", "one_fraction", "select_fraction", "pack_fraction"):
         value = getattr(shape, name)
         if not 0.0 <= value <= 1.0:
-            raise ValueError(f"{name} must lie in [0, 1], got {value}")
+            raise BadInput(f"{name} must lie in [0, 1], got {value}")
     max_pack = curve.fr.modulus.bit_length() - 1
     pack_bits = shape.pack_bits_for(curve)
     if not 1 <= pack_bits <= max_pack:
-        raise ValueError(f"pack_bits must lie in [1, {max_pack}] on {curve.name} (below r), got {pack_bits}")
+        raise BadInput(f"pack_bits must lie in [1, {max_pack}] on {curve.name} (below r), got {pack_bits}")
     if not 1 <= shape.mul_terms <= 255:
-        raise ValueError(f"mul_terms must lie in [1, 255], got {shape.mul_terms}")
+        raise BadInput(f"mul_terms must lie in [1, 255], got {shape.mul_terms}")
     if not 0 <= shape.round_constants <= 4096:
-        raise ValueError(f"round_constants must lie in [0, 4096], got {shape.round_constants}")
+        raise BadInput(f"round_constants must lie in [0, 4096], got {shape.round_constants}")
     if not 1 <= shape.mul_depth <= 64:
-        raise ValueError(f"mul_depth must lie in [1, 64], got {shape.mul_depth}")
+        raise BadInput(f"mul_depth must lie in [1, 64], got {shape.mul_depth}")
     if shape.operand_window < 0:
-        raise ValueError(f"operand_window must be >= 0, got {shape.operand_window}")
+        raise BadInput(f"operand_window must be >= 0, got {shape.operand_window}")
     max_public = (1 << log_constraints) // 4
     if not isinstance(n_public, int) or not 0 <= n_public <= max_public:
-        raise ValueError(f"n_public must lie in [0, {max_public}] for 2^{log_constraints} constraints, got {n_public}")
+        raise BadInput(f"n_public must lie in [0, {max_public}] for 2^{log_constraints} constraints, got {n_public}")
     n = (1 << log_constraints) - n_public - 1
     n_bits = round(shape.bit_fraction * n)
     n_full = n - n_bits
     if n_full < max(n_public, 1):
-        raise ValueError(f"bit_fraction {shape.bit_fraction} leaves {n_full} full-width wires; the "
+        raise BadInput(f"bit_fraction {shape.bit_fraction} leaves {n_full} full-width wires; the "
                          f"{max(n_public, 1)} public input(s) and packings need more")
     if n_bits < pack_bits:
-        raise ValueError(f"bit_fraction {shape.bit_fraction} leaves {n_bits} bits, fewer than one packing of "
+        raise BadInput(f"bit_fraction {shape.bit_fraction} leaves {n_bits} bits, fewer than one packing of "
                          f"pack_bits = {pack_bits}")
     n_select = round(shape.select_fraction * n_bits)
     if n_bits - n_select < 3:
-        raise ValueError(f"select_fraction {shape.select_fraction} leaves {n_bits - n_select} free bits; "
+        raise BadInput(f"select_fraction {shape.select_fraction} leaves {n_bits - n_select} free bits; "
                          f"a select gate reads 3")
     n_pack = min(n_full, max(n_public, 1, round(shape.pack_fraction * n_full)))
     return RowPlan(n, n_public, n_bits - n_select, n_select, n_pack, n_full - n_pack, pack_bits)
@@ -130,7 +131,11 @@ def estimated_peak_bytes(plan: RowPlan, shape: CircuitShape, limbs: int = 4) -> 
 def generate_circuit(log_constraints: int, n_public: int, curve: Curve | str, shape: CircuitShape | None = None,
                      seed: int = 0, **shape_fields) -> tuple[CompactR1cs, Witness]:
     """A circuit of domain 2^log_constraints and a witness that satisfies it (see module doc)."""
-    curve = curve_by_name(curve) if isinstance(curve, str) else curve
+    if isinstance(curve, str):
+        try:
+            curve = curve_by_name(curve)
+        except ValueError as exc:
+            raise BadInput(str(exc)) from exc
     shape = replace(shape or CircuitShape(), **shape_fields)
     plan = plan_rows(log_constraints, n_public, curve, shape)
     rng = np.random.default_rng(seed)

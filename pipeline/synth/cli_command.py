@@ -11,9 +11,9 @@ import time
 from dataclasses import asdict, fields
 from pathlib import Path
 
+from ..errors import ExitCode, InternalError, Unavailable
 from ..formats.binfile import FILE_HEADER, SECTION_HEADER
 
-EXIT_OK, EXIT_BAD_INPUT = 0, 2
 FLAGS = {  # CLI flag -> CircuitShape field
     "bits": "bit_fraction", "ones": "one_fraction", "select": "select_fraction", "pack": "pack_fraction",
     "pack_bits": "pack_bits", "mul_terms": "mul_terms", "mul_depth": "mul_depth",
@@ -49,7 +49,6 @@ def add_synth_commands(subparsers) -> None:
 
 
 def cmd_synth_circuit(args) -> int:
-    from ..cli import BadInput
     from ..curves import curve_by_name
     from ..formats.r1cs_writer import r1cs_file_bytes, write_r1cs
     from ..formats.wtns import write_wtns
@@ -60,16 +59,13 @@ def cmd_synth_circuit(args) -> int:
     curve = curve_by_name(args.curve)
     shape = CircuitShape(**{name: getattr(args, flag) for flag, name in FLAGS.items()
                             if getattr(args, flag) is not None})
-    try:
-        plan = plan_rows(args.log_constraints, args.public, curve, shape)
-    except ValueError as exc:
-        raise BadInput(f"synth-circuit: {exc}") from exc
+    plan = plan_rows(args.log_constraints, args.public, curve, shape)
     out = Path(args.out)
     n8, n_wires = curve.fr.n_bytes, plan.n_constraints + 1
     need = {"circuit.r1cs": r1cs_file_bytes(n8, plan.n_constraints, sum(planned_terms(plan, shape)), n_wires),
             "witness.wtns": wtns_file_bytes(n8, n_wires)}
-    check_free_space(out, need, BadInput)
-    check_free_memory(estimated_peak_bytes(plan, shape, curve.fr.limbs), BadInput)
+    check_free_space(out, need)
+    check_free_memory(estimated_peak_bytes(plan, shape, curve.fr.limbs))
 
     t0 = time.perf_counter()
     r1cs, witness = generate_circuit(args.log_constraints, args.public, curve, shape, seed=args.seed)
@@ -79,7 +75,7 @@ def cmd_synth_circuit(args) -> int:
         bad = first_unsatisfied(r1cs, witness)
         timings["check_s"] = time.perf_counter() - t0
         if bad is not None:
-            raise AssertionError(f"generated witness breaks constraint {bad}: a bug in pipeline.synth")
+            raise InternalError(f"generated witness breaks constraint {bad}: a bug in pipeline.synth")
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     write_r1cs(out / "circuit.r1cs", r1cs)
@@ -93,15 +89,15 @@ def cmd_synth_circuit(args) -> int:
           f"(domain 2^{args.log_constraints}), {stats['public']} public, terms per row A {stats['terms_a']:.2f} "
           f"B {stats['terms_b']:.2f} C {stats['terms_c']:.2f}, bits {stats['bit_fraction']:.3f}; "
           + " ".join(f"{k}={v:.1f}" for k, v in timings.items()), file=sys.stderr)
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def wtns_file_bytes(n8: int, n_wires: int) -> int:
     return FILE_HEADER.size + 2 * SECTION_HEADER.size + (4 + n8 + 4) + n8 * n_wires
 
 
-def check_free_space(out: Path, need: dict[str, int], error) -> None:
-    """Raise ``error`` unless the file system of ``out`` has room for every file in ``need``."""
+def check_free_space(out: Path, need: dict[str, int]) -> None:
+    """Raise ``Unavailable`` unless the file system of ``out`` has room for every file in ``need``."""
     probe = out
     while not probe.exists() and probe != probe.parent:
         probe = probe.parent
@@ -109,7 +105,7 @@ def check_free_space(out: Path, need: dict[str, int], error) -> None:
     total = sum(need.values()) + DISK_MARGIN_BYTES
     if total > free:
         parts = ", ".join(f"{name} {size / 2**30:.2f} GiB" for name, size in need.items())
-        raise error(f"synth-circuit: {out} has {free / 2**30:.2f} GiB free, the files need {total / 2**30:.2f} "
+        raise Unavailable(f"synth-circuit: {out} has {free / 2**30:.2f} GiB free, the files need {total / 2**30:.2f} "
                     f"GiB ({parts}); pick another --out or generate in memory (pipeline.synth.generate_circuit)")
 
 
@@ -125,8 +121,8 @@ def available_memory_bytes() -> int | None:
     return None
 
 
-def check_free_memory(need: int, error) -> None:
+def check_free_memory(need: int) -> None:
     available = available_memory_bytes()
     if available is not None and need > available:
-        raise error(f"synth-circuit: generating needs about {need / 2**30:.1f} GiB of memory, {available / 2**30:.1f} "
+        raise Unavailable(f"synth-circuit: generating needs about {need / 2**30:.1f} GiB of memory, {available / 2**30:.1f} "
                     f"GiB is available; pick a smaller --log-constraints or a larger host")

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from pipeline.curves import BLS12_381
+from pipeline.errors import BadInput
 from pipeline.formats.compact_r1cs import CompactR1cs
 from pipeline.formats.r1cs import read_r1cs
 from pipeline.formats.wtns import read_wtns
@@ -54,8 +55,8 @@ def test_finds_the_first_broken_row_of_each_kind(curve):
 
 def test_a_witness_of_the_wrong_size_or_curve_is_refused():
     r1cs, witness = generate_circuit(10, 1, "bn128")
-    with pytest.raises(ValueError, match="witness has shape \\(1022, 4\\), the r1cs needs \\(1023, 4\\)"):
+    with pytest.raises(BadInput, match="witness has shape \\(1022, 4\\), the r1cs needs \\(1023, 4\\)"):
         first_unsatisfied(r1cs, witness.values[:-1])
     _, other = generate_circuit(10, 1, BLS12_381)
-    with pytest.raises(ValueError, match="witness is over bls12381 but the r1cs over bn128"):
+    with pytest.raises(BadInput, match="witness is over bls12381 but the r1cs over bn128"):
         first_unsatisfied(r1cs, other)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from pipeline.curves import BLS12_381, BN254
+from pipeline.errors import BadInput
 from pipeline.groth16.r1cs_check import R1csChecker
 from pipeline.synth import CircuitShape, circuit_stats, generate_circuit
 from pipeline.synth.check import first_unsatisfied
@@ -101,12 +102,12 @@ def test_shape_object_and_keyword_fields_combine():
     ((10, 1), {"operand_window": -5}, "operand_window must be >= 0"),
 ])
 def test_bad_parameters_are_rejected_by_name(args, fields, message):
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(BadInput, match=message):
         generate_circuit(*args, "bn128", **fields)
 
 
 def test_unknown_curve_and_unknown_shape_field_are_rejected():
-    with pytest.raises(ValueError, match="unknown curve 'bn256'"):
+    with pytest.raises(BadInput, match="unknown curve 'bn256'"):
         generate_circuit(10, 1, "bn256")
     with pytest.raises(TypeError, match="bit_fractoin"):
         generate_circuit(10, 1, "bn128", bit_fractoin=0.9)
