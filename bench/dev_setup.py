@@ -1,7 +1,7 @@
 """Development setup on the GPU at seed scale, and one proof's GPU stage on the key it makes.
 
-For each size 2^k and curve: a circuit with a satisfying witness (the seed-shaped generator
-pipeline/synth once it lands; until then bench/standin_circuit.py), the GPU setup with its phases
+For each size 2^k and curve: a seed-shaped circuit with a satisfying witness (pipeline.synth's
+generate_circuit, default shape, N_PUBLIC public inputs), the GPU setup with its phases
 (CUDA events), key bytes per second; then the key's points are handed to the CUDA backend
 without an upload (pipeline/setup/adopt.py) and the GPU stage of one proof (bench/gpu_stage.py's
 stage_once) is timed with the circuit's witness and with a random-scalar witness of the same
@@ -22,7 +22,6 @@ import numpy as np
 
 from bench.gpu_common import markdown_table, random_below
 from bench.gpu_stage import stage_once
-from bench.standin_circuit import standin_circuit
 from pipeline.backends.cuda import CudaBackend
 from pipeline.curves import curve_by_name
 from pipeline.formats.types import Witness
@@ -31,8 +30,10 @@ from pipeline.groth16.verifier import verify
 from pipeline.setup import DevSecrets
 from pipeline.setup.adopt import adopt_dev_key
 from pipeline.setup.gpu import GpuDevSetup
+from pipeline.synth import CircuitShape, generate_circuit
 
 REPEAT = 3
+N_PUBLIC = 8
 PHASES = ("host_layout", "lagrange", "evaluations", "download_coefficients", "combine", "h_scalars", "tables",
           "points_a", "points_b1", "points_b2", "points_c", "points_ic", "points_h", "download_points", "assemble")
 PHASE_HEADER = ["layout", "Lagrange", "evals", "coeff dl", "combine", "H scalars", "tables", "A", "B1", "B2 (G2)",
@@ -40,9 +41,9 @@ PHASE_HEADER = ["layout", "Lagrange", "evals", "coeff dl", "combine", "H scalars
 
 
 def make_circuit(curve, log_n: int):
-    """(circuit, witness, shape label)."""
-    circuit, witness = standin_circuit(curve, log_n)
-    return circuit, witness, "stand-in (bench/standin_circuit.py)"
+    """(r1cs, witness values, shape label)."""
+    r1cs, witness = generate_circuit(log_n, N_PUBLIC, curve, seed=log_n)
+    return r1cs, witness.values, f"pipeline.synth, {N_PUBLIC} public inputs, {CircuitShape().describe()}"
 
 
 def stage_ms(backend, key, witness) -> dict[str, float]:
@@ -62,10 +63,11 @@ def check_proof(backend, key, zkey, witness) -> str:
 
 def bench_one(backend, setup, curve, log_n: int) -> tuple[list, list, str]:
     t0 = time.perf_counter()
-    circuit, witness, shape = make_circuit(curve, log_n)
+    r1cs, witness, shape = make_circuit(curve, log_n)
     circuit_s = time.perf_counter() - t0
-    secrets = DevSecrets.draw(curve, circuit.domain_size, seed=log_n)
-    dev_key = setup.run(circuit, secrets, path=f"<dev key 2^{log_n}>")
+    secrets = DevSecrets.draw(curve, r1cs.domain_size, seed=log_n)
+    dev_key = setup.run(r1cs, secrets, path=f"<dev key 2^{log_n}>")
+    del r1cs
     t = dev_key.timings_ms
     key_gb = dev_key.key_bytes / 1e9
     setup_row = [curve.name, f"2^{log_n}", f"{circuit_s:.1f}", *(f"{t.get(p + '_ms', 0.0) / 1e3:.2f}" for p in PHASES),

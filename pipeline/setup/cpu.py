@@ -16,7 +16,8 @@ from ..curves.encoding import encode_g1_mont, encode_g2_mont
 from ..curves.points import CurveGroup
 from ..curves.scalar_mul import FixedBaseTable, batch_to_affine
 from ..formats.types import Groth16Zkey
-from .circuit import CircuitMatrices
+from ..formats.compact_r1cs import CompactR1cs
+from .circuit import check_for_setup
 from .coefficients import record_layout, stored_values_cpu
 from .dev_secrets import DevSecrets
 from .key import assemble_zkey
@@ -48,18 +49,19 @@ def generator_multiples(group: CurveGroup, scalars: list[int], bits: int) -> lis
     return out
 
 
-def dev_setup_cpu(circuit: CircuitMatrices, secrets: DevSecrets, path: str = "<development key>") -> Groth16Zkey:
-    curve = circuit.curve
+def dev_setup_cpu(r1cs: CompactR1cs, secrets: DevSecrets, path: str = "<development key>") -> Groth16Zkey:
+    check_for_setup(r1cs, path)
+    curve = r1cs.curve
     bits = curve.fr.bits
-    scalars = key_scalars(circuit, secrets)
+    scalars = key_scalars(r1cs, secrets)
     g1_scalars = scalars.a + scalars.b + scalars.c + scalars.h + scalars.ic
     g1_points = generator_multiples(curve.g1, g1_scalars, bits)
-    n_vars, n_private, n = circuit.n_vars, len(scalars.c), len(scalars.h)
+    n_vars, n_private, n = r1cs.n_wires, len(scalars.c), len(scalars.h)
     ends = np.cumsum([n_vars, n_vars, n_private, n])
     a, b1, c, h, ic = (g1_points[s:e] for s, e in zip([0, *ends], [*ends, len(g1_points)]))
     b2 = generator_multiples(curve.g2, scalars.b, bits)
     points = {"a": encode_g1_mont(curve, a), "b1": encode_g1_mont(curve, b1), "b2": encode_g2_mont(curve, b2),
               "c": encode_g1_mont(curve, c), "h": encode_g1_mont(curve, h)}
-    layout = record_layout(circuit)
-    values = stored_values_cpu(curve, circuit, layout)
-    return assemble_zkey(circuit, secrets, layout, values, points, encode_g1_mont(curve, ic), path)
+    layout = record_layout(r1cs)
+    values = stored_values_cpu(r1cs, layout)
+    return assemble_zkey(r1cs, secrets, layout, values, points, encode_g1_mont(curve, ic), path)

@@ -15,6 +15,7 @@ import secrets as system_random
 from dataclasses import dataclass
 
 from ..curves import Curve
+from ..errors import BadInput
 
 DEV_WARNING = (
     "WARNING: development key. zkpipe drew its secrets (tau, alpha, beta, gamma, delta) itself, with no "
@@ -22,7 +23,7 @@ DEV_WARNING = (
     "NEVER in production.")
 
 
-class BadSecrets(ValueError):
+class BadSecrets(BadInput):
     """Secrets that would not make a key (a zero, or tau on the evaluation domain)."""
 
 

@@ -28,11 +28,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..backends.cuda.memory import DeviceBuffer
-from ..backends.cuda.setup_kernels import SetupKernels, SetupRunner
+from ..backends.cuda.setup_kernels import CODE_BYTES, SetupKernels, SetupRunner
 from ..backends.cuda.streams import Event
+from ..formats.compact_r1cs import CompactR1cs
 from ..formats.types import Groth16Zkey
-from .circuit import CircuitMatrices, SparseMatrix
-from .coefficients import public_rows, record_layout
+from .circuit import check_for_setup, log_domain_size, public_rows, table_with_one, terms
+from .coefficients import record_layout
 from .dev_secrets import DevSecrets
 from .key import POINT_SECTIONS, assemble_zkey
 from .scalars import lagrange_scale
@@ -99,25 +100,26 @@ class GpuDevSetup:
             runner.kernels.close()
         self._runners.clear()
 
-    def run(self, circuit: CircuitMatrices, secrets: DevSecrets, path: str = "<development key>") -> DevKey:
-        curve = circuit.curve
-        secrets.check(curve, circuit.domain_size)
+    def run(self, r1cs: CompactR1cs, secrets: DevSecrets, path: str = "<development key>") -> DevKey:
+        curve = r1cs.curve
+        check_for_setup(r1cs, path)
+        secrets.check(curve, r1cs.domain_size)
         rt = self.runner(curve)
         t0 = time.perf_counter()
-        layout = record_layout(circuit)
+        layout = record_layout(r1cs)
         timings = {"host_layout_ms": (time.perf_counter() - t0) * 1e3}
         clock = _PhaseClock(rt.stream)
         d_points: dict[str, DeviceBuffer] = {}
         with ExitStack() as scratch:
             try:
-                scalars, values = self._scalars(rt, circuit, secrets, layout, clock, scratch)
+                scalars, values = self._scalars(rt, r1cs, secrets, layout, clock, scratch)
                 rt.generator_table(curve.g1)
                 rt.generator_table(curve.g2)
                 clock.mark("tables")
-                ic_stored = self._points(rt, circuit, scalars, d_points, clock)
+                ic_stored = self._points(rt, r1cs, scalars, d_points, clock)
                 timings.update(clock.read())
                 t1 = time.perf_counter()
-                points = self._download_points(rt, circuit, d_points)
+                points = self._download_points(rt, r1cs, d_points)
                 timings["download_points_ms"] = (time.perf_counter() - t1) * 1e3
             except BaseException:
                 rt.stream.synchronize()  # nothing queued may still use a buffer we free
@@ -125,33 +127,36 @@ class GpuDevSetup:
                     buf.free()
                 raise
         t2 = time.perf_counter()
-        zkey = assemble_zkey(circuit, secrets, layout, values, points, ic_stored, path)
+        zkey = assemble_zkey(r1cs, secrets, layout, values, points, ic_stored, path)
         timings["assemble_ms"] = (time.perf_counter() - t2) * 1e3
         timings["total_ms"] = (time.perf_counter() - t0) * 1e3
         return DevKey(zkey, d_points, self.backend, timings)
 
-    def _scalars(self, rt: SetupRunner, circuit: CircuitMatrices, secrets: DevSecrets, layout, clock, scratch):
+    def _scalars(self, rt: SetupRunner, r1cs: CompactR1cs, secrets: DevSecrets, layout, clock, scratch):
         """Every section's scalars on the device ({a, b, ic_c, h} buffers, owned by ``scratch``), and
         the coefficient section in host memory."""
-        fr, alloc, fb = circuit.curve.fr, rt.allocator, rt.fr_bytes
-        p, n, log_n, n_vars = fr.modulus, circuit.domain_size, circuit.log_domain_size, circuit.n_vars
+        fr, alloc, fb = r1cs.curve.fr, rt.allocator, rt.fr_bytes
+        p, n, log_n, n_vars = fr.modulus, r1cs.domain_size, log_domain_size(r1cs), r1cs.n_wires
         d_lagrange = scratch.enter_context(alloc.alloc(fb * n, "setup Lagrange values"))
         rt.lagrange(d_lagrange.ptr, n, log_n, secrets.tau, lagrange_scale(fr, log_n, secrets.tau))
         clock.mark("lagrange")
+        table, one_code = table_with_one(r1cs)
+        publics = public_rows(r1cs, one_code)
         d_uvw = {}
-        with alloc.alloc(fb * layout.n_records, "setup coefficient values") as d_coeff:
-            public_positions = np.arange(layout.first_public_record, layout.n_records, dtype=np.int64)
-            for name, parts, positions in (
-                    ("u", (circuit.a, public_rows(circuit)), np.concatenate([layout.positions_a, public_positions])),
-                    ("v", (circuit.b,), layout.positions_b), ("w", (circuit.c,), None)):
+        with alloc.upload(table, "setup coefficient table") as d_table, \
+                alloc.alloc(fb * layout.n_records, "setup coefficient values") as d_coeff:
+            for name, parts in (
+                    ("u", [(*terms(r1cs.a), layout.positions_a),
+                           (publics.rows, publics.signals, publics.codes, layout.positions_public)]),
+                    ("v", [(*terms(r1cs.b), layout.positions_b)]), ("w", [(*terms(r1cs.c), None)])):
                 d_uvw[name] = scratch.enter_context(alloc.alloc(fb * n_vars, f"setup {name} per signal"))
-                self._evaluate_matrix(rt, parts, n_vars, d_lagrange.ptr, d_uvw[name].ptr, d_coeff.ptr, positions)
+                self._evaluate_matrix(rt, parts, n_vars, d_table.ptr, d_lagrange.ptr, d_uvw[name].ptr, d_coeff.ptr)
             d_lagrange.free()
             clock.mark("evaluations")
             values = d_coeff.download(np.empty((layout.n_records, fr.limbs), dtype=np.uint64), rt.stream)
         clock.mark("download_coefficients")
         d_u, d_v, d_w = (d_uvw[k] for k in "uvw")
-        first_private, off = circuit.n_public + 1, (circuit.n_public + 1) * fb
+        first_private, off = r1cs.n_public + 1, (r1cs.n_public + 1) * fb
         delta_inv = pow(secrets.delta, -1, p)
         rt.combine(d_w.ptr, d_u.ptr, d_v.ptr, d_w.ptr, first_private, secrets.alpha, secrets.beta,
                    pow(secrets.gamma, -1, p))
@@ -165,16 +170,16 @@ class GpuDevSetup:
         return {"a": d_u, "b": d_v, "ic_c": d_w, "h": d_h}, values
 
     @staticmethod
-    def _points(rt: SetupRunner, circuit: CircuitMatrices, scalars: dict, d_points: dict, clock) -> np.ndarray:
+    def _points(rt: SetupRunner, r1cs: CompactR1cs, scalars: dict, d_points: dict, clock) -> np.ndarray:
         """Every point section into ``d_points`` (IC into host memory instead); each section's
         scalars are freed after their last use."""
-        curve, fb = circuit.curve, rt.fr_bytes
-        n_vars, first_private = circuit.n_vars, circuit.n_public + 1
+        curve, fb = r1cs.curve, rt.fr_bytes
+        n_vars, first_private = r1cs.n_wires, r1cs.n_public + 1
         plan = (("a", curve.g1, scalars["a"], 0, n_vars, True), ("b1", curve.g1, scalars["b"], 0, n_vars, False),
                 ("b2", curve.g2, scalars["b"], 0, n_vars, True),
                 ("c", curve.g1, scalars["ic_c"], first_private, n_vars - first_private, False),
                 ("ic", curve.g1, scalars["ic_c"], 0, first_private, True),
-                ("h", curve.g1, scalars["h"], 0, circuit.domain_size, True))
+                ("h", curve.g1, scalars["h"], 0, r1cs.domain_size, True))
         with rt.allocator.alloc(rt.point_bytes(curve.g1) * first_private, "setup IC points") as d_ic:
             for name, group, d_scalars, first, count, last_use in plan:
                 if name == "ic":
@@ -187,33 +192,35 @@ class GpuDevSetup:
                 clock.mark(f"points_{name}")
             return d_ic.download(np.empty((first_private, 2, curve.fq.limbs), dtype=np.uint64), rt.stream)
 
-    def _evaluate_matrix(self, rt: SetupRunner, parts: tuple[SparseMatrix, ...], n_vars: int, d_lagrange: int,
-                         d_out: int, d_coeff: int, positions: np.ndarray | None) -> None:
-        """u (or v, w) of every signal from one matrix (``parts`` concatenated), and its coefficient
-        records when ``positions`` (record index of each term) is given."""
-        alloc, fb = rt.allocator, rt.fr_bytes
-        m = sum(len(part) for part in parts)
+    @staticmethod
+    def _evaluate_matrix(rt: SetupRunner, parts: list[tuple], n_vars: int, d_table: int, d_lagrange: int,
+                         d_out: int, d_coeff: int) -> None:
+        """u (or v, w) of every signal from one matrix's terms, given as parts (rows, signals, codes,
+        record positions or None) uploaded one after the other; records for parts with positions."""
+        alloc = rt.allocator
+        m = sum(part[0].shape[0] for part in parts)
         with alloc.alloc(4 * m, "setup term signals") as d_signals, alloc.alloc(4 * m, "setup term rows") as d_rows, \
-                alloc.alloc(fb * m, "setup term values") as d_values:
+                alloc.alloc(CODE_BYTES * m, "setup term codes") as d_codes:
             start = 0
-            for part in parts:  # uploaded one after the other: no host copy of the big arrays
-                d_signals.upload(part.signals, rt.stream, offset=4 * start)
-                d_rows.upload(part.rows, rt.stream, offset=4 * start)
-                d_values.upload(part.values, rt.stream, offset=fb * start)
-                start += len(part)
-            if positions is not None:
-                with alloc.upload(positions.astype(np.uint32), "setup record positions", rt.stream) as d_pos:
-                    rt.stored_coefficients(d_coeff, d_values.ptr, d_pos.ptr, m)
-            grouped = rt.group_by_signal(d_signals.ptr, d_rows.ptr, d_values.ptr, m, n_vars)
+            for rows, signals, codes, positions in parts:
+                k = rows.shape[0]
+                d_rows.upload(rows, rt.stream, offset=4 * start)
+                d_signals.upload(signals, rt.stream, offset=4 * start)
+                d_codes.upload(codes, rt.stream, offset=CODE_BYTES * start)
+                if positions is not None:
+                    with alloc.upload(positions.astype(np.uint32), "setup record positions", rt.stream) as d_pos:
+                        rt.stored_coefficients(d_coeff, d_codes.ptr + CODE_BYTES * start, d_table, d_pos.ptr, k)
+                start += k
+            grouped = rt.group_by_signal(d_signals.ptr, d_rows.ptr, d_codes.ptr, m, n_vars)
             try:
-                rt.evaluate(d_out, grouped, d_lagrange, n_vars)
+                rt.evaluate(d_out, grouped, d_table, d_lagrange, n_vars)
             finally:
                 for buf in grouped:
                     buf.free()
 
     @staticmethod
-    def _download_points(rt: SetupRunner, circuit: CircuitMatrices, d_points: dict) -> dict[str, np.ndarray]:
-        fq_limbs = circuit.curve.fq.limbs
+    def _download_points(rt: SetupRunner, r1cs: CompactR1cs, d_points: dict) -> dict[str, np.ndarray]:
+        fq_limbs = r1cs.curve.fq.limbs
         points = {}
         for name in POINT_SECTIONS:
             shape = (2, 2, fq_limbs) if name == "b2" else (2, fq_limbs)

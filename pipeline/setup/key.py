@@ -11,7 +11,7 @@ import numpy as np
 from ..curves import Curve
 from ..curves.encoding import decode_g1_mont
 from ..formats.types import Groth16Zkey
-from .circuit import CircuitMatrices
+from ..formats.compact_r1cs import CompactR1cs
 from .coefficients import RecordLayout
 from .dev_secrets import DevSecrets
 
@@ -29,12 +29,12 @@ def vk_points(curve: Curve, secrets: DevSecrets) -> dict:
             "gamma2": times(g2, secrets.gamma), "delta1": times(g1, secrets.delta), "delta2": times(g2, secrets.delta)}
 
 
-def assemble_zkey(circuit: CircuitMatrices, secrets: DevSecrets, layout: RecordLayout, values_stored: np.ndarray,
+def assemble_zkey(r1cs: CompactR1cs, secrets: DevSecrets, layout: RecordLayout, values_stored: np.ndarray,
                   points: dict[str, np.ndarray], ic_stored: np.ndarray, path: str) -> Groth16Zkey:
     """The in-memory key; ``points`` maps each of POINT_SECTIONS to its stored array."""
-    curve = circuit.curve
+    curve = r1cs.curve
     return Groth16Zkey(
-        path=path, curve=curve, n_vars=circuit.n_vars, n_public=circuit.n_public, domain_size=circuit.domain_size,
+        path=path, curve=curve, n_vars=r1cs.n_wires, n_public=r1cs.n_public, domain_size=r1cs.domain_size,
         **vk_points(curve, secrets), ic=tuple(decode_g1_mont(curve, ic_stored)),
         coeff_matrix=layout.matrix, coeff_constraint=layout.constraint, coeff_signal=layout.signal,
         coeff_values_stored=values_stored, **{f"points_{name}": points[name] for name in POINT_SECTIONS})

@@ -29,8 +29,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..curves.field import ScalarField
-from .circuit import CircuitMatrices
-from .coefficients import public_rows
+from ..formats.compact_r1cs import CompactR1cs
+from .circuit import coefficient_ints, log_domain_size, terms
 from .dev_secrets import DevSecrets
 
 
@@ -83,17 +83,19 @@ def lagrange_values(fr: ScalarField, log_size: int, tau: int, count: int, start:
     return [scale * x % p * inv % p for x, inv in zip(powers, inverses)]
 
 
-def evaluate_signals(circuit: CircuitMatrices, lagrange: list[int]) -> tuple[list[int], list[int], list[int]]:
+def evaluate_signals(r1cs: CompactR1cs, lagrange: list[int]) -> tuple[list[int], list[int], list[int]]:
     """u, v, w of every signal (u with the public rows)."""
-    fr = circuit.curve.fr
-    p = fr.modulus
+    p = r1cs.curve.fr.modulus
+    coefficients = coefficient_ints(r1cs)
     out = []
-    for matrices in ((circuit.a, public_rows(circuit)), (circuit.b,), (circuit.c,)):
-        acc = [0] * circuit.n_vars
-        for m in matrices:
-            for row, signal, value in zip(m.rows.tolist(), m.signals.tolist(), fr.ints_from_limbs(m.values)):
-                acc[signal] = (acc[signal] + value * lagrange[row]) % p
+    for m in r1cs.matrices:
+        acc = [0] * r1cs.n_wires
+        rows, signals, codes = terms(m)
+        for row, signal, code in zip(rows.tolist(), signals.tolist(), codes.tolist()):
+            acc[signal] = (acc[signal] + coefficients[code] * lagrange[row]) % p
         out.append(acc)
+    for j in range(r1cs.n_public + 1):  # the public rows (n_constraints + j, j, 1) of A
+        out[0][j] = (out[0][j] + lagrange[r1cs.n_constraints + j]) % p
     return out[0], out[1], out[2]
 
 
@@ -102,13 +104,13 @@ def combine(p: int, u: list[int], v: list[int], w: list[int], alpha: int, beta: 
     return [(beta * x + alpha * y + z) % p * scale % p for x, y, z in zip(u, v, w)]
 
 
-def key_scalars(circuit: CircuitMatrices, secrets: DevSecrets) -> KeyScalars:
-    fr = circuit.curve.fr
-    p, n, log_n = fr.modulus, circuit.domain_size, circuit.log_domain_size
-    secrets.check(circuit.curve, n)
+def key_scalars(r1cs: CompactR1cs, secrets: DevSecrets) -> KeyScalars:
+    fr = r1cs.curve.fr
+    p, n, log_n = fr.modulus, r1cs.domain_size, log_domain_size(r1cs)
+    secrets.check(r1cs.curve, n)
     lagrange = lagrange_values(fr, log_n, secrets.tau, n)
-    u, v, w = evaluate_signals(circuit, lagrange)
-    first_private = circuit.n_public + 1
+    u, v, w = evaluate_signals(r1cs, lagrange)
+    first_private = r1cs.n_public + 1
     gamma_inv, delta_inv = pow(secrets.gamma, -1, p), pow(secrets.delta, -1, p)
     ic = combine(p, u[:first_private], v[:first_private], w[:first_private], secrets.alpha, secrets.beta, gamma_inv)
     c = combine(p, u[first_private:], v[first_private:], w[first_private:], secrets.alpha, secrets.beta, delta_inv)

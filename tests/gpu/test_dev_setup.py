@@ -16,6 +16,7 @@ from pipeline.groth16.verifier import verify
 from pipeline.setup import DevSecrets, dev_setup_cpu
 from pipeline.setup.adopt import adopt_dev_key
 from pipeline.setup.gpu import GpuDevSetup
+from pipeline.synth import generate_circuit
 from tests.conftest import fixture_dir, snarkjs_verify
 from tests.setup.conftest import SNARKJS, fixture_circuit
 
@@ -73,3 +74,20 @@ def test_adopting_twice_or_on_another_backend_is_refused(gpu_setup, cuda_backend
             adopt_dev_key(object(), dev_key)
     finally:
         cuda_backend.unload_key(key)
+
+
+@pytest.mark.parametrize("log_n", [12, 16])
+def test_seed_shaped_circuit_key_proves_and_verifies(gpu_setup, cuda_backend, gpu_curve, log_n):
+    """pipeline.synth's circuits: the constant in almost every row, 254-term packing rows, 95% bits."""
+    r1cs, witness = generate_circuit(log_n, 4, gpu_curve, seed=log_n)
+    dev_key = gpu_setup.run(r1cs, DevSecrets.draw(gpu_curve, r1cs.domain_size, seed=log_n))
+    zkey = dev_key.zkey
+    key = adopt_dev_key(cuda_backend, dev_key)
+    try:
+        proof = prove(cuda_backend, key, zkey, witness)
+    finally:
+        cuda_backend.unload_key(key)
+    vk = zkey.verification_key()
+    assert verify(vk, proof.public_signals, proof.pi_a, proof.pi_b, proof.pi_c)
+    bad_public = (proof.public_signals[0] + 1,) + proof.public_signals[1:]
+    assert not verify(vk, bad_public, proof.pi_a, proof.pi_b, proof.pi_c)

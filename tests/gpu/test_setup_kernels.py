@@ -9,9 +9,10 @@ import random
 import numpy as np
 import pytest
 
-from pipeline.backends.cuda.setup_kernels import SetupKernels, SetupRunner, TablePlan, window_bases
+from pipeline.backends.cuda.setup_kernels import SetupRunner, TablePlan, window_bases
 from pipeline.curves.encoding import encode_g1_mont, encode_g2_mont
-from pipeline.setup.circuit import CircuitMatrices, SparseMatrix
+from pipeline.formats.compact_r1cs import CompactR1cs, CsrMatrix
+from pipeline.setup.circuit import terms
 from pipeline.setup.cpu import generator_multiples
 from pipeline.setup.gpu import GpuDevSetup
 from pipeline.setup.scalars import combine, evaluate_signals, lagrange_scale, lagrange_values
@@ -75,38 +76,42 @@ def test_lagrange_at_a_root_of_unity_gives_zero_there(setup_runner):
     assert got == want and got[3] == 0
 
 
-def _random_matrix(fr, rng, n_rows, n_signals, terms_per_row, heavy_signal=None):
-    rows, signals = [], []
-    for r in range(n_rows):
+def _random_circuit(curve, rng, n_rows, n_signals, terms_per_row, heavy_signal=None) -> CompactR1cs:
+    """A circuit whose C matrix holds random terms (A, B empty); coefficients from a table of 7."""
+    signals, lengths = [], []
+    for _ in range(n_rows):
         chosen = rng.sample(range(n_signals), min(terms_per_row, n_signals))
         if heavy_signal is not None and heavy_signal not in chosen:
             chosen[0] = heavy_signal
-        rows += [r] * len(chosen)
         signals += chosen
-    values = _edge_and_random(fr.modulus, rng, len(rows))
-    return SparseMatrix(np.array(rows, dtype=np.uint32), np.array(signals, dtype=np.uint32),
-                        fr.limbs_from_ints(values).reshape(-1, fr.limbs))
+        lengths.append(len(chosen))
+    starts = np.zeros(n_rows + 1, dtype=np.int64)
+    np.cumsum(lengths, out=starts[1:])
+    codes = np.array([rng.randrange(7) for _ in signals], dtype=np.uint16)
+    table = curve.fr.limbs_from_ints(_edge_and_random(curve.fr.modulus, rng, 7))
+    empty = CsrMatrix(np.zeros(n_rows + 1, np.int64), np.zeros(0, np.uint32), np.zeros(0, np.uint16))
+    c = CsrMatrix(starts, np.array(signals, dtype=np.uint32), codes)
+    return CompactR1cs(curve, n_signals, 0, 0, n_signals - 1, empty, empty, c, table)
 
 
-@pytest.mark.parametrize("n_rows, n_signals, terms, heavy", [
+@pytest.mark.parametrize("n_rows, n_signals, terms_per_row, heavy", [
     (0, 1, 1, None), (1, 1, 1, None), (9, 17, 2, None), (40, 200, 3, None), (5000, 300, 2, 0), (257, 1025, 1, None)])
-def test_per_signal_evaluations_match_cpu(setup_runner, n_rows, n_signals, terms, heavy):
+def test_per_signal_evaluations_match_cpu(setup_runner, n_rows, n_signals, terms_per_row, heavy):
     """The signal in every row (heavy) spans several levels of chunk sums; with more signals than
     terms, many signals have none."""
     curve, fr = setup_runner.curve, setup_runner.curve.fr
     rng = random.Random(f"{fr.name}{n_rows}{n_signals}")
-    m = _random_matrix(fr, rng, n_rows, n_signals, terms, heavy)
-    empty = SparseMatrix(np.zeros(0, np.uint32), np.zeros(0, np.uint32), np.zeros((0, fr.limbs), np.uint64))
-    circuit = CircuitMatrices("<test>", curve, max(n_signals, 1), 0, max(n_rows, 1), empty, empty, m)
-    lagrange = _edge_and_random(fr.modulus, rng, max(n_rows, 1) + 1)  # + the constant's public row
-    want = evaluate_signals(circuit, lagrange)[2]
+    r1cs = _random_circuit(curve, rng, n_rows, n_signals, terms_per_row, heavy)
+    lagrange = _edge_and_random(fr.modulus, rng, n_rows + 1)  # + the constant's public row
+    want = evaluate_signals(r1cs, lagrange)[2]
+    rows, signals, codes = terms(r1cs.c)
     alloc = setup_runner.allocator
-    with alloc.upload(m.signals, "test signals") as d_s, alloc.upload(m.rows, "test rows") as d_r, \
-            alloc.upload(m.values, "test values") as d_v, _upload_mont(setup_runner, lagrange) as d_l, \
-            alloc.alloc(32 * n_signals, "test out") as d_out:
-        grouped = setup_runner.group_by_signal(d_s.ptr, d_r.ptr, d_v.ptr, len(m), n_signals)
+    with alloc.upload(signals, "test signals") as d_s, alloc.upload(rows, "test rows") as d_r, \
+            alloc.upload(codes, "test codes") as d_c, alloc.upload(r1cs.coeff_table, "test table") as d_t, \
+            _upload_mont(setup_runner, lagrange) as d_l, alloc.alloc(32 * n_signals, "test out") as d_out:
+        grouped = setup_runner.group_by_signal(d_s.ptr, d_r.ptr, d_c.ptr, len(signals), n_signals)
         try:
-            setup_runner.evaluate(d_out.ptr, grouped, d_l.ptr, n_signals)
+            setup_runner.evaluate(d_out.ptr, grouped, d_t.ptr, d_l.ptr, n_signals)
         finally:
             for buf in grouped:
                 buf.free()
@@ -125,23 +130,25 @@ def test_combine_matches_cpu(setup_runner, n):
         assert _download_fr(setup_runner, d_w, n) == combine(p, u, v, w, alpha, beta, scale)
 
 
-def test_stored_coefficients_are_value_r2_in_record_order(setup_runner):
+def test_stored_coefficients_are_table_values_times_r2_in_record_order(setup_runner):
     fr = setup_runner.curve.fr
     rng = random.Random(3)
     n = 65
-    values = _edge_and_random(fr.modulus, rng, n)
+    table = _edge_and_random(fr.modulus, rng, 9)
+    codes = [rng.randrange(9) for _ in range(n)]
     order = list(range(n))
     rng.shuffle(order)
     rr = fr.r_mont * fr.r_mont % fr.modulus
     alloc = setup_runner.allocator
-    with alloc.upload(fr.limbs_from_ints(values), "test values") as d_v, \
+    with alloc.upload(fr.limbs_from_ints(table), "test table") as d_t, \
+            alloc.upload(np.array(codes, dtype=np.uint16), "test codes") as d_c, \
             alloc.upload(np.array(order, dtype=np.uint32), "test positions") as d_pos, \
             alloc.alloc(32 * n, "test out") as d_out:
-        setup_runner.stored_coefficients(d_out.ptr, d_v.ptr, d_pos.ptr, n)
+        setup_runner.stored_coefficients(d_out.ptr, d_c.ptr, d_t.ptr, d_pos.ptr, n)
         got = _download_fr(setup_runner, d_out, n, mont=False)
     want = [0] * n
-    for value, pos in zip(values, order):
-        want[pos] = value * rr % fr.modulus
+    for code, pos in zip(codes, order):
+        want[pos] = table[code] * rr % fr.modulus
     assert got == want
 
 

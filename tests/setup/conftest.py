@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.formats.r1cs import read_r1cs
-from pipeline.setup import DevSecrets, dev_setup_cpu, from_r1cs
+from pipeline.setup import DevSecrets, dev_setup_cpu, read_circuit
 from tests.conftest import REPO, fixture_dir
 
 SNARKJS = REPO / "node_modules" / ".bin" / "snarkjs"
@@ -15,11 +14,11 @@ _KEYS: dict = {}
 
 
 def fixture_circuit(curve_name: str, name: str):
-    return from_r1cs(read_r1cs(str(fixture_dir(curve_name, name) / "circuit.r1cs")))
+    return read_circuit(str(fixture_dir(curve_name, name) / "circuit.r1cs"))
 
 
 def dev_key(curve_name: str, name: str, seed: int = 7):
-    """(circuit, secrets, zkey) of a fixture circuit; secrets from a fixed seed (reproducible)."""
+    """(r1cs, secrets, zkey) of a fixture circuit; secrets from a fixed seed (reproducible)."""
     if (curve_name, name, seed) not in _KEYS:
         circuit = fixture_circuit(curve_name, name)
         secrets = DevSecrets.draw(circuit.curve, circuit.domain_size, seed=seed)

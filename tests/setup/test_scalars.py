@@ -9,6 +9,7 @@ import pytest
 from pipeline.backends.cpu.ntt import quotient_on_coset
 from pipeline.curves import BN254
 from pipeline.formats.wtns import read_wtns
+from pipeline.setup.circuit import coefficient_ints, terms
 from pipeline.setup.scalars import batch_inverse, key_scalars, lagrange_scale, lagrange_values
 from tests.conftest import fixture_dir
 from tests.setup.conftest import dev_key
@@ -43,27 +44,26 @@ def test_batch_inverse_maps_zero_to_zero_and_inverts_the_rest():
 @pytest.mark.parametrize("curve_name", ["bn128", "bls12381"])
 @pytest.mark.parametrize("name", ["multiplier", "chain_2e8"])
 def test_h_scalars_turn_the_odd_coset_quotient_into_p_at_tau(curve_name, name):
-    circuit, secrets, _ = dev_key(curve_name, name)
-    fr, p = circuit.curve.fr, circuit.curve.fr.modulus
-    s = key_scalars(circuit, secrets)
+    r1cs, secrets, _ = dev_key(curve_name, name)
+    fr, p = r1cs.curve.fr, r1cs.curve.fr.modulus
+    s = key_scalars(r1cs, secrets)
     w = fr.ints_from_limbs(read_wtns(str(fixture_dir(curve_name, name) / "witness.wtns")).values)
     # a, b, c on the domain, the way the prover computes them (c = C w for a satisfying witness)
-    n = circuit.domain_size
+    coefficients = coefficient_ints(r1cs)
     abc = []
-    for m, extra in ((circuit.a, True), (circuit.b, False), (circuit.c, False)):
-        vals = [0] * n
-        for row, sig, coef in zip(m.rows.tolist(), m.signals.tolist(), fr.ints_from_limbs(m.values)):
-            vals[row] = (vals[row] + coef * w[sig]) % p
-        if extra:
-            for j in range(circuit.n_public + 1):
-                vals[circuit.n_constraints + j] = (vals[circuit.n_constraints + j] + w[j]) % p
+    for m in r1cs.matrices:
+        vals = [0] * r1cs.domain_size
+        rows, signals, codes = terms(m)
+        for row, sig, code in zip(rows.tolist(), signals.tolist(), codes.tolist()):
+            vals[row] = (vals[row] + coefficients[code] * w[sig]) % p
         abc.append(vals)
+    for j in range(r1cs.n_public + 1):  # the public rows of A
+        abc[0][r1cs.n_constraints + j] = w[j]
     h = quotient_on_coset(fr, abc[0], abc[1], [x * y % p for x, y in zip(abc[0], abc[1])])
     # p(tau) from the per-signal evaluations: a(tau) = sum_j w_j u_j and so on
-    u, v = s.a, s.b
-    first_private = circuit.n_public + 1
-    a_tau = sum(x * y for x, y in zip(w, u)) % p
-    b_tau = sum(x * y for x, y in zip(w, v)) % p
+    first_private = r1cs.n_public + 1
+    a_tau = sum(x * y for x, y in zip(w, s.a)) % p
+    b_tau = sum(x * y for x, y in zip(w, s.b)) % p
     # sum_j w_j (beta u_j + alpha v_j + w_j): IC scaled by gamma, C by delta
     combo = (sum(x * y for x, y in zip(w[:first_private], s.ic)) * secrets.gamma
              + sum(x * y for x, y in zip(w[first_private:], s.c)) * secrets.delta) % p
@@ -71,8 +71,8 @@ def test_h_scalars_turn_the_odd_coset_quotient_into_p_at_tau(curve_name, name):
     assert sum(x * y for x, y in zip(h, s.h)) * secrets.delta % p == (a_tau * b_tau - c_tau) % p
 
 
-def test_key_scalars_of_a_curve_fixture_have_the_key_sizes():
-    circuit, secrets, zkey = dev_key("bls12381", "chain_2e8")
-    s = key_scalars(circuit, secrets)
+def test_key_scalars_of_a_fixture_have_the_key_sizes():
+    r1cs, secrets, zkey = dev_key("bls12381", "chain_2e8")
+    s = key_scalars(r1cs, secrets)
     assert (len(s.a), len(s.b), len(s.ic), len(s.c), len(s.h)) == (
         zkey.n_vars, zkey.n_vars, zkey.n_public + 1, zkey.n_vars - zkey.n_public - 1, zkey.domain_size)

@@ -22,8 +22,8 @@ from .msm import MsmRunner
 
 SETUP_UNITS: dict[str, tuple[str, ...]] = {
     "setup_fr": (
-        "setup_lagrange<fr_t>", "setup_count_signals", "setup_scatter_by_signal<fr_t>",
-        "setup_chunk_sums<fr_t, true>", "setup_chunk_sums<fr_t, false>", "setup_signal_values<fr_t>",
+        "setup_lagrange<fr_t>", "setup_count_signals", "setup_scatter_by_signal",
+        "setup_term_sums<fr_t>", "setup_partial_sums<fr_t>", "setup_signal_values<fr_t>",
         "setup_combine<fr_t>", "setup_stored_coefficients<fr_t>",
         "scan_tile_sums", "scan_tile_offsets", "scan_apply", "msm_chunk_counts",
     ),
@@ -35,15 +35,17 @@ SETUP_SIGNATURES: dict[str, tuple[str, ...]] = {
     "setup_lagrange": (PTR, U64, U64, U64, "fr", "fr", PTR, PTR, I32),
     "setup_count_signals": (PTR, U64, PTR),
     "setup_scatter_by_signal": (PTR, PTR, PTR, U64, PTR, PTR, PTR),
-    "setup_chunk_sums": (PTR, PTR, PTR, PTR, PTR, PTR, U32, U32, U32),
+    "setup_term_sums": (PTR, PTR, PTR, PTR, PTR, PTR, PTR, U32, U32, U32),
+    "setup_partial_sums": (PTR, PTR, PTR, PTR, U32, U32, U32),
     "setup_signal_values": (PTR, PTR, PTR, U32),
     "setup_combine": (PTR, PTR, PTR, PTR, U64, "fr", "fr", "fr"),
-    "setup_stored_coefficients": (PTR, PTR, PTR, U64),
+    "setup_stored_coefficients": (PTR, PTR, PTR, PTR, U64),
     "setup_table_multiples": (PTR, PTR, U32, U32),
     "setup_fixed_base_mul": (PTR, PTR, U64, PTR, I32, I32),
     "setup_xyzz_to_affine": (PTR, PTR, U64),
 }
 
+CODE_BYTES = 2  # coefficient codes are uint16 (cuda_src/setup/codes.cuh)
 BLOCK = 256  # threads per block of every setup kernel (setup_fixed_base_mul's launch bounds assume it)
 BATCH_INVERSE_THREADS = 1 << 17  # threads of a batch inversion: enough to fill an H200, >= 8 elements each at 2^20
 EVAL_CHUNK = 32  # terms per thread at level 0 of the per-signal sums (field products)
@@ -161,21 +163,21 @@ class SetupRunner:
                             lo_bits))
 
     # -- per-signal evaluations ------------------------------------------------------------------
-    def group_by_signal(self, d_signals: int, d_rows: int, d_values: int, m: int, n_signals: int):
-        """Counting sort of m terms by signal -> (offsets (n_signals + 1), rows, values) buffers."""
+    def group_by_signal(self, d_signals: int, d_rows: int, d_codes: int, m: int, n_signals: int):
+        """Counting sort of m terms by signal -> (offsets (n_signals + 1), rows, codes) buffers."""
         alloc = self.allocator
         d_offsets = alloc.alloc(4 * (n_signals + 1), "setup signal offsets")
         d_rows_out = alloc.alloc(4 * m, "setup terms by signal: rows")
-        d_values_out = alloc.alloc(self.fr_bytes * m, "setup terms by signal: values")
+        d_codes_out = alloc.alloc(CODE_BYTES * m, "setup terms by signal: codes")
         with alloc.alloc(4 * n_signals, "setup signal counts") as d_counts:
             d_counts.memset32(0, self.stream)
             self._launch("setup_count_signals", m, (d_signals, m, d_counts.ptr))
             self.scan(d_counts.ptr, n_signals, d_offsets.ptr)
             d_cursor = d_counts  # reuse: each signal's slot cursor starts at its offset
             self.kernels.launch_copy(d_cursor.ptr, d_offsets.ptr, 4 * n_signals, self.stream)
-            self._launch("setup_scatter_by_signal<fr_t>", m, (d_signals, d_rows, d_values, m, d_cursor.ptr,
-                                                              d_rows_out.ptr, d_values_out.ptr))
-        return d_offsets, d_rows_out, d_values_out
+            self._launch("setup_scatter_by_signal", m, (d_signals, d_rows, d_codes, m, d_cursor.ptr, d_rows_out.ptr,
+                                                        d_codes_out.ptr))
+        return d_offsets, d_rows_out, d_codes_out
 
     def _chunk_offsets(self, d_offsets, n_signals: int, chunk: int):
         d_chunk_off = self.allocator.alloc(4 * (n_signals + 1), "setup chunk offsets")
@@ -184,23 +186,23 @@ class SetupRunner:
             self.scan(d_counts.ptr, n_signals, d_chunk_off.ptr)
         return d_chunk_off, self._read_u32(d_chunk_off, n_signals)
 
-    def evaluate(self, d_out: int, grouped: tuple, d_lagrange: int, n_signals: int) -> None:
-        """d_out[j] = sum of value * L[row] over signal j's terms (Montgomery; 0 for none)."""
-        d_offsets, d_rows, d_values = grouped
+    def evaluate(self, d_out: int, grouped: tuple, d_table: int, d_lagrange: int, n_signals: int) -> None:
+        """d_out[j] = sum of table[code] * L[row] over signal j's terms (Montgomery; 0 for none)."""
+        d_offsets, d_rows, d_codes = grouped
         fb, alloc = self.fr_bytes, self.allocator
         d_chunk_off, n_chunks = self._chunk_offsets(d_offsets, n_signals, EVAL_CHUNK)
         d_partials = alloc.alloc(fb * max(n_chunks, 1), "setup partial sums")
-        self._launch("setup_chunk_sums<fr_t, true>", n_chunks, (d_partials.ptr, d_values.ptr, d_rows.ptr, d_lagrange,
-                                                                 d_offsets.ptr, d_chunk_off.ptr, n_signals, EVAL_CHUNK,
-                                                                 n_chunks))
+        self._launch("setup_term_sums<fr_t>", n_chunks, (d_partials.ptr, d_codes.ptr, d_rows.ptr, d_table, d_lagrange,
+                                                         d_offsets.ptr, d_chunk_off.ptr, n_signals, EVAL_CHUNK,
+                                                         n_chunks))
         while True:  # sum the partials of each signal until one is left (as the MSM's buckets)
             d_next_off, n_next = self._chunk_offsets(d_chunk_off, n_signals, LEVEL_CHUNK)
             if n_next == n_chunks:
                 d_next_off.free()
                 break
             d_next = alloc.alloc(fb * max(n_next, 1), "setup partial sums")
-            self._launch("setup_chunk_sums<fr_t, false>", n_next, (d_next.ptr, d_partials.ptr, 0, 0, d_chunk_off.ptr,
-                                                                    d_next_off.ptr, n_signals, LEVEL_CHUNK, n_next))
+            self._launch("setup_partial_sums<fr_t>", n_next, (d_next.ptr, d_partials.ptr, d_chunk_off.ptr,
+                                                              d_next_off.ptr, n_signals, LEVEL_CHUNK, n_next))
             d_partials.free()
             d_chunk_off.free()
             d_partials, d_chunk_off, n_chunks = d_next, d_next_off, n_next
@@ -214,9 +216,9 @@ class SetupRunner:
         self._launch("setup_combine<fr_t>", n, (d_out, d_u, d_v, d_w, n, self.fr_mont(beta), self.fr_mont(alpha),
                                                  self.fr_mont(scale)))
 
-    def stored_coefficients(self, d_out: int, d_values: int, d_positions: int, n: int) -> None:
-        """d_out[pos[i]] = values[i] R^2 (plain in, the zkey's coefficient form out)."""
-        self._launch("setup_stored_coefficients<fr_t>", n, (d_out, d_values, d_positions, n))
+    def stored_coefficients(self, d_out: int, d_codes: int, d_table: int, d_positions: int, n: int) -> None:
+        """d_out[pos[i]] = table[codes[i]] R^2 (plain table, the zkey's coefficient form out)."""
+        self._launch("setup_stored_coefficients<fr_t>", n, (d_out, d_codes, d_table, d_positions, n))
 
     # -- fixed-base multiplication ---------------------------------------------------------------
     def to_affine(self, group: CurveGroup, d_out: int, d_xyzz: int, n: int,
