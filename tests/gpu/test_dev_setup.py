@@ -33,6 +33,22 @@ def gpu_setup(cuda_backend):
     setup.close()
 
 
+def _prove_from_device_and_verify(cuda_backend, dev_key, witness):
+    """A proof from the key's device points (adopted, no upload): our verifier accepts it and rejects
+    it with the first public input changed. Returns (proof, the changed public signals)."""
+    zkey = dev_key.zkey
+    key = adopt_dev_key(cuda_backend, dev_key)
+    try:
+        proof = prove(cuda_backend, key, zkey, witness)
+    finally:
+        cuda_backend.unload_key(key)
+    vk = zkey.verification_key()
+    assert verify(vk, proof.public_signals, proof.pi_a, proof.pi_b, proof.pi_c)
+    bad_public = (proof.public_signals[0] + 1,) + proof.public_signals[1:]
+    assert not verify(vk, bad_public, proof.pi_a, proof.pi_b, proof.pi_c)
+    return proof, bad_public
+
+
 @pytest.mark.parametrize("name", ["multiplier", "chain_2e10"])
 def test_gpu_key_equals_cpu_key_and_proves_from_the_device(gpu_setup, cuda_backend, gpu_curve, name, tmp_path):
     circuit = fixture_circuit(gpu_curve.name, name)
@@ -43,17 +59,9 @@ def test_gpu_key_equals_cpu_key_and_proves_from_the_device(gpu_setup, cuda_backe
     assert (tmp_path / "gpu.zkey").read_bytes() == (tmp_path / "cpu.zkey").read_bytes()
     assert all(f"{phase}_ms" in dev_key.timings_ms for phase in PHASES)
 
-    zkey = dev_key.zkey
-    key = adopt_dev_key(cuda_backend, dev_key)
-    try:
-        witness = read_wtns(str(fixture_dir(gpu_curve.name, name) / "witness.wtns"))
-        proof = prove(cuda_backend, key, zkey, witness)
-    finally:
-        cuda_backend.unload_key(key)
-    vk = zkey.verification_key()
-    assert verify(vk, proof.public_signals, proof.pi_a, proof.pi_b, proof.pi_c)
-    bad_public = (proof.public_signals[0] + 1,) + proof.public_signals[1:]
-    assert not verify(vk, bad_public, proof.pi_a, proof.pi_b, proof.pi_c)
+    vk = dev_key.zkey.verification_key()
+    witness = read_wtns(str(fixture_dir(gpu_curve.name, name) / "witness.wtns"))
+    proof, bad_public = _prove_from_device_and_verify(cuda_backend, dev_key, witness)
     if SNARKJS.exists() and shutil.which("node"):
         write_verification_key(tmp_path / "vk.json", vk)
         write_proof(tmp_path / "proof.json", proof)
@@ -81,13 +89,4 @@ def test_seed_shaped_circuit_key_proves_and_verifies(gpu_setup, cuda_backend, gp
     """pipeline.synth's circuits: the constant in almost every row, 254-term packing rows, 95% bits."""
     r1cs, witness = generate_circuit(log_n, 4, gpu_curve, seed=log_n)
     dev_key = gpu_setup.run(r1cs, DevSecrets.draw(gpu_curve, r1cs.domain_size, seed=log_n))
-    zkey = dev_key.zkey
-    key = adopt_dev_key(cuda_backend, dev_key)
-    try:
-        proof = prove(cuda_backend, key, zkey, witness)
-    finally:
-        cuda_backend.unload_key(key)
-    vk = zkey.verification_key()
-    assert verify(vk, proof.public_signals, proof.pi_a, proof.pi_b, proof.pi_c)
-    bad_public = (proof.public_signals[0] + 1,) + proof.public_signals[1:]
-    assert not verify(vk, bad_public, proof.pi_a, proof.pi_b, proof.pi_c)
+    _prove_from_device_and_verify(cuda_backend, dev_key, witness)
