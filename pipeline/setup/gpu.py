@@ -29,7 +29,7 @@ import numpy as np
 
 from ..backends.cuda.memory import DeviceBuffer
 from ..backends.cuda.setup_kernels import CODE_BYTES, SetupKernels, SetupRunner
-from ..backends.cuda.streams import Event
+from ..backends.cuda.work import PhaseEvents
 from ..formats.compact_r1cs import CompactR1cs
 from ..formats.types import Groth16Zkey
 from .circuit import check_for_setup, log_domain_size, public_rows, table_with_one, terms
@@ -56,26 +56,6 @@ class DevKey:
         for buf in self.d_points.values():
             buf.free()
         self.d_points = {}
-
-
-class _PhaseClock:
-    """CUDA events between phases on one stream; read once at the end (no sync in between)."""
-
-    def __init__(self, stream) -> None:
-        self.stream = stream
-        self.marks: list[tuple[str, Event]] = [("start", Event().record(stream))]
-
-    def mark(self, name: str) -> None:
-        self.marks.append((name, Event().record(self.stream)))
-
-    def read(self) -> dict[str, float]:
-        self.marks[-1][1].synchronize()
-        out: dict[str, float] = {}
-        for (_, prev), (name, ev) in zip(self.marks, self.marks[1:]):
-            out[f"{name}_ms"] = out.get(f"{name}_ms", 0.0) + ev.elapsed_ms(prev)
-        for _, ev in self.marks:
-            ev.close()
-        return out
 
 
 class GpuDevSetup:
@@ -108,16 +88,18 @@ class GpuDevSetup:
         t0 = time.perf_counter()
         layout = record_layout(r1cs)
         timings = {"host_layout_ms": (time.perf_counter() - t0) * 1e3}
-        clock = _PhaseClock(rt.stream)
+        clock = PhaseEvents(rt.stream)
         d_points: dict[str, DeviceBuffer] = {}
         with ExitStack() as scratch:
+            scratch.callback(clock.close)
             try:
                 scalars, values = self._scalars(rt, r1cs, secrets, layout, clock, scratch)
                 rt.generator_table(curve.g1)
                 rt.generator_table(curve.g2)
-                clock.mark("tables")
+                clock.mark("tables_ms")
                 ic_stored = self._points(rt, r1cs, scalars, d_points, clock)
-                timings.update(clock.read())
+                clock.last.synchronize()
+                timings.update(clock.elapsed_ms())
                 t1 = time.perf_counter()
                 points = self._download_points(rt, r1cs, d_points)
                 timings["download_points_ms"] = (time.perf_counter() - t1) * 1e3
@@ -139,7 +121,7 @@ class GpuDevSetup:
         p, n, log_n, n_vars = fr.modulus, r1cs.domain_size, log_domain_size(r1cs), r1cs.n_wires
         d_lagrange = scratch.enter_context(alloc.alloc(fb * n, "setup Lagrange values"))
         rt.lagrange(d_lagrange.ptr, n, log_n, secrets.tau, lagrange_scale(fr, log_n, secrets.tau))
-        clock.mark("lagrange")
+        clock.mark("lagrange_ms")
         table, one_code = table_with_one(r1cs)
         publics = public_rows(r1cs, one_code)
         d_uvw = {}
@@ -152,9 +134,9 @@ class GpuDevSetup:
                 d_uvw[name] = scratch.enter_context(alloc.alloc(fb * n_vars, f"setup {name} per signal"))
                 self._evaluate_matrix(rt, parts, n_vars, d_table.ptr, d_lagrange.ptr, d_uvw[name].ptr, d_coeff.ptr)
             d_lagrange.free()
-            clock.mark("evaluations")
+            clock.mark("evaluations_ms")
             values = d_coeff.download(np.empty((layout.n_records, fr.limbs), dtype=np.uint64), rt.stream)
-        clock.mark("download_coefficients")
+        clock.mark("download_coefficients_ms")
         d_u, d_v, d_w = (d_uvw[k] for k in "uvw")
         first_private, off = r1cs.n_public + 1, (r1cs.n_public + 1) * fb
         delta_inv = pow(secrets.delta, -1, p)
@@ -162,11 +144,11 @@ class GpuDevSetup:
                    pow(secrets.gamma, -1, p))
         rt.combine(d_w.ptr + off, d_u.ptr + off, d_v.ptr + off, d_w.ptr + off, n_vars - first_private,
                    secrets.alpha, secrets.beta, delta_inv)
-        clock.mark("combine")
+        clock.mark("combine_ms")
         d_h = scratch.enter_context(alloc.alloc(fb * n, "setup H scalars"))
         rt.lagrange(d_h.ptr, n, log_n + 1, secrets.tau, lagrange_scale(fr, log_n + 1, secrets.tau) * delta_inv % p,
                     start=1, stride=2)
-        clock.mark("h_scalars")
+        clock.mark("h_scalars_ms")
         return {"a": d_u, "b": d_v, "ic_c": d_w, "h": d_h}, values
 
     @staticmethod
@@ -189,7 +171,7 @@ class GpuDevSetup:
                 rt.fixed_base(group, d_out.ptr, d_scalars.ptr + first * fb, count)
                 if last_use:
                     d_scalars.free()
-                clock.mark(f"points_{name}")
+                clock.mark(f"points_{name}_ms")
             return d_ic.download(np.empty((first_private, 2, curve.fq.limbs), dtype=np.uint64), rt.stream)
 
     @staticmethod
