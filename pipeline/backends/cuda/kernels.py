@@ -17,6 +17,7 @@ from ...curves import Curve
 from ._bindings import driver
 from .constants import HEADER_NAME, curve_header
 from .errors import CudaError, check
+from .kernel_binaries import PREBUILT_DIR, find_prebuilt
 from .nvrtc_build import BuiltUnit, compile_unit, load_cached_unit
 
 PTR, U32, I32, U64 = "ptr", "u32", "i32", "u64"
@@ -83,48 +84,89 @@ def _compile_one(job: tuple) -> BuiltUnit:
     return compile_unit(unit, headers, UNITS[unit], arch=arch, cache_dir=cache_dir)
 
 
-def build_units(curves, arch: str = "sm_90", units=None, cache_dir=None, parallel: bool = True) -> dict:
-    """Compile (or load from the cache) the units of one or more curves -> {(curve name, unit): BuiltUnit}.
+def unit_headers(curve: Curve) -> dict[str, str]:
+    """The in-memory headers every unit of ``curve`` is compiled with."""
+    return {HEADER_NAME: curve_header(curve)}
+
+
+def compile_jobs(jobs: dict, cache_dir=None, parallel: bool = True) -> dict:
+    """{key: (unit, headers, arch)} -> {key: BuiltUnit}, from the NVRTC disk cache or compiled.
 
     Cached units load in this process. The others compile in spawned processes: cuda-python's
     NVRTC calls hold the GIL and a unit takes up to ~25 s, so threads would run them in turn;
     and forking a process that runs the driver's and the engine's threads may deadlock the child.
     """
-    curves = [curves] if isinstance(curves, Curve) else list(curves)
-    jobs = {(c.name, u): (u, {HEADER_NAME: curve_header(c)}, arch, cache_dir) for c in curves for u in (units or UNITS)}
     built = {}
-    for key, (unit, headers, _, _) in jobs.items():
+    for key, (unit, headers, arch) in jobs.items():
         cached = load_cached_unit(unit, headers, UNITS[unit], arch, cache_dir=cache_dir)
         if cached is not None:
             built[key] = cached
     missing = [key for key in jobs if key not in built]
+    args = {key: (*jobs[key], cache_dir) for key in missing}
     if not parallel or len(missing) <= 1:
-        built.update({key: _compile_one(jobs[key]) for key in missing})
+        built.update({key: _compile_one(args[key]) for key in missing})
     else:
         workers = min(len(missing), os.cpu_count() or 1)
         with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-            built.update(zip(missing, pool.map(_compile_one, [jobs[key] for key in missing])))
+            built.update(zip(missing, pool.map(_compile_one, [args[key] for key in missing])))
     return {key: built[key] for key in jobs}
+
+
+def build_units(curves, arch: str = "sm_90", units=None, cache_dir=None, parallel: bool = True,
+                prebuilt_dir=PREBUILT_DIR) -> dict:
+    """The units of one or more curves for a device of ``arch`` -> {(curve name, unit): BuiltUnit}:
+    the binaries shipped with the package where one fits ``arch`` and was built from these very
+    sources (no compiler runs), else the NVRTC disk cache, else compiled now.
+    ``prebuilt_dir=None`` skips the shipped binaries (the ahead-of-time build itself)."""
+    curves = [curves] if isinstance(curves, Curve) else list(curves)
+    jobs = {(c.name, u): (u, unit_headers(c), arch) for c in curves for u in (units or UNITS)}
+    built = {}
+    if prebuilt_dir is not None:
+        for key, (unit, headers, _) in jobs.items():
+            found = find_prebuilt(key[0], unit, headers, UNITS[unit], arch, directory=prebuilt_dir)
+            if found is not None:
+                built[key] = found
+    rest = {key: job for key, job in jobs.items() if key not in built}
+    if rest:
+        built.update(compile_jobs(rest, cache_dir, parallel))
+    return {key: built[key] for key in jobs}
+
+
+# The units a proof launches, loaded when a curve's kernels are set up; "arith" holds the field and
+# point test kernels (tests/gpu), loaded on the first launch of one of them.
+PROVER_UNITS = ("ntt", "msm_g1", "msm_g2")
+UNIT_OF = {expr: unit for unit, exprs in UNITS.items() for expr in exprs}
 
 
 class CurveKernels:
     """The loaded modules of one curve on one device; ``launch`` by name expression."""
 
-    def __init__(self, device, curve: Curve, cache_dir=None) -> None:
+    def __init__(self, device, curve: Curve, cache_dir=None, units=PROVER_UNITS) -> None:
         self.device = device
         self.curve = curve
-        device.activate()
-        self.built = {u: b for (_, u), b in build_units(curve, device.arch, cache_dir=cache_dir).items()}
-        self.compile_s = {u: b.compile_s for u, b in self.built.items()}
+        self.cache_dir = cache_dir
+        self.built: dict[str, BuiltUnit] = {}
+        self.compile_s: dict[str, float] = {}
         self._functions = {}
         self._modules = []
-        for unit, built in self.built.items():
+        self._load(units)
+        self.sync_after_launch = os.environ.get("ZKPIPE_CUDA_SYNC_LAUNCH") == "1"
+
+    def _load(self, units) -> None:
+        self.device.activate()
+        for (_, unit), built in build_units(self.curve, self.device.arch, units, self.cache_dir).items():
             module = check(driver.cuModuleLoadData(built.cubin), "cuModuleLoadData", unit)
             self._modules.append(module)
             for expr, lowered in built.lowered.items():
                 self._functions[expr] = check(driver.cuModuleGetFunction(module, lowered.encode()),
                                               "cuModuleGetFunction", expr)
-        self.sync_after_launch = os.environ.get("ZKPIPE_CUDA_SYNC_LAUNCH") == "1"
+            self.built[unit] = built
+            self.compile_s[unit] = built.compile_s
+
+    def _function(self, expr: str):
+        if expr not in self._functions:
+            self._load((UNIT_OF[expr],))
+        return self._functions[expr]
 
     def launch(self, expr: str, grid: int, block: int, args: tuple, stream, shared_bytes: int = 0) -> None:
         """Launch ``expr`` on ``stream``; the launch status is checked, and with
@@ -140,7 +182,7 @@ class CurveKernels:
                 holders.append(np.array([int(value)], dtype=_NP_TYPES[kind]))
         params = np.array([h.ctypes.data for h in holders], dtype=np.uint64)
         grid = max(int(grid), 1)
-        check(driver.cuLaunchKernel(self._functions[expr], grid, 1, 1, int(block), 1, 1, int(shared_bytes),
+        check(driver.cuLaunchKernel(self._function(expr), grid, 1, 1, int(block), 1, 1, int(shared_bytes),
                                     stream.handle, params.ctypes.data, 0), "cuLaunchKernel", expr)
         stream.note_launch(expr)
         if self.sync_after_launch:
