@@ -11,13 +11,10 @@ import time
 from pathlib import Path
 
 from .oneshot.timeline import Timeline  # first: its clock marks where zkpipe's own code starts
+from .errors import BadInput, ExitCode, InternalError, Unavailable, ZkpipeError
 
-EXIT_OK, EXIT_INVALID, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_OK, EXIT_INVALID, EXIT_BAD_INPUT = ExitCode.OK, ExitCode.INVALID, ExitCode.BAD_INPUT
 EXAMPLES_DIR = Path(__file__).parent / "examples"
-
-
-class BadInput(Exception):
-    """Anything the user handed us that we cannot use; the message says what and where."""
 
 
 def _read_inputs(key_path: str, wtns_path: str | None = None):
@@ -226,40 +223,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _bad_input_message(exc: BaseException) -> str | None:
-    """The one-line message for an error that is the caller's (exit 2), None for anything else.
-    The error types are imported here, after the fact, so that no command pays for importing
-    them (the --server path never imports numpy)."""
-    if isinstance(exc, BadInput):
-        return str(exc)
-    if isinstance(exc, OSError):
-        return f"{exc.filename or ''}: {exc.strerror or exc}"
-    from .oneshot.remote import RemoteError
-
-    if isinstance(exc, RemoteError):
-        return str(exc) if exc.bad_input else None
-    from .formats.errors import FormatError
-    from .groth16.prover import WitnessMismatch
-    from .witness.calculator import WitnessError
-
-    return str(exc) if isinstance(exc, (FormatError, WitnessMismatch, WitnessError)) else None
-
-
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except Exception as exc:
-        message = _bad_input_message(exc)
-        if message is not None:
-            print(f"zkpipe: error: {message}", file=sys.stderr)
-            return EXIT_BAD_INPUT
-        from .oneshot.remote import RemoteError
-
-        if isinstance(exc, RemoteError):  # the server took the job and it failed there
-            print(f"zkpipe: error: {exc}", file=sys.stderr)
-            return EXIT_INVALID
-        raise
+    except (BadInput, Unavailable) as exc:
+        print(f"zkpipe: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except InternalError as exc:
+        print(f"zkpipe: internal error: {exc}", file=sys.stderr)
+        return ExitCode.INTERNAL
+    except ZkpipeError as exc:  # what remains of the tree: a job that failed on the server (prove --server)
+        print(f"zkpipe: error: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    except OSError as exc:
+        print(f"zkpipe: error: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
 
 
 if __name__ == "__main__":

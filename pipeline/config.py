@@ -20,13 +20,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from .errors import BadInput
 
 ENV_PREFIX = "ZKPIPE_"
 ENGINE_ENV_PREFIX = "ZKPIPE_ENGINE_"
 MIB = 1 << 20
 
 
-class ConfigError(ValueError):
+class ConfigError(BadInput):
     """A setting that cannot be used; the message names where it came from."""
 
 

@@ -28,6 +28,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable
 
 import numpy as np
+from ..errors import InternalError
 
 log = logging.getLogger("pipeline.engine")
 
@@ -73,7 +74,7 @@ def make_g2_executor(kind: str, workers: int) -> Executor:
     return ThreadPoolExecutor(workers, thread_name_prefix="zkpipe-g2")
 
 
-class G2WorkerDied(RuntimeError):
+class G2WorkerDied(InternalError):
     """The worker process running a partition's G2 MSM died, on the first pool and on a fresh one."""
 
 

@@ -31,15 +31,16 @@ from .keystore import KeySpec, KeyStore
 from .metrics import Interval, Metrics, lock_busy_fraction, prometheus_text
 from .pipeline import Pipeline, StageListener
 from .staging import StagingPool
+from ..errors import BadInput, Unavailable
 
 log = logging.getLogger("pipeline.engine")
 
 
-class EngineNotRunning(RuntimeError):
-    pass
+class EngineNotRunning(Unavailable):
+    """Jobs were submitted to an engine that is not started (or already stopped)."""
 
 
-class IdempotencyConflict(ValueError):
+class IdempotencyConflict(BadInput):
     """A request id was reused for a different job."""
 
 

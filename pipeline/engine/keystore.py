@@ -25,21 +25,22 @@ from typing import Any, Awaitable, Callable
 from ..formats.types import Groth16Zkey, R1cs
 from .budgets import BudgetTooSmall, ByteBudget
 from .devices import Device
+from ..errors import BadInput, ZkpipeError
 
 
 Runner = Callable[..., Awaitable[Any]]
 
 
-class UnknownKey(KeyError):
+class UnknownKey(BadInput, KeyError):
     def __str__(self) -> str:
         return f"no proving key registered as {self.args[0]!r}"
 
 
-class KeyInUse(RuntimeError):
-    pass
+class KeyInUse(ZkpipeError):
+    """The key is referenced by partitions in flight (evict refused)."""
 
 
-class KeyLoadError(ValueError):
+class KeyLoadError(BadInput):
     """A registered key's files could not be loaded or do not agree with each other."""
 
 

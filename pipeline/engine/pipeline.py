@@ -20,6 +20,7 @@ import time
 from concurrent.futures import Executor
 from typing import Any, Callable
 
+from ..errors import fault_code, is_callers_fault
 from . import stages
 from .budgets import ByteBudget
 from .config import EngineConfig
@@ -91,7 +92,7 @@ class Pipeline:
                 raise
             except Exception as exc:
                 self.slots.release()
-                job._fail(f"partition {pending.index} (admission): {exc}")
+                job._fail(f"partition {pending.index} (admission): {exc}", fault_code(exc))
                 continue
             if job.finished:  # cancelled while waiting for budget
                 self.host_budget.release(n_bytes)
@@ -253,10 +254,10 @@ class Pipeline:
                 log.exception("stage listener failed")
 
     def _fail(self, part: Partition, stage: str, exc: Exception) -> None:
-        if not isinstance(exc, (ValueError, TypeError, KeyError, OSError)):
+        if not is_callers_fault(exc):  # our bug or a broken environment: keep the traceback
             log.error("partition %s failed in %s", part.label, stage, exc_info=exc)
         reason = f"partition {part.index} ({stage}): {type(exc).__name__}: {exc}"
-        part.job._fail(reason)
+        part.job._fail(reason, fault_code(exc))
         self.metrics.partition_finished(part.timings_ms, ok=False)
         self._leave(part)
 

@@ -24,13 +24,14 @@ from ..groth16.backend import MsmResults
 from ..groth16.prover import Blinding, assemble, check_witness, public_signals
 from .jobs import Job, PartitionProof
 from .keystore import HostKey
+from ..errors import BadInput
 
 
-class WitnessUnsatisfied(ValueError):
+class WitnessUnsatisfied(BadInput):
     """The witness breaks a constraint of the registered R1CS (named), so no proof is attempted."""
 
 
-class MissingCircuit(ValueError):
+class MissingCircuit(BadInput):
     """Circuit inputs were given for a key registered without its circuit's wasm."""
 
 

@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
+from ..errors import BadInput, Unavailable, ZkpipeError
 from ..formats.key_fingerprint import zkey_fingerprint
 from .timeline import Timeline
 
@@ -27,12 +28,16 @@ FINAL_STATES = ("done", "failed", "cancelled")
 POLL_WAIT_S = 30.0
 
 
-class RemoteError(Exception):
-    """The server could not be used or refused the job; ``bad_input`` when it was the caller's."""
+class ServerRefused(BadInput):
+    """The server refused the request (HTTP 4xx), or does not serve this key."""
 
-    def __init__(self, message: str, bad_input: bool = True) -> None:
-        super().__init__(message)
-        self.bad_input = bad_input
+
+class ServerUnreachable(Unavailable):
+    """No zkpipe server answers at the URL."""
+
+
+class RemoteJobFailed(ZkpipeError):
+    """The server took the job and it failed there (or did not finish in time): exit 1, as ``submit``."""
 
 
 class _Server:
@@ -41,7 +46,7 @@ class _Server:
     def __init__(self, url: str, token: str, timeout_s: float) -> None:
         parts = urlsplit(url if "://" in url else f"http://{url}")
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise RemoteError(f"--server {url!r}: expected http://HOST:PORT")
+            raise ServerRefused(f"--server {url!r}: expected http://HOST:PORT")
         conn_class = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
         self.url = f"{parts.scheme}://{parts.netloc}"
         self.prefix = parts.path.rstrip("/")
@@ -57,15 +62,16 @@ class _Server:
             resp = self.conn.getresponse()
             raw = resp.read()
         except (ConnectionError, OSError) as exc:
-            raise RemoteError(f"no zkpipe server answers at {self.url} ({exc.strerror or exc}); "
+            raise ServerUnreachable(f"no zkpipe server answers at {self.url} ({exc.strerror or exc}); "
                               "start one with `zkpipe serve --keys-dir DIR`, or prove here without --server") from None
         try:
             answer = orjson.loads(raw) if raw else {}
         except orjson.JSONDecodeError:
-            raise RemoteError(f"{self.url}{path}: HTTP {resp.status}, not a zkpipe server's answer") from None
+            raise ServerRefused(f"{self.url}{path}: HTTP {resp.status}, not a zkpipe server's answer") from None
         if resp.status >= 400:
             message = (answer.get("error") or {}).get("message") if isinstance(answer, dict) else None
-            raise RemoteError(f"{self.url}{path}: HTTP {resp.status}: {message or raw[:200]!r}")
+            failure = ServerRefused if resp.status < 500 else RemoteJobFailed
+            raise failure(f"{self.url}{path}: HTTP {resp.status}: {message or raw[:200]!r}")
         return answer
 
     def close(self) -> None:
@@ -87,7 +93,7 @@ def find_key_id(keys: list[dict], fingerprint: str, key_path: str, url: str) -> 
     matching = [k["key_id"] for k in keys if k.get("fingerprint") == fingerprint]
     if not matching:
         served = ", ".join(k.get("key_id", "?") for k in keys) or "none"
-        raise RemoteError(f"the server at {url} does not serve the key {key_path} (its keys: {served}); "
+        raise ServerRefused(f"the server at {url} does not serve the key {key_path} (its keys: {served}); "
                           "put it in the server's --keys-dir, or prove here without --server")
     stem = os.path.splitext(os.path.basename(key_path))[0]
     return stem if stem in matching else matching[0]
@@ -113,14 +119,14 @@ def prove_remote(url: str, key_path: str, wtns_path: str, token: str, timeline: 
             while job.get("state") not in FINAL_STATES:
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise RemoteError(f"job {job['job_id']} not done after {wait_s:.0f} s (still {job.get('state')})",
-                                      bad_input=False)
+                    raise RemoteJobFailed(f"job {job['job_id']} not done after {wait_s:.0f} s "
+                                          f"(still {job.get('state')})")
                 job = server.call("GET", f"/v1/jobs/{job['job_id']}?wait={min(left, POLL_WAIT_S):.1f}")
     finally:
         server.close()
     if job["state"] != "done":
         reason = (job.get("error") or {}).get("message", "")
-        raise RemoteError(f"job {job['job_id']} {job['state']}: {reason}".rstrip(": "), bad_input=False)
+        raise RemoteJobFailed(f"job {job['job_id']} {job['state']}: {reason}".rstrip(": "))
     item = job["proofs"][0]
     return item["proof"], item["public_signals"], job["job_id"]
 

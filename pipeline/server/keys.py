@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import BadInput
 from ..formats.key_fingerprint import zkey_fingerprint
 from ..formats.zkey import read_zkey_header
 
@@ -68,7 +69,7 @@ class KeyFolder:
                     continue
                 header = read_zkey_header(entry)
                 fingerprint = zkey_fingerprint(entry)
-            except (OSError, ValueError) as exc:
+            except (OSError, BadInput) as exc:
                 errors[key_id] = str(exc)
                 continue
             sibling = {ext: entry.with_suffix(ext) for ext in (".r1cs", ".wasm")}
