@@ -1,6 +1,7 @@
 """The ``zkpipe`` command: prove, verify, export-vk, inspect, demo, serve, submit.
 
-Exit codes: 0 success (or a valid proof), 1 an invalid proof, 2 bad input or usage.
+Exit codes: 0 success (or a valid proof), 1 an invalid proof (or a job that failed on the server
+``prove --server`` used), 2 bad input or usage.
 """
 from __future__ import annotations
 
@@ -166,8 +167,9 @@ def _add_prove_parsers(sub) -> None:
                                    "`snarkjs groth16 prove` and rapidsnark's prover.")
     p.add_argument("key", metavar="KEY", help="proving key (.zkey)")
     p.add_argument("witness", metavar="WTNS", help="witness (.wtns)")
-    p.add_argument("--server", metavar="URL", help="send the job to a running `zkpipe serve` at URL (it must "
-                   "serve KEY; found by its fingerprint) and write the same files")
+    p.add_argument("--server", metavar="URL", default=os.environ.get("ZKPIPE_SERVER") or None,
+                   help="send the job to a running `zkpipe serve` at URL (it must serve KEY, found by its "
+                   "fingerprint) and write the same files (default $ZKPIPE_SERVER; unset: prove here)")
     p.add_argument("--token", default=os.environ.get("ZKPIPE_AUTH_TOKEN", ""),
                    help="bearer token for --server (default $ZKPIPE_AUTH_TOKEN)")
     p.set_defaults(func=cmd_prove)
