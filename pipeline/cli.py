@@ -76,14 +76,15 @@ def cmd_prove(args) -> int:
     proof_path, public_path = _output_paths(args, args.parser_error)
     if args.server:
         return _prove_on_server(args, timeline, proof_path, public_path)
-    from .oneshot.local import prove_local, wtns_file
-
+    with timeline.step("import the prove path"):
+        from .oneshot.local import prove_local, wtns_file
     result = prove_local(args.key, wtns_file(args.witness), args.backend, timeline)
     return _finish_local(args, result, timeline, proof_path, public_path)
 
 
 def _prove_on_server(args, timeline: Timeline, proof_path: str, public_path: str) -> int:
-    from .oneshot.remote import prove_remote, write_json
+    with timeline.step("import the HTTP client"):
+        from .oneshot.remote import prove_remote, write_json
 
     proof, public, job_id = prove_remote(args.server, args.key, args.witness, args.token, timeline)
     with timeline.step("write proof and public signals"):
@@ -98,7 +99,8 @@ def _prove_on_server(args, timeline: Timeline, proof_path: str, public_path: str
 def cmd_fullprove(args) -> int:
     timeline = Timeline()
     proof_path, public_path = _output_paths(args, args.parser_error)
-    from .oneshot.local import circuit_inputs, prove_local
+    with timeline.step("import the prove path"):
+        from .oneshot.local import circuit_inputs, prove_local
 
     result = prove_local(args.key, circuit_inputs(args.input, args.wasm), args.backend, timeline)
     return _finish_local(args, result, timeline, proof_path, public_path)

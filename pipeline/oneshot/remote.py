@@ -15,7 +15,6 @@ from __future__ import annotations
 import http.client
 import os
 import time
-import uuid
 from urllib.parse import urlsplit
 
 import orjson
@@ -79,7 +78,7 @@ class _Server:
 
 
 def _multipart(fields: dict[str, str], file_field: str, filename: str, data: bytes) -> tuple[bytes, str]:
-    boundary = uuid.uuid4().hex
+    boundary = os.urandom(16).hex()
     parts = [f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n{value}\r\n'.encode()
              for name, value in fields.items()]
     parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="{file_field}"; filename="{filename}"\r\n'
