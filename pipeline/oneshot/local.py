@@ -4,7 +4,8 @@
     read the key's header (curve, size) ─┐
     read the key, the witness (or        ├ backend: import cuda-python, driver, context;
     compute it: fullprove), check it     │ the curve's kernel modules (prebuilt binaries,
-                    wait for the device ─┘ else the NVRTC cache, else compiled)
+                                         │ else the NVRTC cache, else compiled), NTT twiddles
+                    wait for the device ─┘
     upload the key, H, MSMs, assemble
 
 The driver's calls and numpy's file reads release the GIL, so the two overlap.
@@ -31,8 +32,8 @@ class DeviceSetup:
     """``create_backend`` and the curve's kernels on a thread of their own; ``result()`` joins it
     and re-raises what it raised."""
 
-    def __init__(self, backend_name: str, curve, timeline: Timeline) -> None:
-        self._name, self._curve, self._timeline = backend_name, curve, timeline
+    def __init__(self, backend_name: str, curve, log_domain: int, timeline: Timeline) -> None:
+        self._name, self._curve, self._log_domain, self._timeline = backend_name, curve, log_domain, timeline
         self._backend = None
         self._error: BaseException | None = None
         self.kernel_origins: dict[str, str] = {}
@@ -48,8 +49,10 @@ class DeviceSetup:
             runtime = getattr(backend, "runtime", None)  # the CUDA backend's per-curve kernels
             if runtime is not None:
                 with self._timeline.step(f"{self._curve.name} kernel modules loaded"):
-                    built = runtime(self._curve).kernels.built
-                self.kernel_origins = {unit: b.origin for unit, b in built.items()}
+                    rt = runtime(self._curve)
+                self.kernel_origins = {unit: b.origin for unit, b in rt.kernels.built.items()}
+                with self._timeline.step(f"NTT twiddles for 2^{self._log_domain}"):
+                    rt.ntt.ensure_twiddles(self._log_domain)  # load_key would, on the main thread
             self._backend = backend
         except BaseException as exc:  # handed to the main thread by result()
             self._error = exc
@@ -93,7 +96,7 @@ def prove_local(key_path: str, witness: Callable[[Timeline], Any], backend_name:
         from ..groth16.prover import check_witness, prove
     with timeline.step("read the key's header"):
         header = read_zkey_header(key_path)
-    device = DeviceSetup(backend_name, header.curve, timeline)
+    device = DeviceSetup(backend_name, header.curve, header.domain_size.bit_length() - 1, timeline)
     with timeline.step("read the key"):
         zkey = read_zkey(key_path)
     witness = witness(timeline)
