@@ -46,13 +46,9 @@ class DeviceSetup:
                 from ..backends import create_backend
 
                 backend = create_backend(self._name)
-            runtime = getattr(backend, "runtime", None)  # the CUDA backend's per-curve kernels
-            if runtime is not None:
-                with self._timeline.step(f"{self._curve.name} kernel modules loaded"):
-                    rt = runtime(self._curve)
-                self.kernel_origins = {unit: b.origin for unit, b in rt.kernels.built.items()}
-                with self._timeline.step(f"NTT twiddles for 2^{self._log_domain}"):
-                    rt.ntt.ensure_twiddles(self._log_domain)  # load_key would, on the main thread
+            with self._timeline.step(f"{backend.name}: prepare {self._curve.name}, 2^{self._log_domain} "
+                                     "(kernel modules, tables)"):
+                self.kernel_origins = backend.prepare(self._curve, self._log_domain)
             self._backend = backend
         except BaseException as exc:  # handed to the main thread by result()
             self._error = exc
