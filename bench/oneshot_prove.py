@@ -3,6 +3,7 @@
     python3 -m bench.oneshot_prove --backend cpu --sizes bn128:10 --runs 3               # this machine
     python3 -m bench.oneshot_prove --backend cuda --sizes bn128:15:30000,bn128:20,bls12381:20 \\
         --snarkjs ".nodeenv/node .nodeenv/node_modules/snarkjs/build/cli.cjs"              # the GPU host
+    (node and snarkjs there: shared/anchors/snarkjs/README.md)
 
 For each size (``CURVE:LOG2_DOMAIN[:SIGNALS]``; a random key and witness, bench/random_circuit.py:
 the work per proof is the same as a real circuit's with full-width witness values), each a median
@@ -152,7 +153,7 @@ def bench_size(spec: str, args, snarkjs, work: Path) -> dict:
     if snarkjs:
         row["snarkjs_s"], _ = median_of(args.runs, lambda i: (
             [*snarkjs, "groth16", "prove", str(key), str(wtns), str(out / "sj_proof.json"), str(out / "sj_public.json")],
-            None))
+            {"NODE_OPTIONS": os.environ.get("NODE_OPTIONS", "--max-old-space-size=16384")}))
     row["cold_s"], cold_err = median_of(args.runs, lambda i: (
         zkpipe_prove(key, wtns, out, args.backend, "--timings"),
         {"ZKPIPE_KERNEL_CACHE": tempfile.mkdtemp(prefix="kcache-", dir=size_dir)}))
