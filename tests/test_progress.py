@@ -43,3 +43,16 @@ def test_proving_shows_its_steps(capsys):
     prove(backend, backend.load_key(zkey), zkey, read_wtns(folder / "witness.wtns"))
     err = capsys.readouterr().err
     assert "proving on cpu" in err and "/3 " in err  # (tqdm redraws at most every 0.1 s)
+
+
+def test_a_kernel_build_shows_the_units_compiled(monkeypatch, capsys):
+    from pipeline.backends.cuda import kernels
+
+    monkeypatch.setattr(kernels, "load_cached_unit", lambda *args, **kwargs: None)  # nothing cached
+    monkeypatch.setattr(kernels, "_compile_one", lambda job: f"cubin of {job[0]}")  # NVRTC's part, elsewhere
+    progress.enable(True)
+    jobs = {("bn128", unit): (unit, (), {}, "sm_90") for unit in ("arith", "ntt", "msm_g1")}
+    built = kernels.compile_jobs(jobs, parallel=False)
+    assert built[("bn128", "ntt")] == "cubin of ntt"
+    err = capsys.readouterr().err
+    assert "compiling CUDA kernels for bn128 (first use; cached after)" in err and "/3 " in err

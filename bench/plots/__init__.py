@@ -1,7 +1,7 @@
 """Plots of the committed benchmark results (matplotlib), regenerated from the tables in bench/results/.
 
-    python -m bench.plots                 # every plot, into bench/results/
-    python -m bench.plots --out DIR       # elsewhere
+    python3 -m bench.plots                 # every plot, into bench/results/
+    python3 -m bench.plots --out DIR       # elsewhere
 
 - kernels.py: MSM and NTT time against size, per curve and group, sppark beside ours where a
   table has it (``msm_time_vs_size.png``, ``ntt_time_vs_size.png``);

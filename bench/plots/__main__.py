@@ -1,16 +1,11 @@
-"""``python -m bench.plots [--out DIR]``: every plot of bench/results/, from its tables (see __init__)."""
+"""``python3 -m bench.plots [--out DIR]``: every plot of bench/results/, from its tables (see __init__)."""
 from __future__ import annotations
 
-import argparse
-import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
-
-from bench.plots import engine, kernels, timeline  # noqa: E402
-from bench.plots.tables import RESULTS  # noqa: E402
-from pipeline import progress  # noqa: E402
+from bench.common import REPO, RESULTS, arg_parser
+from bench.plots import engine, kernels, timeline
+from pipeline import progress
 
 
 def make_all(out: Path) -> list[Path]:
@@ -36,10 +31,9 @@ def make_all(out: Path) -> list[Path]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.plots", description=__doc__)
+    parser = arg_parser(__doc__)
     parser.add_argument("--out", default=str(RESULTS), help="where the PNG files go (default: bench/results)")
     args = parser.parse_args()
-    progress.enable()
     for path in make_all(Path(args.out)):
         print(path.relative_to(REPO) if path.is_relative_to(REPO) else path)
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"
+from bench.common import RESULTS
+
+__all__ = ["RESULTS", "log2_size", "number", "read_tables"]
 
 
 def read_tables(path: Path) -> list[list[dict[str, str]]]:

@@ -1,10 +1,11 @@
-"""``zkpipe serve`` and ``zkpipe submit``: ``add_server_commands(subparsers)`` adds both to the CLI."""
+"""``zkpipe serve`` and ``zkpipe submit``: ``add_server_commands(subparsers)`` adds both to the CLI.
+
+Every ``zkpipe`` command builds these parsers, so the module imports nothing heavy at the top
+(asyncio, logging and aiohttp come with the commands that use them).
+"""
 from __future__ import annotations
 
-import asyncio
-import logging
 import os
-import signal
 import sys
 from pathlib import Path
 
@@ -50,6 +51,8 @@ def add_server_commands(subparsers) -> None:
 
 # -- serve ----------------------------------------------------------------------------------------
 def cmd_serve(args) -> int:
+    import asyncio
+
     from ..config import ConfigError, load_config
     from .logs import configure_logging
 
@@ -71,6 +74,10 @@ def cmd_serve(args) -> int:
 
 
 async def _serve(config) -> int:
+    import asyncio
+    import logging
+    import signal
+
     from aiohttp import web
 
     from .app import create_app
@@ -118,6 +125,8 @@ class SubmitError(BadInput):
 
 
 def cmd_submit(args) -> int:
+    import asyncio
+
     from .. import progress
 
     progress.enable()
@@ -216,6 +225,8 @@ async def _post_job(session, base: str, args, paths: list[Path], kind: str) -> t
 
 async def _follow(session, base: str, job_id: str, n_partitions: int, wait_s: float) -> dict:
     """Poll the job until it finishes or ``wait_s`` passes, showing partitions done / total."""
+    import asyncio
+
     from .. import progress
 
     loop = asyncio.get_running_loop()

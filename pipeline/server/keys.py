@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import BadInput
+from ..formats.key_fingerprint import zkey_fingerprint
 from ..formats.snarkjs_json import verification_key_to_json
 from ..formats.zkey import read_zkey_header, read_zkey_verification_key
 from .messages import public_message
@@ -34,11 +35,12 @@ class KeyInfo:
     domain_size: int
     zkey_bytes: int
     mtime_ns: int
+    fingerprint: str = ""  # formats.key_fingerprint: how `zkpipe prove --server` finds its key here
     sym_path: str | None = None  # circom's signal names: lets the server name missing circuit inputs
 
     def to_json(self) -> dict:
         return {"key_id": self.key_id, "curve": self.curve, "n_vars": self.n_vars, "n_public": self.n_public,
-                "domain_size": self.domain_size, "zkey_bytes": self.zkey_bytes,
+                "domain_size": self.domain_size, "zkey_bytes": self.zkey_bytes, "fingerprint": self.fingerprint,
                 "has_r1cs": self.r1cs_path is not None, "has_wasm": self.wasm_path is not None}
 
 
@@ -80,6 +82,7 @@ class KeyFolder:
                     found[key_id] = known
                     continue
                 header = read_zkey_header(entry)
+                fingerprint = zkey_fingerprint(entry)
             except (OSError, BadInput) as exc:
                 errors[key_id] = public_message(str(exc))
                 continue
@@ -90,7 +93,7 @@ class KeyFolder:
                 wasm_path=str(sibling[".wasm"]) if sibling[".wasm"].is_file() else None,
                 curve=header.curve.name, n_vars=header.n_vars, n_public=header.n_public,
                 domain_size=header.domain_size, zkey_bytes=stat.st_size, mtime_ns=stat.st_mtime_ns,
-                sym_path=str(sibling[".sym"]) if sibling[".sym"].is_file() else None)
+                fingerprint=fingerprint, sym_path=str(sibling[".sym"]) if sibling[".sym"].is_file() else None)
         self._keys, self.errors = found, errors
         return found
 
