@@ -174,12 +174,12 @@ class Job:
                 "reason": self.reason, "created": self.created, "finished": self.finished_at}
 
     # -- engine side -----------------------------------------------------------------------
-    def _mark_running(self) -> None:
+    def mark_running(self) -> None:
         if self.state is JobState.QUEUED:
             self.state = JobState.RUNNING
             self._emit("running")
 
-    def _partition_done(self, proof: PartitionProof) -> None:
+    def record_partition(self, proof: PartitionProof) -> None:
         if self.finished:
             return
         self._results[proof.index] = proof
@@ -188,7 +188,7 @@ class Job:
         if self.done_count == self.total:
             self._finish(JobState.DONE, "")
 
-    def _fail(self, reason: str, code: str = "internal_error") -> bool:
+    def fail(self, reason: str, code: str = "internal_error") -> bool:
         if self.finished:
             return False
         self.failure_code = code

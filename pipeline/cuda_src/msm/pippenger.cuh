@@ -8,7 +8,9 @@
 //  2. exclusive scan of the counts -> bucket offsets (util/scan.cuh).
 //  3. msm_scatter_digits: point indices (sign in bit 31) grouped by bucket (a counting sort).
 //  4. msm_accumulate: chunks of at most T entries of one bucket each, one thread per chunk,
-//     partial sums in XYZZ; repeated over the partials until each bucket has one. Fixed-size
+//     partial sums in XYZZ; repeated over the partials until each bucket has one. The number
+//     of levels follows from an upper bound (a bucket holds at most n entries), so the host
+//     queues every launch without reading a count back. Fixed-size
 //     chunks keep hot buckets (the 1s of a bit-heavy witness) from serialising one thread.
 //  5. msm_bucket_segments: per window, sum_d d B_d by running sums over segments of L buckets,
 //     plus (segment start) * (segment sum); msm_reduce_halves sums the segments.
@@ -70,20 +72,24 @@ __global__ void msm_count_digits(const uint32_t* __restrict__ d_scalars, uint32_
     }
 }
 
+// d_point_index (may be null): the point of scalar i is d_point_index[i] (a tail MSM over the
+// "other" scalars of a split witness); null: point i.
 __global__ void msm_scatter_digits(const uint32_t* __restrict__ d_scalars, uint32_t n, int c, int n_windows,
-                                   uint32_t* __restrict__ d_cursor, uint32_t* __restrict__ d_entries) {
+                                   uint32_t* __restrict__ d_cursor, uint32_t* __restrict__ d_entries,
+                                   const uint32_t* __restrict__ d_point_index) {
     const uint32_t stride = gridDim.x * blockDim.x;
     for (uint32_t base = blockIdx.x * blockDim.x; base < n; base += stride) {
         const uint32_t i = base + threadIdx.x;
         uint32_t s[8];
 #pragma unroll
         for (int k = 0; k < 8; k++) s[k] = i < n ? d_scalars[8ull * i + k] : 0;
+        const uint32_t point = d_point_index != nullptr && i < n ? d_point_index[i] : i;
         uint32_t carry = 0;
         for (int w = 0; w < n_windows; w++) {
             bool neg;
             const uint32_t key = signed_digit_key(s, w, c, &carry, &neg);
             const uint32_t slot = warp_aggregated_inc(d_cursor, key);
-            if (key != MSM_NO_BUCKET) d_entries[slot] = i | (neg ? MSM_NEG_BIT : 0u);
+            if (key != MSM_NO_BUCKET) d_entries[slot] = point | (neg ? MSM_NEG_BIT : 0u);
         }
     }
 }
@@ -113,7 +119,10 @@ template <class F, bool AFFINE, int MIN_BLOCKS>
 __global__ void __launch_bounds__(MSM_ACC_THREADS, MIN_BLOCKS) msm_accumulate(xyzz_t<F>* __restrict__ d_out, const affine_t<F>* __restrict__ d_points,
                                const uint32_t* __restrict__ d_entries, const xyzz_t<F>* __restrict__ d_partials_in,
                                const uint32_t* __restrict__ d_offsets, const uint32_t* __restrict__ d_chunk_off,
-                               uint32_t n_buckets, uint32_t chunk, uint32_t n_chunks) {
+                               uint32_t n_buckets, uint32_t chunk, const uint32_t* __restrict__ d_n_chunks) {
+    // The chunk count is read on the device (d_chunk_off[n_buckets]): the host sizes the grid by
+    // an upper bound and never waits for the count (no mid-MSM host round trip).
+    const uint32_t n_chunks = *d_n_chunks;
     for (uint32_t ch = blockIdx.x * blockDim.x + threadIdx.x; ch < n_chunks; ch += gridDim.x * blockDim.x) {
         const uint32_t b = bucket_of(d_chunk_off, n_buckets, ch);
         const uint32_t start = d_offsets[b] + (ch - d_chunk_off[b]) * chunk;
