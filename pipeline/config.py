@@ -57,6 +57,18 @@ class ServerConfig:
     # fsync spool files, the spool folder and SQLite commits before answering 202.
     fsync: bool = True
     log_level: str = "info"
+    # -- many hosts, one queue (docs/cluster.md) ---------------------------------------------------
+    # Empty: the job store is SQLite in state_dir (one host). postgresql://user@host:port/db: the
+    # shared store of a cluster; every `zkpipe serve` pointed at it is a worker.
+    store_url: str = ""
+    lease_s: float = 30.0                # a claimed partition returns to the queue this long after its worker's last heartbeat
+    heartbeat_interval_s: float = 5.0    # at most lease_s / 2
+    claim_poll_interval_s: float = 2.0   # an idle worker looks for work this often when no NOTIFY came
+    affinity_max_age_s: float = 60.0     # a partition queued longer is claimed before those of resident keys
+    max_partition_attempts: int = 5      # claims of one partition whose worker died, before its job fails
+    max_db_partition_bytes: int = 64 * MIB  # one partition's witness (or inputs) stored in the database
+    drain_timeout_s: float = 60.0        # SIGTERM: finish held partitions this long, then release the rest
+    worker_max_partitions: int = 0       # partitions held at once; 0: the engine's max_partitions_in_flight
 
 
 @dataclass

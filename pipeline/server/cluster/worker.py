@@ -1,0 +1,256 @@
+"""One cluster worker: claims partitions from the shared store, proves them in its engine, stores the proofs.
+
+    claim loop   free slots -> one claim transaction -> a prove task per partition; idle: wait for
+                 a NOTIFY (new work) or the poll interval
+    prove task   input from the store -> engine job of one partition -> proof stored if the lease
+                 still holds (else discarded: fenced off)
+    heartbeat    extends the leases held (a lost or cancelled lease cancels its engine job), reaps
+                 expired leases of dead workers, refreshes this worker's row
+    drain        stop claiming; finish what is held within the drain timeout; release the rest
+
+A worker proves only keys in its own keys folder and prefers those resident in its engine.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import re
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+from ..engine_adapter import EngineAdapter, JobCancelled, JobFailed, partition_timings, proofs_to_json
+from ..keys import KeyFolder
+from .leases import Claim, PartitionLeases
+from .notify import Notifications
+from .pg_store import PostgresJobStore
+from .registry import WorkerRegistry
+from .worker_metrics import WorkerMetrics
+
+log = logging.getLogger("zkpipe.cluster")
+ENGINE_PARTITION = re.compile(r"^partition 0\b")  # the engine numbers the one partition of its job 0
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    lease_s: float
+    heartbeat_interval_s: float
+    claim_poll_interval_s: float
+    affinity_max_age_s: float
+    max_partition_attempts: int
+    max_partitions: int  # partitions held (claimed, not finished) at once
+
+
+@dataclass
+class Held:
+    claim: Claim
+    engine_job: object | None = None
+    lost: bool = False  # lease lost, job cancelled, or released: the result will not be stored
+    scratch: Path | None = None
+
+
+@dataclass
+class ClusterView:
+    """The cluster as of this worker's last heartbeat (read synchronously by /metrics and status)."""
+
+    partitions: dict[str, int] = field(default_factory=dict)
+    jobs: dict[str, int] = field(default_factory=dict)
+
+
+class ClusterWorker:
+    def __init__(self, worker_id: str, store: PostgresJobStore, notifications: Notifications, engine: EngineAdapter,
+                 keys: KeyFolder, scratch_dir: Path, settings: WorkerSettings) -> None:
+        self.worker_id = worker_id
+        self.store = store
+        self.leases = PartitionLeases(store.pool)
+        self.registry = WorkerRegistry(store.pool)
+        self.notifications = notifications
+        self.engine = engine
+        self.keys = keys
+        self.scratch_dir = scratch_dir
+        self.settings = settings
+        self.held: dict[int, Held] = {}  # fencing token -> partition being proved here
+        self.metrics = WorkerMetrics(worker_id)
+        self.view = ClusterView()
+        self.state = "running"
+        self._slot_free = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._claim_task: asyncio.Task | None = None
+        notifications.on_cancel = self._cancel_job
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Join the cluster: leases left by this worker's previous run go back to the queue at once."""
+        self.scratch_dir.mkdir(parents=True, exist_ok=True)
+        for stale in self.scratch_dir.iterdir():
+            stale.unlink(missing_ok=True)
+        released = await self.leases.release(self.worker_id)
+        if released:
+            log.info("released %d lease(s) held by this worker before its restart", released)
+        devices = [{"index": d.get("index"), "ordinal": d.get("ordinal"), "backend": d.get("backend")}
+                   for d in self.engine.status().get("devices", [])]
+        await self.registry.register(self.worker_id, os.uname().nodename, os.getpid(), devices, self._served_keys())
+        await self._refresh_view()
+
+    async def run(self) -> None:
+        """Claim and heartbeat until cancelled."""
+        async with asyncio.TaskGroup() as tasks:
+            self._claim_task = tasks.create_task(self._claim_loop(tasks), name="zkpipe-claims")
+            tasks.create_task(self._heartbeat_loop(), name="zkpipe-heartbeat")
+
+    async def drain(self, timeout_s: float) -> None:
+        """Stop claiming; wait up to ``timeout_s`` for the partitions held; release the rest."""
+        self.state = "draining"
+        if self._claim_task is not None:
+            self._claim_task.cancel()
+        with contextlib.suppress(Exception):
+            await self.registry.set_state(self.worker_id, "draining")
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._idle.wait(), timeout_s)
+        if self.held:
+            tokens = list(self.held)
+            released = await self.leases.release(self.worker_id, tokens)
+            self.metrics.count("released", released)
+            log.info("drain: released %d partition(s) not finished in %.0f s", released, timeout_s)
+            for token in tokens:
+                self._give_up(token)
+        self.state = "stopped"
+        with contextlib.suppress(Exception):
+            await self.registry.heartbeat(self.worker_id, "stopped", self._served_keys(), [], 0, self.metrics.snapshot())
+
+    # -- claiming --------------------------------------------------------------------------------
+    async def _claim_loop(self, tasks: asyncio.TaskGroup) -> None:
+        s = self.settings
+        while True:
+            free = s.max_partitions - len(self.held)
+            if free <= 0:
+                self._slot_free.clear()
+                await self._slot_free.wait()
+                continue
+            self.notifications.work.clear()
+            started = time.perf_counter()
+            try:
+                claims = await self.leases.claim(self.worker_id, self._served_keys(), list(self.engine.resident_keys()),
+                                                 free, s.lease_s, s.affinity_max_age_s)
+            except Exception as exc:  # the database is away: keep what is held, try again later
+                log.warning("claim failed: %s", exc)
+                await asyncio.sleep(s.claim_poll_interval_s)
+                continue
+            self.metrics.claimed(time.perf_counter() - started, len(claims))
+            for claim in claims:
+                self.held[claim.token] = Held(claim)
+                self._idle.clear()
+                tasks.create_task(self._prove(self.held[claim.token]), name=f"zkpipe-prove-{claim.token}")
+            if len(claims) < free:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.notifications.work.wait(), s.claim_poll_interval_s)
+
+    def _served_keys(self) -> list[str]:
+        return sorted(key.key_id for key in self.keys.all())
+
+    # -- proving ---------------------------------------------------------------------------------
+    async def _prove(self, held: Held) -> None:
+        claim = held.claim
+        try:
+            data = await self.leases.read_input(claim)
+            if data is None or held.lost:  # the job ended meanwhile
+                return
+            key = self.keys.get(claim.key_id)
+            try:
+                if key is None:
+                    raise LookupError(f"key {claim.key_id!r} is no longer in this worker's keys folder")
+                source = await asyncio.to_thread(self._materialize, held, data)
+            except Exception as exc:  # a problem of this worker, not of the job: another one takes it
+                log.warning("partition %s/%d not started here: %s", claim.job_id, claim.index, exc)
+                self.metrics.count("released", await self.leases.release(self.worker_id, [claim.token]))
+                return
+            try:
+                self.engine.register(key)
+                held.engine_job = await self.engine.submit(claim.key_id, [source], claim.priority,
+                                                           f"{claim.job_id}.{claim.index}.{claim.token}")
+            except Exception as exc:  # the engine refuses it (a key that does not load): the job fails
+                if await self.leases.fail(claim, "not_started", f"partition {claim.index}: {exc}"):
+                    self.metrics.count("failed")
+                return
+            if held.lost:
+                held.engine_job.cancel()
+            proofs = await held.engine_job.result()
+            if await self.leases.complete(claim, self.worker_id, proofs_to_json(proofs)[0],
+                                          partition_timings(proofs)[0]):
+                self.metrics.count("stored")
+            else:
+                self.metrics.count("fenced")
+                log.info("partition %s/%d: proof discarded, lease %d no longer current",
+                         claim.job_id, claim.index, claim.token)
+        except JobFailed as exc:
+            reason = ENGINE_PARTITION.sub(f"partition {claim.index}", exc.reason)
+            if await self.leases.fail(claim, "proving_failed", reason):
+                self.metrics.count("failed")
+        except JobCancelled:
+            self.metrics.count("cancelled")
+        except Exception:  # the store is away or broken: the lease expires and another worker retries
+            log.exception("partition %s/%d: unexpected error", claim.job_id, claim.index)
+            self.metrics.count("errors")
+        finally:
+            self.held.pop(claim.token, None)
+            if held.scratch is not None:
+                held.scratch.unlink(missing_ok=True)
+            self._slot_free.set()
+            if not self.held:
+                self._idle.set()
+
+    def _materialize(self, held: Held, data: bytes):
+        """Blocking: a .wtns input becomes a local file (the engine reads paths); inputs become a dict."""
+        if held.claim.input_kind == "inputs":
+            return orjson.loads(data)
+        held.scratch = self.scratch_dir / f"{held.claim.token}.wtns"
+        held.scratch.write_bytes(data)
+        return str(held.scratch)
+
+    def _give_up(self, token: int) -> None:
+        held = self.held.get(token)
+        if held is not None:
+            held.lost = True
+            if held.engine_job is not None:
+                held.engine_job.cancel()
+
+    def _cancel_job(self, job_id: str) -> None:
+        """NOTIFY zkpipe_cancel: the job ended elsewhere (cancelled, failed); stop proving its partitions."""
+        for token, held in list(self.held.items()):
+            if held.claim.job_id == job_id:
+                self._give_up(token)
+
+    # -- heartbeat -------------------------------------------------------------------------------
+    async def _heartbeat_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.heartbeat_interval_s)
+            try:
+                await self.heartbeat()
+            except Exception as exc:
+                log.warning("heartbeat failed: %s", exc)
+
+    async def heartbeat(self) -> None:
+        s = self.settings
+        tokens = list(self.held)
+        kept = await self.leases.extend(self.worker_id, tokens, s.lease_s)
+        for token in tokens:
+            if token not in kept and token in self.held and not self.held[token].lost:
+                self.metrics.count("leases_lost")
+                log.warning("lease %d on %s/%d lost; its engine job is cancelled", token,
+                            self.held[token].claim.job_id, self.held[token].claim.index)
+                self._give_up(token)
+        requeued, failed = await self.leases.reap(s.max_partition_attempts)
+        self.metrics.count("reaped", requeued + failed)
+        await asyncio.to_thread(self.keys.scan)  # keys added to (or removed from) the folder
+        await self.registry.heartbeat(self.worker_id, self.state, self._served_keys(),
+                                      sorted(self.engine.resident_keys()), len(self.held), self.metrics.snapshot())
+        await self._refresh_view()
+
+    async def _refresh_view(self) -> None:
+        self.view = ClusterView(await self.store.partition_counts(), await self.store.counts())
