@@ -51,6 +51,7 @@ class Held:
     claim: Claim
     engine_job: object | None = None
     lost: bool = False  # lease lost, job cancelled, or released: the result will not be stored
+    storing: bool = False  # the proof's write is in flight (a heartbeat then sees the lease gone: not lost)
     scratch: Path | None = None
 
 
@@ -181,6 +182,7 @@ class ClusterWorker:
             if held.lost:
                 held.engine_job.cancel()
             proofs = await held.engine_job.result()
+            held.storing = True
             if await self.leases.complete(claim, self.worker_id, proofs_to_json(proofs)[0],
                                           partition_timings(proofs)[0]):
                 self.metrics.count("stored")
@@ -190,6 +192,7 @@ class ClusterWorker:
                          claim.job_id, claim.index, claim.token)
         except JobFailed as exc:
             reason = ENGINE_PARTITION.sub(f"partition {claim.index}", exc.reason)
+            held.storing = True
             if await self.leases.fail(claim, "proving_failed", reason):
                 self.metrics.count("failed")
         except JobCancelled:
@@ -240,10 +243,11 @@ class ClusterWorker:
         tokens = list(self.held)
         kept = await self.leases.extend(self.worker_id, tokens, s.lease_s)
         for token in tokens:
-            if token not in kept and token in self.held and not self.held[token].lost:
+            held = self.held.get(token)
+            if token not in kept and held is not None and not held.lost and not held.storing:
                 self.metrics.count("leases_lost")
-                log.warning("lease %d on %s/%d lost; its engine job is cancelled", token,
-                            self.held[token].claim.job_id, self.held[token].claim.index)
+                log.warning("lease %d on %s/%d lost; its engine job is cancelled", token, held.claim.job_id,
+                            held.claim.index)
                 self._give_up(token)
         requeued, failed = await self.leases.reap(s.max_partition_attempts)
         self.metrics.count("reaped", requeued + failed)
