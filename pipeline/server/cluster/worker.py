@@ -225,9 +225,11 @@ class ClusterWorker:
 
     def _cancel_job(self, job_id: str) -> None:
         """NOTIFY zkpipe_cancel: the job ended elsewhere (cancelled, failed); stop proving its partitions."""
-        for token, held in list(self.held.items()):
-            if held.claim.job_id == job_id:
-                self._give_up(token)
+        stopped = [token for token, held in self.held.items() if held.claim.job_id == job_id and not held.lost]
+        for token in stopped:
+            self._give_up(token)
+        if stopped:
+            log.info("job %s ended elsewhere: stopped proving %d partition(s) held here", job_id, len(stopped))
 
     # -- heartbeat -------------------------------------------------------------------------------
     async def _heartbeat_loop(self) -> None:
