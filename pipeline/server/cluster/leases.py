@@ -43,11 +43,16 @@ class PartitionLeases:
         self.pool = pool
         self.tries = tries
 
-    async def _transaction(self, body):
+    async def _transaction(self, body, one_statement: bool = False):
+        """``body(conn)`` in a transaction (one statement is its own: no BEGIN/COMMIT round trips),
+        retried when PostgreSQL reports a deadlock or a serialization failure."""
         for attempt in range(self.tries):
             try:
-                async with self.pool.acquire() as conn, conn.transaction():
-                    return await body(conn)
+                async with self.pool.acquire() as conn:
+                    if one_statement:
+                        return await body(conn)
+                    async with conn.transaction():
+                        return await body(conn)
             except RETRIED:
                 if attempt == self.tries - 1:
                     raise
@@ -59,30 +64,29 @@ class PartitionLeases:
         if limit <= 0 or not served_keys:
             return []
 
-        async def body(conn):
-            rows = await conn.fetch("""
+        async def body(conn):  # one statement, one round trip: claims are the hot path of small proofs
+            rows = await conn.fetch(f"""
                 WITH picked AS (
                     SELECT job_id, idx FROM partitions
                     WHERE state = 'queued' AND key_id = ANY($2::text[])
                     ORDER BY (enqueued_at < now() - make_interval(secs => $5)) DESC, priority_rank,
                              (key_id = ANY($3::text[])) DESC, job_seq, idx
-                    LIMIT $4 FOR UPDATE SKIP LOCKED)
-                UPDATE partitions p SET state = 'leased', lease_owner = $1, lease_token = nextval('lease_tokens'),
-                    lease_expires_at = now() + make_interval(secs => $6), attempts = p.attempts + 1
-                FROM picked WHERE p.job_id = picked.job_id AND p.idx = picked.idx
-                RETURNING p.job_id, p.idx, p.key_id, p.priority_rank, p.lease_token, p.attempts""",
+                    LIMIT $4 FOR UPDATE SKIP LOCKED),
+                claimed AS (
+                    UPDATE partitions p SET state = 'leased', lease_owner = $1, lease_token = nextval('lease_tokens'),
+                        lease_expires_at = now() + make_interval(secs => $6), attempts = p.attempts + 1
+                    FROM picked WHERE p.job_id = picked.job_id AND p.idx = picked.idx
+                    RETURNING p.job_id, p.idx, p.key_id, p.priority_rank, p.lease_token, p.attempts),
+                started AS (
+                    UPDATE jobs j SET state = 'running', started_at = {EPOCH_NOW}
+                    FROM (SELECT DISTINCT job_id FROM claimed) c WHERE j.job_id = c.job_id AND j.state = 'queued')
+                SELECT c.*, j.input_kind FROM claimed c JOIN jobs j ON j.job_id = c.job_id
+                ORDER BY c.priority_rank, c.lease_token""",
                 worker_id, served_keys, resident_keys, limit, float(affinity_max_age_s), float(lease_s))
-            if not rows:
-                return []
-            job_ids = list({r["job_id"] for r in rows})
-            kinds = dict(await conn.fetch(f"""
-                WITH started AS (UPDATE jobs SET state = 'running', started_at = {EPOCH_NOW}
-                                 WHERE job_id = ANY($1::text[]) AND state = 'queued')
-                SELECT job_id, input_kind FROM jobs WHERE job_id = ANY($1::text[])""", job_ids))
-            return [Claim(r["job_id"], r["idx"], r["key_id"], PRIORITIES[r["priority_rank"]], kinds[r["job_id"]],
+            return [Claim(r["job_id"], r["idx"], r["key_id"], PRIORITIES[r["priority_rank"]], r["input_kind"],
                           r["lease_token"], r["attempts"]) for r in rows]
 
-        return await self._transaction(body)
+        return await self._transaction(body, one_statement=True)
 
     async def read_input(self, claim: Claim) -> bytes | None:
         """The partition's .wtns or circuit-inputs JSON (None once it is no longer needed)."""

@@ -113,9 +113,10 @@ async def test_claim_order_is_priority_then_resident_keys_then_arrival(store, le
     b = await add_job(store, key_id="k2", n=1)
     c = await add_job(store, key_id="k2", n=1, priority="high")
     d = await add_job(store, key_id="k2", n=1)
-    got = await claim(leases, resident=["k1"])
+    got = [(await claim(leases, resident=["k1"], limit=1))[0] for _ in range(4)]  # one at a time: the order taken
     assert [x.job_id for x in got] == [c.job_id, a.job_id, b.job_id, d.job_id]
     assert [x.priority for x in got] == ["high", "normal", "normal", "normal"]
+    assert await claim(leases, resident=["k1"]) == []
 
 
 async def test_a_partition_past_the_age_limit_goes_before_resident_keys_and_priority(store, leases):
