@@ -20,6 +20,7 @@ import asyncio
 import multiprocessing
 import os
 import platform
+import signal
 import statistics
 import subprocess
 import sys
@@ -35,7 +36,7 @@ import aiohttp  # noqa: E402
 
 from pipeline.server.cluster.leases import PartitionLeases  # noqa: E402
 from pipeline.server.cluster.local_postgres import LocalPostgres  # noqa: E402
-from pipeline.server.cluster.pg_store import PostgresJobStore  # noqa: E402
+from pipeline.server.cluster.pg_store import PartitionInput, PostgresJobStore  # noqa: E402
 from pipeline.server.store import JobRow  # noqa: E402
 
 TOKEN = "bench-token"
@@ -55,7 +56,7 @@ async def fill(url: str, key_id: str, jobs: int, partitions: int, payload: bytes
         for _ in range(jobs):
             row = JobRow(job_id=uuid.uuid4().hex, key_id=key_id, priority="normal", input_kind="wtns",
                          n_partitions=partitions)
-            await store.insert(row, [payload] * partitions)
+            await store.insert(row, [PartitionInput(payload)] * partitions)
     finally:
         await store.close()
 
@@ -183,6 +184,7 @@ async def end_to_end(pg: LocalPostgres, n_workers: int, warmup: int, args, fixtu
 
 
 def main() -> None:
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwind: stop the workers and the database
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--backend", default="cpu")
     parser.add_argument("--curve", default="bn128")

@@ -66,7 +66,8 @@ class ServerConfig:
     claim_poll_interval_s: float = 2.0   # an idle worker looks for work this often when no NOTIFY came
     affinity_max_age_s: float = 60.0     # a partition queued longer is claimed before those of resident keys
     max_partition_attempts: int = 5      # claims of one partition whose worker died, before its job fails
-    max_db_partition_bytes: int = 64 * MIB  # one partition's witness (or inputs) stored in the database
+    max_db_partition_bytes: int = 4 * MIB  # a partition's witness (or inputs) up to this size travels in the database
+    shared_spool_dir: str = ""           # a folder every worker mounts, for larger witnesses (empty: those get 413)
     drain_timeout_s: float = 60.0        # SIGTERM: finish held partitions this long, then release the rest
     worker_max_partitions: int = 0       # partitions held at once; 0: the engine's max_partitions_in_flight
 
@@ -161,4 +162,6 @@ def load_config(path: str | os.PathLike | None = None, env: Mapping[str, str] | 
     config.server.state_dir = str(Path(config.server.state_dir).expanduser())
     if config.server.keys_dir:
         config.server.keys_dir = str(Path(config.server.keys_dir).expanduser())
+    if config.server.shared_spool_dir:
+        config.server.shared_spool_dir = str(Path(config.server.shared_spool_dir).expanduser())
     return config

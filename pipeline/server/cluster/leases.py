@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import asyncpg
 
 from ...engine.config import PRIORITIES
-from .pg_store import CHANNEL_WORK, EPOCH_NOW, finish_job
+from .pg_store import CHANNEL_WORK, EPOCH_NOW, PartitionInput, finish_job
 
 RETRIED = (asyncpg.exceptions.DeadlockDetectedError, asyncpg.exceptions.SerializationError)
 
@@ -59,8 +59,9 @@ class PartitionLeases:
                 await asyncio.sleep(0.01 * (attempt + 1))
 
     async def claim(self, worker_id: str, served_keys: list[str], resident_keys: list[str], limit: int,
-                    lease_s: float, affinity_max_age_s: float) -> list[Claim]:
-        """Lease up to ``limit`` queued partitions of the served keys (see the module docstring for the order)."""
+                    lease_s: float, affinity_max_age_s: float, shared_spool: bool = True) -> list[Claim]:
+        """Lease up to ``limit`` queued partitions of the served keys (see the module docstring for the order);
+        partitions whose input is in the shared spool only when this worker mounts it."""
         if limit <= 0 or not served_keys:
             return []
 
@@ -68,7 +69,7 @@ class PartitionLeases:
             rows = await conn.fetch(f"""
                 WITH picked AS (
                     SELECT job_id, idx FROM partitions
-                    WHERE state = 'queued' AND key_id = ANY($2::text[])
+                    WHERE state = 'queued' AND key_id = ANY($2::text[]) AND ($7 OR NOT in_shared_spool)
                     ORDER BY (enqueued_at < now() - make_interval(secs => $5)) DESC, priority_rank,
                              (key_id = ANY($3::text[])) DESC, job_seq, idx
                     LIMIT $4 FOR UPDATE SKIP LOCKED),
@@ -82,16 +83,17 @@ class PartitionLeases:
                     FROM (SELECT DISTINCT job_id FROM claimed) c WHERE j.job_id = c.job_id AND j.state = 'queued')
                 SELECT c.*, j.input_kind FROM claimed c JOIN jobs j ON j.job_id = c.job_id
                 ORDER BY c.priority_rank, c.lease_token""",
-                worker_id, served_keys, resident_keys, limit, float(affinity_max_age_s), float(lease_s))
+                worker_id, served_keys, resident_keys, limit, float(affinity_max_age_s), float(lease_s), shared_spool)
             return [Claim(r["job_id"], r["idx"], r["key_id"], PRIORITIES[r["priority_rank"]], r["input_kind"],
                           r["lease_token"], r["attempts"]) for r in rows]
 
         return await self._transaction(body, one_statement=True)
 
-    async def read_input(self, claim: Claim) -> bytes | None:
-        """The partition's .wtns or circuit-inputs JSON (None once it is no longer needed)."""
-        return await self.pool.fetchval("SELECT data FROM partition_inputs WHERE job_id = $1 AND idx = $2",
-                                        claim.job_id, claim.index)
+    async def read_input(self, claim: Claim) -> PartitionInput | None:
+        """The partition's .wtns or circuit-inputs JSON, or its shared spool file (None once not needed)."""
+        found = await self.pool.fetchrow("SELECT data, spool_file FROM partition_inputs WHERE job_id = $1 AND idx = $2",
+                                         claim.job_id, claim.index)
+        return PartitionInput(found["data"], found["spool_file"]) if found else None
 
     async def extend(self, worker_id: str, tokens: list[int], lease_s: float) -> set[int]:
         """Heartbeat: extend these leases; return the tokens still held (the others were lost or cancelled)."""

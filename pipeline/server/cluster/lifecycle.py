@@ -25,6 +25,7 @@ from ..uploads import UploadParser
 from .notify import Notifications
 from .pg_store import PostgresJobStore
 from .service import ClusterJobService
+from .shared_spool import SharedSpool
 from .worker import ClusterWorker, WorkerSettings
 
 log = logging.getLogger("zkpipe.cluster")
@@ -72,7 +73,8 @@ async def cluster_worker(app: web.Application, config: Config, keys: KeyFolder, 
         async with EngineAdapter(engine_config) as engine:
             for key in keys.all():
                 engine.register(key)
-            worker = ClusterWorker(worker_id, store, notifications, engine, keys, state_dir / "claims", settings)
+            shared = SharedSpool(Path(server.shared_spool_dir), fsync=server.fsync) if server.shared_spool_dir else None
+            worker = ClusterWorker(worker_id, store, notifications, engine, keys, state_dir / "claims", settings, shared)
             await worker.start()
             service = ClusterJobService(store, spool, worker, notifications, server.result_ttl_s,
                                         server.janitor_interval_s, server.max_db_partition_bytes)

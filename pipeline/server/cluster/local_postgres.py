@@ -13,6 +13,7 @@ the ``postgres`` user when there is one, else ``nobody``. The data folder is fsy
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
 import glob
 import importlib.util
@@ -110,6 +111,7 @@ class LocalPostgres:
             log.close()
             server = cls(bin_dir, root, port, process)
             if server._wait_ready(timeout_s):
+                atexit.register(server.stop)  # an interpreter that exits without __exit__ still stops it
                 return server
             server.stop()
             if "could not bind" not in server.log_tail():
@@ -143,6 +145,7 @@ class LocalPostgres:
 
     def stop(self) -> None:
         """Fast shutdown (SIGINT), then delete the folder."""
+        atexit.unregister(self.stop)
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGINT)
             try:

@@ -44,6 +44,7 @@ CREATE TABLE partitions (
     state            text NOT NULL DEFAULT 'queued'
                      CHECK (state IN ('queued', 'leased', 'done', 'failed', 'cancelled')),
     enqueued_at      timestamptz NOT NULL DEFAULT now(),
+    in_shared_spool  boolean NOT NULL DEFAULT false,    -- only workers with the shared spool claim it
     attempts         integer NOT NULL DEFAULT 0,
     lease_owner      text,
     lease_token      bigint,
@@ -58,13 +59,16 @@ CREATE INDEX partitions_queued ON partitions (priority_rank, job_seq, idx) WHERE
 CREATE INDEX partitions_leased ON partitions (lease_expires_at) WHERE state = 'leased';
 CREATE INDEX partitions_tokens ON partitions (lease_token) WHERE state = 'leased';
 
--- What each partition proves (a .wtns or one circuit-inputs object); deleted once it is proved.
+-- What each partition proves (a .wtns or one circuit-inputs object): in the row up to
+-- max_db_partition_bytes, else a file in the shared spool folder. Deleted once it is proved.
 CREATE TABLE partition_inputs (
-    job_id text NOT NULL,
-    idx    integer NOT NULL,
-    data   bytea NOT NULL,
+    job_id     text NOT NULL,
+    idx        integer NOT NULL,
+    data       bytea,
+    spool_file text,                                    -- relative to shared_spool_dir
     PRIMARY KEY (job_id, idx),
-    FOREIGN KEY (job_id, idx) REFERENCES partitions ON DELETE CASCADE
+    FOREIGN KEY (job_id, idx) REFERENCES partitions ON DELETE CASCADE,
+    CHECK ((data IS NULL) <> (spool_file IS NULL))
 );
 -- Field elements do not compress: store out of line without trying pglz on every witness.
 ALTER TABLE partition_inputs ALTER COLUMN data SET STORAGE EXTERNAL;

@@ -10,6 +10,8 @@ hosts compare. asyncpg's pool is the only connection owner; nothing here blocks 
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import asyncpg
 import orjson
 
@@ -22,6 +24,14 @@ CHANNEL_JOB = "zkpipe_job"  # payload: job id; the job reached a final state
 CHANNEL_CANCEL = "zkpipe_cancel"  # payload: job id; its holders stop proving it
 JOB_COLUMNS = ", ".join(COLUMNS)
 EPOCH_NOW = "extract(epoch FROM now())::float8"
+
+
+@dataclass(frozen=True)
+class PartitionInput:
+    """What one partition proves: the bytes themselves, or a file name in the shared spool folder."""
+
+    data: bytes | None = None
+    spool_file: str | None = None
 
 
 def job_row(record) -> JobRow:
@@ -93,7 +103,7 @@ class PostgresJobStore:
             self.pool = None
 
     # -- writes --------------------------------------------------------------------------------
-    async def insert(self, row: JobRow, inputs: list[bytes]) -> tuple[JobRow, bool]:
+    async def insert(self, row: JobRow, inputs: list[PartitionInput]) -> tuple[JobRow, bool]:
         """Store a job with one input per partition: ``(row, True)``, or ``(existing, False)``
         when its request_id is taken (the inputs are then not stored)."""
         rank = PRIORITIES.index(row.priority)
@@ -107,11 +117,11 @@ class PostgresJobStore:
                 existing = await conn.fetchrow(f"SELECT {JOB_COLUMNS} FROM jobs WHERE request_id = $1", row.request_id)
                 return job_row(existing), False
             await conn.execute("""
-                INSERT INTO partitions (job_id, idx, key_id, priority_rank, job_seq)
-                SELECT $1, i, $2, $3, $4 FROM generate_series(0, $5 - 1) AS i""",
-                row.job_id, row.key_id, rank, stored["seq"], row.n_partitions)
-            await conn.executemany("INSERT INTO partition_inputs (job_id, idx, data) VALUES ($1, $2, $3)",
-                                   [(row.job_id, i, data) for i, data in enumerate(inputs)])
+                INSERT INTO partitions (job_id, idx, key_id, priority_rank, job_seq, in_shared_spool)
+                SELECT $1, i - 1, $2, $3, $4, spooled FROM unnest($5::boolean[]) WITH ORDINALITY AS t(spooled, i)""",
+                row.job_id, row.key_id, rank, stored["seq"], [item.spool_file is not None for item in inputs])
+            await conn.executemany("INSERT INTO partition_inputs (job_id, idx, data, spool_file) VALUES ($1, $2, $3, $4)",
+                                   [(row.job_id, i, item.data, item.spool_file) for i, item in enumerate(inputs)])
             await conn.execute("SELECT pg_notify($1, $2)", CHANNEL_WORK, row.key_id)
         return job_row(stored), True
 
@@ -145,6 +155,12 @@ class PostgresJobStore:
     async def counts(self) -> dict[str, int]:
         found = dict(await self.pool.fetch("SELECT state, count(*) FROM jobs GROUP BY state"))
         return {state: found.get(state, 0) for state in STATES}
+
+    async def unfinished(self, job_ids: list[str]) -> set[str]:
+        """Those of ``job_ids`` that are still queued or running."""
+        rows = await self.pool.fetch("SELECT job_id FROM jobs WHERE job_id = ANY($1::text[]) AND state IN "
+                                     "('queued', 'running')", job_ids)
+        return {r[0] for r in rows}
 
     async def partition_counts(self) -> dict[str, int]:
         """Partitions per state (queued, leased, done, failed, cancelled), over every job kept."""

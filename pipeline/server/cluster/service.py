@@ -23,24 +23,33 @@ from ..errors import ApiError
 from ..store import JobRow, Spool
 from ..uploads import INPUTS_FILE, Upload, partition_file
 from .notify import Notifications
-from .pg_store import PostgresJobStore
+from .pg_store import PartitionInput, PostgresJobStore
+from .shared_spool import SharedSpool
 from .worker import ClusterWorker
 
 log = logging.getLogger("zkpipe.cluster")
 
 
-def read_partition_inputs(folder: Path, upload: Upload, limit: int) -> list[bytes]:
-    """Blocking: one blob per partition (a .wtns file, or one circuit-inputs object as JSON), each at most ``limit``."""
+def stage_partition_inputs(folder: Path, upload: Upload, limit: int,
+                           shared: SharedSpool | None) -> list[PartitionInput]:
+    """Blocking: each partition's input (a .wtns, or one circuit-inputs object as JSON) for the store:
+    in the row up to ``limit`` bytes, else a file in the shared spool, else refused (413)."""
     if upload.input_kind == "inputs":
-        blobs = [orjson.dumps(item) for item in orjson.loads((folder / INPUTS_FILE).read_bytes())]
+        sources = [(None, orjson.dumps(item)) for item in orjson.loads((folder / INPUTS_FILE).read_bytes())]
     else:
-        blobs = [(folder / partition_file(i)).read_bytes() for i in range(upload.n_partitions)]
-    for index, blob in enumerate(blobs):
-        if len(blob) > limit:
+        sources = [(folder / partition_file(i), None) for i in range(upload.n_partitions)]
+    staged = []
+    for index, (path, blob) in enumerate(sources):
+        size = len(blob) if blob is not None else path.stat().st_size
+        if size <= limit:
+            staged.append(PartitionInput(data=blob if blob is not None else path.read_bytes()))
+        elif shared is not None:
+            staged.append(PartitionInput(spool_file=shared.store(upload.job_id, index, source=path, data=blob)))
+        else:
             raise ApiError(413, "partition_too_large",
-                           f"partition {index} is {len(blob)} bytes; the shared store takes at most {limit} bytes per "
-                           "partition (max_db_partition_bytes; see docs/cluster.md: send circuit inputs instead)")
-    return blobs
+                           f"partition {index} is {size} bytes; the database takes at most {limit} bytes per partition "
+                           "(max_db_partition_bytes) and no shared_spool_dir is set for larger ones (docs/cluster.md)")
+    return staged
 
 
 class ClusterJobService:
@@ -81,13 +90,17 @@ class ClusterJobService:
     # -- accepting -------------------------------------------------------------------------------
     async def accept(self, upload: Upload) -> tuple[JobRow, bool]:
         folder = self.spool.tmp_root / upload.job_id
+        shared = self.worker.shared_spool
+        created = False
         try:
-            inputs = await asyncio.to_thread(read_partition_inputs, folder, upload, self.max_db_partition_bytes)
+            inputs = await asyncio.to_thread(stage_partition_inputs, folder, upload, self.max_db_partition_bytes, shared)
             row = JobRow(job_id=upload.job_id, key_id=upload.key.key_id, priority=upload.priority,
                          input_kind=upload.input_kind, n_partitions=upload.n_partitions, request_id=upload.request_id)
             stored, created = await self.store.insert(row, inputs)
         finally:
             await asyncio.to_thread(self.spool.discard, upload.job_id)
+            if shared is not None and not created:  # refused, failed or a duplicate: its shared files go
+                await asyncio.to_thread(shared.discard, upload.job_id)
         self._counters["accepted" if created else "duplicates"] += 1
         return stored, created
 
@@ -136,8 +149,21 @@ class ClusterJobService:
             try:
                 expired = await self.store.delete_finished_before(time.time() - self.result_ttl_s)
                 forgotten = await self.worker.registry.forget_before(self.result_ttl_s)
+                await self._sweep_shared_spool()
                 if expired or forgotten:
                     log.info("deleted %d finished job(s) and %d silent worker(s) older than %.0f s",
                              len(expired), forgotten, self.result_ttl_s)
             except Exception:
                 log.exception("janitor pass failed")
+
+    async def _sweep_shared_spool(self, grace_s: float = 600.0) -> int:
+        """Delete shared spool folders of jobs no longer queued or running (older than ``grace_s``: an upload
+        being committed by another worker is younger)."""
+        shared = self.worker.shared_spool
+        if shared is None:
+            return 0
+        old = await asyncio.to_thread(shared.candidates, grace_s)
+        live = await self.store.unfinished(old) if old else set()
+        for job_id in set(old) - live:
+            await asyncio.to_thread(shared.discard, job_id)
+        return len(set(old) - live)

@@ -28,8 +28,9 @@ from ..engine_adapter import EngineAdapter, JobCancelled, JobFailed, partition_t
 from ..keys import KeyFolder
 from .leases import Claim, PartitionLeases
 from .notify import Notifications
-from .pg_store import PostgresJobStore
+from .pg_store import PartitionInput, PostgresJobStore
 from .registry import WorkerRegistry
+from .shared_spool import SharedSpool
 from .worker_metrics import WorkerMetrics
 
 log = logging.getLogger("zkpipe.cluster")
@@ -65,7 +66,8 @@ class ClusterView:
 
 class ClusterWorker:
     def __init__(self, worker_id: str, store: PostgresJobStore, notifications: Notifications, engine: EngineAdapter,
-                 keys: KeyFolder, scratch_dir: Path, settings: WorkerSettings) -> None:
+                 keys: KeyFolder, scratch_dir: Path, settings: WorkerSettings,
+                 shared_spool: SharedSpool | None = None) -> None:
         self.worker_id = worker_id
         self.store = store
         self.leases = PartitionLeases(store.pool)
@@ -75,6 +77,7 @@ class ClusterWorker:
         self.keys = keys
         self.scratch_dir = scratch_dir
         self.settings = settings
+        self.shared_spool = shared_spool
         self.held: dict[int, Held] = {}  # fencing token -> partition being proved here
         self.metrics = WorkerMetrics(worker_id)
         self.view = ClusterView()
@@ -138,7 +141,7 @@ class ClusterWorker:
             started = time.perf_counter()
             try:
                 claims = await self.leases.claim(self.worker_id, self._served_keys(), list(self.engine.resident_keys()),
-                                                 free, s.lease_s, s.affinity_max_age_s)
+                                                 free, s.lease_s, s.affinity_max_age_s, self.shared_spool is not None)
             except Exception as exc:  # the database is away: keep what is held, try again later
                 log.warning("claim failed: %s", exc)
                 await asyncio.sleep(s.claim_poll_interval_s)
@@ -159,17 +162,23 @@ class ClusterWorker:
     async def _prove(self, held: Held) -> None:
         claim = held.claim
         try:
-            data = await self.leases.read_input(claim)
-            if data is None or held.lost:  # the job ended meanwhile
+            item = await self.leases.read_input(claim)
+            if item is None or held.lost:  # the job ended meanwhile
                 return
             key = self.keys.get(claim.key_id)
             try:
                 if key is None:
                     raise LookupError(f"key {claim.key_id!r} is no longer in this worker's keys folder")
-                source = await asyncio.to_thread(self._materialize, held, data)
+                source = await asyncio.to_thread(self._materialize, held, item)
+            except FileNotFoundError as exc:  # accepted and now gone: no worker can prove it
+                held.storing = True
+                if await self.leases.fail(claim, "input_lost", f"partition {claim.index}: its input is gone: {exc}"):
+                    self.metrics.count("failed")
+                return
             except Exception as exc:  # a problem of this worker, not of the job: another one takes it
                 log.warning("partition %s/%d not started here: %s", claim.job_id, claim.index, exc)
                 self.metrics.count("released", await self.leases.release(self.worker_id, [claim.token]))
+                await asyncio.sleep(self.settings.claim_poll_interval_s)  # not straight back to the same claim
                 return
             try:
                 self.engine.register(key)
@@ -186,6 +195,8 @@ class ClusterWorker:
             if await self.leases.complete(claim, self.worker_id, proofs_to_json(proofs)[0],
                                           partition_timings(proofs)[0]):
                 self.metrics.count("stored")
+                if item.spool_file is not None:
+                    await asyncio.to_thread(self.shared_spool.remove, item.spool_file)
             else:
                 self.metrics.count("fenced")
                 log.info("partition %s/%d: proof discarded, lease %d no longer current",
@@ -208,12 +219,20 @@ class ClusterWorker:
             if not self.held:
                 self._idle.set()
 
-    def _materialize(self, held: Held, data: bytes):
-        """Blocking: a .wtns input becomes a local file (the engine reads paths); inputs become a dict."""
+    def _materialize(self, held: Held, item: PartitionInput):
+        """Blocking: circuit inputs become a dict; a .wtns a path the engine reads (the shared spool's file,
+        or a local copy of the row's bytes)."""
+        if item.spool_file is not None:
+            path = self.shared_spool.path(item.spool_file)
+            if held.claim.input_kind == "inputs":
+                return orjson.loads(path.read_bytes())
+            if not path.is_file():
+                raise FileNotFoundError(f"{path} (shared_spool_dir mounted the same on every worker?)")
+            return str(path)
         if held.claim.input_kind == "inputs":
-            return orjson.loads(data)
+            return orjson.loads(item.data)
         held.scratch = self.scratch_dir / f"{held.claim.token}.wtns"
-        held.scratch.write_bytes(data)
+        held.scratch.write_bytes(item.data)
         return str(held.scratch)
 
     def _give_up(self, token: int) -> None:

@@ -12,7 +12,7 @@ import pytest
 from pipeline.server.cluster.leases import PartitionLeases
 from pipeline.server.cluster.migrations import LATEST, SchemaTooNew, migrate
 from pipeline.server.cluster.notify import Notifications
-from pipeline.server.cluster.pg_store import PostgresJobStore
+from pipeline.server.cluster.pg_store import PartitionInput, PostgresJobStore
 from pipeline.server.cluster.registry import WorkerRegistry
 from pipeline.server.store import JobRow
 
@@ -42,7 +42,7 @@ def leases(store):
 async def add_job(store, key_id="k1", n=2, priority="normal", request_id=None, kind="wtns") -> JobRow:
     row = JobRow(job_id=uuid.uuid4().hex, key_id=key_id, priority=priority, input_kind=kind, n_partitions=n,
                  request_id=request_id)
-    stored, created = await store.insert(row, [f"input {i}".encode() for i in range(n)])
+    stored, created = await store.insert(row, [PartitionInput(f"input {i}".encode()) for i in range(n)])
     assert created
     return stored
 
@@ -91,7 +91,7 @@ async def test_a_repeated_request_id_returns_the_first_job_and_stores_nothing_ne
     first = await add_job(store, request_id="order-1")
     again = JobRow(job_id=uuid.uuid4().hex, key_id="k1", priority="normal", input_kind="wtns", n_partitions=5,
                    request_id="order-1")
-    stored, created = await store.insert(again, [b"x"] * 5)
+    stored, created = await store.insert(again, [PartitionInput(b"x")] * 5)
     assert not created and stored.job_id == first.job_id
     assert (await store.partition_counts())["queued"] == 2
     assert await store.get(again.job_id) is None
@@ -269,3 +269,13 @@ async def test_the_registry_lists_workers_and_whether_they_answer(store):
     assert workers["w1"]["counters"] == {"stored": 7} and workers["w1"]["devices"][0]["backend"] == "cpu"
     assert await registry.forget_before(30) == 1
     assert [w["worker_id"] for w in await registry.list(30)] == ["w1"]
+
+
+async def test_a_partition_in_the_shared_spool_goes_only_to_workers_that_mount_it(store, leases):
+    row = JobRow(job_id=uuid.uuid4().hex, key_id="k1", priority="normal", input_kind="wtns", n_partitions=2)
+    await store.insert(row, [PartitionInput(b"small"), PartitionInput(spool_file=f"{row.job_id}/part-00001.wtns")])
+    (in_row,) = await leases.claim("w1", ["k1"], [], 10, LONG, LONG, shared_spool=False)
+    assert in_row.index == 0 and await leases.read_input(in_row) == PartitionInput(b"small")
+    (spooled,) = await leases.claim("w2", ["k1"], [], 10, LONG, LONG, shared_spool=True)
+    assert await leases.read_input(spooled) == PartitionInput(spool_file=f"{row.job_id}/part-00001.wtns")
+    assert await store.unfinished([row.job_id, "gone"]) == {row.job_id}
