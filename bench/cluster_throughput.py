@@ -37,6 +37,7 @@ import aiohttp  # noqa: E402
 from pipeline.server.cluster.leases import PartitionLeases  # noqa: E402
 from pipeline.server.cluster.local_postgres import LocalPostgres  # noqa: E402
 from pipeline.server.cluster.pg_store import PartitionInput, PostgresJobStore  # noqa: E402
+from pipeline.server.cluster.shared_spool import SharedSpool  # noqa: E402
 from pipeline.server.store import JobRow  # noqa: E402
 
 TOKEN = "bench-token"
@@ -49,14 +50,28 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * q))] if ordered else float("nan")
 
 
-async def fill(url: str, key_id: str, jobs: int, partitions: int, payload: bytes) -> None:
+def job_inputs(jobs: int, partitions: int, payload: bytes, shared: SharedSpool | None) -> list[list[PartitionInput]]:
+    """Each job's partition inputs: in the rows, or (with a shared spool) files written there beforehand,
+    as the accepting worker would have written them before committing."""
+    if shared is None:
+        return [[PartitionInput(payload)] * partitions for _ in range(jobs)]
+    out = []
+    for _ in range(jobs):
+        job_id = uuid.uuid4().hex
+        out.append([PartitionInput(spool_file=shared.store(job_id, i, data=payload)) for i in range(partitions)])
+    return out
+
+
+async def fill(url: str, key_id: str, inputs: list[list[PartitionInput]]) -> None:
+    """Insert one job per entry of ``inputs`` through the store (what an accepting worker commits)."""
     store = PostgresJobStore(url)
     await store.open()
     try:
-        for _ in range(jobs):
-            row = JobRow(job_id=uuid.uuid4().hex, key_id=key_id, priority="normal", input_kind="wtns",
-                         n_partitions=partitions)
-            await store.insert(row, [PartitionInput(payload)] * partitions)
+        for parts in inputs:
+            spooled = parts[0].spool_file
+            job_id = spooled.split("/")[0] if spooled else uuid.uuid4().hex
+            row = JobRow(job_id=job_id, key_id=key_id, priority="normal", input_kind="wtns", n_partitions=len(parts))
+            await store.insert(row, parts)
     finally:
         await store.close()
 
@@ -86,7 +101,7 @@ def claimer(url: str, name: str, results) -> None:
 
 def store_only(pg: LocalPostgres, n_workers: int, claims: int) -> dict:
     url = pg.create_database(f"claims_{n_workers}_{uuid.uuid4().hex[:6]}")
-    asyncio.run(fill(url, "bench", claims // 4, 4, b"w" * 256))
+    asyncio.run(fill(url, "bench", job_inputs(claims // 4, 4, b"w" * 256, None)))
     ctx = multiprocessing.get_context("spawn")
     results = ctx.Queue()
     procs = [ctx.Process(target=claimer, args=(url, f"c{i}", results)) for i in range(n_workers)]
@@ -103,7 +118,7 @@ def store_only(pg: LocalPostgres, n_workers: int, claims: int) -> dict:
 
 # -- 2. end to end ---------------------------------------------------------------------------------
 class Worker:
-    def __init__(self, root: Path, index: int, url: str, args, fixture: Path) -> None:
+    def __init__(self, root: Path, index: int, url: str, args, fixture: Path, shared: SharedSpool | None) -> None:
         keys = root / f"keys{index}"
         keys.mkdir(parents=True)
         (keys / "bench.zkey").symlink_to(fixture / "circuit_final.zkey")
@@ -115,6 +130,7 @@ class Worker:
         config.write_text(f'[server]\nport = {self.port}\nkeys_dir = "{keys}"\nstate_dir = "{root / f"s{index}"}"\n'
                           f'auth_token = "{TOKEN}"\nstore_url = "{url}"\nlog_level = "warning"\n'
                           f'heartbeat_interval_s = 1.0\nclaim_poll_interval_s = 1.0\n'
+                          + (f'shared_spool_dir = "{shared.root}"\n' if shared else "")
                           f'[engine]\nbackend = "{args.backend}"\ngil_switch_interval_s = 0.001\n'
                           f'synthesize_workers = 1\nepilogue_workers = 1\n')
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
@@ -147,12 +163,15 @@ class Worker:
 async def end_to_end(pg: LocalPostgres, n_workers: int, warmup: int, args, fixture: Path, root: Path) -> dict:
     url = pg.create_database(f"e2e_{n_workers}_{uuid.uuid4().hex[:6]}")
     folder = root / f"e2e{n_workers}"
-    workers = [Worker(folder, i, url, args, fixture) for i in range(n_workers)]
+    shared = SharedSpool(folder / "shared", fsync=False) if args.shared_spool else None
+    workers = [Worker(folder, i, url, args, fixture, shared) for i in range(n_workers)]
+    payload = (fixture / "witness.wtns").read_bytes()
     headers = {"Authorization": f"Bearer {TOKEN}"}
     try:
         async with aiohttp.ClientSession(headers=headers) as session:
             await asyncio.gather(*(w.ready(session) for w in workers))
-            await fill(url, "bench", warmup, args.partitions, (fixture / "witness.wtns").read_bytes())
+            await fill(url, "bench", job_inputs(warmup, args.partitions, payload, shared))
+            timed = job_inputs(args.jobs, args.partitions, payload, shared)  # spool files written before timing
             store = PostgresJobStore(url)
             await store.open()
             try:
@@ -162,7 +181,7 @@ async def end_to_end(pg: LocalPostgres, n_workers: int, warmup: int, args, fixtu
                 while await done_count() < warmup:  # every key loaded, every worker warm
                     await asyncio.sleep(0.2)
                 started = time.perf_counter()
-                await fill(url, "bench", args.jobs, args.partitions, (fixture / "witness.wtns").read_bytes())
+                await fill(url, "bench", timed)
                 while await done_count() < warmup + args.jobs:
                     await asyncio.sleep(0.05)
                 wall = time.perf_counter() - started
@@ -195,6 +214,8 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=0, help="jobs proved before timing (default: 2 per worker)")
     parser.add_argument("--claims", type=int, default=2000, help="partitions drained in the store-only part (0: skip)")
     parser.add_argument("--devices-per-worker", action="store_true", help="worker i uses device i only")
+    parser.add_argument("--shared-spool", action="store_true", help="witnesses travel through a shared spool folder "
+                        "(on this host) instead of the database rows")
     parser.add_argument("--out")
     args = parser.parse_args()
     counts = [int(n) for n in args.workers.split(",")]
@@ -228,12 +249,14 @@ def write_table(out: Path, args, fixture: Path, store_rows: list[dict], e2e_rows
         lines += [f"| {r['workers']} | {r['claims']} | {r['per_s']:.0f} | {r['median_ms']:.2f} | {r['p99_ms']:.2f} |"
                   for r in store_rows]
         lines.append("")
+    travel = "a shared spool folder" if args.shared_spool else "the database rows"
     lines += [f"## End to end: `zkpipe serve --store` workers proving {args.jobs} jobs of {args.partitions} "
-              "partition(s), inserted at once", "",
-              "| workers | jobs/s | proofs/s | wall s | ratio vs 1 worker | claim median ms | claim p99 ms | "
-              "stored per worker (with warm-up) | failed |", "|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
+              f"partition(s), inserted at once (witnesses through {travel})", "",
+              "| workers | jobs/s | proofs/s | s/proof | wall s | ratio vs 1 worker | claim median ms | claim p99 ms | "
+              "stored per worker (with warm-up) | failed |", "|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
     base = e2e_rows[0]["jobs_per_s"] if e2e_rows else 1.0
-    lines += [f"| {r['workers']} | {r['jobs_per_s']:.1f} | {r['proofs_per_s']:.1f} | {r['wall_s']:.1f} | "
+    lines += [f"| {r['workers']} | {r['jobs_per_s']:.1f} | {r['proofs_per_s']:.1f} | {1 / r['proofs_per_s']:.3f} | "
+              f"{r['wall_s']:.1f} | "
               f"{r['jobs_per_s'] / base:.2f} | {r['claim_median_ms']:.1f} | {r['claim_p99_ms']:.1f} | "
               f"{', '.join(map(str, r['stored']))} | {r['failed']} |" for r in e2e_rows]
     out.parent.mkdir(parents=True, exist_ok=True)
