@@ -127,10 +127,10 @@ class Worker:
             self.port = sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
         config = root / f"w{index}.toml"
+        spool = f'shared_spool_dir = "{shared.root}"\n' if shared else ""
         config.write_text(f'[server]\nport = {self.port}\nkeys_dir = "{keys}"\nstate_dir = "{root / f"s{index}"}"\n'
                           f'auth_token = "{TOKEN}"\nstore_url = "{url}"\nlog_level = "warning"\n'
-                          f'heartbeat_interval_s = 1.0\nclaim_poll_interval_s = 1.0\n'
-                          + (f'shared_spool_dir = "{shared.root}"\n' if shared else "")
+                          f'heartbeat_interval_s = 1.0\nclaim_poll_interval_s = 1.0\n{spool}'
                           f'[engine]\nbackend = "{args.backend}"\ngil_switch_interval_s = 0.001\n'
                           f'synthesize_workers = 1\nepilogue_workers = 1\n')
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
