@@ -6,20 +6,18 @@ The proofs it gives do not verify (the witness satisfies nothing); what the benc
 time per stage, does not depend on that: MSM and NTT cost is the same for any points and
 scalars of the field.
 
-    python3 bench/random_circuit.py CURVE LOG2_DOMAIN OUT_DIR     e.g. bls12381 20 /tmp/rand_2e20
+    python3 -m bench.random_circuit CURVE LOG2_DOMAIN OUT_DIR     e.g. bls12381 20 /tmp/rand_2e20
 """
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from pipeline.curves import curve_by_name  # noqa: E402
-from pipeline.formats.wtns import write_wtns  # noqa: E402
-from pipeline.formats.zkey_writer import random_limbs, write_random_zkey  # noqa: E402
+from bench.common import CURVE_NAMES, arg_parser
+from pipeline.curves import curve_by_name
+from pipeline.formats.wtns import write_wtns
+from pipeline.formats.zkey_writer import random_limbs, write_random_zkey
 
 
 def main(curve_name: str, log_domain: int, out_dir: str) -> None:
@@ -37,4 +35,9 @@ def main(curve_name: str, log_domain: int, out_dir: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]), sys.argv[3])
+    parser = arg_parser(__doc__)
+    parser.add_argument("curve", choices=CURVE_NAMES)
+    parser.add_argument("log_domain", type=int, metavar="LOG2_DOMAIN")
+    parser.add_argument("out_dir", metavar="OUT_DIR")
+    a = parser.parse_args()
+    main(a.curve, a.log_domain, a.out_dir)

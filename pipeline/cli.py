@@ -9,12 +9,10 @@ import sys
 import time
 from pathlib import Path
 
-EXIT_OK, EXIT_INVALID, EXIT_BAD_INPUT = 0, 1, 2
+from .errors import BadInput, ExitCode, InternalError, Unavailable
+
+EXIT_OK, EXIT_INVALID, EXIT_BAD_INPUT = ExitCode.OK, ExitCode.INVALID, ExitCode.BAD_INPUT
 EXAMPLES_DIR = Path(__file__).parent / "examples"
-
-
-class BadInput(Exception):
-    """Anything the user handed us that we cannot use; the message says what and where."""
 
 
 def _read_inputs(key_path: str, wtns_path: str | None = None):
@@ -28,13 +26,18 @@ def _read_inputs(key_path: str, wtns_path: str | None = None):
 
 def _prove_files(key_path: str, wtns_path: str, backend_name: str):
     from .backends import create_backend
+    from .config import ConfigError, cuda_options_from_env
     from .groth16 import check_witness, prove
 
     t0 = time.perf_counter()
     zkey, witness = _read_inputs(key_path, wtns_path)
     check_witness(zkey, witness)
     load_ms = (time.perf_counter() - t0) * 1e3
-    backend = create_backend(backend_name)
+    try:
+        cuda_options = cuda_options_from_env()
+    except ConfigError as exc:
+        raise BadInput(str(exc)) from exc
+    backend = create_backend(backend_name, options=cuda_options)
     t1 = time.perf_counter()
     key = backend.load_key(zkey)
     resident_ms = (time.perf_counter() - t1) * 1e3
@@ -149,15 +152,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .formats.errors import FormatError
-    from .groth16.prover import WitnessMismatch
-
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (FormatError, WitnessMismatch, BadInput) as exc:
+    except (BadInput, Unavailable) as exc:
         print(f"zkpipe: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except InternalError as exc:
+        print(f"zkpipe: internal error: {exc}", file=sys.stderr)
+        return ExitCode.INTERNAL
     except OSError as exc:
         print(f"zkpipe: error: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

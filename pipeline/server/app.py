@@ -28,12 +28,13 @@ from .state import ENGINE, KEYS, SERVER_CONFIG, SERVICE, STARTED_AT, UPLOADS
 from .store import JobStore, Spool
 from .store_api import is_shared_store
 from .uploads import UploadParser
+from ..errors import Unavailable
 
 log = logging.getLogger("zkpipe.server")
 LOCK_FILE = "zkpipe.lock"
 
 
-class StateDirBusy(RuntimeError):
+class StateDirBusy(Unavailable):
     """Another server holds this state folder."""
 
 

@@ -8,8 +8,7 @@ exact C types (a wrong argument count is a Python error, not a garbled launch).
 from __future__ import annotations
 
 import os
-import multiprocessing
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -65,7 +64,7 @@ SIGNATURES: dict[str, tuple[str, ...]] = {
     "msm_count_digits": (PTR, U32, I32, I32, PTR),
     "msm_scatter_digits": (PTR, U32, I32, I32, PTR, PTR),
     "msm_chunk_counts": (PTR, U32, U32, PTR),
-    "msm_accumulate": (PTR, PTR, PTR, PTR, PTR, PTR, U32, U32, U32),
+    "msm_accumulate": (PTR, PTR, PTR, PTR, PTR, PTR, U32, U32, PTR),
     "msm_bucket_segments": (PTR, PTR, PTR, U32, U32, U32),
     "msm_reduce_halves": (PTR, U32, U32, U32),
     "msm_combine_windows": (PTR, PTR, U32, U32, I32),
@@ -86,9 +85,11 @@ def _compile_one(job: tuple) -> BuiltUnit:
 def build_units(curves, arch: str = "sm_90", units=None, cache_dir=None, parallel: bool = True) -> dict:
     """Compile (or load from the cache) the units of one or more curves -> {(curve name, unit): BuiltUnit}.
 
-    Cached units load in this process. The others compile in spawned processes: cuda-python's
-    NVRTC calls hold the GIL and a unit takes up to ~25 s, so threads would run them in turn;
-    and forking a process that runs the driver's and the engine's threads may deadlock the child.
+    Cached units load, and the others compile, in this process, on threads: cuda-bindings >= 13.0
+    releases the GIL around every NVRTC call and NVRTC compiles distinct programs concurrently, so
+    the units build in parallel. No worker process: spawned ones must re-import the host program's
+    ``__main__``, which fails under ``python3 -`` (BrokenProcessPool), and forking a process that
+    runs the driver's and the engine's threads may deadlock the child (bench/kernel_build.py).
     """
     curves = [curves] if isinstance(curves, Curve) else list(curves)
     jobs = {(c.name, u): (u, {HEADER_NAME: curve_header(c)}, arch, cache_dir) for c in curves for u in (units or UNITS)}
@@ -102,7 +103,7 @@ def build_units(curves, arch: str = "sm_90", units=None, cache_dir=None, paralle
         built.update({key: _compile_one(jobs[key]) for key in missing})
     else:
         workers = min(len(missing), os.cpu_count() or 1)
-        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="zkpipe-nvrtc") as pool:
             built.update(zip(missing, pool.map(_compile_one, [jobs[key] for key in missing])))
     return {key: built[key] for key in jobs}
 
@@ -110,7 +111,7 @@ def build_units(curves, arch: str = "sm_90", units=None, cache_dir=None, paralle
 class CurveKernels:
     """The loaded modules of one curve on one device; ``launch`` by name expression."""
 
-    def __init__(self, device, curve: Curve, cache_dir=None) -> None:
+    def __init__(self, device, curve: Curve, cache_dir=None, sync_after_launch: bool = False) -> None:
         self.device = device
         self.curve = curve
         device.activate()
@@ -124,11 +125,11 @@ class CurveKernels:
             for expr, lowered in built.lowered.items():
                 self._functions[expr] = check(driver.cuModuleGetFunction(module, lowered.encode()),
                                               "cuModuleGetFunction", expr)
-        self.sync_after_launch = os.environ.get("ZKPIPE_CUDA_SYNC_LAUNCH") == "1"
+        self.sync_after_launch = sync_after_launch  # CudaOptions.sync_after_launch
 
     def launch(self, expr: str, grid: int, block: int, args: tuple, stream, shared_bytes: int = 0) -> None:
         """Launch ``expr`` on ``stream``; the launch status is checked, and with
-        ZKPIPE_CUDA_SYNC_LAUNCH=1 the stream is synchronised too so a fault names this kernel."""
+        ``sync_after_launch`` the stream is synchronised too so a fault names this kernel."""
         sig = SIGNATURES[base_name(expr)]
         if len(args) != len(sig):
             raise TypeError(f"{expr}: {len(sig)} arguments expected, {len(args)} given")

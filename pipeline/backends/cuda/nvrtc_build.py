@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,8 +36,8 @@ class BuiltUnit:
 
 
 def default_cache_dir() -> Path:
-    env = os.environ.get("ZKPIPE_KERNEL_CACHE")
-    return Path(env) if env else Path.home() / ".cache" / "zkpipe" / "kernels"
+    """Where kernels are cached when no folder is given (``CudaOptions.kernel_cache_dir`` unset)."""
+    return Path.home() / ".cache" / "zkpipe" / "kernels"
 
 
 def nvrtc_version() -> tuple[int, int]:
@@ -67,9 +68,11 @@ def cache_key(unit: str, headers: dict[str, str], options: tuple[str, ...], arch
 
 def _program_log(prog) -> str:
     size = check(nvrtc.nvrtcGetProgramLogSize(prog), "nvrtcGetProgramLogSize")
-    buf = b" " * size
+    # NVRTC writes into the buffer: a bytearray, never bytes (b" " * 1 is the interpreter's shared b" ",
+    # and an empty log, size 1, turned every b" " of the process into b"\0").
+    buf = bytearray(size)
     check(nvrtc.nvrtcGetProgramLog(prog, buf), "nvrtcGetProgramLog")
-    return buf.rstrip(b"\0 ").decode(errors="replace")
+    return bytes(buf).rstrip(b"\0 ").decode(errors="replace")
 
 
 def _cache_paths(cache: Path, unit: str, headers: dict[str, str], name_expressions: tuple[str, ...], arch: str,
@@ -116,8 +119,9 @@ def compile_unit(unit: str, headers: dict[str, str], name_expressions: tuple[str
         if status != nvrtc.nvrtcResult.NVRTC_SUCCESS:
             raise CompileError("nvrtcCompileProgram", str(status), unit, log)
         size = check(nvrtc.nvrtcGetCUBINSize(prog), "nvrtcGetCUBINSize", unit)
-        cubin = b" " * size
-        check(nvrtc.nvrtcGetCUBIN(prog, cubin), "nvrtcGetCUBIN", unit)
+        cubin_buf = bytearray(size)  # written by NVRTC (see _program_log)
+        check(nvrtc.nvrtcGetCUBIN(prog, cubin_buf), "nvrtcGetCUBIN", unit)
+        cubin = bytes(cubin_buf)
         lowered = {}
         for expr in name_expressions:
             name = check(nvrtc.nvrtcGetLoweredName(prog, expr.encode()), "nvrtcGetLoweredName", expr)
@@ -127,7 +131,7 @@ def compile_unit(unit: str, headers: dict[str, str], name_expressions: tuple[str
     compile_s = time.perf_counter() - t0
     try:
         cache.mkdir(parents=True, exist_ok=True)
-        tmp = cubin_path.with_suffix(f".tmp{os.getpid()}")
+        tmp = cubin_path.with_suffix(f".tmp{os.getpid()}-{threading.get_ident()}")  # builds run on threads
         tmp.write_bytes(cubin)
         tmp.replace(cubin_path)
         meta_path.write_text(json.dumps({"lowered": lowered, "log": log, "compile_s": compile_s}))

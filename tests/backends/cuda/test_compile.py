@@ -35,9 +35,9 @@ def test_a_second_build_loads_every_unit_from_the_cache_in_process(built, kernel
     from pipeline.backends.cuda import kernels
 
     def no_pool(*args, **kwargs):
-        raise AssertionError("a build with every unit cached started compiler processes")
+        raise AssertionError("a build with every unit cached started compiler threads")
 
-    monkeypatch.setattr(kernels, "ProcessPoolExecutor", no_pool)
+    monkeypatch.setattr(kernels, "ThreadPoolExecutor", no_pool)
     again = kernels.build_units([BN254, BLS12_381], "sm_90", cache_dir=kernel_cache)
     assert again.keys() == built.keys()
     assert all(b.from_cache and b.cubin == built[k].cubin for k, b in again.items())
