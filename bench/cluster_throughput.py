@@ -1,7 +1,8 @@
 """Jobs through the shared PostgreSQL store: claim latency and throughput with 1, 3 and 8 workers.
 
-    python bench/cluster_throughput.py                          # this machine: CPU backend, bn128 multiplier
-    python bench/cluster_throughput.py --workers 1,3,8 --jobs 200 --claims 3000
+    python3 -m bench.cluster_throughput                         # this machine: CPU backend, bn128 multiplier
+    python3 -m bench.cluster_throughput --workers 1,3,8 --jobs 200 --claims 3000
+    bash bench/device.sh cluster                                # the GPU host: 1 vs 2 workers, one GPU each
 
 1. the store alone: N claimer processes drain a queue of tiny partitions (claim one, store a
    proof-sized result, repeat): the ceiling of the coordination itself, no proving;
@@ -15,12 +16,12 @@ bench/results/cluster_<backend>_<curve>_<circuit>.md.
 """
 from __future__ import annotations
 
-import argparse
 import asyncio
 import multiprocessing
 import os
 import platform
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -29,18 +30,19 @@ import time
 import uuid
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+import aiohttp
 
-import aiohttp  # noqa: E402
-
-from pipeline.server.cluster.leases import PartitionLeases  # noqa: E402
-from pipeline.server.cluster.local_postgres import LocalPostgres  # noqa: E402
-from pipeline.server.cluster.pg_store import PartitionInput, PostgresJobStore  # noqa: E402
-from pipeline.server.cluster.shared_spool import SharedSpool  # noqa: E402
-from pipeline.server.store import JobRow  # noqa: E402
+from bench.common import FIXTURES, REPO, arg_parser, int_list, result_path, write_result
+from pipeline.server.cluster.leases import PartitionLeases
+from pipeline.server.cluster.local_postgres import LocalPostgres
+from pipeline.server.cluster.pg_store import PartitionInput, PostgresJobStore
+from pipeline.server.cluster.shared_spool import SharedSpool
+from pipeline.server.store import JobRow
 
 TOKEN = "bench-token"
+# Many workers on 2 cores: one thread per CPU stage, and a 1 ms GIL switch so each worker's event loop
+# (its claims and heartbeats) is not starved by the pure-Python prover threads (NOTES: engine_cpu_*).
+CPU_ENGINE = "gil_switch_interval_s = 0.001\nsynthesize_workers = 1\nepilogue_workers = 1\n"
 FAKE_PROOF = {"proof": {"pi_a": ["1" * 77] * 3, "pi_b": [["1" * 77] * 2] * 3, "pi_c": ["1" * 77] * 3},
               "public_signals": ["33"]}  # the size of a real BN254 proof
 
@@ -122,7 +124,7 @@ class Worker:
         keys = root / f"keys{index}"
         keys.mkdir(parents=True)
         (keys / "bench.zkey").symlink_to(fixture / "circuit_final.zkey")
-        with __import__("socket").socket() as sock:
+        with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
             self.port = sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
@@ -131,8 +133,7 @@ class Worker:
         config.write_text(f'[server]\nport = {self.port}\nkeys_dir = "{keys}"\nstate_dir = "{root / f"s{index}"}"\n'
                           f'auth_token = "{TOKEN}"\nstore_url = "{url}"\nlog_level = "warning"\n'
                           f'heartbeat_interval_s = 1.0\nclaim_poll_interval_s = 1.0\n{spool}'
-                          f'[engine]\nbackend = "{args.backend}"\ngil_switch_interval_s = 0.001\n'
-                          f'synthesize_workers = 1\nepilogue_workers = 1\n')
+                          f'[engine]\nbackend = "{args.backend}"\n{CPU_ENGINE if args.backend == "cpu" else ""}')
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
         if args.devices_per_worker:  # one GPU per worker: worker i gets device i
             env["ZKPIPE_ENGINE_DEVICES"] = f"[{index}]"
@@ -204,11 +205,11 @@ async def end_to_end(pg: LocalPostgres, n_workers: int, warmup: int, args, fixtu
 
 def main() -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwind: stop the workers and the database
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = arg_parser(__doc__)
     parser.add_argument("--backend", default="cpu")
     parser.add_argument("--curve", default="bn128")
     parser.add_argument("--circuit", default="multiplier", help="a fixture under tests/fixtures/CURVE/, or a folder")
-    parser.add_argument("--workers", default="1,3,8")
+    parser.add_argument("--workers", type=int_list, default=[1, 3, 8])
     parser.add_argument("--jobs", type=int, default=200)
     parser.add_argument("--partitions", type=int, default=1, help="partitions per job")
     parser.add_argument("--warmup", type=int, default=0, help="jobs proved before timing (default: 2 per worker)")
@@ -218,10 +219,9 @@ def main() -> None:
                         "(on this host) instead of the database rows")
     parser.add_argument("--out")
     args = parser.parse_args()
-    counts = [int(n) for n in args.workers.split(",")]
-    fixture = Path(args.circuit) if Path(args.circuit).is_dir() else REPO / "tests" / "fixtures" / args.curve / args.circuit
-    name = f"cluster_{args.backend}_{args.curve}_{fixture.name}"
-    out = Path(args.out) if args.out else REPO / "bench" / "results" / f"{name}.md"
+    counts = args.workers
+    fixture = Path(args.circuit) if Path(args.circuit).is_dir() else FIXTURES / args.curve / args.circuit
+    out = Path(args.out) if args.out else result_path(f"cluster_{args.backend}_{args.curve}_{fixture.name}.md")
     with LocalPostgres.start() as pg, tempfile.TemporaryDirectory(prefix="zkpipe-cluster-bench-") as tmp:
         store_rows = [store_only(pg, n, args.claims) for n in counts] if args.claims else []
         for row in store_rows:
@@ -234,11 +234,10 @@ def main() -> None:
             print(f"end to end: {n} workers {r['jobs_per_s']:.1f} jobs/s ({r['wall_s']:.1f} s), claim median "
                   f"{r['claim_median_ms']:.1f} ms p99 {r['claim_p99_ms']:.1f} ms, stored per worker {r['stored']}",
                   flush=True)
-    write_table(out, args, fixture, store_rows, e2e_rows)
-    print(f"wrote {out}")
+    write_result(out, table(args, fixture, store_rows, e2e_rows), show=f"wrote {out}")
 
 
-def write_table(out: Path, args, fixture: Path, store_rows: list[dict], e2e_rows: list[dict]) -> None:
+def table(args, fixture: Path, store_rows: list[dict], e2e_rows: list[dict]) -> str:
     lines = [f"# Jobs through the shared PostgreSQL store: {args.backend} backend, {args.curve}/{fixture.name}", "",
              f"Host: {platform.node()} ({os.cpu_count()} CPUs, Python {platform.python_version()}); "
              f"{time.strftime('%Y-%m-%d %H:%M')}; load average at the end {os.getloadavg()[0]:.1f} (the machine is "
@@ -259,8 +258,7 @@ def write_table(out: Path, args, fixture: Path, store_rows: list[dict], e2e_rows
               f"{r['wall_s']:.1f} | "
               f"{r['jobs_per_s'] / base:.2f} | {r['claim_median_ms']:.1f} | {r['claim_p99_ms']:.1f} | "
               f"{', '.join(map(str, r['stored']))} | {r['failed']} |" for r in e2e_rows]
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("\n".join(lines) + "\n")
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

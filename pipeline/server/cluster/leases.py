@@ -173,7 +173,7 @@ class PartitionLeases:
                 await conn.execute("SELECT pg_notify($1, $2)", CHANNEL_WORK, key_id)
             for r in rows:
                 if r["state"] == "failed":
-                    await finish_job(conn, r["job_id"], "failed", "worker_lost",
+                    await finish_job(conn, r["job_id"], "failed", "internal_error",
                                      f"partition {r['idx']}: its worker stopped answering {r['attempts']} times "
                                      f"(max_partition_attempts = {max_attempts})")
             return len(requeued), len(rows) - len(requeued)

@@ -28,10 +28,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ...errors import InternalError, Unavailable
+
 SUPERUSER = "zkpipe"
 
 
-class PostgresNotFound(RuntimeError):
+class PostgresNotFound(Unavailable):
     """No PostgreSQL server binaries on this host."""
 
 
@@ -97,7 +99,7 @@ class LocalPostgres:
                            text=True, timeout=timeout_s, **as_user)
         except subprocess.CalledProcessError as exc:
             shutil.rmtree(root, ignore_errors=True)
-            raise RuntimeError(f"initdb failed: {exc.stderr.strip()[-2000:]}") from exc
+            raise InternalError(f"initdb failed: {exc.stderr.strip()[-2000:]}") from exc
         options = {"listen_addresses": "127.0.0.1", "unix_socket_directories": str(root), "fsync": "off",
                    "full_page_writes": "off", "max_connections": "200", "shared_buffers": "64MB",
                    "dynamic_shared_memory_type": "mmap", **settings}
@@ -116,7 +118,7 @@ class LocalPostgres:
             server.stop()
             if "could not bind" not in server.log_tail():
                 break
-        raise RuntimeError(f"PostgreSQL did not start: {server.log_tail()}")
+        raise InternalError(f"PostgreSQL did not start: {server.log_tail()}")
 
     def _wait_ready(self, timeout_s: float) -> bool:
         deadline = time.monotonic() + timeout_s

@@ -7,6 +7,8 @@ Add a migration by appending ``(next number, name, SQL)``; never edit one that h
 """
 from __future__ import annotations
 
+from ...errors import Unavailable
+
 ADVISORY_LOCK_ID = 0x7A6B7069  # "zkpi": any constant the database's other users do not take
 
 MIGRATIONS: tuple[tuple[int, str, str], ...] = (
@@ -91,8 +93,8 @@ CREATE TABLE workers (
 LATEST = MIGRATIONS[-1][0]
 
 
-class SchemaTooNew(RuntimeError):
-    """The database was migrated by a newer zkpipe."""
+class SchemaTooNew(Unavailable):
+    """The database was migrated by a newer zkpipe: this worker cannot use it until upgraded."""
 
 
 async def migrate(conn) -> list[int]:

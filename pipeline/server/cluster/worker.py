@@ -24,6 +24,7 @@ from pathlib import Path
 
 import orjson
 
+from ...errors import fault_code
 from ..engine_adapter import EngineAdapter, JobCancelled, JobFailed, partition_timings, proofs_to_json
 from ..keys import KeyFolder
 from .leases import Claim, PartitionLeases
@@ -172,7 +173,7 @@ class ClusterWorker:
                 source = await asyncio.to_thread(self._materialize, held, item)
             except FileNotFoundError as exc:  # accepted and now gone: no worker can prove it
                 held.storing = True
-                if await self.leases.fail(claim, "input_lost", f"partition {claim.index}: its input is gone: {exc}"):
+                if await self.leases.fail(claim, "internal_error", f"partition {claim.index}: its input is gone: {exc}"):
                     self.metrics.count("failed")
                 return
             except Exception as exc:  # a problem of this worker, not of the job: another one takes it
@@ -185,7 +186,7 @@ class ClusterWorker:
                 held.engine_job = await self.engine.submit(claim.key_id, [source], claim.priority,
                                                            f"{claim.job_id}.{claim.index}.{claim.token}")
             except Exception as exc:  # the engine refuses it (a key that does not load): the job fails
-                if await self.leases.fail(claim, "not_started", f"partition {claim.index}: {exc}"):
+                if await self.leases.fail(claim, fault_code(exc), f"partition {claim.index} not started: {exc}"):
                     self.metrics.count("failed")
                 return
             if held.lost:
@@ -204,7 +205,7 @@ class ClusterWorker:
         except JobFailed as exc:
             reason = ENGINE_PARTITION.sub(f"partition {claim.index}", exc.reason)
             held.storing = True
-            if await self.leases.fail(claim, "proving_failed", reason):
+            if await self.leases.fail(claim, exc.code, reason):
                 self.metrics.count("failed")
         except JobCancelled:
             self.metrics.count("cancelled")

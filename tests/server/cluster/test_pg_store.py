@@ -186,10 +186,10 @@ async def test_a_job_completes_when_its_last_partition_is_stored(store, leases):
 async def test_a_failed_partition_fails_its_job_and_cancels_the_others(store, leases):
     job = await add_job(store, n=3)
     a, b = await claim(leases, limit=2)
-    assert await leases.fail(a, "proving_failed", "partition 0 (synthesize): bad witness")
+    assert await leases.fail(a, "bad_input", "partition 0 (synthesize): bad witness")
     failed = await store.get(job.job_id)
     assert (failed.state, failed.error_code, failed.error_message) == (
-        "failed", "proving_failed", "partition 0 (synthesize): bad witness")
+        "failed", "bad_input", "partition 0 (synthesize): bad witness")
     states = [r[0] for r in await store.pool.fetch("SELECT state FROM partitions WHERE job_id = $1 ORDER BY idx",
                                                    job.job_id)]
     assert states == ["failed", "cancelled", "cancelled"]
@@ -215,7 +215,7 @@ async def test_a_partition_whose_workers_keep_dying_fails_its_job(store, leases)
         await asyncio.sleep(0.15)
         assert await leases.reap(max_attempts=3) == ((1, 0) if attempt < 3 else (0, 1))
     failed = await store.get(job.job_id)
-    assert (failed.state, failed.error_code) == ("failed", "worker_lost")
+    assert (failed.state, failed.error_code) == ("failed", "internal_error")
     assert "partition 0" in failed.error_message and "3 times" in failed.error_message
 
 
