@@ -18,6 +18,9 @@
 #            PostgreSQL), random BLS12-381 key of 2^[CLUSTER_LOG=20], [CLUSTER_JOBS=60] jobs, witnesses through
 #            a shared spool folder, then through the database rows    -> bench/results/cluster_cuda_*.md
 #            PostgreSQL: the pgserver wheel's binaries, carried in .whl/ with asyncpg's wheel
+#   seam     the engine before (.anchors/before.tar: a `git archive` of an older commit's pipeline,
+#            cuda_src, bench) and after, same call, random BLS12-381 keys of 2^14 and 2^20 on 1 and
+#            all devices (issue 9's before/after table)                              -> seam_engine_*.md
 # Wheels the host lacks (orjson, py_ecc, wasmtime) travel in .whl/. Every file a section writes
 # under bench/results/ is copied to $OUT at the end, with gpu.txt and the logs.
 set -o pipefail
@@ -90,12 +93,31 @@ cluster() {
   done
 }
 
+seam() {
+  local n counts=1 version log repo=$PWD
+  n=$(nvidia-smi -L | wc -l); [ "$n" -gt 1 ] && counts="1,$n"
+  mkdir -p /tmp/before && tar -C /tmp/before -xf .anchors/before.tar
+  for log in 14 20; do python3 -m bench.random_circuit bls12381 $log /tmp/rand$log > /dev/null; done
+  for version in after before; do
+    for log in 14 20; do
+      local args=(--backend cuda --curve bls12381 --circuit /tmp/rand$log --partitions 4 --device-counts "$counts"
+                  --jobs $((log == 14 ? 10 : 4)) --jobs-in-flight $((log == 14 ? 5 : 3))
+                  --gpu-workers "$([ $log = 14 ] && echo 1,2 || echo 2)"
+                  --out "$repo/bench/results/seam_engine_${version}_2e$log.md")
+      if [ $version = after ]; then timeout 200 python3 -m bench.engine_throughput "${args[@]}"
+      else (cd /tmp/before && PYTHONPATH=/tmp/site timeout 200 python3 bench/engine_throughput.py "${args[@]}"); fi 2>&1 \
+        | grep -E "^dev=|Error" | sed "s/^/$version 2^$log /"
+    done
+  done
+}
+
 for section in ${@:-tests demo prove stage msm engine server}; do
   case $section in
-    tests|demo|prove|ntt|msm|stage|memory|engine|scaling|server|cluster) echo "== $section"; $section ;;
+    tests|demo|prove|ntt|msm|stage|memory|engine|scaling|server|cluster|seam) echo "== $section"; $section ;;
     *) echo "bench/device.sh: unknown section '$section'" >&2; rc=2 ;;
   esac
 done
-find bench/results -type f -newer "$started" -exec cp {} "$OUT/" \;
+# One archive: a call brings back at most 8 files.
+find bench/results -type f -newer "$started" -print0 | tar -cf "$OUT/results.tar" --null -T -
 [ -f "$OUT/pytest.log" ] && grep -E "passed|failed|error" "$OUT/pytest.log" | tail -n 3
 exit $rc

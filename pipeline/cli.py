@@ -146,8 +146,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_demo)
 
     from .server.cli_commands import add_server_commands
+    from .setup.command import add_setup_command
+    from .synth.cli_command import add_synth_commands
 
     add_server_commands(sub)
+    add_setup_command(sub)
+    add_synth_commands(sub)
     return parser
 
 

@@ -69,6 +69,30 @@ class MsmResults:
     timings_ms: dict[str, float] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class WitnessShape:
+    """How many witness values are 1 and how many are neither 0 nor 1 (prep_msm counts them on
+    the host, off the GPU lock), over all signals and over the first ``prefix_len`` (the constant
+    and the public signals, which the C MSM leaves out). A backend may split its MSMs by it."""
+
+    n_vars: int
+    n_one: int
+    n_other: int
+    prefix_len: int
+    prefix_one: int
+    prefix_other: int
+
+    @classmethod
+    def of(cls, witness: np.ndarray, prefix_len: int) -> "WitnessShape":
+        """Count a (n_vars, limbs) uint64 plain-form witness (a pass over it: run it off the loop)."""
+        high_zero = ~witness[:, 1:].any(axis=1)
+        low = witness[:, 0]
+        is_one = high_zero & (low == 1)
+        is_other = ~(high_zero & (low <= 1))
+        return cls(len(witness), int(is_one.sum()), int(is_other.sum()), prefix_len,
+                   int(is_one[:prefix_len].sum()), int(is_other[:prefix_len].sum()))
+
+
 class PartitionWork(Protocol):
     """The device work of one partition, enqueued by ``Backend.start_partition``.
 
@@ -155,9 +179,12 @@ class Backend(abc.ABC):
         """The G2 MSM of B alone: sum w_i B2_i over all signals (for the host placement)."""
 
     # -- the engine's path: enqueue, then await --------------------------------------------
-    def start_partition(self, key: Any, witness: np.ndarray, with_b_g2: bool) -> PartitionWork:
+    def start_partition(self, key: Any, witness: np.ndarray, with_b_g2: bool,
+                        shape: WitnessShape | None = None) -> PartitionWork:
         """H and the MSMs of one partition, enqueued; the caller awaits ``wait()`` then takes
-        ``result()``. The default computes everything before returning (``CompletedWork``).
+        ``result()``. ``shape`` (optional) describes the witness's 0 / 1 / other counts, which a
+        backend may use to split its MSMs; it must describe ``witness`` exactly.
+        The default computes everything before returning (``CompletedWork``).
         Result timings: ``h_ms``, ``msm_ms`` and whatever finer split the backend measures."""
         t0 = time.perf_counter()
         h = self.compute_h(key, witness)

@@ -32,7 +32,7 @@ UNITS: dict[str, tuple[str, ...]] = {
     ),
     "msm_g1": (
         "scan_tile_sums", "scan_tile_offsets", "scan_apply",
-        "msm_count_digits", "msm_scatter_digits", "msm_chunk_counts",
+        "msm_count_digits", "msm_scatter_digits", "msm_chunk_counts", "msm_classify", "msm_compact",
         "msm_accumulate<fq_t, true, 1>", "msm_accumulate<fq_t, true, 3>", "msm_accumulate<fq_t, true, 4>",
         "msm_accumulate<fq_t, true, 5>",
         "msm_accumulate<fq_t, false, 1>", "msm_bucket_segments<fq_t>",
@@ -62,7 +62,9 @@ SIGNATURES: dict[str, tuple[str, ...]] = {
     "scan_tile_offsets": (PTR, U32),
     "scan_apply": (PTR, U64, PTR, PTR),
     "msm_count_digits": (PTR, U32, I32, I32, PTR),
-    "msm_scatter_digits": (PTR, U32, I32, I32, PTR, PTR),
+    "msm_scatter_digits": (PTR, U32, I32, I32, PTR, PTR, PTR),
+    "msm_classify": (PTR, U64, PTR, PTR),
+    "msm_compact": (PTR, U64, PTR, PTR, PTR, PTR, PTR, U32, U32),
     "msm_chunk_counts": (PTR, U32, U32, PTR),
     "msm_accumulate": (PTR, PTR, PTR, PTR, PTR, PTR, U32, U32, PTR),
     "msm_bucket_segments": (PTR, PTR, PTR, U32, U32, U32),
@@ -78,12 +80,14 @@ def base_name(expr: str) -> str:
 
 
 def _compile_one(job: tuple) -> BuiltUnit:
-    unit, headers, arch, cache_dir = job
-    return compile_unit(unit, headers, UNITS[unit], arch=arch, cache_dir=cache_dir)
+    unit, exprs, headers, arch, cache_dir = job
+    return compile_unit(unit, headers, exprs, arch=arch, cache_dir=cache_dir)
 
 
-def build_units(curves, arch: str = "sm_90", units=None, cache_dir=None, parallel: bool = True) -> dict:
+def build_units(curves, arch: str = "sm_90", units=None, cache_dir=None, parallel: bool = True,
+                table: dict[str, tuple[str, ...]] | None = None) -> dict:
     """Compile (or load from the cache) the units of one or more curves -> {(curve name, unit): BuiltUnit}.
+    ``table`` (default ``UNITS``) maps each unit to its name expressions.
 
     Cached units load, and the others compile, in this process, on threads: cuda-bindings >= 13.0
     releases the GIL around every NVRTC call and NVRTC compiles distinct programs concurrently, so
@@ -92,10 +96,12 @@ def build_units(curves, arch: str = "sm_90", units=None, cache_dir=None, paralle
     runs the driver's and the engine's threads may deadlock the child (bench/kernel_build.py).
     """
     curves = [curves] if isinstance(curves, Curve) else list(curves)
-    jobs = {(c.name, u): (u, {HEADER_NAME: curve_header(c)}, arch, cache_dir) for c in curves for u in (units or UNITS)}
+    table = UNITS if table is None else table
+    jobs = {(c.name, u): (u, table[u], {HEADER_NAME: curve_header(c)}, arch, cache_dir)
+            for c in curves for u in (units or table)}
     built = {}
-    for key, (unit, headers, _, _) in jobs.items():
-        cached = load_cached_unit(unit, headers, UNITS[unit], arch, cache_dir=cache_dir)
+    for key, (unit, exprs, headers, _, _) in jobs.items():
+        cached = load_cached_unit(unit, headers, exprs, arch, cache_dir=cache_dir)
         if cached is not None:
             built[key] = cached
     missing = [key for key in jobs if key not in built]
@@ -109,13 +115,18 @@ def build_units(curves, arch: str = "sm_90", units=None, cache_dir=None, paralle
 
 
 class CurveKernels:
-    """The loaded modules of one curve on one device; ``launch`` by name expression."""
+    """The loaded modules of one curve on one device; ``launch`` by name expression. A subclass
+    may bring its own build units and signatures (pipeline/backends/cuda/setup_kernels.py)."""
+
+    units: dict[str, tuple[str, ...]] = UNITS
+    signatures: dict[str, tuple[str, ...]] = SIGNATURES
 
     def __init__(self, device, curve: Curve, cache_dir=None, sync_after_launch: bool = False) -> None:
         self.device = device
         self.curve = curve
         device.activate()
-        self.built = {u: b for (_, u), b in build_units(curve, device.arch, cache_dir=cache_dir).items()}
+        self.built = {u: b for (_, u), b in build_units(curve, device.arch, cache_dir=cache_dir,
+                                                         table=self.units).items()}
         self.compile_s = {u: b.compile_s for u, b in self.built.items()}
         self._functions = {}
         self._modules = []
@@ -130,7 +141,7 @@ class CurveKernels:
     def launch(self, expr: str, grid: int, block: int, args: tuple, stream, shared_bytes: int = 0) -> None:
         """Launch ``expr`` on ``stream``; the launch status is checked, and with
         ``sync_after_launch`` the stream is synchronised too so a fault names this kernel."""
-        sig = SIGNATURES[base_name(expr)]
+        sig = self.signatures[base_name(expr)]
         if len(args) != len(sig):
             raise TypeError(f"{expr}: {len(sig)} arguments expected, {len(args)} given")
         holders = []

@@ -43,15 +43,20 @@ def test_a_second_build_loads_every_unit_from_the_cache_in_process(built, kernel
     assert all(b.from_cache and b.cubin == built[k].cubin for k, b in again.items())
 
 
-@pytest.mark.parametrize("curve_name", [BN254.name, BLS12_381.name])
-def test_every_kernel_compiles_for_sm90(built, curve_name):
-    from pipeline.backends.cuda.kernels import UNITS
-
-    for unit, exprs in UNITS.items():
+def assert_every_expression_compiled(built: dict, curve_name: str, units: dict) -> None:
+    """Each unit of ``units`` is a cubin holding each of its name expressions' kernels."""
+    for unit, exprs in units.items():
         b = built[(curve_name, unit)]
         assert b.cubin[:4] == b"\x7fELF", f"{unit}: not a cubin"
         for expr in exprs:
             assert b.lowered[expr].encode() in b.cubin, f"{unit}: {expr} missing from the cubin"
+
+
+@pytest.mark.parametrize("curve_name", [BN254.name, BLS12_381.name])
+def test_every_kernel_compiles_for_sm90(built, curve_name):
+    from pipeline.backends.cuda.kernels import UNITS
+
+    assert_every_expression_compiled(built, curve_name, UNITS)
 
 
 def test_compile_error_raises_with_nvrtc_log(tmp_path, monkeypatch):
