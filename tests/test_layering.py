@@ -13,7 +13,7 @@ ROOT = Path(pipeline.__file__).parent
 RANKS = {
     "errors": 0, "curves": 1, "formats": 2, "backends": 3,
     "groth16": 4, "witness": 4, "synth": 4, "setup": 4.5,
-    "engine": 5, "config": 6, "server": 7, "cli": 8, "__main__": 9, "__init__": 9,
+    "engine": 5, "config": 6, "server": 7, "oneshot": 7, "cli": 8, "__main__": 9, "__init__": 9,
 }
 NOT_CODE = {"examples"}
 

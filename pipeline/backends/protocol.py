@@ -37,6 +37,7 @@ from typing import Any, ClassVar, NamedTuple, Protocol
 
 import numpy as np
 
+from ..curves import Curve
 from ..errors import Unavailable
 from ..formats.types import Groth16Zkey
 
@@ -150,6 +151,12 @@ class Backend(abc.ABC):
     device_ordinal: int | None = None  # the device this instance drives; None: the host
 
     # -- the key -----------------------------------------------------------------------------
+    def prepare(self, curve: Curve, log_domain: int) -> dict[str, str]:
+        """Set up, ahead of ``load_key``, what keys of ``curve`` and domain 2^``log_domain`` will
+        need (kernels, tables), so that a caller can do it while it reads the key (``zkpipe
+        prove``). Returns where each kernel unit came from ({} for none). Idempotent."""
+        return {}
+
     @abc.abstractmethod
     def load_key(self, zkey: Groth16Zkey) -> Any:
         """Make the key resident for this backend; returns the handle the other members take.

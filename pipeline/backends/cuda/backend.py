@@ -116,6 +116,13 @@ class CudaBackend(Backend):
             self._runtimes[curve.name] = CurveRuntime(kernels, NttRunner(kernels, self.allocator, self.stream), msm)
         return self._runtimes[curve.name]
 
+
+    def prepare(self, curve: Curve, log_domain: int) -> dict[str, str]:
+        """The curve's kernel modules and the NTT twiddles of the domain; where each unit came
+        from ("prebuilt", "cache" or "nvrtc")."""
+        rt = self.runtime(curve)
+        rt.ntt.ensure_twiddles(log_domain)
+        return {unit: built.origin for unit, built in rt.kernels.built.items()}
     # -- the key ---------------------------------------------------------------------------------
     def load_key(self, zkey: Groth16Zkey) -> CudaKey:
         rt = self.runtime(zkey.curve)

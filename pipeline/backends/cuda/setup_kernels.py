@@ -57,6 +57,7 @@ TABLE_BUDGET_BYTES = 32 << 20  # fixed-base table: the largest window whose tabl
 class SetupKernels(CurveKernels):
     units = SETUP_UNITS
     signatures = SETUP_SIGNATURES
+    default_units = None  # all three setup units at once
 
 
 def is_g2(group: CurveGroup) -> bool:
