@@ -11,7 +11,7 @@ of ``--runs`` new processes, all on the same files:
 
 - snarkjs   ``snarkjs groth16 prove KEY WTNS PROOF PUBLIC``
 - cold      ``zkpipe prove KEY WTNS PROOF PUBLIC`` in a new process with an empty kernel cache
-            (ZKPIPE_KERNEL_CACHE: a new folder each run): the kernels are the prebuilt ones when
+            (ZKPIPE_ENGINE_CUDA_KERNEL_CACHE_DIR: a new folder each run): the kernels are the prebuilt ones when
             the package has them (a wheel, or a checkout after ``aot_build --inplace``, which
             this script runs first for --backend cuda), else NVRTC compiles them
 - warm      the same, the kernel cache kept from the runs before
@@ -156,10 +156,10 @@ def bench_size(spec: str, args, snarkjs, work: Path) -> dict:
             {"NODE_OPTIONS": os.environ.get("NODE_OPTIONS", "--max-old-space-size=16384")}))
     row["cold_s"], cold_err = median_of(args.runs, lambda i: (
         zkpipe_prove(key, wtns, out, args.backend, "--timings"),
-        {"ZKPIPE_KERNEL_CACHE": tempfile.mkdtemp(prefix="kcache-", dir=size_dir)}))
+        {"ZKPIPE_ENGINE_CUDA_KERNEL_CACHE_DIR": tempfile.mkdtemp(prefix="kcache-", dir=size_dir)}))
     row["kernels"] = next((line.split("(kernels: ")[1].split(")")[0] for line in cold_err.splitlines()
                            if "(kernels: " in line), "-")
-    warm_cache = {"ZKPIPE_KERNEL_CACHE": str(size_dir / "kcache-warm")}
+    warm_cache = {"ZKPIPE_ENGINE_CUDA_KERNEL_CACHE_DIR": str(size_dir / "kcache-warm")}
     run_timed(zkpipe_prove(key, wtns, out, args.backend), warm_cache)  # fills the cache when nothing is prebuilt
     row["warm_s"], warm_err = median_of(args.runs, lambda i: (
         zkpipe_prove(key, wtns, out, args.backend, "--timings"), warm_cache))
