@@ -69,12 +69,13 @@ async def _serve(config) -> int:
 
     from aiohttp import web
 
-    from .app import StateDirBusy, create_app
+    from ..errors import BadInput, Unavailable
+    from .app import create_app
 
     runner = web.AppRunner(create_app(config), access_log=None, handle_signals=False)
     try:
         await runner.setup()
-    except (StateDirBusy, FileNotFoundError) as exc:
+    except (Unavailable, BadInput, FileNotFoundError) as exc:  # a busy state folder, an unreachable job store ...
         print(f"zkpipe serve: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     try:

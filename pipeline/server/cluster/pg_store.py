@@ -16,6 +16,7 @@ import asyncpg
 import orjson
 
 from ...engine.config import PRIORITIES
+from ...errors import Unavailable
 from ..store import COLUMNS, STATES, JobRow
 from .migrations import migrate
 
@@ -76,6 +77,10 @@ async def finish_job(conn: asyncpg.Connection, job_id: str, state: str, code: st
     return True
 
 
+class StoreUnavailable(Unavailable):
+    """The shared job store cannot be reached (or refuses this worker)."""
+
+
 class PostgresJobStore:
     """``async with``-free: ``open()`` (pool + migrations), ``close()``."""
 
@@ -91,9 +96,12 @@ class PostgresJobStore:
         head, _, tail = self.url.rpartition("@")
         return self.url if not head else f"{head.split('://')[0]}://…@{tail}"
 
-    async def open(self) -> None:
-        self.pool = await asyncpg.create_pool(self.url, min_size=1, max_size=self.max_connections,
-                                              init=lambda conn: init_connection(conn, self.fsync))
+    async def open(self, timeout_s: float = 30.0) -> None:
+        try:
+            self.pool = await asyncpg.create_pool(self.url, min_size=1, max_size=self.max_connections, timeout=timeout_s,
+                                                  init=lambda conn: init_connection(conn, self.fsync))
+        except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            raise StoreUnavailable(f"cannot open the job store {self.path}: {exc}") from exc
         async with self.pool.acquire() as conn:
             await migrate(conn)
 

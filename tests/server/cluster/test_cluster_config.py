@@ -1,6 +1,7 @@
 """Cluster settings are checked before a worker starts; the one-host default never loads the cluster code."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -11,6 +12,8 @@ from pipeline.engine.config import EngineConfig
 from pipeline.server.cluster.lifecycle import stable_worker_id, worker_settings
 from pipeline.server.store_api import is_shared_store
 from tests.conftest import REPO
+from tests.server.serve_process import free_port
+from tests.server.server_helpers import build_keys_dir
 
 
 def test_store_url_comes_from_the_file_the_environment_or_the_flag(tmp_path):
@@ -75,3 +78,13 @@ asyncio.run(main())
     assert out.returncode == 0, out.stderr[-2000:]
     assert "loaded: []" in out.stdout
     assert (tmp_path / "state" / "jobs.sqlite3").is_file()
+
+
+def test_serve_with_an_unreachable_store_exits_with_a_clear_message(tmp_path):
+    keys = build_keys_dir(tmp_path / "keys")
+    url = f"postgresql://zkpipe@127.0.0.1:{free_port()}/nowhere"  # nothing listens there
+    out = subprocess.run([sys.executable, "-m", "pipeline.cli", "serve", "--store", url, "--keys-dir", str(keys),
+                          "--state-dir", str(tmp_path / "state"), "--port", "0"], cwd=REPO, capture_output=True,
+                         text=True, timeout=120, env={**os.environ, "ZKPIPE_ENGINE_BACKEND": "cpu"})
+    assert out.returncode == 2, out.stderr[-2000:]
+    assert "cannot open the job store postgresql://…@127.0.0.1" in out.stderr and "Traceback" not in out.stderr
