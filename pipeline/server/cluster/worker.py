@@ -54,6 +54,7 @@ class Held:
     engine_job: object | None = None
     lost: bool = False  # lease lost, job cancelled, or released: the result will not be stored
     storing: bool = False  # the proof's write is in flight (a heartbeat then sees the lease gone: not lost)
+    released: bool = False  # given back by a drain: its engine job's cancellation counts as a release
     scratch: Path | None = None
 
 
@@ -121,10 +122,11 @@ class ClusterWorker:
         if self.held:
             tokens = list(self.held)
             released = await self.leases.release(self.worker_id, tokens)
-            self.metrics.count("released", released)
             log.info("drain: released %d partition(s) not finished in %.0f s", released, timeout_s)
-            for token in tokens:
-                self._give_up(token)
+            for token in tokens:  # each one's task ends and counts itself as released
+                if token in self.held:
+                    self.held[token].released = True
+                    self._give_up(token)
         self.state = "stopped"
         with contextlib.suppress(Exception):
             await self.registry.heartbeat(self.worker_id, "stopped", self._served_keys(), [], 0, self.metrics.snapshot())
@@ -165,6 +167,7 @@ class ClusterWorker:
         try:
             item = await self.leases.read_input(claim)
             if item is None or held.lost:  # the job ended meanwhile
+                self.metrics.count("released" if held.released else "cancelled")
                 return
             key = self.keys.get(claim.key_id)
             try:
@@ -173,12 +176,13 @@ class ClusterWorker:
                 source = await asyncio.to_thread(self._materialize, held, item)
             except FileNotFoundError as exc:  # accepted and now gone: no worker can prove it
                 held.storing = True
-                if await self.leases.fail(claim, "internal_error", f"partition {claim.index}: its input is gone: {exc}"):
-                    self.metrics.count("failed")
+                failed = await self.leases.fail(claim, "internal_error", f"partition {claim.index}: its input is gone: {exc}")
+                self.metrics.count("failed" if failed else "fenced")
                 return
             except Exception as exc:  # a problem of this worker, not of the job: another one takes it
                 log.warning("partition %s/%d not started here: %s", claim.job_id, claim.index, exc)
-                self.metrics.count("released", await self.leases.release(self.worker_id, [claim.token]))
+                released = await self.leases.release(self.worker_id, [claim.token])
+                self.metrics.count("released" if released else "fenced")
                 await asyncio.sleep(self.settings.claim_poll_interval_s)  # not straight back to the same claim
                 return
             try:
@@ -186,8 +190,8 @@ class ClusterWorker:
                 held.engine_job = await self.engine.submit(claim.key_id, [source], claim.priority,
                                                            f"{claim.job_id}.{claim.index}.{claim.token}")
             except Exception as exc:  # the engine refuses it (a key that does not load): the job fails
-                if await self.leases.fail(claim, fault_code(exc), f"partition {claim.index} not started: {exc}"):
-                    self.metrics.count("failed")
+                failed = await self.leases.fail(claim, fault_code(exc), f"partition {claim.index} not started: {exc}")
+                self.metrics.count("failed" if failed else "fenced")
                 return
             if held.lost:
                 held.engine_job.cancel()
@@ -205,10 +209,9 @@ class ClusterWorker:
         except JobFailed as exc:
             reason = ENGINE_PARTITION.sub(f"partition {claim.index}", exc.reason)
             held.storing = True
-            if await self.leases.fail(claim, exc.code, reason):
-                self.metrics.count("failed")
+            self.metrics.count("failed" if await self.leases.fail(claim, exc.code, reason) else "fenced")
         except JobCancelled:
-            self.metrics.count("cancelled")
+            self.metrics.count("released" if held.released else "cancelled")
         except Exception:  # the store is away or broken: the lease expires and another worker retries
             log.exception("partition %s/%d: unexpected error", claim.job_id, claim.index)
             self.metrics.count("errors")

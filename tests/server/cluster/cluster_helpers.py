@@ -163,13 +163,17 @@ def snarkjs_sample(finals: list[dict], sent: list[Sent], per_key: int = 2) -> li
 OUTCOMES = ("stored", "fenced", "cancelled", "released", "failed", "errors")
 
 
+def assert_claims_ended(counters: dict) -> None:
+    """Every claim of an idle worker ended exactly one way (nothing still held, nothing unaccounted)."""
+    assert counters["claimed"] == sum(counters[k] for k in OUTCOMES), counters
+
+
 def check_accounting(views: list[dict], rows: list, total: int) -> dict[str, int]:
     """Every claim of every worker ended one way, and the store holds one proof per partition from those
     claims: proofs stored (all workers) == partitions, and claims == the store's attempts + releases."""
     sums = {k: sum(v["counters"][k] for v in views) for k in ("claimed", *OUTCOMES)}
     for view in views:
-        c = view["counters"]
-        assert c["claimed"] == sum(c[k] for k in OUTCOMES), c  # nothing still held, nothing unaccounted
+        assert_claims_ended(view["counters"])
     assert sums["stored"] == total == len(rows), sums
     assert sums["claimed"] - sums["released"] == sum(r["attempts"] for r in rows), sums
     assert sums["errors"] == 0 and sums["failed"] == 0, sums

@@ -8,8 +8,8 @@ import signal
 import aiohttp
 import pytest
 
-from tests.server.cluster.cluster_helpers import (Jobs, assert_each_partition_stored_once, db_rows, finish_all,
-                                                  set_keys, start_all, status, stop_all, wait_until, worker)
+from tests.server.cluster.cluster_helpers import (OUTCOMES, Jobs, assert_each_partition_stored_once, db_rows,
+                                                  finish_all, set_keys, start_all, status, stop_all, wait_until, worker)
 from tests.server.server_helpers import AUTH
 
 pytestmark = pytest.mark.slow
@@ -204,6 +204,8 @@ async def test_a_paused_worker_is_fenced_off_and_a_cancel_reaches_the_holder(tmp
             after = await wait_until(stopped, 10, "the holder stopped proving the cancelled job")
             assert after["leases_lost"] == before["leases_lost"]  # told by NOTIFY, before any heartbeat noticed
             assert "ended elsewhere" in other.log_text()
+            for w in (paused, other):  # once idle, each claim ended one way: stored, fenced, cancelled ...
+                await wait_until(lambda w=w: _claims_ended(session, w.url), 30, f"every claim of {w.url} ended")
         assert stop_all(paused, other) == [0, 0]
     finally:
         for w in (paused, other):
@@ -219,3 +221,8 @@ async def _all_done(store_url: str, leases: list[tuple]) -> bool:
 
 async def _holds_job(store_url: str, worker_id: str, job_id: str) -> bool:
     return any(r["job_id"] == job_id for r in await db_rows(store_url, HELD, worker_id))
+
+
+async def _claims_ended(session, url: str) -> bool:
+    counters = (await status(session, url))["counters"]
+    return counters["claimed"] == sum(counters[k] for k in OUTCOMES)
