@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..protocol import WitnessShape
+from ._bindings import driver
+from .errors import check
 
 SPLIT_BLOCK = 256
 
@@ -48,6 +50,11 @@ def enqueue_split(msm, d_witness: int, shape: WitnessShape) -> DeviceSplit:
                              (32 * max(shape.n_other, 1), "split other scalars"), (8, "split counts")):
             bufs.append(alloc.alloc(nbytes, what))
         d_one_idx, d_other_idx, d_other_scalars, d_counts = bufs
+        # Slots the compaction leaves unwritten (only if the host's counts are wrong) must still
+        # name a real point of every section (signal prefix_len is one of A, B and C alike) with a
+        # zero scalar: the MSMs then stay in bounds, and the count check reports the mismatch.
+        for buf, value in ((d_one_idx, shape.prefix_len), (d_other_idx, shape.prefix_len), (d_other_scalars, 0)):
+            check(driver.cuMemsetD32Async(buf.ptr, value, buf.nbytes // 4, stream.handle), "cuMemsetD32Async")
         with alloc.alloc(4 * (n + 1), "split one flags") as d_one_pos, \
                 alloc.alloc(4 * (n + 1), "split other flags") as d_other_pos:
             grid = min((n + SPLIT_BLOCK - 1) // SPLIT_BLOCK, 1 << 16)
