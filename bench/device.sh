@@ -14,6 +14,10 @@
 #   engine   bench.engine_throughput on .extra/chain_2e14_bls, [ENGINE_DEVICES=1] device counts
 #   scaling  bench.engine_throughput on random keys of 2^[SCALING_LOGS=20 22], on 1 and on all devices
 #   server   bench.server_throughput, once per GIL switch interval in [SERVER_GILS=default]
+#   cluster  bench.cluster_throughput: 1 worker vs one per GPU (separate `zkpipe serve --store` processes, one
+#            PostgreSQL), random BLS12-381 key of 2^[CLUSTER_LOG=20], [CLUSTER_JOBS=60] jobs, witnesses through
+#            a shared spool folder, then through the database rows    -> bench/results/cluster_cuda_*.md
+#            PostgreSQL: the pgserver wheel's binaries, carried in .whl/ with asyncpg's wheel
 #   seam     the engine before (.anchors/before.tar: a `git archive` of an older commit's pipeline,
 #            cuda_src, bench) and after, same call, random BLS12-381 keys of 2^14 and 2^20 on 1 and
 #            all devices (issue 9's before/after table)                              -> seam_engine_*.md
@@ -75,6 +79,19 @@ server() {
       --requests 100 --latency-jobs 20 ${gil:+--gil-switch-interval $gil} 2>&1 | tail -n 12
   done
 }
+cluster() {
+  local n log=${CLUSTER_LOG:-20} travel
+  n=$(nvidia-smi -L | wc -l)
+  export ZKPIPE_PG_BIN=${ZKPIPE_PG_BIN:-/tmp/site/pgserver/pginstall/bin}
+  chmod -R a+rX /tmp/site/pgserver 2> /dev/null  # PostgreSQL runs as a non-root user under root
+  [ -f "/tmp/rand_2e$log/witness.wtns" ] || python3 -m bench.random_circuit bls12381 "$log" "/tmp/rand_2e$log"
+  for travel in spool rows; do
+    timeout 280 python3 -m bench.cluster_throughput --backend cuda --curve bls12381 --circuit "/tmp/rand_2e$log" \
+      --workers "1,$n" --devices-per-worker --jobs "${CLUSTER_JOBS:-60}" --claims 0 \
+      $([ $travel = spool ] && echo --shared-spool) --out "bench/results/cluster_cuda_bls12381_rand_2e${log}_$travel.md" \
+      2>&1 | tee "$OUT/cluster_$travel.log" | grep -E "end to end|Error|error|wrote"
+  done
+}
 
 seam() {
   local n counts=1 version log repo=$PWD
@@ -96,7 +113,7 @@ seam() {
 
 for section in ${@:-tests demo prove stage msm engine server}; do
   case $section in
-    tests|demo|prove|ntt|msm|stage|memory|engine|scaling|server|seam) echo "== $section"; $section ;;
+    tests|demo|prove|ntt|msm|stage|memory|engine|scaling|server|cluster|seam) echo "== $section"; $section ;;
     *) echo "bench/device.sh: unknown section '$section'" >&2; rc=2 ;;
   esac
 done
