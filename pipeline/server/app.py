@@ -20,11 +20,12 @@ from aiohttp import web
 
 from ..config import Config
 from .engine_adapter import PRIORITIES, EngineAdapter
-from .errors import auth_middleware, error_middleware
+from .errors import StartupError, auth_middleware, error_middleware
 from .jobs import JobService
 from .keys import KeyFolder, build_example_keys
 from .routes import routes
 from .state import ENGINE, KEYS, SERVER_CONFIG, SERVICE, STARTED_AT, UPLOADS
+from .storage_health import StorageHealth
 from .store import JobStore, Spool
 from .uploads import UploadParser
 
@@ -32,7 +33,7 @@ log = logging.getLogger("zkpipe.server")
 LOCK_FILE = "zkpipe.lock"
 
 
-class StateDirBusy(RuntimeError):
+class StateDirBusy(StartupError):
     """Another server holds this state folder."""
 
 
@@ -77,14 +78,16 @@ async def lifecycle(app: web.Application, config: Config) -> AsyncIterator[None]
         await asyncio.to_thread(keys.scan)
         for key_id, reason in keys.errors.items():
             log.warning("key %s not usable: %s", key_id, reason)
-        store = JobStore(state_dir / "jobs.sqlite3", fsync=server.fsync)
+        health = StorageHealth()
+        store = JobStore(state_dir / "jobs.sqlite3", fsync=server.fsync, health=health)
         await store.open()
         try:
-            spool = Spool(state_dir / "spool", fsync=server.fsync)
+            spool = Spool(state_dir / "spool", fsync=server.fsync, health=health)
             async with EngineAdapter(engine_config) as engine:
                 for key in keys.all():
                     engine.register(key)
-                service = JobService(store, spool, engine, keys, server.result_ttl_s, server.janitor_interval_s)
+                service = JobService(store, spool, engine, keys, server.result_ttl_s, server.janitor_interval_s,
+                                     health)
                 await service.recover()
                 app[KEYS], app[ENGINE], app[SERVICE] = keys, engine, service
                 app[UPLOADS] = UploadParser(keys, spool, PRIORITIES, server.max_body_bytes,
@@ -97,7 +100,7 @@ async def lifecycle(app: web.Application, config: Config) -> AsyncIterator[None]
                     yield
                 finally:
                     background.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
+                    with contextlib.suppress(asyncio.CancelledError, Exception):  # a crash was logged already
                         await background
         finally:
             await store.close()

@@ -58,12 +58,14 @@ def cmd_serve(args) -> int:
 async def _serve(config) -> int:
     from aiohttp import web
 
-    from .app import StateDirBusy, create_app
+    from .app import create_app
+    from .errors import StartupError
+    from .storage_health import StorageUnavailable
 
     runner = web.AppRunner(create_app(config), access_log=None, handle_signals=False)
     try:
         await runner.setup()
-    except (StateDirBusy, FileNotFoundError) as exc:
+    except (StartupError, StorageUnavailable, FileNotFoundError) as exc:  # one line, not a traceback
         print(f"zkpipe serve: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     try:

@@ -11,6 +11,8 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from .storage_health import StorageUnavailable
+
 log = logging.getLogger("zkpipe.server")
 
 OPEN_PATHS = frozenset({"/healthz"})
@@ -18,7 +20,11 @@ OPEN_PATHS = frozenset({"/healthz"})
 # aiohttp's own HTTP errors (no route, wrong method, body too large ...) get these codes.
 HTTP_CODES = {400: "bad_request", 401: "unauthorized", 404: "not_found", 405: "method_not_allowed",
               409: "conflict", 413: "payload_too_large", 415: "unsupported_media_type",
-              422: "unprocessable", 503: "unavailable"}
+              422: "unprocessable", 503: "unavailable", 507: "insufficient_storage"}
+
+
+class StartupError(RuntimeError):
+    """The service cannot start (state folder busy, job store unusable ...): one line for the operator."""
 
 
 class ApiError(Exception):
@@ -35,6 +41,16 @@ def json_response(body: Any, status: int = 200, headers: dict[str, str] | None =
 
 def error_response(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> web.Response:
     return json_response({"error": {"code": code, "message": message}}, status, headers)
+
+
+STORAGE_RETRY_AFTER_S = 5
+
+
+def storage_error_response(exc: StorageUnavailable) -> web.Response:
+    """507 while the disk is full, 503 for another storage failure; the client may retry later."""
+    status, code = (507, "insufficient_storage") if exc.disk_full else (503, "storage_unavailable")
+    return error_response(status, code, f"the server cannot store jobs now ({exc.message}); retry later",
+                          {"Retry-After": str(STORAGE_RETRY_AFTER_S)})
 
 
 def auth_middleware(token: str):
@@ -58,6 +74,8 @@ async def error_middleware(request: web.Request, handler):
         return await handler(request)
     except ApiError as exc:
         return error_response(exc.status, exc.code, exc.message, exc.headers)
+    except StorageUnavailable as exc:
+        return storage_error_response(exc)
     except web.HTTPRequestEntityTooLarge as exc:
         return error_response(413, "payload_too_large", exc.text or "request body too large")
     except web.HTTPException as exc:

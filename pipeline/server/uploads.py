@@ -51,20 +51,6 @@ def partition_file(index: int) -> str:
     return f"part-{index:05d}.wtns"
 
 
-def _open_for_write(path: Path):
-    path.parent.mkdir(exist_ok=True)
-    return open(path, "wb")
-
-
-def _write_file(path: Path, data: bytes) -> None:
-    with _open_for_write(path) as fh:
-        fh.write(data)
-
-
-def _write_json(path: Path, value) -> None:
-    _write_file(path, orjson.dumps(value))
-
-
 class UploadParser:
     def __init__(self, keys: KeyFolder, spool: Spool, priorities: tuple[str, ...], max_body_bytes: int,
                  max_partitions: int) -> None:
@@ -114,8 +100,7 @@ class UploadParser:
                     if len(filenames) >= self.max_partitions:
                         raise ApiError(413, "too_many_partitions",
                                        f"a job may have at most {self.max_partitions} partitions")
-                    path = tmp / partition_file(len(filenames))
-                    received, data = await self._save_part(part, path, received)
+                    received, data = await self._save_part(part, job_id, partition_file(len(filenames)), received)
                     if data is not None:
                         in_memory[len(filenames)] = data
                     filenames.append(part.filename or part.name or f"part {len(filenames)}")
@@ -136,11 +121,11 @@ class UploadParser:
         request_id = self._request_id(fields.get("request_id"))
         if not filenames:
             raise ApiError(400, "no_partitions", "no witness file parts: send one .wtns file part per partition")
-        await asyncio.to_thread(self._write_and_check, key, tmp, filenames, in_memory)
+        await asyncio.to_thread(self._write_and_check, key, job_id, filenames, in_memory)
         return Upload(job_id, key, priority, request_id, "wtns", len(filenames))
 
-    async def _save_part(self, part, path: Path, received: int) -> tuple[int, bytes | None]:
-        """Read one file part: kept in memory up to SPILL_BYTES (returned), else streamed to ``path``."""
+    async def _save_part(self, part, job_id: str, name: str, received: int) -> tuple[int, bytes | None]:
+        """Read one file part: kept in memory up to SPILL_BYTES (returned), else streamed to the spool."""
         buffer = bytearray()
         fh = None
         try:
@@ -151,7 +136,7 @@ class UploadParser:
                 if fh is None:
                     buffer += chunk
                     if len(buffer) > SPILL_BYTES:
-                        fh = await asyncio.to_thread(_open_for_write, path)
+                        fh = await asyncio.to_thread(self.spool.create_file, job_id, name)
                         await asyncio.to_thread(fh.write, buffer)
                         buffer = bytearray()
                 else:
@@ -188,7 +173,7 @@ class UploadParser:
         if key.wasm_path is None:
             raise ApiError(422, "no_witness_generator", f"key {key.key_id!r} has no {key.key_id}.wasm beside its "
                            "zkey: send .wtns files (multipart) instead of circuit inputs")
-        await asyncio.to_thread(_write_json, tmp / INPUTS_FILE, inputs)
+        await asyncio.to_thread(self.spool.write_file, job_id, INPUTS_FILE, orjson.dumps(inputs))
         return Upload(job_id, key, priority, request_id, "inputs", len(inputs))
 
     # -- fields ------------------------------------------------------------------------------------
@@ -220,11 +205,11 @@ class UploadParser:
             raise ApiError(400, "bad_request_id", f"'request_id' must be a string of at most {REQUEST_ID_MAX} chars")
         return value
 
-    @staticmethod
-    def _write_and_check(key: KeyInfo, tmp: Path, filenames: list[str], in_memory: dict[int, bytes]) -> None:
+    def _write_and_check(self, key: KeyInfo, job_id: str, filenames: list[str], in_memory: dict[int, bytes]) -> None:
         """Blocking: write the parts held in memory; each .wtns must parse and match the key."""
+        tmp = self.spool.tmp_root / job_id
         for index, data in in_memory.items():
-            _write_file(tmp / partition_file(index), data)
+            self.spool.write_file(job_id, partition_file(index), data)
         for index, filename in enumerate(filenames):
             where = f"partition {index} ({filename!r})"
             try:
