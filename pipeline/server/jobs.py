@@ -65,8 +65,19 @@ class JobService:
 
     # -- lifecycle -------------------------------------------------------------------------------
     async def recover(self) -> int:
-        """Put every unfinished job back in line: the store's, then any spool folder the store lacks."""
-        rows = await self.store.requeue_unfinished()
+        """Put every unfinished job back in line: the store's, then any spool folder the store lacks.
+
+        A full disk does not stop the start: jobs the store cannot mark queued again run anyway
+        (the store says running until they run), and a folder whose row cannot be restored now
+        stays in the spool for the next start.
+        """
+        try:
+            rows = await self.store.requeue_unfinished()
+        except StorageUnavailable as exc:
+            log.warning("cannot mark the unfinished jobs queued (%s); running them anyway", exc.message)
+            rows = await self.store.unfinished()
+            for row in rows:
+                row.state, row.started_at, row.partitions_done = "queued", None, 0
         live = {row.job_id for row in rows}
         await asyncio.to_thread(self.spool.clear_uploads)
         spooled = [job_id for job_id in await asyncio.to_thread(self.spool.job_ids) if job_id not in live]
@@ -99,7 +110,12 @@ class JobService:
             log.warning("spool folder of job %s has no usable job.json (%s) and no row in the store: moved to %s",
                         job_id, exc, where)
             return None
-        stored, created = await self.store.insert(row)
+        try:
+            stored, created = await self.store.insert(row)
+        except StorageUnavailable as exc:
+            log.warning("spool folder of job %s has no row in the store, and it cannot be restored now (%s); "
+                        "it stays in the spool for the next start", job_id, exc.message)
+            return None
         if not created:
             where = await asyncio.to_thread(self.spool.quarantine, job_id)
             log.warning("spool folder of job %s: its request_id is taken by job %s: moved to %s", job_id,

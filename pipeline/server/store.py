@@ -336,7 +336,7 @@ class JobStore:
 
     async def mark_running(self, job_id: str, started_at: float) -> None:
         await self._call(lambda: self._db.execute(
-            "UPDATE jobs SET state = 'running', started_at = ? WHERE job_id = ? AND state = 'queued'",
+            "UPDATE jobs SET state = 'running', started_at = ? WHERE job_id = ? AND state IN ('queued', 'running')",
             (started_at, job_id)))
 
     async def finish(self, row: JobRow, result: list | None = None) -> None:
@@ -390,6 +390,10 @@ class JobStore:
             return self._select("state = 'queued'", (), "ORDER BY seq")
 
         return await self._call(run)
+
+    async def unfinished(self) -> list[JobRow]:
+        """Every accepted, unfinished job as stored (queued or running), oldest first; reads only."""
+        return await self._call(self._select, "state IN ('queued', 'running')", (), "ORDER BY seq")
 
     async def list(self, state: str | None, key_id: str | None, limit: int) -> list[JobRow]:
         clauses, args = ["1 = 1"], []

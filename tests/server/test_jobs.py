@@ -16,7 +16,7 @@ from pipeline.server import jobs as jobs_module
 from pipeline.server import store as store_module
 from pipeline.server.jobs import JobService
 from pipeline.server.state import SERVICE
-from pipeline.server.store import JobRow, Spool, manifest_of
+from pipeline.server.store import JobRow, JobStore, Spool, manifest_of
 from pipeline.server.uploads import partition_file
 from tests.server.faults import DiskSwitch, FaultyDisk
 from tests.server.server_helpers import AUTH, check_proof, make_config, multiplier_witness, vk_for
@@ -181,3 +181,26 @@ async def test_accepted_jobs_in_the_spool_survive_a_lost_store_and_run(tmp_path,
         assert again.status == 200 and (await again.json())["job_id"] == row.job_id
         assert client.app[SERVICE].restored_from_spool == 1
     assert (state / "spool" / "orphaned" / unknown.name / partition_file(0)).read_bytes() == b"whatever it was"
+
+
+async def test_a_start_while_the_disk_is_full_serves_and_runs_the_stored_jobs_once_space_returns(tmp_path, monkeypatch):
+    state = tmp_path / "state"
+    store = JobStore(state / "jobs.sqlite3", fsync=False)
+    await store.open()
+    row, _ = await store.insert(JobRow(job_id=uuid.uuid4().hex, key_id="mult_bn128", priority="normal",
+                                       input_kind="wtns", n_partitions=1))
+    await store.mark_running(row.job_id, 1.0)  # the previous process died while proving it
+    await store.close()
+    spool = Spool(state / "spool", fsync=False)
+    spool.write_file(row.job_id, partition_file(0), multiplier_witness(tmp_path / "w.wtns", "bn128", 8, 5).read_bytes())
+    spool.commit(row.job_id, manifest_of(row))
+    disk = DiskSwitch()
+    disk.full = True
+    FaultyDisk(disk).install(monkeypatch.setattr)
+    async with TestClient(TestServer(create_app(make_config(tmp_path)))) as client:
+        status, body = await healthz(client)
+        assert status == 503 and body["problems"][0]["code"] == "insufficient_storage"
+        disk.full = False
+        job = await final_job(client, row.job_id)
+        assert job["state"] == "done" and job["proofs"][0]["public_signals"] == ["40"]
+        await until(lambda: _is_healthy(client), 10, "/healthz ok again")
