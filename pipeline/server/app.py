@@ -20,7 +20,7 @@ from aiohttp import web
 
 from ..config import Config
 from .engine_adapter import PRIORITIES, EngineAdapter
-from .errors import StartupError, auth_middleware, error_middleware
+from .errors import StartupError, auth_middleware, error_middleware, json_error_bodies
 from .jobs import JobService
 from .keys import KeyFolder, build_example_keys
 from .routes import routes
@@ -63,6 +63,7 @@ def create_app(config: Config) -> web.Application:
     app.add_routes(routes)
     app.cleanup_ctx.append(lambda app: lifecycle(app, config))
     app.on_shutdown.append(_wake_long_polls)
+    app.on_response_prepare.append(json_error_bodies)
     return app
 
 
@@ -90,8 +91,7 @@ async def lifecycle(app: web.Application, config: Config) -> AsyncIterator[None]
                                      health)
                 await service.recover()
                 app[KEYS], app[ENGINE], app[SERVICE] = keys, engine, service
-                app[UPLOADS] = UploadParser(keys, spool, PRIORITIES, server.max_body_bytes,
-                                            server.max_partitions_per_job)
+                app[UPLOADS] = UploadParser(keys, spool, PRIORITIES, server)
                 app[STARTED_AT] = time.time()
                 background = asyncio.create_task(service.run(), name="zkpipe-jobs")
                 background.add_done_callback(_report_crash)

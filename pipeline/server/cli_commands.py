@@ -56,31 +56,22 @@ def cmd_serve(args) -> int:
 
 
 async def _serve(config) -> int:
-    from aiohttp import web
-
-    from .app import create_app
     from .errors import StartupError
+    from .listener import serving
     from .storage_health import StorageUnavailable
 
-    runner = web.AppRunner(create_app(config), access_log=None, handle_signals=False)
     try:
-        await runner.setup()
+        async with serving(config) as (host, port):
+            print(f"zkpipe serve: listening on http://{host}:{port}", file=sys.stderr, flush=True)
+            stop = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, stop.set)
+            await stop.wait()
+            print("zkpipe serve: stopping (jobs not finished run again at the next start)", file=sys.stderr, flush=True)
     except (StartupError, StorageUnavailable, FileNotFoundError) as exc:  # one line, not a traceback
         print(f"zkpipe serve: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    try:
-        site = web.TCPSite(runner, config.server.host, config.server.port)
-        await site.start()
-        for host, port, *_ in runner.addresses:
-            print(f"zkpipe serve: listening on http://{host}:{port}", file=sys.stderr, flush=True)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        await stop.wait()
-        print("zkpipe serve: stopping (jobs not finished run again at the next start)", file=sys.stderr, flush=True)
-    finally:
-        await runner.cleanup()
     return EXIT_OK
 
 
