@@ -76,8 +76,10 @@ def auth_middleware(token: str):
 
 def _token_matches(header: str, expected: bytes) -> bool:
     scheme, _, credentials = header.strip().partition(" ")
-    # a header of any bytes: aiohttp hands non-UTF-8 ones over with surrogate escapes
-    given = credentials.strip().encode("utf-8", "surrogateescape")
+    try:  # a header of any bytes: aiohttp hands non-UTF-8 ones over with surrogate escapes
+        given = credentials.strip().encode("utf-8", "surrogateescape")
+    except UnicodeError:
+        return False
     return hmac.compare_digest(given, expected) and scheme.lower() == "bearer"
 
 
