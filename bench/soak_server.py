@@ -1,7 +1,7 @@
 """Soak test of the HTTP service (not in CI): many clients, kill -9 every few seconds, a disk that fills.
 
-    python bench/soak_server.py                                   # defaults: 1,200 + 1,500 jobs, 32 clients
-    python bench/soak_server.py --chaos-jobs 200 --steady-jobs 300 --clients 20   # a short run
+    python3 -m bench.soak_server                                  # defaults: 1,200 + 1,500 jobs, 32 clients
+    python3 -m bench.soak_server --chaos-jobs 200 --steady-jobs 300 --clients 20   # a short run
 
 A real ``zkpipe serve`` (CPU backend, the small fixture keys of tests/fixtures) in a child
 process, and ``--clients`` client tasks, each submitting jobs one after another and waiting
@@ -25,7 +25,6 @@ Writes bench/results/soak_server_cpu.md.
 """
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import os
@@ -41,16 +40,14 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+import aiohttp
 
-import aiohttp  # noqa: E402
-
-from pipeline.curves import curve_by_name  # noqa: E402
-from pipeline.formats.wtns import write_wtns  # noqa: E402
+from bench.common import FIXTURES, REPO, arg_parser, result_path, write_result
+from bench.server_throughput import free_port
+from pipeline.curves import curve_by_name
+from pipeline.formats.wtns import write_wtns
 
 TOKEN = "soak-token"
-FIXTURES = REPO / "tests" / "fixtures"
 KEYS = {"mult_bn128": "bn128", "mult_bls12381": "bls12381"}
 RETRYABLE = (502, 503, 504, 507)
 # The engine's bounded memories (finished jobs, stage intervals), small enough to be full after
@@ -92,9 +89,8 @@ class Server:
     async def start(self) -> None:
         self.starts += 1
         log = open(self.work / "serve.log", "ab")
-        self.proc = subprocess.Popen([sys.executable, __file__, "serve-child", str(self.config), str(self.disk_flag)],
-                                     cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
-                                     env={**os.environ, "PYTHONPATH": str(REPO)})
+        self.proc = subprocess.Popen([sys.executable, "-m", "bench.soak_server", "serve-child", str(self.config),
+                                      str(self.disk_flag)], cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
         log.close()
         async with aiohttp.ClientSession() as session:
             for _ in range(600):
@@ -315,8 +311,6 @@ async def soak(args) -> dict:
     rng = random.Random(args.seed)
     work = Path(tempfile.mkdtemp(prefix="zkpipe-soak-"))
     (work / "witnesses").mkdir()
-    from tests.server.serve_process import free_port
-
     server = Server(work, free_port())
     await server.start()
     result: dict = {"work": str(work)}
@@ -353,7 +347,7 @@ def report(args, result: dict) -> str:
     lines = [
         "# Soak: zkpipe serve under kill -9 and a disk that fills (CPU backend, multiplier keys)",
         "",
-        f"`python bench/soak_server.py --chaos-jobs {args.chaos_jobs} --steady-jobs {args.steady_jobs} "
+        f"`python3 -m bench.soak_server --chaos-jobs {args.chaos_jobs} --steady-jobs {args.steady_jobs} "
         f"--clients {args.clients} --kill-every {args.kill_every} --fill-every {args.fill_every} "
         f"--full-for {args.full_for} --seed {args.seed}`",
         "",
@@ -392,7 +386,7 @@ def report(args, result: dict) -> str:
 def main() -> int:
     if len(sys.argv) == 4 and sys.argv[1] == "serve-child":
         return serve_child(sys.argv[2], sys.argv[3])
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arg_parser(__doc__)
     parser.add_argument("--chaos-jobs", type=int, default=1200)
     parser.add_argument("--steady-jobs", type=int, default=1500)
     parser.add_argument("--clients", type=int, default=32)
@@ -401,13 +395,11 @@ def main() -> int:
     parser.add_argument("--full-for", type=float, default=2.0, help="mean seconds the disk stays full")
     parser.add_argument("--warmup-fraction", type=float, default=0.2, help="of the steady jobs, before RSS counts")
     parser.add_argument("--seed", type=int, default=15)
-    parser.add_argument("--out", default=str(REPO / "bench" / "results" / "soak_server_cpu.md"))
+    parser.add_argument("--out", default=str(result_path("soak_server_cpu.md")))
     args = parser.parse_args()
     result = asyncio.run(soak(args))
-    text = report(args, result)
-    Path(args.out).write_text(text)
     (Path(args.out).with_suffix(".json")).write_text(json.dumps(result, indent=1, default=str))
-    print(text)
+    write_result(args.out, report(args, result))
     checks = result["checks"]
     return 0 if not (checks["lost"] or checks["duplicated"] or checks["wrong_public"] or checks["invalid"]) else 1
 

@@ -1,7 +1,7 @@
 """Server memory under large concurrent uploads (issue 15, finding 8): peak RSS of ``zkpipe serve``.
 
-    python bench/upload_memory.py                          # this tree, 4 x 248 MB
-    python bench/upload_memory.py --baseline-ref 79c47db   # and the tree of a git ref, in the same run
+    python3 -m bench.upload_memory                          # this tree, 4 x 248 MB
+    python3 -m bench.upload_memory --baseline-ref 79c47db   # and the tree of a git ref, in the same run
 
 Each upload is a multipart body of --parts file parts of --part-mb MB (parts under the old
 4 MB in-memory threshold: the case that was held in memory until the body ended), sent by
@@ -11,7 +11,6 @@ server process's VmHWM. Writes bench/results/upload_memory.md.
 """
 from __future__ import annotations
 
-import argparse
 import asyncio
 import os
 import platform
@@ -21,12 +20,10 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+import aiohttp
 
-import aiohttp  # noqa: E402
-
-from tests.server.serve_process import free_port  # noqa: E402
+from bench.common import REPO, arg_parser, markdown_table, result_path, write_result
+from bench.server_throughput import free_port
 
 TOKEN = "bench-token"
 
@@ -105,30 +102,27 @@ async def main_async(args) -> list[tuple[str, dict]]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arg_parser(__doc__)
     parser.add_argument("--uploads", type=int, default=4)
     parser.add_argument("--parts", type=int, default=62)
     parser.add_argument("--part-mb", type=int, default=4, help="MB per part (the old in-memory threshold was 4 MiB)")
     parser.add_argument("--baseline-ref", help="also measure the tree of this git ref, in the same run")
-    parser.add_argument("--out", default=str(REPO / "bench" / "results" / "upload_memory.md"))
+    parser.add_argument("--out", default=str(result_path("upload_memory.md")))
     args = parser.parse_args()
     rows = asyncio.run(main_async(args))
     body_mb = args.parts * args.part_mb
     lines = ["# Server memory under concurrent uploads (issue 15, finding 8)", "",
-             f"`python bench/upload_memory.py --uploads {args.uploads} --parts {args.parts} --part-mb {args.part_mb}"
+             f"`python3 -m bench.upload_memory --uploads {args.uploads} --parts {args.parts} --part-mb {args.part_mb}"
              f"{' --baseline-ref ' + args.baseline_ref if args.baseline_ref else ''}`: {args.uploads} concurrent "
              f"multipart bodies of {args.parts} parts x {args.part_mb} MB ({body_mb} MB each) on loopback. "
              f"Machine: {platform.node()}, {os.cpu_count()} cores, Python {platform.python_version()}.", "",
-             "| server | RSS idle (MB) | peak RSS (MB) | peak - idle (MB) | answers | seconds |", "|---|---|---|---|---|---|"]
-    for name, r in rows:
-        lines.append(f"| {name} | {r['idle_mb']:.0f} | {r['peak_mb']:.0f} | {r['peak_mb'] - r['idle_mb']:.0f} | "
-                     f"{sorted(set(r['statuses']))} | {r['seconds']:.1f} |")
+             markdown_table(["server", "RSS idle (MB)", "peak RSS (MB)", "peak - idle (MB)", "answers", "seconds"],
+                            [[name, f"{r['idle_mb']:.0f}", f"{r['peak_mb']:.0f}", f"{r['peak_mb'] - r['idle_mb']:.0f}",
+                              sorted(set(r["statuses"])), f"{r['seconds']:.1f}"] for name, r in rows])]
     if len(rows) == 2:
         growth = [r["peak_mb"] - r["idle_mb"] for _, r in rows]
         lines += ["", f"Memory taken by the uploads, {rows[1][0]} / this tree: {growth[1] / max(growth[0], 1):.1f}x."]
-    text = "\n".join(lines) + "\n"
-    Path(args.out).write_text(text)
-    print(text)
+    write_result(args.out, "\n".join(lines) + "\n")
     return 0
 
 

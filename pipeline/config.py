@@ -1,10 +1,12 @@
-"""The one configuration file: ``zkpipe.toml`` (``[server]`` and ``[engine]`` tables).
+"""The one configuration file: ``zkpipe.toml`` (``[server]``, ``[engine]`` and ``[engine.cuda]`` tables).
 
 Precedence, lowest first: built-in defaults < the TOML file < environment variables < command
 line flags. Environment variables:
 
     ZKPIPE_<SERVER FIELD>          e.g. ZKPIPE_PORT=9821, ZKPIPE_AUTH_TOKEN=..., ZKPIPE_STATE_DIR=/data
     ZKPIPE_ENGINE_<ENGINE FIELD>   e.g. ZKPIPE_ENGINE_BACKEND=cpu, ZKPIPE_ENGINE_DEVICES=[0,1]
+    ZKPIPE_ENGINE_<TABLE>_<FIELD>  a field of a table inside [engine], e.g.
+                                   ZKPIPE_ENGINE_CUDA_SYNC_AFTER_LAUNCH=true sets [engine.cuda] sync_after_launch
 
 An environment value is read as a TOML value when it parses as one (``9821``, ``true``,
 ``[0, 1]``, ``"text"``) and as a plain string otherwise. Engine settings are checked against the
@@ -20,13 +22,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from .errors import BadInput
 
 ENV_PREFIX = "ZKPIPE_"
 ENGINE_ENV_PREFIX = "ZKPIPE_ENGINE_"
+ENGINE_TABLES = ("cuda",)  # tables inside [engine] (EngineConfig fields that are option dataclasses)
 MIB = 1 << 20
 
 
-class ConfigError(ValueError):
+class ConfigError(BadInput):
     """A setting that cannot be used; the message names where it came from."""
 
 
@@ -92,6 +96,18 @@ class Config:
             raise ConfigError(f"{self.source}: [engine]: {exc}") from exc
 
 
+def cuda_options_from_env(env: Mapping[str, str] | None = None):
+    """``[engine.cuda]`` as the environment sets it (``ZKPIPE_ENGINE_CUDA_*``), for entry points
+    that build a backend without a config file (``zkpipe prove``, ``zkpipe demo``)."""
+    from .backends.cuda.options import CudaOptions
+
+    table = load_config(None, env).engine.get("cuda", {})
+    try:
+        return CudaOptions.from_dict(table if isinstance(table, dict) else {})
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"environment (ZKPIPE_ENGINE_CUDA_*): {exc}") from exc
+
+
 def _env_value(raw: str) -> Any:
     try:
         return tomllib.loads(f"v = {raw}")["v"]
@@ -148,17 +164,25 @@ def load_config(path: str | os.PathLike | None = None, env: Mapping[str, str] | 
         _apply_server(config.server, data.get("server", {}), source)
         config.engine = dict(data.get("engine", {}))
 
-    server_env, engine_env = {}, {}
+    server_env: dict[str, Any] = {}
+    engine_env: dict[str, Any] = {}
     for key, raw in env.items():
         if key.startswith(ENGINE_ENV_PREFIX):
-            engine_env[key[len(ENGINE_ENV_PREFIX):].lower()] = _env_value(raw)
+            name = key[len(ENGINE_ENV_PREFIX):].lower()
+            table = next((t for t in ENGINE_TABLES if name.startswith(t + "_")), None)
+            if table is None:
+                engine_env[name] = _env_value(raw)
+            else:
+                engine_env.setdefault(table, {})[name[len(table) + 1:]] = _env_value(raw)
         elif key.startswith(ENV_PREFIX):
             name = key[len(ENV_PREFIX):].lower()
             if hasattr(config.server, name):
                 default = getattr(ServerConfig(), name)
                 server_env[name] = raw if isinstance(default, str) else _env_value(raw)
     _apply_server(config.server, server_env, "environment (ZKPIPE_*)")
-    config.engine.update(engine_env)
+    for name, value in engine_env.items():  # a table's fields override the file's one by one
+        base = config.engine.get(name)
+        config.engine[name] = {**base, **value} if isinstance(base, dict) and isinstance(value, dict) else value
     _apply_server(config.server, {k: v for k, v in (overrides or {}).items() if v is not None}, "command line")
     if not 0 <= config.server.port <= 65535:
         raise ConfigError(f"{config.source}: port must be in 1..65535 (0 = any free port), got {config.server.port}")

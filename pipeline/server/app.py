@@ -19,6 +19,7 @@ from pathlib import Path
 from aiohttp import web
 
 from ..config import Config
+from ..errors import Unavailable
 from .engine_adapter import PRIORITIES, EngineAdapter
 from .errors import StartupError, auth_middleware, error_middleware, json_error_bodies
 from .jobs import JobService
@@ -33,7 +34,7 @@ log = logging.getLogger("zkpipe.server")
 LOCK_FILE = "zkpipe.lock"
 
 
-class StateDirBusy(StartupError):
+class StateDirBusy(StartupError, Unavailable):
     """Another server holds this state folder."""
 
 

@@ -1,14 +1,17 @@
-"""``zkpipe serve`` and ``zkpipe submit``: ``add_server_commands(subparsers)`` adds both to the CLI."""
+"""``zkpipe serve`` and ``zkpipe submit``: ``add_server_commands(subparsers)`` adds both to the CLI.
+
+Every ``zkpipe`` command builds these parsers, so the module imports nothing heavy at the top
+(asyncio, logging and aiohttp come with the commands that use them).
+"""
 from __future__ import annotations
 
-import asyncio
-import logging
 import os
-import signal
 import sys
 from pathlib import Path
 
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+from ..errors import ExitCode
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = ExitCode.OK, ExitCode.INVALID, ExitCode.BAD_INPUT
 
 
 def add_server_commands(subparsers) -> None:
@@ -35,6 +38,9 @@ def add_server_commands(subparsers) -> None:
 
 # -- serve ----------------------------------------------------------------------------------------
 def cmd_serve(args) -> int:
+    import asyncio
+    import logging
+
     from ..config import ConfigError, load_config
 
     overrides = {"host": args.host, "port": args.port, "keys_dir": args.keys_dir, "state_dir": args.state_dir,
@@ -56,9 +62,11 @@ def cmd_serve(args) -> int:
 
 
 async def _serve(config) -> int:
-    from .errors import StartupError
+    import asyncio
+    import signal
+
+    from ..errors import BadInput, Unavailable
     from .listener import serving
-    from .storage_health import StorageUnavailable
 
     try:
         async with serving(config) as (host, port):
@@ -69,7 +77,7 @@ async def _serve(config) -> int:
                 loop.add_signal_handler(sig, stop.set)
             await stop.wait()
             print("zkpipe serve: stopping (jobs not finished run again at the next start)", file=sys.stderr, flush=True)
-    except (StartupError, StorageUnavailable, FileNotFoundError) as exc:  # one line, not a traceback
+    except (BadInput, Unavailable, FileNotFoundError) as exc:  # one line, not a traceback (a bug still has one)
         print(f"zkpipe serve: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     return EXIT_OK
@@ -77,10 +85,14 @@ async def _serve(config) -> int:
 
 # -- submit ---------------------------------------------------------------------------------------
 def cmd_submit(args) -> int:
+    import asyncio
+
     return asyncio.run(_submit(args))
 
 
 async def _submit(args) -> int:
+    import asyncio
+
     import aiohttp
     import orjson
 

@@ -13,6 +13,7 @@ from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.web_protocol import RequestPayloadError
 
+from ..errors import BadInput, Unavailable, ZkpipeError
 from .storage_health import StorageUnavailable
 
 log = logging.getLogger("zkpipe.server")
@@ -26,12 +27,16 @@ HTTP_CODES = {400: "bad_request", 401: "unauthorized", 404: "not_found", 405: "m
               422: "unprocessable", 503: "unavailable", 507: "insufficient_storage"}
 
 
-class StartupError(RuntimeError):
-    """The service cannot start (state folder busy, job store unusable ...): one line for the operator."""
+class StartupError(ZkpipeError):
+    """The service cannot start: one line for the operator. Each kind also says whose fault it is
+    (``BadInput``: a store that cannot be used; ``Unavailable``: a busy port or state folder)."""
 
 
-class ApiError(Exception):
-    """An answer for the client; ``close``: the connection cannot be reused (its body was not read to the end)."""
+class ApiError(ZkpipeError):
+    """An HTTP answer other than success: status, stable code and message (the JSON error body).
+
+    ``close``: the connection cannot be reused (its body was not read to the end).
+    """
 
     def __init__(self, status: int, code: str, message: str, headers: dict[str, str] | None = None,
                  close: bool = False) -> None:
@@ -98,6 +103,10 @@ async def error_middleware(request: web.Request, handler):
         response = error_response(400, "malformed_body", f"cannot read the request body: {one_line(exc)}")
         response.force_close()
         return response
+    except BadInput as exc:  # the caller's fault, by the error tree, where no route said more
+        return error_response(400, "bad_input", one_line(exc))
+    except Unavailable as exc:
+        return error_response(503, "unavailable", one_line(exc), {"Retry-After": str(STORAGE_RETRY_AFTER_S)})
     except web.HTTPRequestEntityTooLarge as exc:
         return error_response(413, "payload_too_large", exc.text or "request body too large")
     except web.HTTPException as exc:

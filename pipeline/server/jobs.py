@@ -271,7 +271,7 @@ class JobService:
                 await self._finish(row, "done", None, None, proofs_to_json(proofs),
                                    timings={"partitions_ms": partition_timings(proofs)})
         except JobFailed as exc:
-            await self._finish_quietly(row, "failed", "proving_failed", exc.reason)
+            await self._finish_quietly(row, "failed", exc.code, exc.reason)
         except JobCancelled:
             await self._finish_quietly(row, "cancelled", None, "cancelled")
         except Exception as exc:

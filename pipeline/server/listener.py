@@ -31,6 +31,7 @@ from aiohttp.http_exceptions import ContentEncodingError
 from aiohttp.web_protocol import RequestHandler
 
 from ..config import Config, ServerConfig
+from ..errors import Unavailable
 from .errors import HTTP_CODES, StartupError, error_response, one_line
 
 log = logging.getLogger("zkpipe.server")
@@ -39,6 +40,10 @@ BACKLOG = 128
 # After an early answer (408, 413 ...) the rest of the body is read and dropped for at most this long,
 # so that the client sees the answer rather than a reset; then the connection is closed.
 LINGER_S = 2.0
+
+
+class CannotListen(StartupError, Unavailable):
+    """The address to listen on cannot be had (in use, not ours, unknown)."""
 
 
 def _busy_response() -> bytes:
@@ -119,7 +124,7 @@ def bind(host: str, port: int) -> socket.socket:
         family, kind, proto, _, address = infos[0]
         sock = socket.socket(family, kind, proto)
     except OSError as exc:
-        raise StartupError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+        raise CannotListen(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(address)
@@ -128,7 +133,7 @@ def bind(host: str, port: int) -> socket.socket:
     except OSError as exc:
         sock.close()
         reason = "address already in use" if exc.errno == errno.EADDRINUSE else (exc.strerror or str(exc))
-        raise StartupError(f"cannot listen on {host}:{port}: {reason}") from None
+        raise CannotListen(f"cannot listen on {host}:{port}: {reason}") from None
     return sock
 
 

@@ -14,13 +14,15 @@ import logging
 import sqlite3
 import time
 
+from ..errors import Unavailable
+
 log = logging.getLogger("zkpipe.server.storage")
 
 DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
 SQLITE_FULL = 13  # sqlite3.h: "Insertion failed because database is full"
 
 
-class StorageUnavailable(Exception):
+class StorageUnavailable(Unavailable):
     """A durable write (or read) failed; ``disk_full`` says whether space ran out."""
 
     def __init__(self, message: str, disk_full: bool = False) -> None:

@@ -30,6 +30,7 @@ from typing import Any
 
 import orjson
 
+from ..errors import BadInput
 from .errors import StartupError
 from .storage_health import StorageHealth, StorageUnavailable, from_os_error, from_sqlite_error
 
@@ -67,7 +68,7 @@ COLUMNS = ("seq", "job_id", "request_id", "key_id", "priority", "input_kind", "n
 MANIFEST_FIELDS = ("job_id", "request_id", "key_id", "priority", "input_kind", "n_partitions", "created_at")
 
 
-class StoreOpenError(StartupError):
+class StoreOpenError(StartupError, BadInput):
     """The job store cannot be used: not a SQLite file, damaged, or made by another zkpipe version."""
 
 
