@@ -51,7 +51,23 @@ class ServerConfig:
     # Bearer token; empty means no auth. Every route but /healthz needs it when set.
     auth_token: str = ""
     max_body_bytes: int = 256 * MIB
+    # A JSON body (circuit inputs) larger than this is refused with 413 before it is parsed.
+    max_json_body_bytes: int = 8 * MIB
     max_partitions_per_job: int = 256
+    # Uploads (POST /v1/jobs bodies) read at once; one more waits up to body_read_timeout_s, then 503.
+    max_concurrent_uploads: int = 8
+    # Open connections at once; one more is answered 503 and closed. The open file limit is raised to fit.
+    max_connections: int = 1024
+    # A connection must send a whole request head this long after connecting or after its last
+    # response, else it is closed (this also closes idle keep-alive connections).
+    header_timeout_s: float = 30.0
+    # A request body that sends nothing for body_read_timeout_s, or is not complete after
+    # body_timeout_s, is answered 408 and its connection closed.
+    body_read_timeout_s: float = 60.0
+    body_timeout_s: float = 900.0
+    # The longest request line and header line accepted (aiohttp's parser; longer: 400).
+    max_line_size: int = 8190
+    max_field_size: int = 8190
     # Finished jobs (results included) are kept this long, then deleted.
     result_ttl_s: float = 24 * 3600.0
     janitor_interval_s: float = 60.0

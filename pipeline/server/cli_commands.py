@@ -67,30 +67,21 @@ async def _serve(config) -> int:
     import asyncio
     import signal
 
-    from aiohttp import web
-
     from ..errors import BadInput, Unavailable
-    from .app import create_app
+    from .listener import serving
 
-    runner = web.AppRunner(create_app(config), access_log=None, handle_signals=False)
     try:
-        await runner.setup()
-    except (Unavailable, BadInput, FileNotFoundError) as exc:  # a busy state folder, an unreachable job store ...
+        async with serving(config) as (host, port):
+            print(f"zkpipe serve: listening on http://{host}:{port}", file=sys.stderr, flush=True)
+            stop = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, stop.set)
+            await stop.wait()
+            print("zkpipe serve: stopping (jobs not finished run again at the next start)", file=sys.stderr, flush=True)
+    except (BadInput, Unavailable, FileNotFoundError) as exc:  # one line, not a traceback (a bug still has one)
         print(f"zkpipe serve: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    try:
-        site = web.TCPSite(runner, config.server.host, config.server.port)
-        await site.start()
-        for host, port, *_ in runner.addresses:
-            print(f"zkpipe serve: listening on http://{host}:{port}", file=sys.stderr, flush=True)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        await stop.wait()
-        print("zkpipe serve: stopping (jobs not finished run again at the next start)", file=sys.stderr, flush=True)
-    finally:
-        await runner.cleanup()
     return EXIT_OK
 
 

@@ -60,7 +60,12 @@ def _number(request: web.Request, name: str, default: float, low: float, high: f
 # -- health, status, metrics ----------------------------------------------------------------------
 @routes.get("/healthz")
 async def healthz(request: web.Request) -> web.Response:
-    return json_response({"status": "ok"})
+    """200 while jobs can be taken and run; 503 naming each problem (job service stopped, storage failing)."""
+    problems = request.app[SERVICE].problems() if SERVICE in request.app else [
+        {"code": "starting", "message": "the service is not started"}]
+    if not problems:
+        return json_response({"status": "ok"})
+    return json_response({"status": "unhealthy", "problems": problems, "error": problems[0]}, status=503)
 
 
 @routes.get("/v1/status")
@@ -73,6 +78,9 @@ async def status(request: web.Request) -> web.Response:
         "jobs_active": service.active_count(),
         "dispatch_queue": service.queue_depth(),
         "counters": dict(service.counters),
+        "restored_from_spool": service.restored_from_spool,
+        "problems": service.problems(),
+        "storage_failures": service.health.failures,
         "keys_dir": str(app[KEYS].root),
         "state_dir": app[SERVER_CONFIG].state_dir,
         "key_errors": app[KEYS].errors,
@@ -145,6 +153,7 @@ async def evict_key(request: web.Request) -> web.Response:
 # -- jobs -----------------------------------------------------------------------------------------
 @routes.post("/v1/jobs")
 async def submit_job(request: web.Request) -> web.Response:
+    request.app[SERVICE].check_accepting()  # refused before the body is read while the storage fails
     upload = await request.app[UPLOADS].parse(request)
     row, created = await request.app[SERVICE].accept(upload)
     return json_response({"job_id": row.job_id, "state": row.state}, status=202 if created else 200,
