@@ -11,6 +11,8 @@
 #   msm      bench.gpu_msm [MSM_ARGS=16 24 22] [MSM_OUT=bench/results/gpu_msm.md]
 #   stage    bench.gpu_stage [STAGE_SIZES=24]                                         -> bench/results/gpu_stage_<sizes>.md
 #   memory   bench.gpu_memory_modes [MEMORY_SIZES=10 14 18 22]                        -> bench/results/gpu_memory_modes.md
+#   blocks   bench.gpu_blocks [BLOCKS_LOG=22]                                         -> bench/results/gpu_blocks_2e<log>.md
+#   build    bench.kernel_build: NVRTC on threads vs spawned processes, all units      -> bench/results/kernel_build.md
 #   engine   bench.engine_throughput on .extra/chain_2e14_bls, [ENGINE_DEVICES=1] device counts
 #   scaling  bench.engine_throughput on random keys of 2^[SCALING_LOGS=20 22], on 1 and on all devices
 #   server   bench.server_throughput, once per GIL switch interval in [SERVER_GILS=default]
@@ -49,6 +51,8 @@ msm() {
 }
 stage() { timeout 240 python3 -m bench.gpu_stage ${STAGE_SIZES:-24} 2>&1 | tail -n 6; }
 memory() { timeout 300 python3 -m bench.gpu_memory_modes ${MEMORY_SIZES:-10 14 18 22} 2>&1 | tail -n 12; }
+blocks() { timeout 300 python3 -m bench.gpu_blocks ${BLOCKS_LOG:-22} 2>&1 | tail -n 20; }
+build() { timeout 300 python3 -m bench.kernel_build 2>&1 | tail -n 6; }
 engine() {
   timeout 300 python3 -m bench.engine_throughput --backend cuda --curve bls12381 --circuit .extra/chain_2e14_bls \
     --partitions 4 --jobs 6 --jobs-in-flight 2,5,10 --gpu-workers 1,2 --device-counts "${ENGINE_DEVICES:-1}" \
@@ -75,7 +79,7 @@ server() {
 
 for section in ${@:-tests demo prove stage msm engine server}; do
   case $section in
-    tests|demo|prove|ntt|msm|stage|memory|engine|scaling|server) echo "== $section"; $section ;;
+    tests|demo|prove|ntt|msm|stage|memory|blocks|build|engine|scaling|server) echo "== $section"; $section ;;
     *) echo "bench/device.sh: unknown section '$section'" >&2; rc=2 ;;
   esac
 done

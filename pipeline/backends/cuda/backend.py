@@ -19,13 +19,12 @@ from ...formats.types import MATRIX_A, MATRIX_B, Groth16Zkey
 from ...groth16.backend import MsmResults
 from .device import CudaDevice
 from .kernels import CurveKernels, build_units, grid_for
+from .launch import SPMV_BLOCK
 from .memory import DeviceAllocator, DeviceBuffer, PinnedHostBuffer
 from .msm import MsmRunner
 from .ntt import NttRunner
 from .options import CudaOptions
 from .streams import Stream
-
-SPMV_BLOCK = 128
 
 
 @dataclass

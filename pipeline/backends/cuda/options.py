@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-# Occupancy variants of the G1 bucket kernel that the msm_g1 unit instantiates (kernels.UNITS).
-G1_MIN_BLOCKS_BUILT = (1, 3, 4, 5)
+from .launch import G1_MIN_BLOCKS_BUILT
 
 
 @dataclass(frozen=True)
