@@ -1,9 +1,9 @@
 """EngineConfig: every knob of the engine, in one frozen dataclass with checked values."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 
-from ..backends.cuda.options import CudaOptions
+from ..backends.cuda.options import CudaOptions, refuse_unknown
 
 PRIORITIES = ("critical", "high", "normal", "low")  # highest first
 G2_PLACEMENTS = ("gpu", "cpu")
@@ -80,10 +80,7 @@ class EngineConfig:
     @classmethod
     def from_dict(cls, values: dict) -> "EngineConfig":
         """From a config file's mapping; unknown names are an error, not silently ignored."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ValueError(f"unknown engine settings: {', '.join(unknown)} (known: {', '.join(sorted(known))})")
+        refuse_unknown(cls, values, "engine")
         values = dict(values)
         if values.get("devices") is not None:
             values["devices"] = tuple(values["devices"])

@@ -12,6 +12,15 @@ from dataclasses import dataclass, fields
 from .launch import G1_MIN_BLOCKS_BUILT
 
 
+def refuse_unknown(cls, values: dict, what: str) -> None:
+    """A settings table may name only fields of ``cls`` (CudaOptions, EngineConfig): an unknown
+    name is an error naming it, never silently ignored."""
+    known = {f.name for f in fields(cls)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ValueError(f"unknown {what} settings: {', '.join(unknown)} (known: {', '.join(sorted(known))})")
+
+
 @dataclass(frozen=True)
 class CudaOptions:
     # Scratch buffers from the device's stream-ordered pool (cuMemAllocAsync), freed in stream
@@ -40,9 +49,6 @@ class CudaOptions:
 
     @classmethod
     def from_dict(cls, values: dict) -> "CudaOptions":
-        """From the ``[engine.cuda]`` table; an unknown name is an error, not silently ignored."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ValueError(f"unknown [engine.cuda] settings: {', '.join(unknown)} (known: {', '.join(sorted(known))})")
+        """From the ``[engine.cuda]`` table."""
+        refuse_unknown(cls, values, "[engine.cuda]")
         return cls(**values)
