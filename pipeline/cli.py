@@ -9,12 +9,10 @@ import sys
 import time
 from pathlib import Path
 
-EXIT_OK, EXIT_INVALID, EXIT_BAD_INPUT = 0, 1, 2
+from .errors import BadInput, ExitCode, InternalError, Unavailable
+
+EXIT_OK, EXIT_INVALID, EXIT_BAD_INPUT = ExitCode.OK, ExitCode.INVALID, ExitCode.BAD_INPUT
 EXAMPLES_DIR = Path(__file__).parent / "examples"
-
-
-class BadInput(Exception):
-    """Anything the user handed us that we cannot use; the message says what and where."""
 
 
 def _read_inputs(key_path: str, wtns_path: str | None = None):
@@ -154,15 +152,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .formats.errors import FormatError
-    from .groth16.prover import WitnessMismatch
-
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (FormatError, WitnessMismatch, BadInput) as exc:
+    except (BadInput, Unavailable) as exc:
         print(f"zkpipe: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except InternalError as exc:
+        print(f"zkpipe: internal error: {exc}", file=sys.stderr)
+        return ExitCode.INTERNAL
     except OSError as exc:
         print(f"zkpipe: error: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

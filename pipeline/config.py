@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from .errors import BadInput
 
 ENV_PREFIX = "ZKPIPE_"
 ENGINE_ENV_PREFIX = "ZKPIPE_ENGINE_"
@@ -29,7 +30,7 @@ ENGINE_TABLES = ("cuda",)  # tables inside [engine] (EngineConfig fields that ar
 MIB = 1 << 20
 
 
-class ConfigError(ValueError):
+class ConfigError(BadInput):
     """A setting that cannot be used; the message names where it came from."""
 
 
@@ -82,11 +83,11 @@ class Config:
 def cuda_options_from_env(env: Mapping[str, str] | None = None):
     """``[engine.cuda]`` as the environment sets it (``ZKPIPE_ENGINE_CUDA_*``), for entry points
     that build a backend without a config file (``zkpipe prove``, ``zkpipe demo``)."""
-    from .backends.cuda.options import CudaOptions
+    from .engine.config import EngineConfig
 
     table = load_config(None, env).engine.get("cuda", {})
     try:
-        return CudaOptions.from_dict(table if isinstance(table, dict) else {})
+        return EngineConfig.from_dict({"cuda": table}).cuda
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"environment (ZKPIPE_ENGINE_CUDA_*): {exc}") from exc
 

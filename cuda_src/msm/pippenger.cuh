@@ -8,7 +8,9 @@
 //  2. exclusive scan of the counts -> bucket offsets (util/scan.cuh).
 //  3. msm_scatter_digits: point indices (sign in bit 31) grouped by bucket (a counting sort).
 //  4. msm_accumulate: chunks of at most T entries of one bucket each, one thread per chunk,
-//     partial sums in XYZZ; repeated over the partials until each bucket has one. Fixed-size
+//     partial sums in XYZZ; repeated over the partials until each bucket has one. The number
+//     of levels follows from an upper bound (a bucket holds at most n entries), so the host
+//     queues every launch without reading a count back. Fixed-size
 //     chunks keep hot buckets (the 1s of a bit-heavy witness) from serialising one thread.
 //  5. msm_bucket_segments: per window, sum_d d B_d by running sums over segments of L buckets,
 //     plus (segment start) * (segment sum); msm_reduce_halves sums the segments.
@@ -113,7 +115,10 @@ template <class F, bool AFFINE, int MIN_BLOCKS>
 __global__ void __launch_bounds__(MSM_ACC_THREADS, MIN_BLOCKS) msm_accumulate(xyzz_t<F>* __restrict__ d_out, const affine_t<F>* __restrict__ d_points,
                                const uint32_t* __restrict__ d_entries, const xyzz_t<F>* __restrict__ d_partials_in,
                                const uint32_t* __restrict__ d_offsets, const uint32_t* __restrict__ d_chunk_off,
-                               uint32_t n_buckets, uint32_t chunk, uint32_t n_chunks) {
+                               uint32_t n_buckets, uint32_t chunk, const uint32_t* __restrict__ d_n_chunks) {
+    // The chunk count is read on the device (d_chunk_off[n_buckets]): the host sizes the grid by
+    // an upper bound and never waits for the count (no mid-MSM host round trip).
+    const uint32_t n_chunks = *d_n_chunks;
     for (uint32_t ch = blockIdx.x * blockDim.x + threadIdx.x; ch < n_chunks; ch += gridDim.x * blockDim.x) {
         const uint32_t b = bucket_of(d_chunk_off, n_buckets, ch);
         const uint32_t start = d_offsets[b] + (ch - d_chunk_off[b]) * chunk;

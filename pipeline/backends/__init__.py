@@ -1,5 +1,7 @@
-"""Compute backends behind the ``groth16.backend.Backend`` protocol."""
+"""Compute backends behind the ``Backend`` protocol (protocol.py)."""
 from __future__ import annotations
+
+from .cuda.options import CudaOptions  # the CUDA backend's settings, held in EngineConfig.cuda
 
 
 def create_backend(name: str = "auto", **options):
@@ -20,3 +22,16 @@ def create_backend(name: str = "auto", **options):
 
             return CpuBackend()
     raise ValueError(f"unknown backend {name!r} (expected cpu, cuda or auto)")
+
+
+_HOST_BACKEND = None
+
+
+def host_backend():
+    """The process's one CPU backend (the host placement of the G2 MSM, the reference steps)."""
+    global _HOST_BACKEND
+    if _HOST_BACKEND is None:
+        from .cpu import CpuBackend
+
+        _HOST_BACKEND = CpuBackend()
+    return _HOST_BACKEND

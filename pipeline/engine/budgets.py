@@ -10,9 +10,10 @@ from __future__ import annotations
 import asyncio
 import collections
 from contextlib import asynccontextmanager
+from ..errors import BadInput
 
 
-class BudgetTooSmall(ValueError):
+class BudgetTooSmall(BadInput):
     """One request exceeds the whole budget: raise the budget or shrink the work."""
 
 

@@ -4,7 +4,7 @@ The reference (pure-Python) G2 MSM holds the GIL for its whole run; in threads i
 the event loop (measured: loop lag 70 ms with two G2 threads next to the gpu stage, 14 ms
 without). With ``g2_msm_executor="process"`` it runs in a spawned process pool instead. Only
 small, picklable values cross: the zkey path and the witness array go in, one G2 point comes
-back. Each worker process decodes a key's B2 points once and keeps them (``_B2_POINTS``).
+back. Each worker process decodes a key's B2 points once and keeps them (``_B2_KEYS``).
 
 ``G2Workers`` owns that pool. A worker process that dies (OOM killer, a signal) breaks a
 ``ProcessPoolExecutor`` for good: every call in it fails with ``BrokenProcessPool``, and so does
@@ -28,36 +28,38 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable
 
 import numpy as np
+from ..errors import InternalError
 
 log = logging.getLogger("pipeline.engine")
 
-_B2_POINTS: dict[str, tuple] = {}  # zkey path -> (curve, decoded B2 points), per worker process
+_B2_KEYS: dict[str, Any] = {}  # zkey path -> the host backend's key handle (B2 decoded), per worker process
 _B2_KEPT = 4
 
 
 def g2_msm_from_path(zkey_path: str, staged: np.ndarray) -> tuple[tuple, float, float]:
-    """Σ w_i B2_i for the key at ``zkey_path``; returns (Jacobian point, start, end) as perf_counter s."""
-    from ..backends.cpu.msm import msm
-    from ..curves.encoding import decode_g2_mont
+    """Σ w_i B2_i for the key at ``zkey_path`` on the host backend; returns (Jacobian point, start,
+    end) as perf_counter s."""
+    from ..backends import host_backend
     from ..formats.zkey import read_zkey
 
     t0 = time.perf_counter()
-    if zkey_path not in _B2_POINTS:
-        zkey = read_zkey(zkey_path)
-        if len(_B2_POINTS) >= _B2_KEPT:
-            _B2_POINTS.pop(next(iter(_B2_POINTS)))
-        _B2_POINTS[zkey_path] = (zkey.curve, decode_g2_mont(zkey.curve, zkey.points_b2))
-    curve, points = _B2_POINTS[zkey_path]
+    backend = host_backend()
+    if zkey_path not in _B2_KEYS:
+        if len(_B2_KEYS) >= _B2_KEPT:
+            _B2_KEYS.pop(next(iter(_B2_KEYS)))
+        key = backend.load_key(read_zkey(zkey_path))
+        key.points("b2")
+        _B2_KEYS[zkey_path] = key
     t1 = time.perf_counter()  # the decode above happens once per process and key: not the MSM's time
-    point = msm(curve.g2, points, curve.fr.ints_from_limbs(staged))
+    point = backend.msm_b_g2(_B2_KEYS[zkey_path], staged)
     return point, t1 if t1 - t0 > 0 else t0, time.perf_counter()
 
 
 def _ready() -> bool:
-    import pipeline.backends.cpu.msm  # noqa: F401  (pay the imports before the first MSM)
+    from pipeline.backends import host_backend  # pay the imports before the first MSM
     import pipeline.formats.zkey  # noqa: F401
 
-    return True
+    return host_backend() is not None
 
 
 def warm_up(executor: Executor, workers: int) -> None:
@@ -73,7 +75,7 @@ def make_g2_executor(kind: str, workers: int) -> Executor:
     return ThreadPoolExecutor(workers, thread_name_prefix="zkpipe-g2")
 
 
-class G2WorkerDied(RuntimeError):
+class G2WorkerDied(InternalError):
     """The worker process running a partition's G2 MSM died, on the first pool and on a fresh one."""
 
 

@@ -31,15 +31,16 @@ from .keystore import KeySpec, KeyStore
 from .metrics import Interval, Metrics, lock_busy_fraction, prometheus_text
 from .pipeline import Pipeline, StageListener
 from .staging import StagingPool
+from ..errors import BadInput, Unavailable
 
 log = logging.getLogger("pipeline.engine")
 
 
-class EngineNotRunning(RuntimeError):
-    pass
+class EngineNotRunning(Unavailable):
+    """Jobs were submitted to an engine that is not started (or already stopped)."""
 
 
-class IdempotencyConflict(ValueError):
+class IdempotencyConflict(BadInput):
     """A request id was reused for a different job."""
 
 
@@ -90,7 +91,8 @@ class Engine:
         for spec in self._pending_specs:
             self.keystore.register(spec)
         # Pinned staging memory from the first device's backend, when it offers it (portable to every device).
-        self.staging = StagingPool(getattr(self.devices[0].backend, "pinned_host_buffer", None),
+        first = self.devices[0].backend
+        self.staging = StagingPool(first.pinned_host_buffer if first.pins_host_memory else None,
                                    max_idle=c.staging_buffers_kept)
         self.pipeline = Pipeline(c, self.keystore, self.devices, self.metrics, self._executors, self._g2_workers,
                                  self.staging)
@@ -113,7 +115,7 @@ class Engine:
         log.error("engine workers stopped", exc_info=exc)
         self._state = "broken"
         for job in list(self._live):
-            job._fail(f"the engine stopped: {exc!r}")
+            job.fail(f"the engine stopped: {exc!r}")
 
     async def shutdown(self, drain: bool = True) -> None:
         """Stop taking jobs; finish (``drain``) or cancel the live ones; stop workers and pools."""
@@ -155,7 +157,7 @@ class Engine:
             def run(fn, *args, _device=device):
                 return loop.run_in_executor(_device.executor, fn, *args)
 
-            for key_id in list(self.keystore._entries):
+            for key_id in self.keystore.key_ids():
                 try:
                     await self.keystore.unload_from_device(key_id, device, run)
                 except Exception:
@@ -315,7 +317,7 @@ class Engine:
             "host_budget": p.host_budget.snapshot() if p else {},
             "staging": self.staging.snapshot() if self.staging else {},
             "keys": self.keystore.snapshot() if self.keystore else {"host_budget": {"used_bytes": 0}},
-            "devices": [{"index": d.index, "ordinal": d.ordinal, "backend": getattr(d.backend, "name", "?"),
+            "devices": [{"index": d.index, "ordinal": d.ordinal, "backend": d.backend.name,
                          "gpu_lock_held": d.lock_held_since is not None,
                          "gpu_lock_busy_fraction": lock_busy_fraction(d, now, self.metrics.started),
                          "queue": d.queue.qsize() if d.queue else 0, "vram": d.vram.snapshot()}

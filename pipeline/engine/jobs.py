@@ -17,6 +17,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Callable
 
+from ..errors import ZkpipeError
 from .config import PRIORITIES
 
 
@@ -50,16 +51,18 @@ class JobState(str, enum.Enum):
         return self in (JobState.DONE, JobState.FAILED, JobState.CANCELLED)
 
 
-class JobFailed(Exception):
-    """The job failed; ``reason`` says which partition and why. Other jobs are unaffected."""
+class JobFailed(ZkpipeError):
+    """The job failed; ``reason`` says which partition and why, ``code`` whose fault it was
+    (``errors.fault_code``: bad_input, unavailable, internal_error). Other jobs are unaffected."""
 
-    def __init__(self, job_id: str, reason: str) -> None:
+    def __init__(self, job_id: str, reason: str, code: str = "internal_error") -> None:
         super().__init__(f"job {job_id} failed: {reason}")
         self.job_id = job_id
         self.reason = reason
+        self.code = code
 
 
-class JobCancelled(Exception):
+class JobCancelled(ZkpipeError):
     def __init__(self, job_id: str) -> None:
         super().__init__(f"job {job_id} was cancelled")
         self.job_id = job_id
@@ -105,6 +108,7 @@ class Job:
         self.done_count = 0
         self.state = JobState.QUEUED
         self.reason = ""
+        self.failure_code = ""  # set when the job fails (errors.fault_code)
         self.created = time.time()
         self.finished_at: float | None = None
         self._results: list[PartitionProof | None] = [None] * n_partitions
@@ -136,7 +140,7 @@ class Job:
         """The proofs in partition order; raises ``JobFailed`` or ``JobCancelled``."""
         await self._finished.wait()
         if self.state is JobState.FAILED:
-            raise JobFailed(self.id, self.reason)
+            raise JobFailed(self.id, self.reason, self.failure_code)
         if self.state is JobState.CANCELLED:
             raise JobCancelled(self.id)
         return list(self._results)  # type: ignore[arg-type]
@@ -170,12 +174,12 @@ class Job:
                 "reason": self.reason, "created": self.created, "finished": self.finished_at}
 
     # -- engine side -----------------------------------------------------------------------
-    def _mark_running(self) -> None:
+    def mark_running(self) -> None:
         if self.state is JobState.QUEUED:
             self.state = JobState.RUNNING
             self._emit("running")
 
-    def _partition_done(self, proof: PartitionProof) -> None:
+    def record_partition(self, proof: PartitionProof) -> None:
         if self.finished:
             return
         self._results[proof.index] = proof
@@ -184,9 +188,10 @@ class Job:
         if self.done_count == self.total:
             self._finish(JobState.DONE, "")
 
-    def _fail(self, reason: str) -> bool:
+    def fail(self, reason: str, code: str = "internal_error") -> bool:
         if self.finished:
             return False
+        self.failure_code = code
         self._finish(JobState.FAILED, reason)
         return True
 

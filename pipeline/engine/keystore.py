@@ -22,6 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
+from ..backends import host_backend
+from ..backends.protocol import Backend
+from ..errors import BadInput, ZkpipeError
 from ..formats.types import Groth16Zkey, R1cs
 from .budgets import BudgetTooSmall, ByteBudget
 from .devices import Device
@@ -30,16 +33,16 @@ from .devices import Device
 Runner = Callable[..., Awaitable[Any]]
 
 
-class UnknownKey(KeyError):
+class UnknownKey(BadInput, KeyError):
     def __str__(self) -> str:
         return f"no proving key registered as {self.args[0]!r}"
 
 
-class KeyInUse(RuntimeError):
-    pass
+class KeyInUse(ZkpipeError):
+    """The key is referenced by partitions in flight (evict refused)."""
 
 
-class KeyLoadError(ValueError):
+class KeyLoadError(BadInput):
     """A registered key's files could not be loaded or do not agree with each other."""
 
 
@@ -59,10 +62,15 @@ class HostKey:
     zkey: Groth16Zkey
     r1cs: R1cs | None
     calculator: Any  # pipeline.witness.WitnessCalculator or None
-    g2_points: list | None  # decoded B2 points for the CPU G2 MSM, else None
+    host_g2: Any  # the host backend's handle of this key, B2 decoded, for the host G2 MSM; else None
     host_bytes: int
     delta_tables: Any = None  # groth16.prover.DeltaTables: the epilogue's blinding terms by table lookup
     r1cs_checker: Any = None  # groth16.r1cs_check.R1csChecker, prepared once when the key has an .r1cs
+
+    @property
+    def host_backend(self) -> Backend:
+        """The backend that runs the host (CPU) placement of the G2 MSM."""
+        return host_backend()
 
 
 @dataclass(eq=False)
@@ -78,7 +86,6 @@ class _Entry:
 
 def load_host_key(spec: KeySpec, decode_g2: bool) -> HostKey:
     """Blocking: read and cross-check the key's files (runs in the keys executor)."""
-    from ..curves.encoding import decode_g2_mont
     from ..formats.r1cs import read_r1cs
     from ..formats.zkey import read_zkey
 
@@ -104,9 +111,10 @@ def load_host_key(spec: KeySpec, decode_g2: bool) -> HostKey:
             raise KeyLoadError(f"{spec.wasm_path}: the circuit ({calculator.curve.name}, {calculator.witness_size} "
                                f"signals) does not match the key {spec.zkey_path} ({zkey.curve.name}, {zkey.n_vars})")
         size += Path(spec.wasm_path).stat().st_size * 4  # compiled code, roughly
-    g2_points = None
+    host_g2 = None
     if decode_g2:
-        g2_points = decode_g2_mont(zkey.curve, zkey.points_b2)
+        host_g2 = host_backend().load_key(zkey)
+        host_g2.points("b2")  # decoded now, in the keys executor, not at the first partition
         size += zkey.points_b2.nbytes * 3  # Python ints: about 3x the packed limbs
     tables = None
     if zkey.delta1 is not None and zkey.delta2 is not None:  # a key with δ at infinity proves nothing anyway
@@ -114,7 +122,7 @@ def load_host_key(spec: KeySpec, decode_g2: bool) -> HostKey:
 
         tables = DeltaTables.for_key(zkey)
         size += 2 << 20  # ~2.7k G1 + 2.7k G2 affine points as Python ints
-    return HostKey(spec, zkey, r1cs, calculator, g2_points, size, tables, checker)
+    return HostKey(spec, zkey, r1cs, calculator, host_g2, size, tables, checker)
 
 
 class KeyStore:
@@ -152,6 +160,10 @@ class KeyStore:
 
     def __contains__(self, key_id: str) -> bool:
         return key_id in self._entries
+
+    def key_ids(self) -> list[str]:
+        """Every registered key id (a copy: safe to iterate while keys change)."""
+        return list(self._entries)
 
     # -- host level ------------------------------------------------------------------------
     async def acquire(self, key_id: str) -> HostKey:

@@ -3,11 +3,11 @@
 Every worker is a task of the engine's one TaskGroup, looping over a bounded priority queue
 (entries ``(priority, job seq, index, tick, item)``). CPU work runs in the stage's named
 thread pool; the gpu stage runs the backend in its device's pool while holding that
-device's GPU lock. A partition owns three things from admission until it leaves: a slot of
-``max_partitions_in_flight``, its bytes of the host budget, and a reference to its key; they
-are given back exactly once, whether it finished, failed or was cancelled: in ``_leave``, or,
-if its CPU G2 MSM is still running then (cancelling a running call does not stop it, and it
-still reads the partition's scalars and the key), when that MSM ends.
+device's GPU lock. A partition's resources (resources.py: a slot of ``max_partitions_in_flight``,
+its bytes of the host budget, a reference to its key, its staging buffer) are given back exactly
+once, whether it finished, failed or was cancelled: in ``_leave``, or, if its CPU G2 MSM is still
+running then (cancelling a running call does not stop it, and it still reads the partition's
+scalars and the key), when that MSM ends.
 
 Cancellation is checked at every stage boundary; work already in an executor (kernels
 launched) finishes and is then dropped. An exception in one partition fails its job only.
@@ -20,6 +20,7 @@ import time
 from concurrent.futures import Executor
 from typing import Any, Callable
 
+from ..errors import fault_code, is_callers_fault
 from . import stages
 from .budgets import ByteBudget
 from .config import EngineConfig
@@ -29,6 +30,7 @@ from .jobs import PartitionProof
 from .keystore import KeyStore
 from .metrics import Interval, Metrics
 from .scheduler import AdmissionQueue, Sequencer, choose_device
+from .resources import PartitionResources
 from .staging import StagingPool
 from .stages import DeviceResult, Partition, Prepared, Synthesized
 
@@ -47,7 +49,6 @@ class Pipeline:
         self.g2_workers = g2_workers
         self._g2_msms: dict[Partition, G2Msm] = {}  # partitions whose CPU G2 MSM was started
         self.staging = staging or StagingPool(None)
-        self._staged: dict[Partition, Any] = {}  # partitions holding a pinned staging buffer
         self.admission = AdmissionQueue()
         self.slots = asyncio.Semaphore(config.max_partitions_in_flight)
         self.host_budget = ByteBudget("host memory", config.host_memory_budget_bytes)
@@ -91,19 +92,21 @@ class Pipeline:
                 raise
             except Exception as exc:
                 self.slots.release()
-                job._fail(f"partition {pending.index} (admission): {exc}")
+                job.fail(f"partition {pending.index} (admission): {exc}", fault_code(exc))
                 continue
             if job.finished:  # cancelled while waiting for budget
                 self.host_budget.release(n_bytes)
                 self.slots.release()
                 continue
             self.keystore.add_ref(job.key_id)
-            part = Partition(job, pending.index, pending.source, host, n_bytes)
+            resources = PartitionResources(job.key_id, n_bytes, self.slots, self.host_budget, self.keystore.release,
+                                           self._partition_released)
+            part = Partition(job, pending.index, pending.source, host, resources)
             part.marks["admitted"] = time.perf_counter()
             part.timings_ms["admission_wait_ms"] = (time.time() - job.created) * 1e3
             self.in_flight += 1
             self.metrics.peak_in_flight = max(self.metrics.peak_in_flight, self.in_flight)
-            job._mark_running()
+            job.mark_running()
             await self._put(self.synth_queue, part, part)
 
     async def _loop(self, stage: str, queue: asyncio.PriorityQueue, handle) -> None:
@@ -144,7 +147,7 @@ class Pipeline:
         buffer = None
         if self.staging.enabled:
             buffer = await self._run("prep_msm", self.staging.take, item.witness.values.nbytes)  # pinning is slow
-            self._staged[part] = buffer  # given back when the partition leaves
+            part.resources.hold_staging(buffer, self.staging.give_back)  # given back when the partition leaves
         scalars = await self._run("prep_msm", stages.prep_msm, item.witness, buffer)
         g2_msm = None
         if self.config.g2_msm_placement == "cpu":
@@ -202,12 +205,23 @@ class Pipeline:
             raise RuntimeError(f"device {device.index}: VRAM budget accounting broken: {scratch} bytes of scratch "
                                f"do not fit under the GPU lock ({device.vram.used}/{device.vram.capacity} used)")
         try:
-            with_b_g2 = prepared.g2_msm is None
-            msms, timings = await run(stages.gpu, device.backend, handle, prepared.scalars.staged, with_b_g2)
+            msms = await self._device_work(device, handle, prepared, run)
         finally:
             device.vram.release(scratch)
-        part.timings_ms.update(timings)
+        part.timings_ms.update(stages.gpu_timings(msms))
         return DeviceResult(prepared, msms, device.index)
+
+    async def _device_work(self, device: Device, handle: Any, prepared: Prepared, run):
+        """Enqueue the partition's device work in the device's thread, then await it on the loop
+        (CUDA events): no thread waits on the device."""
+        work = await run(device.backend.start_partition, handle, prepared.scalars.staged, prepared.g2_msm is None)
+        try:
+            await work.wait()
+            return work.result()
+        except BaseException:
+            # The device may still use the buffers: give them back off the loop, once it is done.
+            await asyncio.shield(run(work.close))
+            raise
 
     async def _epilogue(self, result: DeviceResult) -> None:
         prepared = result.prepared
@@ -230,7 +244,7 @@ class Pipeline:
         proof = PartitionProof(**{**proof.__dict__, "timings_ms": dict(part.timings_ms)})
         self.metrics.partition_finished(part.timings_ms, ok=True)
         self._leave(part)
-        part.job._partition_done(proof)
+        part.job.record_partition(proof)
 
     # -- helpers ---------------------------------------------------------------------------
     async def _run(self, executor: str, fn, *args) -> Any:
@@ -253,10 +267,10 @@ class Pipeline:
                 log.exception("stage listener failed")
 
     def _fail(self, part: Partition, stage: str, exc: Exception) -> None:
-        if not isinstance(exc, (ValueError, TypeError, KeyError, OSError)):
+        if not is_callers_fault(exc):  # our bug or a broken environment: keep the traceback
             log.error("partition %s failed in %s", part.label, stage, exc_info=exc)
         reason = f"partition {part.index} ({stage}): {type(exc).__name__}: {exc}"
-        part.job._fail(reason)
+        part.job.fail(reason, fault_code(exc))
         self.metrics.partition_finished(part.timings_ms, ok=False)
         self._leave(part)
 
@@ -267,26 +281,18 @@ class Pipeline:
         self._leave(part)
 
     def _leave(self, part: Partition) -> None:
-        if part.marks.get("left"):
+        if not part.resources.start_leaving():
             return
-        part.marks["left"] = time.perf_counter()
         g2_msm = self._g2_msms.pop(part, None)
         if g2_msm is not None and not g2_msm.done:
             g2_msm.cancel()  # dropped if not started; a running MSM finishes and is ignored
             self.metrics.counters["partitions_left_with_g2_msm_running"] += 1
-            g2_msm.when_finished(lambda: self._give_back(part))
+            g2_msm.when_finished(part.resources.release)
         else:
-            self._give_back(part)
+            part.resources.release()
 
-    def _give_back(self, part: Partition) -> None:
-        """The partition's slot, host budget and key reference: nothing of it runs any more."""
+    def _partition_released(self) -> None:
         self.in_flight -= 1
-        staged = self._staged.pop(part, None)
-        if staged is not None:
-            self.staging.give_back(staged)
-        self.host_budget.release(part.host_bytes)
-        self.keystore.release(part.job.key_id)
-        self.slots.release()
 
     def queue_depths(self) -> dict[str, int]:
         depths = {"admission": len(self.admission), "synthesize": self.synth_queue.qsize(),

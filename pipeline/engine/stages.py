@@ -3,7 +3,7 @@
     synthesize   source (.wtns path | Witness | circuit inputs) -> checked Witness
     prep_msm     Witness -> ScalarClasses (0 / 1 / other), the staged scalar buffer
     g2_msm_cpu   Σ w_i B2_i on the CPU (started by prep_msm, joined by the epilogue)
-    gpu          compute_h + msms on the device (caller holds the GPU lock)
+    gpu          Backend.start_partition, awaited (pipeline.py; the caller holds the GPU lock)
     epilogue     MSMs + blinding -> (pi_a, pi_b, pi_c), optional verification, snarkjs JSON
 
 The data passed between stages are frozen dataclasses: ``Partition`` (admitted work),
@@ -20,17 +20,19 @@ from typing import Any
 import numpy as np
 
 from ..formats.types import Witness
-from ..groth16.backend import MsmResults
+from ..backends.protocol import MsmResults
 from ..groth16.prover import Blinding, assemble, check_witness, public_signals
 from .jobs import Job, PartitionProof
 from .keystore import HostKey
+from .resources import PartitionResources
+from ..errors import BadInput
 
 
-class WitnessUnsatisfied(ValueError):
+class WitnessUnsatisfied(BadInput):
     """The witness breaks a constraint of the registered R1CS (named), so no proof is attempted."""
 
 
-class MissingCircuit(ValueError):
+class MissingCircuit(BadInput):
     """Circuit inputs were given for a key registered without its circuit's wasm."""
 
 
@@ -42,7 +44,7 @@ class Partition:
     index: int
     source: Any  # str | Path (.wtns) | Witness | dict (circuit inputs)
     key: HostKey
-    host_bytes: int  # reserved from the host-memory budget until the partition leaves
+    resources: PartitionResources  # slot, host bytes, key reference, staging buffer: one release
     timings_ms: dict[str, float] = field(default_factory=dict)
     marks: dict[str, float] = field(default_factory=dict)  # perf_counter() stamps, for queue waits
 
@@ -132,26 +134,17 @@ def prep_msm(witness: Witness, staging: Any = None) -> ScalarClasses:
 
 
 def g2_msm_cpu(key: HostKey, staged: np.ndarray) -> tuple[tuple, float, float]:
-    """Σ w_i B2_i with the reference MSM; returns (Jacobian point, start, end) in perf_counter s."""
-    from ..backends.cpu.msm import msm
-
+    """Σ w_i B2_i on the host backend (the key's ``host_g2`` handle); returns (point, start, end)
+    in perf_counter seconds."""
     t0 = time.perf_counter()
-    curve = key.zkey.curve
-    point = msm(curve.g2, key.g2_points, curve.fr.ints_from_limbs(staged))
+    point = key.host_backend.msm_b_g2(key.host_g2, staged)
     return point, t0, time.perf_counter()
 
 
-def gpu(backend: Any, key_handle: Any, staged: np.ndarray, with_b_g2: bool) -> tuple[MsmResults, dict[str, float]]:
-    """The device work of one partition. The caller holds the device's GPU lock."""
-    t0 = time.perf_counter()
-    h = backend.compute_h(key_handle, staged)
-    t1 = time.perf_counter()
-    msms = backend.msms(key_handle, staged, h, with_b_g2)
-    t2 = time.perf_counter()
-    timings = {"gpu_h_ms": (t1 - t0) * 1e3, "gpu_msm_ms": (t2 - t1) * 1e3}
-    timings.update(getattr(h, "timings_ms", None) or {})  # spmv_ms / ntt_ms where the backend splits them
-    timings.update({f"gpu_{k}" if not k.startswith("gpu_") else k: v for k, v in msms.timings_ms.items()})
-    return msms, timings
+def gpu_timings(msms: MsmResults) -> dict[str, float]:
+    """The backend's own split of a partition's device time, named for the engine's timings
+    (``h_ms`` -> ``gpu_h_ms``, ``msm_a_ms`` -> ``gpu_msm_a_ms``, ...)."""
+    return {k if k.startswith("gpu_") else f"gpu_{k}": v for k, v in msms.timings_ms.items()}
 
 
 def epilogue(key: HostKey, result: DeviceResult, b_g2: Any, verify: bool) -> PartitionProof:

@@ -1,4 +1,4 @@
-from .backend import Backend, MsmResults
+from ..backends.protocol import Backend, MsmResults
 from .prover import Blinding, Proof, WitnessMismatch, assemble, check_witness, prove
 
 __all__ = ["Backend", "Blinding", "MsmResults", "Proof", "WitnessMismatch", "assemble", "check_witness", "prove"]

@@ -17,10 +17,11 @@ import numpy as np
 
 from ..curves.scalar_mul import FixedBaseTable, mul_sum2
 from ..formats.types import Groth16Zkey, Witness
-from .backend import Backend, MsmResults
+from ..backends.protocol import Backend, MsmResults
+from ..errors import BadInput
 
 
-class WitnessMismatch(ValueError):
+class WitnessMismatch(BadInput):
     """The witness does not belong to the key (length or curve)."""
 
 

@@ -27,12 +27,13 @@ from .routes import routes
 from .state import ENGINE, KEYS, SERVER_CONFIG, SERVICE, STARTED_AT, UPLOADS
 from .store import JobStore, Spool
 from .uploads import UploadParser
+from ..errors import Unavailable
 
 log = logging.getLogger("zkpipe.server")
 LOCK_FILE = "zkpipe.lock"
 
 
-class StateDirBusy(RuntimeError):
+class StateDirBusy(Unavailable):
     """Another server holds this state folder."""
 
 

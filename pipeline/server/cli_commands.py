@@ -8,7 +8,9 @@ import signal
 import sys
 from pathlib import Path
 
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+from ..errors import ExitCode
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = ExitCode.OK, ExitCode.INVALID, ExitCode.BAD_INPUT
 
 
 def add_server_commands(subparsers) -> None:

@@ -11,6 +11,8 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from ..errors import ZkpipeError
+
 log = logging.getLogger("zkpipe.server")
 
 OPEN_PATHS = frozenset({"/healthz"})
@@ -21,7 +23,9 @@ HTTP_CODES = {400: "bad_request", 401: "unauthorized", 404: "not_found", 405: "m
               422: "unprocessable", 503: "unavailable"}
 
 
-class ApiError(Exception):
+class ApiError(ZkpipeError):
+    """An HTTP answer other than success: status, stable code and message (the JSON error body)."""
+
     def __init__(self, status: int, code: str, message: str, headers: dict[str, str] | None = None) -> None:
         super().__init__(message)
         self.status, self.code, self.message = status, code, message

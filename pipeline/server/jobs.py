@@ -183,7 +183,7 @@ class JobService:
                 row.timings["partitions_ms"] = partition_timings(proofs)
                 await self._finish(row, "done", None, None, proofs_to_json(proofs))
         except JobFailed as exc:
-            await self._finish(row, "failed", "proving_failed", exc.reason)
+            await self._finish(row, "failed", exc.code, exc.reason)
         except JobCancelled:
             await self._finish(row, "cancelled", None, "cancelled")
         except Exception as exc:

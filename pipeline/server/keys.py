@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import BadInput
 from ..formats.zkey import read_zkey_header
 
 KEY_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
@@ -65,7 +66,7 @@ class KeyFolder:
                     found[key_id] = known
                     continue
                 header = read_zkey_header(entry)
-            except (OSError, ValueError) as exc:
+            except (OSError, BadInput) as exc:
                 errors[key_id] = str(exc)
                 continue
             sibling = {ext: entry.with_suffix(ext) for ext in (".r1cs", ".wasm")}

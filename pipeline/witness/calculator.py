@@ -31,6 +31,7 @@ import wasmtime
 from ..curves import curve_by_scalar_prime
 from ..formats.types import Witness
 from .inputs import flatten, fnv1a_64, split_hash, to_field
+from ..errors import BadInput
 
 EXCEPTION_CODES = {
     1: "signal not found",
@@ -42,7 +43,7 @@ EXCEPTION_CODES = {
 }
 
 
-class WitnessError(ValueError):
+class WitnessError(BadInput):
     """The inputs do not fit the circuit, or the circuit's own checks failed on them."""
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.groth16.backend import MsmResults
+from pipeline.backends.protocol import Backend, G1Jacobian, G2Jacobian, MsmResults
 from tests.conftest import enable_asyncio_debug, fixture_dir
 
 
@@ -67,14 +67,18 @@ class FakeKey:
         self.zkey = zkey
 
 
-class FakeBackend:
-    """Sleeps instead of computing; takes key and scratch memory from a FakeDeviceAllocator."""
+class FakeBackend(Backend):
+    """Sleeps instead of computing; takes key and scratch memory from a FakeDeviceAllocator.
+    With ``enqueue=True``, ``start_partition`` returns at once and the work completes ``gpu_s``
+    later on its own (like queued kernels): the engine must await it, not block on it."""
 
     name = "fake"
 
     def __init__(self, allocator: FakeDeviceAllocator, key_bytes: int = 1000, scratch: int = 500,
-                 gpu_s: float = 0.01) -> None:
+                 gpu_s: float = 0.01, enqueue: bool = False) -> None:
         self.allocator = allocator
+        self.enqueue = enqueue
+        self.closed_works = 0
         self.key_bytes = key_bytes
         self.scratch = scratch
         self.gpu_s = gpu_s
@@ -119,12 +123,51 @@ class FakeBackend:
         with self._lock:
             self.running -= 1
         self.allocator.free(self.scratch)
-        g1, g2 = key.zkey.curve.g1, key.zkey.curve.g2
-        return MsmResults(g1.infinity, g1.infinity, g2.infinity if with_b_g2 else None, g1.infinity, g1.infinity,
-                          {"msm_ms": self.gpu_s / 2 * 1e3})
+        return infinity_results(key, with_b_g2, {"msm_ms": self.gpu_s / 2 * 1e3})
 
     def msm_b_g2(self, key, witness):
-        return key.zkey.curve.g2.infinity
+        return G2Jacobian(*key.zkey.curve.g2.infinity)
+
+    def start_partition(self, key, witness, with_b_g2=True):
+        if not self.enqueue:
+            return super().start_partition(key, witness, with_b_g2)
+        self.allocator.alloc(self.scratch)
+        with self._lock:
+            self.calls += 1
+        return FakeWork(self, key, with_b_g2, time.monotonic() + self.gpu_s)
+
+
+def infinity_results(key, with_b_g2, timings):
+    g1, g2 = key.zkey.curve.g1, key.zkey.curve.g2
+    inf1 = G1Jacobian(*g1.infinity)
+    return MsmResults(inf1, inf1, G2Jacobian(*g2.infinity) if with_b_g2 else None, inf1, inf1, timings)
+
+
+class FakeWork:
+    """Queued fake device work: done once its deadline passed; scratch freed once, by result or close."""
+
+    def __init__(self, backend, key, with_b_g2, deadline) -> None:
+        self.backend, self.key, self.with_b_g2, self.deadline = backend, key, with_b_g2, deadline
+        self.closed = False
+
+    def done(self) -> bool:
+        return time.monotonic() >= self.deadline
+
+    async def wait(self) -> None:
+        while not self.done():
+            await asyncio.sleep(max(0.0, self.deadline - time.monotonic()))
+
+    def result(self):
+        assert self.done(), "result() before the work completed"
+        self.close()
+        return infinity_results(self.key, self.with_b_g2, {"h_ms": 0.0, "msm_ms": self.backend.gpu_s * 1e3})
+
+    def close(self) -> None:
+        if not self.closed:
+            time.sleep(max(0.0, self.deadline - time.monotonic()))  # like a stream sync: the device finishes
+            self.closed = True
+            self.backend.allocator.free(self.backend.scratch)
+            self.backend.closed_works += 1
 
 
 @pytest.fixture
@@ -177,6 +220,8 @@ class FakePinnedBuffer:
 
 class FakePinnedBackend(FakeBackend):
     """A FakeBackend that offers pinned staging memory, and notes whether the gpu stage got it."""
+
+    pins_host_memory = True
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)

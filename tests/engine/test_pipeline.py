@@ -148,3 +148,45 @@ async def test_a_worker_pool_of_gpu_workers_shares_one_device_lock_per_device():
         assert gpu, f"device {device} got no work"
         assert all(a.end <= b.start for a, b in zip(gpu, gpu[1:]))
     assert all(a.ooms == 0 for a in allocators) and all(b.max_running == 1 for b in backends)
+
+
+async def test_queued_device_work_is_awaited_on_the_loop_not_in_a_parked_thread():
+    """A backend that enqueues (like CUDA streams) returns from start_partition at once; while the
+    work runs, the device's worker thread is free (nothing waits on the device in a thread)."""
+    allocator = FakeDeviceAllocator(1500)
+    backend = FakeBackend(allocator, key_bytes=1000, scratch=500, gpu_s=0.4, enqueue=True)
+    async with fake_engine(backend, gpu_workers_per_device=1) as engine:
+        engine.register_key("mult", **key_files("bn128", "multiplier"))
+        job = await engine.submit("mult", [WTNS])
+        deadline = asyncio.get_running_loop().time() + 30
+        while backend.calls == 0:
+            assert asyncio.get_running_loop().time() < deadline, "the work was never enqueued"
+            await asyncio.sleep(0.005)
+        device = engine.devices[0]
+        t0 = asyncio.get_running_loop().time()
+        await asyncio.get_running_loop().run_in_executor(device.executor, lambda: None)
+        waited = asyncio.get_running_loop().time() - t0
+        assert not job.finished, "the work finished before the check: the check proves nothing"
+        (proof,) = await job.result()
+    assert waited < 0.2  # the one worker thread was not parked for the work's 0.4 s
+    assert proof.timings_ms["gpu_msm_ms"] == pytest.approx(400)
+    assert allocator.used == 0 and backend.closed_works == 1
+
+
+async def test_cancelling_a_job_while_its_work_is_queued_drops_it_after_the_work_and_frees_the_scratch():
+    allocator = FakeDeviceAllocator(1500)
+    backend = FakeBackend(allocator, key_bytes=1000, scratch=500, gpu_s=0.3, enqueue=True)
+    async with fake_engine(backend, gpu_workers_per_device=1) as engine:
+        engine.register_key("mult", **key_files("bn128", "multiplier"))
+        job = await engine.submit("mult", [WTNS])
+        while backend.calls == 0:
+            await asyncio.sleep(0.005)
+        job.cancel()
+        with pytest.raises(JobCancelled):
+            await job.result()
+        await settle(engine)
+        second = await engine.submit("mult", [WTNS])  # the device is usable afterwards
+        assert len(await second.result()) == 1
+        status = engine.status()
+    assert backend.closed_works == 2 and allocator.ooms == 0
+    assert status["devices"][0]["vram"]["used_bytes"] <= 1000  # only the key stays

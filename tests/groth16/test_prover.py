@@ -86,7 +86,7 @@ def test_assemble_with_delta_tables_equals_the_textbook_formula(curve_name):
     """The engine's assemble (fixed-base tables, shared doublings) against the formula as written."""
     import random
 
-    from pipeline.groth16.backend import MsmResults
+    from pipeline.backends.protocol import MsmResults
     from pipeline.groth16.prover import DeltaTables, assemble
 
     zkey = read_zkey(fixture_dir(curve_name, "multiplier") / "circuit_final.zkey")

@@ -244,7 +244,7 @@ async def test_a_job_the_engine_fails_is_reported_failed(client):
     assert resp.status == 202
     job = await wait_final(client, (await resp.json())["job_id"])
     assert job["state"] == "failed" and "proofs" not in job
-    assert job["error"]["code"] == "proving_failed"
+    assert job["error"]["code"] == "bad_input"  # the caller's fault, by the error tree
     assert "partition 0" in job["error"]["message"] and "no_such_signal" in job["error"]["message"]
 
 

@@ -1,9 +1,13 @@
-"""``CudaBackend``: the ``Backend`` protocol (pipeline/groth16/backend.py) on one NVIDIA GPU.
+"""``CudaBackend``: the ``Backend`` protocol (pipeline/backends/protocol.py) on one NVIDIA GPU.
 
-``load_key`` uploads the proving key once (points, and the A/B coefficients as CSR by row);
-``compute_h`` runs a, b, c = spmv, the coset NTTs and the quotient on the device and returns a
-``DeviceH`` handle; ``msms`` runs the G1 (and G2) MSMs against the resident points. Per-call
-scratch is allocated inside each call and freed before it returns (DESIGN rule 1).
+``load_key`` uploads the proving key once (points, and the A/B coefficients as CSR by row).
+``start_partition`` (the engine's path) queues a partition's whole device work on the stream:
+the witness upload, a, b, c = spmv, the coset NTTs and the quotient, the five MSMs and the copy
+of their results into pinned memory; it returns a ``CudaPartitionWork`` the engine awaits
+through a CUDA event, so no thread waits on the device and no count is read back mid-run.
+``compute_h`` / ``msms`` are the same steps one at a time (the reference prover, the tests).
+Scratch is allocated inside each call and freed in stream order (DESIGN rule 1: the engine
+holds the GPU lock until the work has completed).
 """
 from __future__ import annotations
 
@@ -14,10 +18,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ...curves import Curve
+from ...curves import CURVES, Curve
 from ...formats.types import MATRIX_A, MATRIX_B, Groth16Zkey
-from ...groth16.backend import MsmResults
+from ..protocol import Backend, G2Jacobian, MsmResults
+from ._bindings import driver
 from .device import CudaDevice
+from .errors import check
 from .kernels import CurveKernels, build_units, grid_for
 from .launch import SPMV_BLOCK
 from .memory import DeviceAllocator, DeviceBuffer, PinnedHostBuffer
@@ -25,6 +31,7 @@ from .msm import MsmRunner
 from .ntt import NttRunner
 from .options import CudaOptions
 from .streams import Stream
+from .work import MSM_SLOTS, CudaPartitionWork, PhaseEvents, PinnedResultPool
 
 
 @dataclass
@@ -74,8 +81,9 @@ def csr_by_row(zkey: Groth16Zkey, matrix: int):
     return row_ptr, cols, vals
 
 
-class CudaBackend:
+class CudaBackend(Backend):
     name = "cuda"
+    pins_host_memory = True
 
     def __init__(self, device_ordinal: int = 0, vram_budget_bytes: int | None = None,
                  options: CudaOptions = CudaOptions()) -> None:
@@ -85,7 +93,10 @@ class CudaBackend:
         self.stream = Stream(self.device)
         self.allocator = DeviceAllocator(self.device, budget, self.stream if options.stream_ordered_memory else None)
         self.kernel_cache_dir = Path(options.kernel_cache_dir).expanduser() if options.kernel_cache_dir else None
+        self.device_ordinal = device_ordinal
         self._runtimes: dict[str, CurveRuntime] = {}
+        max_fq_limbs = max(c.fq.limbs for c in CURVES)  # one slot fits a G2 XYZZ point of any curve
+        self._results = PinnedResultPool(self.device, len(MSM_SLOTS) * 4 * 2 * 8 * max_fq_limbs)
 
     def prebuild(self, curves) -> dict[str, float]:
         """Compile every unit of ``curves`` at once (parallel processes) into the on-disk cache;
@@ -128,17 +139,25 @@ class CudaBackend:
             buf.free()
         self.allocator.trim()  # an evicted key's memory goes back to the driver, not only to our pool
 
-    # -- H -----------------------------------------------------------------------------------------
-    def compute_h(self, key: CudaKey, witness: np.ndarray) -> DeviceH:
-        self.device.activate()
-        t0 = time.perf_counter()
+    # -- H and the MSMs: everything queued on the stream, nothing waited for -----------------------
+    def _upload_witness(self, witness: np.ndarray):
+        """The witness on the device, copied in stream order (asynchronously from pinned staging)."""
+        h_w = np.ascontiguousarray(witness, dtype=np.uint64)
+        d_w = self.allocator.alloc(h_w.nbytes, "witness")
+        try:
+            d_w.upload(h_w, self.stream)
+        except BaseException:
+            d_w.free()
+            raise
+        return d_w
+
+    def _enqueue_h(self, key: CudaKey, d_w, events: PhaseEvents | None = None):
+        """spmv (a, b, c) and the quotient on the odd coset, queued; returns the H buffer."""
         zkey, rt = key.zkey, key.runtime
         n, log_n = zkey.domain_size, zkey.log_domain_size
         elem = 8 * zkey.curve.fr.limbs
         d_h = self.allocator.alloc(n * elem, "H scalars")
-        d_w = None
         try:
-            d_w = self.allocator.upload(np.ascontiguousarray(witness, dtype=np.uint64), "witness")
             with self.allocator.alloc(n * elem, "a") as d_a, self.allocator.alloc(n * elem, "b") as d_b, \
                     self.allocator.alloc(n * elem, "c") as d_c:
                 csr = key.d_csr
@@ -146,22 +165,84 @@ class CudaBackend:
                                   (d_a.ptr, d_b.ptr, d_c.ptr, csr["a_row_ptr"].ptr, csr["a_cols"].ptr,
                                    csr["a_vals_rr"].ptr, csr["b_row_ptr"].ptr, csr["b_cols"].ptr,
                                    csr["b_vals_rr"].ptr, d_w.ptr, n), self.stream)
+                if events is not None:
+                    events.mark("spmv_ms")
                 rt.ntt.quotient(d_h.ptr, d_a.ptr, d_b.ptr, d_c.ptr, log_n)
-                self.stream.synchronize()
+                if events is not None:
+                    events.mark("ntt_ms")
         except BaseException:
             d_h.free()
-            if d_w is not None:
-                d_w.free()
             raise
-        return DeviceH(d_h, n, {"compute_h_ms": (time.perf_counter() - t0) * 1e3}, d_w, witness)
+        return d_h
+
+    def _enqueue_msms(self, key: CudaKey, d_w, d_h, d_results, with_b_g2: bool, events: PhaseEvents | None) -> None:
+        """The five MSMs, queued; result slot i of ``d_results`` gets MSM_SLOTS[i] (XYZZ words)."""
+        zkey, msm = key.zkey, key.runtime.msm
+        elem = 8 * zkey.curve.fr.limbs
+        slot = msm.xyzz_bytes(True)
+        first_private = zkey.n_public + 1
+        p = key.d_points
+        work = {"a": (False, p["a"].ptr, d_w.ptr, zkey.n_vars),
+                "b1": (False, p["b1"].ptr, d_w.ptr, zkey.n_vars),
+                "b2": (True, p["b2"].ptr, d_w.ptr, zkey.n_vars),
+                "c": (False, p["c"].ptr, d_w.offset(first_private * elem), zkey.n_vars - first_private),
+                "h": (False, p["h"].ptr, d_h.ptr, zkey.domain_size)}
+        for i, name in enumerate(MSM_SLOTS):
+            if name == "b2" and not with_b_g2:
+                continue
+            msm.enqueue(*work[name], d_results.ptr + i * slot)
+            if events is not None:
+                events.mark(f"msm_{name}_ms")
+
+    def start_partition(self, key: CudaKey, witness: np.ndarray, with_b_g2: bool = True) -> CudaPartitionWork:
+        """Queue the whole device work of one partition (upload, H, five MSMs, the results' copy
+        into pinned memory) and return without waiting; scratch goes back in stream order."""
+        self.device.activate()
+        rt = key.runtime
+        slot = rt.msm.xyzz_bytes(True)
+        events = PhaseEvents(self.stream)
+        h_results = self._results.take()
+        d_w = d_h = d_results = None
+        try:
+            d_w = self._upload_witness(witness)
+            events.mark("upload_ms")
+            d_h = self._enqueue_h(key, d_w, events)
+            d_results = self.allocator.alloc(slot * len(MSM_SLOTS), "msm results")
+            d_results.memset32(0, self.stream)  # a skipped slot (b2 on the host) reads as infinity
+            self._enqueue_msms(key, d_w, d_h, d_results, with_b_g2, events)
+            check(driver.cuMemcpyDtoHAsync(h_results.ptr, d_results.ptr, slot * len(MSM_SLOTS), self.stream.handle),
+                  "cuMemcpyDtoHAsync")
+            events.mark("download_ms")
+        except BaseException:
+            self.stream.synchronize()  # let queued work finish with the buffers before they go back
+            self._results.give_back(h_results)
+            events.close()
+            raise
+        finally:
+            for buf in (d_w, d_h, d_results):
+                if buf is not None:
+                    buf.free()  # stream-ordered: after the work queued above
+        return CudaPartitionWork(key.zkey.curve, self.device, events, h_results, self._results, slot, with_b_g2,
+                                 keep_alive=(witness,))
+
+    # -- the step-by-step API (the reference prover and the tests) ---------------------------------
+    def compute_h(self, key: CudaKey, witness: np.ndarray) -> DeviceH:
+        self.device.activate()
+        t0 = time.perf_counter()
+        d_w = self._upload_witness(witness)
+        try:
+            d_h = self._enqueue_h(key, d_w)
+        except BaseException:
+            d_w.free()
+            raise
+        return DeviceH(d_h, key.zkey.domain_size, {"compute_h_ms": (time.perf_counter() - t0) * 1e3}, d_w, witness)
 
     def h_to_host(self, h: DeviceH) -> np.ndarray:
         out = np.zeros((h.n, 4), dtype=np.uint64)
         return h.buffer.download(out, self.stream)
 
-    # -- MSMs --------------------------------------------------------------------------------------
     def msms(self, key: CudaKey, witness: np.ndarray, h, with_b_g2: bool = True) -> MsmResults:
-        """The five MSMs; a ``DeviceH`` from ``compute_h`` is consumed (freed, witness copy too)."""
+        """The five MSMs, blocking; a ``DeviceH`` from ``compute_h`` is consumed (freed, witness copy too)."""
         try:
             return self._msms(key, witness, h, with_b_g2)
         finally:
@@ -170,41 +251,33 @@ class CudaBackend:
 
     def _msms(self, key: CudaKey, witness: np.ndarray, h, with_b_g2: bool) -> MsmResults:
         self.device.activate()
-        zkey, msm, curve = key.zkey, key.runtime.msm, key.zkey.curve
-        timings: dict[str, float] = {}
-        elem = 8 * curve.fr.limbs
-        first_private = zkey.n_public + 1
-
-        def timed(name, group, points, d_scalars, n):
-            t0 = time.perf_counter()
-            out = msm.run(group, points, d_scalars, n)
-            timings[name] = (time.perf_counter() - t0) * 1e3
-            return out
-
+        slot = key.runtime.msm.xyzz_bytes(True)
         reuse = isinstance(h, DeviceH) and h.d_witness is not None and h.witness_host is witness
-        with contextlib.nullcontext(h.d_witness) if reuse else \
-                self.allocator.upload(np.ascontiguousarray(witness, dtype=np.uint64), "witness") as d_w:
-            h_owned = None
-            if not isinstance(h, DeviceH):
-                h_owned = self.allocator.upload(np.ascontiguousarray(h, dtype=np.uint64), "H scalars")
-            d_h = h.buffer if h_owned is None else h_owned
+        events = PhaseEvents(self.stream)
+        h_results = self._results.take()
+        with contextlib.nullcontext(h.d_witness) if reuse else self._upload_witness(witness) as d_w, \
+                contextlib.nullcontext(h.buffer) if isinstance(h, DeviceH) else \
+                self.allocator.upload(np.ascontiguousarray(h, dtype=np.uint64), "H scalars") as d_h, \
+                self.allocator.alloc(slot * len(MSM_SLOTS), "msm results") as d_results:
             try:
-                p = key.d_points
-                n_vars = zkey.n_vars
-                a = timed("msm_a_ms", curve.g1, p["a"].ptr, d_w.ptr, n_vars)
-                b1 = timed("msm_b1_ms", curve.g1, p["b1"].ptr, d_w.ptr, n_vars)
-                b2 = timed("msm_b2_ms", curve.g2, p["b2"].ptr, d_w.ptr, n_vars) if with_b_g2 else None
-                c = timed("msm_c_ms", curve.g1, p["c"].ptr, d_w.offset(first_private * elem), n_vars - first_private)
-                hh = timed("msm_h_ms", curve.g1, p["h"].ptr, d_h.ptr, zkey.domain_size)
-            finally:
-                if h_owned is not None:
-                    h_owned.free()
-        return MsmResults(a_g1=a, b_g1=b1, b_g2=b2, c_g1=c, h_g1=hh, timings_ms=timings)
+                d_results.memset32(0, self.stream)
+                self._enqueue_msms(key, d_w, d_h, d_results, with_b_g2, events)
+                check(driver.cuMemcpyDtoHAsync(h_results.ptr, d_results.ptr, slot * len(MSM_SLOTS),
+                                               self.stream.handle), "cuMemcpyDtoHAsync")
+                events.mark("download_ms")
+            except BaseException:
+                self.stream.synchronize()
+                self._results.give_back(h_results)
+                events.close()
+                raise
+        return CudaPartitionWork(key.zkey.curve, self.device, events, h_results, self._results, slot,
+                                 with_b_g2, keep_alive=(witness,)).result()
 
-    def msm_b_g2(self, key: CudaKey, witness: np.ndarray) -> tuple:
+    def msm_b_g2(self, key: CudaKey, witness: np.ndarray) -> G2Jacobian:
         self.device.activate()
-        with self.allocator.upload(np.ascontiguousarray(witness, dtype=np.uint64), "witness") as d_w:
-            return key.runtime.msm.run(key.zkey.curve.g2, key.d_points["b2"].ptr, d_w.ptr, key.zkey.n_vars)
+        with self._upload_witness(witness) as d_w:
+            return G2Jacobian(*key.runtime.msm.run(key.zkey.curve.g2, key.d_points["b2"].ptr, d_w.ptr,
+                                                   key.zkey.n_vars))
 
     # -- what the engine's budgets ask (optional Backend methods, see engine/devices.py) ------------
     def key_device_bytes(self, zkey: Groth16Zkey) -> int:
@@ -214,15 +287,15 @@ class CudaBackend:
         return points + csr
 
     def scratch_bytes(self, key: CudaKey) -> int:
-        """Upper estimate of one partition's device scratch: witness, a, b, c, H, and the MSM's
-        digit entries (4 bytes per scalar per window, at most 32 windows) and partial sums (one
-        G2 XYZZ point per 8 entries). The allocator's budget stays the hard limit."""
-        zkey = key.zkey
-        n = max(zkey.n_vars, zkey.domain_size)
+        """Upper bound of one partition's device scratch, from the bounds the kernels are sized by:
+        witness and H throughout; a, b, c while H is computed; then the largest MSM's scratch and
+        the result slots. The allocator's budget stays the hard limit."""
+        zkey, msm = key.zkey, key.runtime.msm
         elem = 8 * zkey.curve.fr.limbs
-        xyzz_g2 = 4 * 2 * 8 * zkey.curve.fq.limbs
-        entries = 4 * n * 32
-        return zkey.n_vars * elem + 4 * zkey.domain_size * elem + entries + (n * 32 // 8) * xyzz_g2
+        held = zkey.n_vars * elem + zkey.domain_size * elem
+        h_phase = 3 * zkey.domain_size * elem + zkey.domain_size * elem  # a, b, c and the NTT's own
+        msm_phase = max(msm.scratch_bytes(zkey.n_vars, True), msm.scratch_bytes(zkey.domain_size, False))
+        return held + max(h_phase, msm_phase + len(MSM_SLOTS) * msm.xyzz_bytes(True))
 
     def memory_budget_bytes(self) -> int:
         return self.allocator.budget_bytes
@@ -231,8 +304,7 @@ class CudaBackend:
         """Page-locked host memory for the engine's staging pool, pinned for every GPU's context."""
         return PinnedHostBuffer(self.device, nbytes, portable=True)
 
-    @staticmethod
-    def visible_devices() -> list[int]:
+    def visible_devices(self) -> list[int]:
         from .device import device_count
 
         return list(range(device_count()))
@@ -244,3 +316,4 @@ class CudaBackend:
         self._runtimes.clear()
         self.allocator.trim()
         self.stream.close()
+        self._results.close()

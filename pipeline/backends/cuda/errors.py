@@ -8,9 +8,10 @@ from __future__ import annotations
 from typing import Any
 
 from ._bindings import driver, nvrtc
+from ...errors import InternalError, Unavailable
 
 
-class CudaError(RuntimeError):
+class CudaError(InternalError):
     def __init__(self, call: str, error: str, kernel: str | None = None, detail: str | None = None) -> None:
         where = f" (kernel {kernel})" if kernel else ""
         more = f"\n{detail}" if detail else ""
@@ -20,7 +21,7 @@ class CudaError(RuntimeError):
         self.error = error
 
 
-class DeviceBudgetError(MemoryError):
+class DeviceBudgetError(Unavailable, MemoryError):
     """A device allocation would run past the allocator's byte budget (raised before CUDA fails)."""
 
 

@@ -64,7 +64,7 @@ SIGNATURES: dict[str, tuple[str, ...]] = {
     "msm_count_digits": (PTR, U32, I32, I32, PTR),
     "msm_scatter_digits": (PTR, U32, I32, I32, PTR, PTR),
     "msm_chunk_counts": (PTR, U32, U32, PTR),
-    "msm_accumulate": (PTR, PTR, PTR, PTR, PTR, PTR, U32, U32, U32),
+    "msm_accumulate": (PTR, PTR, PTR, PTR, PTR, PTR, U32, U32, PTR),
     "msm_bucket_segments": (PTR, PTR, PTR, U32, U32, U32),
     "msm_reduce_halves": (PTR, U32, U32, U32),
     "msm_combine_windows": (PTR, PTR, U32, U32, I32),

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...curves.points import CurveGroup
+from ._bindings import driver
+from .errors import check
 from .kernels import CurveKernels, grid_for
 from .launch import CHUNK_COUNT_BLOCK, DIGIT_BLOCK, MSM_ACC_THREADS as ACC_BLOCK, REDUCE_BLOCK, SCAN_THREADS, SCAN_TILE
 
@@ -81,13 +83,8 @@ class MsmRunner:
     def _launch(self, expr, n_threads, block, args):
         self.kernels.launch(expr, grid_for(n_threads, block), block, args, self.stream)
 
-    def _read_u32(self, buf, index: int) -> int:
-        out = np.zeros(1, dtype=np.uint32)
-        buf.download(out, self.stream, offset=4 * index)
-        return int(out[0])
-
     def exclusive_scan(self, d_in: int, n: int, d_out: int) -> None:
-        """d_out[0..n] = exclusive prefix sums of d_in[0..n), d_out[n] = total."""
+        """d_out[0..n] = exclusive prefix sums of d_in[0..n), d_out[n] = total (all on the device)."""
         tiles = (n + SCAN_TILE - 1) // SCAN_TILE
         with self.allocator.alloc(4 * (tiles + 1), "scan tile sums") as d_tiles:
             k, s = self.kernels, self.stream
@@ -96,24 +93,44 @@ class MsmRunner:
             k.launch("scan_apply", tiles, SCAN_THREADS, (d_in, n, d_tiles.ptr, d_out), s)
 
     def _chunk_offsets(self, d_offsets, n_buckets: int, chunk: int, what: str):
-        """Offsets of the chunks of at most ``chunk`` entries per bucket, and their count."""
+        """Offsets of the chunks of at most ``chunk`` entries per bucket; their count stays on the
+        device, at index ``n_buckets``."""
         d_chunk_off = self.allocator.alloc(4 * (n_buckets + 1), what)
         with self.allocator.alloc(4 * n_buckets, "chunk counts") as d_counts:
             self._launch("msm_chunk_counts", n_buckets, CHUNK_COUNT_BLOCK, (d_offsets.ptr, n_buckets, chunk, d_counts.ptr))
             self.exclusive_scan(d_counts.ptr, n_buckets, d_chunk_off.ptr)
-        return d_chunk_off, self._read_u32(d_chunk_off, n_buckets)
+        return d_chunk_off
 
-    def run_xyzz(self, g2: bool, d_points: int, d_scalars: int, n: int, c: int | None = None) -> np.ndarray:
-        """sum scalars[i] points[i] as an XYZZ point, raw Montgomery words (4 coordinates)."""
-        fq_words = 2 * self.curve.fq.limbs * (2 if g2 else 1)
-        xyzz_bytes = 4 * 4 * fq_words
+    def scratch_bytes(self, n: int, g2: bool) -> int:
+        """Peak device bytes ``enqueue`` allocates for an MSM of ``n`` scalars (the bounds it sizes by)."""
+        plan = plan_msm(n, self.curve.fr.bits)
+        nb, xyzz = plan.n_buckets, self.xyzz_bytes(g2)
+        entries = n * plan.n_windows
+        chunk = max(2, min(MAX_CHUNK, 1 << max(0, (entries // TARGET_CHUNKS).bit_length())))
+        chunks = -(-entries // chunk) + nb
+        scan = 4 * (nb // SCAN_TILE + 2)
+        level0 = 4 * entries + 4 * (nb + 1) + 4 * nb + scan + xyzz * chunks
+        levels = xyzz * (chunks + min(chunks, -(-chunks // LEVEL_CHUNK) + nb)) + 3 * 4 * (nb + 1) + scan
+        segments = xyzz * plan.n_windows * (plan.buckets_per_window // plan.seg_len) + xyzz * chunks
+        return 8 * (nb + 1) + max(level0, levels, segments)
+
+    def xyzz_bytes(self, g2: bool) -> int:
+        return 4 * 2 * self.curve.fq.limbs * (2 if g2 else 1) * 4
+
+    def enqueue(self, g2: bool, d_points: int, d_scalars: int, n: int, d_out: int, c: int | None = None) -> None:
+        """Queue sum scalars[i] points[i] on the stream; the XYZZ result (raw Montgomery words,
+        ``xyzz_bytes(g2)``) is written to ``d_out``. Nothing here waits for the device: counts
+        stay on the device and buffers are sized by upper bounds (see pippenger.cuh, step 4)."""
+        xyzz_bytes = self.xyzz_bytes(g2)
         field = "fq2_t" if g2 else "fq_t"
         plan = plan_msm(n, self.curve.fr.bits, c)
         self.last_plan = plan
-        out = np.zeros(4 * fq_words, dtype=np.uint32)
         if n == 0:
-            return out
+            check_memset_zero(d_out, xyzz_bytes, self.stream)  # ZZ = 0: the point at infinity
+            return
         alloc, nb_total = self.allocator, plan.n_buckets
+        entries_bound = n * plan.n_windows  # at most one nonzero digit per scalar and window
+        chunk = max(2, min(MAX_CHUNK, 1 << max(0, (entries_bound // TARGET_CHUNKS).bit_length())))
         with alloc.alloc(4 * nb_total, "msm bucket counts") as d_counts, \
                 alloc.alloc(4 * (nb_total + 1), "msm bucket offsets") as d_offsets:
             # 1-3: counting sort of the nonzero signed digits by bucket
@@ -121,41 +138,43 @@ class MsmRunner:
             d_counts.memset32(0, self.stream)
             self._launch("msm_count_digits", n, DIGIT_BLOCK, (d_scalars, n, plan.c, plan.n_windows, d_counts.ptr))
             self.exclusive_scan(d_counts.ptr, nb_total, d_offsets.ptr)
-            n_entries = self._read_u32(d_offsets, nb_total)
-            with alloc.alloc(4 * max(n_entries, 1), "msm digit entries") as d_entries:
+            with alloc.alloc(4 * entries_bound, "msm digit entries") as d_entries:
                 d_cursor = d_counts  # reuse: cursor starts at each bucket's offset
                 self.kernels.launch_copy(d_cursor.ptr, d_offsets.ptr, 4 * nb_total, self.stream)
                 self._launch("msm_scatter_digits", n, DIGIT_BLOCK,
                              (d_scalars, n, plan.c, plan.n_windows, d_cursor.ptr, d_entries.ptr))
                 self._mark("sort digits")
                 # 4: chunked bucket sums, level 0 over affine points
-                chunk = max(2, min(MAX_CHUNK, 1 << max(0, (n_entries // TARGET_CHUNKS).bit_length())))
-                d_chunk_off, n_chunks = self._chunk_offsets(d_offsets, nb_total, chunk, "msm chunk offsets")
-                d_partials = alloc.alloc(xyzz_bytes * max(n_chunks, 1), "msm partial sums")
+                d_chunk_off = self._chunk_offsets(d_offsets, nb_total, chunk, "msm chunk offsets")
+                chunks_bound = -(-entries_bound // chunk) + nb_total
+                try:
+                    d_partials = alloc.alloc(xyzz_bytes * chunks_bound, "msm partial sums")
+                except BaseException:
+                    d_chunk_off.free()
+                    raise
                 min_blocks = 1 if g2 else self.g1_min_blocks
-                self._launch(f"msm_accumulate<{field}, true, {min_blocks}>", n_chunks, ACC_BLOCK,
+                self._launch(f"msm_accumulate<{field}, true, {min_blocks}>", chunks_bound, ACC_BLOCK,
                              (d_partials.ptr, d_points, d_entries.ptr, 0, d_offsets.ptr, d_chunk_off.ptr,
-                              nb_total, chunk, n_chunks))
+                              nb_total, chunk, d_chunk_off.offset(4 * nb_total)))
                 self._mark("accumulate affine")
-            # ... then over partials until one per nonempty bucket
-            while True:
-                d_next_off, n_next = self._chunk_offsets(d_chunk_off, nb_total, LEVEL_CHUNK, "msm chunk offsets")
-                if n_next == n_chunks:
-                    d_next_off.free()
-                    break
-                d_next = alloc.alloc(xyzz_bytes * max(n_next, 1), "msm partial sums")
-                self._launch(f"msm_accumulate<{field}, false, 1>", n_next, ACC_BLOCK,
-                             (d_next.ptr, 0, 0, d_partials.ptr, d_chunk_off.ptr, d_next_off.ptr,
-                              nb_total, LEVEL_CHUNK, n_next))
-                d_partials.free()  # frees wait for the work queued before them (memory.py)
-                d_chunk_off.free()
-                d_partials, d_chunk_off, n_chunks = d_next, d_next_off, n_next
-            self._mark("combine partials")
-            # 5-6: per-window running sums over segments, segment sums, Horner over windows
-            segs = plan.buckets_per_window // plan.seg_len
+            # ... then over partials until one per bucket: a bucket holds at most n entries
+            per_bucket = -(-n // chunk)
             try:
-                with alloc.alloc(xyzz_bytes * plan.n_windows * segs, "msm segment sums") as d_seg, \
-                        alloc.alloc(xyzz_bytes, "msm result") as d_result:
+                while per_bucket > 1:
+                    d_next_off = self._chunk_offsets(d_chunk_off, nb_total, LEVEL_CHUNK, "msm chunk offsets")
+                    next_bound = min(chunks_bound, -(-chunks_bound // LEVEL_CHUNK) + nb_total)
+                    d_next = alloc.alloc(xyzz_bytes * next_bound, "msm partial sums")
+                    self._launch(f"msm_accumulate<{field}, false, 1>", next_bound, ACC_BLOCK,
+                                 (d_next.ptr, 0, 0, d_partials.ptr, d_chunk_off.ptr, d_next_off.ptr,
+                                  nb_total, LEVEL_CHUNK, d_next_off.offset(4 * nb_total)))
+                    d_partials.free()  # frees wait for the work queued before them (memory.py)
+                    d_chunk_off.free()
+                    d_partials, d_chunk_off, chunks_bound = d_next, d_next_off, next_bound
+                    per_bucket = -(-per_bucket // LEVEL_CHUNK)
+                self._mark("combine partials")
+                # 5-6: per-window running sums over segments, segment sums, Horner over windows
+                segs = plan.buckets_per_window // plan.seg_len
+                with alloc.alloc(xyzz_bytes * plan.n_windows * segs, "msm segment sums") as d_seg:
                     self._launch(f"msm_bucket_segments<{field}>", plan.n_windows * segs, REDUCE_BLOCK,
                                  (d_seg.ptr, d_partials.ptr, d_chunk_off.ptr, plan.buckets_per_window,
                                   plan.seg_len, plan.n_windows))
@@ -167,13 +186,19 @@ class MsmRunner:
                         half //= 2
                     self._mark("segment sums")
                     self.kernels.launch(f"msm_combine_windows<{field}>", 1, 1,
-                                        (d_result.ptr, d_seg.ptr, segs, plan.n_windows, plan.c), self.stream)
+                                        (d_out, d_seg.ptr, segs, plan.n_windows, plan.c), self.stream)
                     self._mark("window combination")
-                    d_result.download(out, self.stream)
-                    self._collect_marks()
             finally:
                 d_partials.free()
                 d_chunk_off.free()
+
+    def run_xyzz(self, g2: bool, d_points: int, d_scalars: int, n: int, c: int | None = None) -> np.ndarray:
+        """Blocking form of ``enqueue``: the XYZZ point as raw Montgomery words (4 coordinates)."""
+        out = np.zeros(self.xyzz_bytes(g2) // 4, dtype=np.uint32)
+        with self.allocator.alloc(self.xyzz_bytes(g2), "msm result") as d_result:
+            self.enqueue(g2, d_points, d_scalars, n, d_result.ptr, c)
+            d_result.download(out, self.stream)
+        self._collect_marks()
         return out
 
     def run(self, group: CurveGroup, d_points: int, d_scalars: int, n: int, c: int | None = None) -> tuple:
@@ -181,6 +206,10 @@ class MsmRunner:
         g2 = group.ops.degree == 2
         raw = self.run_xyzz(g2, d_points, d_scalars, n, c)
         return xyzz_to_jacobian(group, self.curve.fq, raw)
+
+
+def check_memset_zero(d_ptr: int, nbytes: int, stream) -> None:
+    check(driver.cuMemsetD8Async(d_ptr, 0, nbytes, stream.handle), "cuMemsetD8Async")
 
 
 def xyzz_to_jacobian(group: CurveGroup, fq, raw_words: np.ndarray) -> tuple:

@@ -79,8 +79,9 @@ class Event:
             self.handle = None
 
 
-async def event_ready(event: Event, first_poll_s: float = 50e-6, max_poll_s: float = 2e-3) -> None:
-    """Complete once ``event`` has fired; never blocks the loop longer than one cuEventQuery."""
+async def event_ready(event, first_poll_s: float = 50e-6, max_poll_s: float = 2e-3) -> None:
+    """Complete once ``event`` (anything with a non-blocking ``query()``) has fired; never blocks
+    the loop longer than one cuEventQuery."""
     delay = first_poll_s
     while not event.query():
         await asyncio.sleep(delay)

@@ -1,0 +1,128 @@
+"""One partition's device work after it was enqueued: awaited through a CUDA event, its five
+MSM results read from a small pinned buffer, its phases timed by events between them.
+
+``CudaPartitionWork`` is the CUDA backend's ``PartitionWork`` (backends/protocol.py). Every
+device buffer of the partition was freed in stream order when the work was enqueued; what the
+work still holds is host-side: the pinned result buffer (back to its pool on ``result`` or
+``close``) and the events.
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from ..protocol import G1Jacobian, G2Jacobian, MsmResults
+from .memory import PinnedHostBuffer
+from .msm import xyzz_to_jacobian
+from .streams import Event, event_ready
+
+MSM_SLOTS = ("a", "b1", "b2", "c", "h")  # result slots, in the order the MSMs are queued
+
+
+class PinnedResultPool:
+    """Small page-locked buffers for the five MSM results of a partition (an async device-to-host
+    copy needs pinned memory; pinning per proof would cost more than the copy)."""
+
+    def __init__(self, device, nbytes: int) -> None:
+        self.device = device
+        self.nbytes = nbytes
+        self._free: list[PinnedHostBuffer] = []
+        self._lock = threading.Lock()
+
+    def take(self) -> PinnedHostBuffer:
+        with self._lock:
+            if self._free:
+                return self._free.pop()
+        return PinnedHostBuffer(self.device, self.nbytes)
+
+    def give_back(self, buf: PinnedHostBuffer) -> None:
+        with self._lock:
+            self._free.append(buf)
+
+    def close(self) -> None:
+        with self._lock:
+            for buf in self._free:
+                buf.free()
+            self._free.clear()
+
+
+class PhaseEvents:
+    """Events recorded on the stream between phases; elapsed times once the last one fired."""
+
+    def __init__(self, stream) -> None:
+        self.stream = stream
+        self.marks: list[tuple[str, Event]] = [("start", Event().record(stream))]
+
+    def mark(self, phase: str) -> None:
+        self.marks.append((phase, Event().record(self.stream)))
+
+    @property
+    def last(self) -> Event:
+        return self.marks[-1][1]
+
+    def elapsed_ms(self) -> dict[str, float]:
+        return {name: ev.elapsed_ms(prev) for (_, prev), (name, ev) in zip(self.marks, self.marks[1:])}
+
+    def close(self) -> None:
+        for _, ev in self.marks:
+            ev.close()
+        self.marks.clear()
+
+
+class CudaPartitionWork:
+    def __init__(self, curve, device, events: PhaseEvents, h_results: PinnedHostBuffer, pool: PinnedResultPool,
+                 slot_bytes: int, with_b_g2: bool, keep_alive: tuple = ()) -> None:
+        self.curve = curve
+        self.device = device
+        self.events = events
+        self.h_results = h_results
+        self.pool = pool
+        self.slot_bytes = slot_bytes
+        self.with_b_g2 = with_b_g2
+        self._keep_alive = keep_alive  # host arrays an async copy may still read
+        self._closed = False
+
+    def done(self) -> bool:
+        self.device.activate()  # the loop thread polls works of several devices in turn
+        return self.events.last.query()
+
+    query = done  # what ``event_ready`` polls
+
+    async def wait(self) -> None:
+        await event_ready(self)
+
+    def wait_blocking(self) -> None:
+        self.device.activate()
+        self.events.last.synchronize()
+
+    def result(self) -> MsmResults:
+        """The MSMs as Jacobian points (the work must be done: ``wait`` first)."""
+        if self._closed:
+            raise RuntimeError("the partition's work was already closed")
+        self.wait_blocking()  # returns at once after ``wait``; keeps a direct caller correct
+        words = self.h_results.view(np.uint32, (len(MSM_SLOTS), self.slot_bytes // 4))
+        g1, g2, fq = self.curve.g1, self.curve.g2, self.curve.fq
+        g1_words = words.shape[1] // 2  # a G1 XYZZ point fills half a (G2-sized) slot
+        points = {}
+        for i, name in enumerate(MSM_SLOTS):
+            if name == "b2":
+                points[name] = G2Jacobian(*xyzz_to_jacobian(g2, fq, words[i].copy())) if self.with_b_g2 else None
+            else:
+                points[name] = G1Jacobian(*xyzz_to_jacobian(g1, fq, words[i, :g1_words].copy()))
+        timings = self.events.elapsed_ms()
+        self.close()
+        h_ms = sum(timings.get(k, 0.0) for k in ("upload_ms", "spmv_ms", "ntt_ms"))
+        msm_ms = sum(v for k, v in timings.items() if k.startswith("msm_"))
+        timings.update(h_ms=h_ms, msm_ms=msm_ms)
+        return MsmResults(points["a"], points["b1"], points["b2"], points["c"], points["h"], timings)
+
+    def close(self) -> None:
+        """Give back the pinned buffer and events; waits for the device first (it may still write)."""
+        if self._closed:
+            return
+        self._closed = True
+        self.wait_blocking()
+        self.pool.give_back(self.h_results)
+        self.events.close()
+        self._keep_alive = ()

@@ -1,0 +1,194 @@
+"""The contract between the prover (and the engine) and a compute backend.
+
+The prover and the engine never ask which backend they have: they call the members below and
+nothing else. A backend does the heavy steps of one proof, the quotient H (a, b, c from the key's
+coefficients, then NTTs on snarkjs's odd coset) and the multi-scalar multiplications; proof
+assembly (blinding, vk terms) is backend-independent (``groth16.prover.assemble``).
+
+Buffers and forms, for every member:
+
+- ``witness`` (host): a C-contiguous ``(n_vars, fr_limbs)`` uint64 array, plain (not Montgomery)
+  form, little-endian limbs; element 0 is the constant 1. It may live in pinned host memory (the
+  engine's staging pool): a backend may then copy from it asynchronously, and the caller keeps it
+  alive and unchanged until the call's work has completed (``PartitionWork.wait``).
+- key handles: whatever ``load_key`` returns; opaque to the caller, owned by the caller, freed
+  only through ``unload_key``. The CUDA backend keeps the key's points on the device (affine,
+  Montgomery form, as the zkey stores them) and its coefficients as CSR rows.
+- H handles: whatever ``compute_h`` returns; opaque. Only ``msms`` of the same backend consumes
+  one (and frees it); ``h_to_host`` copies it out for checks without consuming it.
+- results: points cross the boundary as ``G1Jacobian`` / ``G2Jacobian``: Jacobian coordinates,
+  plain-form Python ints (``pipeline.curves.points``); Z = 0 is the point at infinity.
+
+Errors: bad input is the caller's fault and was checked before (``groth16.check_witness``); a
+backend raises ``errors.InternalError`` subclasses for failures of its own (a failed kernel:
+``CudaError`` naming it) and ``errors.Unavailable`` subclasses when a resource runs out
+(``DeviceBudgetError``). After an exception the call's scratch is freed; the key stays usable.
+
+Threads: a backend instance serves one device; its blocking members run in the device's worker
+threads (the engine's GPU lock serialises partitions), never on the event loop.
+"""
+from __future__ import annotations
+
+import abc
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, NamedTuple, Protocol
+
+import numpy as np
+
+from ..errors import Unavailable
+from ..formats.types import Groth16Zkey
+
+
+class G1Jacobian(NamedTuple):
+    """A G1 point: Jacobian (X, Y, Z) over Fq, plain-form ints; x = X/Z^2, y = Y/Z^3; Z = 0 is infinity."""
+
+    x: int
+    y: int
+    z: int
+
+
+class G2Jacobian(NamedTuple):
+    """A G2 point: Jacobian (X, Y, Z) over Fq2 (each an (c0, c1) pair of plain-form ints)."""
+
+    x: tuple[int, int]
+    y: tuple[int, int]
+    z: tuple[int, int]
+
+
+@dataclass(frozen=True)
+class MsmResults:
+    """The five MSMs of a Groth16 proof (before r, s blinding and the vk terms)."""
+
+    a_g1: G1Jacobian  # sum w_i A_i, i over all signals
+    b_g1: G1Jacobian  # sum w_i B1_i
+    b_g2: G2Jacobian | None  # sum w_i B2_i; None when placed elsewhere (the CPU G2 MSM)
+    c_g1: G1Jacobian  # sum w_i C_i, i over private signals (the "L" query)
+    h_g1: G1Jacobian  # sum h_i H_i
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+
+class PartitionWork(Protocol):
+    """The device work of one partition, enqueued by ``Backend.start_partition``.
+
+    ``wait`` completes when the work is done, without blocking the event loop (CUDA: an event
+    polled from the loop); ``result`` then returns the MSMs (a few points converted on the host)
+    and gives back what the work held; ``close`` gives it back without a result (an error or a
+    cancellation after the work was enqueued: it first lets the device finish with the buffers)."""
+
+    def done(self) -> bool: ...
+
+    async def wait(self) -> None: ...
+
+    def result(self) -> MsmResults: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass
+class CompletedWork:
+    """``PartitionWork`` for a backend that computed everything inside ``start_partition``."""
+
+    msms: MsmResults
+
+    def done(self) -> bool:
+        return True
+
+    async def wait(self) -> None:
+        return None
+
+    def result(self) -> MsmResults:
+        return self.msms
+
+    def close(self) -> None:
+        return None
+
+
+class HostBuffer(Protocol):
+    """Host memory a backend hands out for staging (pinned where the backend can): ``nbytes``,
+    a numpy ``view(dtype, shape)`` of its start, and ``free()`` (idempotent)."""
+
+    nbytes: int
+
+    def view(self, dtype, shape) -> np.ndarray: ...
+
+    def free(self) -> None: ...
+
+
+class Backend(abc.ABC):
+    """One compute device. Abstract members are the proof's steps; the rest are capabilities the
+    engine uses for budgets and placement, declared here with the defaults of a backend that has
+    no device memory of its own (the CPU backend)."""
+
+    name: ClassVar[str]
+    pins_host_memory: ClassVar[bool] = False  # offers ``pinned_host_buffer`` (for the staging pool)
+    device_ordinal: int | None = None  # the device this instance drives; None: the host
+
+    # -- the key -----------------------------------------------------------------------------
+    @abc.abstractmethod
+    def load_key(self, zkey: Groth16Zkey) -> Any:
+        """Make the key resident for this backend; returns the handle the other members take.
+        Raises ``Unavailable`` (``DeviceBudgetError``) when it does not fit; frees what it took."""
+
+    @abc.abstractmethod
+    def unload_key(self, key: Any) -> None:
+        """Free everything ``load_key`` took. The caller guarantees no work on the key is running."""
+
+    # -- the proof's steps (blocking; each returns when its result is usable) -----------------
+    @abc.abstractmethod
+    def compute_h(self, key: Any, witness: np.ndarray) -> Any:
+        """Quotient evaluations on snarkjs's odd coset: domain_size scalars. Returns an H handle
+        (host array on the CPU, device buffer on the GPU) that ``msms`` consumes."""
+
+    @abc.abstractmethod
+    def h_to_host(self, h: Any) -> np.ndarray:
+        """(domain_size, fr_limbs) uint64, plain form, for checks; ``h`` stays valid."""
+
+    @abc.abstractmethod
+    def msms(self, key: Any, witness: np.ndarray, h: Any, with_b_g2: bool = True) -> MsmResults:
+        """A, B1, (B2), C and H MSMs; consumes ``h`` (also on error). ``with_b_g2=False`` leaves
+        ``b_g2`` None (the engine placed that MSM on the host)."""
+
+    @abc.abstractmethod
+    def msm_b_g2(self, key: Any, witness: np.ndarray) -> G2Jacobian:
+        """The G2 MSM of B alone: sum w_i B2_i over all signals (for the host placement)."""
+
+    # -- the engine's path: enqueue, then await --------------------------------------------
+    def start_partition(self, key: Any, witness: np.ndarray, with_b_g2: bool) -> PartitionWork:
+        """H and the MSMs of one partition, enqueued; the caller awaits ``wait()`` then takes
+        ``result()``. The default computes everything before returning (``CompletedWork``).
+        Result timings: ``h_ms``, ``msm_ms`` and whatever finer split the backend measures."""
+        t0 = time.perf_counter()
+        h = self.compute_h(key, witness)
+        t1 = time.perf_counter()
+        msms = self.msms(key, witness, h, with_b_g2)
+        t2 = time.perf_counter()
+        timings = {**msms.timings_ms, "h_ms": (t1 - t0) * 1e3, "msm_ms": (t2 - t1) * 1e3}
+        return CompletedWork(dataclasses.replace(msms, timings_ms=timings))
+
+    # -- capabilities for the engine's budgets and placement --------------------------------
+    def key_device_bytes(self, zkey: Groth16Zkey) -> int:
+        """Device memory ``load_key(zkey)`` will hold (0: none of a device's own)."""
+        return 0
+
+    def scratch_bytes(self, key: Any) -> int:
+        """Upper bound of the device memory one partition takes beyond its key, from the moment
+        it takes the GPU lock until it gives it back (0: none)."""
+        return 0
+
+    def memory_budget_bytes(self) -> int | None:
+        """The default VRAM budget when the config sets none (None: unbounded, no device memory)."""
+        return None
+
+    def visible_devices(self) -> list[int]:
+        """Device ordinals this kind of backend can drive on this host."""
+        return [0]
+
+    def pinned_host_buffer(self, nbytes: int) -> HostBuffer:
+        """Page-locked host memory for the engine's staging pool (only where ``pins_host_memory``)."""
+        raise Unavailable(f"the {self.name} backend has no pinned host memory")
+
+    def close(self) -> None:
+        """Free the backend's own resources (kernels, streams, pools). Keys must be unloaded first."""
+        return None
