@@ -112,11 +112,11 @@ class Config:
 def cuda_options_from_env(env: Mapping[str, str] | None = None):
     """``[engine.cuda]`` as the environment sets it (``ZKPIPE_ENGINE_CUDA_*``), for entry points
     that build a backend without a config file (``zkpipe prove``, ``zkpipe demo``)."""
-    from .backends.cuda.options import CudaOptions
+    from .engine.config import EngineConfig
 
     table = load_config(None, env).engine.get("cuda", {})
     try:
-        return CudaOptions.from_dict(table if isinstance(table, dict) else {})
+        return EngineConfig.from_dict({"cuda": table}).cuda
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"environment (ZKPIPE_ENGINE_CUDA_*): {exc}") from exc
 
