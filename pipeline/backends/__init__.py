@@ -12,6 +12,7 @@ import logging
 from dataclasses import dataclass
 
 from ..errors import BadInput, Unavailable
+from .cuda.options import CudaOptions  # the CUDA backend's settings, held in EngineConfig.cuda
 
 BACKEND_NAMES = ("cpu", "cuda", "auto")
 CUDA_EXTRA_HINT = "pip install 'zkpipe[cuda]'"

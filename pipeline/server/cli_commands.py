@@ -27,6 +27,8 @@ def add_server_commands(subparsers) -> None:
     p.add_argument("--keys-dir", help="folder of NAME.zkey (+ NAME.r1cs, NAME.wasm, NAME.sym); "
                                       "default: the bundled example keys")
     p.add_argument("--state-dir", help=f"job store and spool folder (default: {defaults.state_dir})")
+    p.add_argument("--store", dest="store_url", help="postgresql://user@host:port/db: join the cluster sharing that "
+                   "job store (default: SQLite in the state folder)")
     p.add_argument("--log-level", help=f"debug, info, warning or error (default: {defaults.log_level})")
     p.add_argument("--log-format", choices=["text", "json"],
                    help=f"text lines or JSON lines (default: {defaults.log_format})")
@@ -57,7 +59,7 @@ def cmd_serve(args) -> int:
     from .logs import configure_logging
 
     overrides = {"host": args.host, "port": args.port, "keys_dir": args.keys_dir, "state_dir": args.state_dir,
-                 "log_level": args.log_level, "log_format": args.log_format}
+                 "log_level": args.log_level, "log_format": args.log_format, "store_url": args.store_url}
     try:
         config = load_config(args.config, overrides=overrides)
         config.engine_config()
@@ -75,43 +77,22 @@ def cmd_serve(args) -> int:
 
 async def _serve(config) -> int:
     import asyncio
-    import logging
     import signal
 
-    from aiohttp import web
-
-    from .app import create_app
-    from .listen import bind_sockets
-    from .logs import ACCESS_LOGGER, AccessLogger
+    from .listener import serving
 
     try:
-        sockets = bind_sockets(config.server.host, config.server.port)  # a taken port fails before anything starts
-    except Unavailable as exc:
-        print(f"zkpipe serve: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    access_log = logging.getLogger(ACCESS_LOGGER) if config.server.access_log else None
-    runner = web.AppRunner(create_app(config), handle_signals=False, access_log=access_log,
-                           access_log_class=AccessLogger)
-    try:
-        await runner.setup()  # state folder lock, keys, job store, engine (and its backend)
-    except (BadInput, Unavailable, FileNotFoundError) as exc:  # a busy state folder, no GPU for cuda, ...
-        for sock in sockets:
-            sock.close()
-        print(f"zkpipe serve: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    try:
-        for sock in sockets:
-            await web.SockSite(runner, sock).start()
-        for host, port, *_ in runner.addresses:
+        async with serving(config) as (host, port):  # binds first: a busy port fails before anything starts
             print(f"zkpipe serve: listening on http://{host}:{port}", file=sys.stderr, flush=True)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        await stop.wait()
-        print("zkpipe serve: stopping (jobs not finished run again at the next start)", file=sys.stderr, flush=True)
-    finally:
-        await runner.cleanup()
+            stop = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, stop.set)
+            await stop.wait()
+            print("zkpipe serve: stopping (jobs not finished run again at the next start)", file=sys.stderr, flush=True)
+    except (BadInput, Unavailable, FileNotFoundError) as exc:  # one line, not a traceback (a bug still has one)
+        print(f"zkpipe serve: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     return EXIT_OK
 
 

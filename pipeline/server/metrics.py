@@ -9,6 +9,7 @@ the scraper's ``Accept`` header (text 0.0.4 or OpenMetrics), with the matching c
     zkpipe_server_job_queued_seconds                             histogram, accepted -> started
     zkpipe_server_jobs_total{outcome}                            counter, from zero
     zkpipe_server_jobs_active, zkpipe_server_dispatch_queue      gauges
+    zkpipe_worker_*, zkpipe_cluster_partitions                   a cluster worker's own (docs/cluster.md)
     process_*, python_*                                          the client's standard collectors
 """
 from __future__ import annotations
@@ -18,7 +19,7 @@ from collections.abc import Iterator
 
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Histogram, PlatformCollector, ProcessCollector
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric, SummaryMetricFamily
 from prometheus_client.exposition import choose_encoder
 
 from ..engine.metrics import SECONDS_BUCKETS
@@ -43,7 +44,7 @@ class ServerMetrics:
             buckets=SECONDS_BUCKETS, registry=self.registry)
         for outcome in OUTCOMES:
             self.job_seconds.labels(outcome=outcome)
-        self._service_collector = None
+        self._service_collector = self._cluster_collector = None
 
     def watch_service(self, service) -> None:
         """Export the job service's counters and gauges (read at scrape time) until ``unwatch_service``."""
@@ -51,9 +52,15 @@ class ServerMetrics:
         self.registry.register(self._service_collector)
 
     def unwatch_service(self) -> None:
-        if self._service_collector is not None:
-            self.registry.unregister(self._service_collector)
-            self._service_collector = None
+        for collector in (self._service_collector, self._cluster_collector):
+            if collector is not None:
+                self.registry.unregister(collector)
+        self._service_collector = self._cluster_collector = None
+
+    def watch_cluster(self, worker) -> None:
+        """Export a cluster worker's claims, leases and the shared store's partitions (until ``unwatch_service``)."""
+        self._cluster_collector = _ClusterCollector(worker)
+        self.registry.register(self._cluster_collector)
 
     def job_started(self, queued_s: float) -> None:
         self.job_queued_seconds.observe(queued_s)
@@ -106,3 +113,35 @@ class _ServiceCollector:
                                 value=service.active_count())
         yield GaugeMetricFamily("zkpipe_server_dispatch_queue", "Jobs stored and not yet taken by the engine",
                                 value=service.queue_depth())
+
+
+class _ClusterCollector:
+    """A cluster worker's ``WorkerMetrics``, the partitions it holds and the store's partition states."""
+
+    def __init__(self, worker) -> None:
+        self._worker = worker
+
+    def describe(self) -> list:
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        worker = self._worker
+        metrics = worker.metrics
+        partitions = CounterMetricFamily("zkpipe_worker_partitions", "Partitions by outcome on this worker",
+                                         labels=["worker", "outcome"])
+        for outcome, value in metrics.counters.items():
+            partitions.add_metric([metrics.worker_id, outcome], value)
+        yield partitions
+        claims = SummaryMetricFamily("zkpipe_worker_claim_seconds", "Claim transactions (round trip to the store)",
+                                     labels=["worker"])
+        claims.add_metric([metrics.worker_id], metrics.claim_rounds, metrics.claim_seconds_total)
+        yield claims
+        held = GaugeMetricFamily("zkpipe_worker_partitions_held", "Partitions leased by this worker now",
+                                 labels=["worker"])
+        held.add_metric([metrics.worker_id], len(worker.held))
+        yield held
+        cluster = GaugeMetricFamily("zkpipe_cluster_partitions", "Partitions in the shared store by state "
+                                    "(last heartbeat)", labels=["state"])
+        for state, value in worker.view.partitions.items():
+            cluster.add_metric([state], value)
+        yield cluster

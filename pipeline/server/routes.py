@@ -10,9 +10,9 @@ from ..formats.errors import FormatError
 from .engine_adapter import KeyInUse, KeyLoadError
 from .errors import ApiError, json_response
 from .jobs import RequestIdConflict
-from .messages import public_message
 from .keys import valid_key_id, verification_key_json
-from .state import ENGINE, KEYS, METRICS, SERVER_CONFIG, SERVICE, STARTED_AT, UPLOADS
+from .messages import public_message
+from .state import CLUSTER, ENGINE, KEYS, METRICS, SERVER_CONFIG, SERVICE, STARTED_AT, UPLOADS
 from .store import STATES, JobRow
 
 routes = web.RouteTableDef()
@@ -63,7 +63,12 @@ def _number(request: web.Request, name: str, default: float, low: float, high: f
 # -- health, status, metrics ----------------------------------------------------------------------
 @routes.get("/healthz")
 async def healthz(request: web.Request) -> web.Response:
-    return json_response({"status": "ok"})
+    """200 while jobs can be taken and run; 503 naming each problem (job service stopped, storage failing)."""
+    problems = request.app[SERVICE].problems() if SERVICE in request.app else [
+        {"code": "starting", "message": "the service is not started"}]
+    if not problems:
+        return json_response({"status": "ok"})
+    return json_response({"status": "unhealthy", "problems": problems, "error": problems[0]}, status=503)
 
 
 @routes.get("/v1/status")
@@ -76,16 +81,24 @@ async def status(request: web.Request) -> web.Response:
         "jobs_active": service.active_count(),
         "dispatch_queue": service.queue_depth(),
         "counters": dict(service.counters),
+        "restored_from_spool": service.restored_from_spool,
+        "problems": service.problems(),
+        "storage_failures": service.health.failures,
         "keys_dir": str(app[KEYS].root),
         "state_dir": app[SERVER_CONFIG].state_dir,
         "key_errors": app[KEYS].errors,
     }
+    if CLUSTER in app:  # every worker of the shared store: host, devices, resident keys, last heartbeat
+        worker = app[CLUSTER]
+        server["worker_id"] = worker.worker_id
+        server["workers"] = await worker.registry.list(worker.settings.lease_s)
+        server["partitions"] = await service.store.partition_counts()
     return json_response({"server": server, "engine": app[ENGINE].status()})
 
 
 @routes.get("/metrics")
 async def metrics(request: web.Request) -> web.Response:
-    return request.app[METRICS].response(request)  # server and engine: one registry
+    return request.app[METRICS].response(request)  # server, engine (and cluster worker): one registry
 
 
 # -- keys -----------------------------------------------------------------------------------------
@@ -140,6 +153,7 @@ async def evict_key(request: web.Request) -> web.Response:
 # -- jobs -----------------------------------------------------------------------------------------
 @routes.post("/v1/jobs")
 async def submit_job(request: web.Request) -> web.Response:
+    request.app[SERVICE].check_accepting()  # refused before the body is read while the storage fails
     upload = await request.app[UPLOADS].parse(request)
     try:
         row, created = await request.app[SERVICE].accept(upload)

@@ -42,8 +42,9 @@ def write_config(tmp_path: Path, port: int) -> Path:
 
 
 class ServeProcess:
-    def __init__(self, tmp_path: Path) -> None:
+    def __init__(self, tmp_path: Path, env: dict[str, str] | None = None) -> None:
         self.tmp_path = tmp_path
+        self.env = env or {}  # extra ZKPIPE_* settings
         self.port = free_port()
         self.config = write_config(tmp_path, self.port)
         self.url = f"http://127.0.0.1:{self.port}"

@@ -1,4 +1,5 @@
-"""``zkpipe serve`` and ``zkpipe submit`` on the command line: one clear line and exit 2 for what is wrong."""
+"""``zkpipe serve`` and ``zkpipe submit`` on the command line: what is wrong is one line naming it and
+exit code 2, never a traceback; submit shows its progress and writes the proofs."""
 from __future__ import annotations
 
 import argparse
@@ -10,12 +11,38 @@ import sys
 import orjson
 import pytest
 
-from pipeline.cli import EXIT_BAD_INPUT, EXIT_OK, main
-from pipeline.server.cli_commands import _submit
+from pipeline.cli import EXIT_OK, main
+from pipeline.server.cli_commands import EXIT_BAD_INPUT, _serve, _submit
 from tests.backends.test_choice import gpu_answers
 from tests.conftest import FIXTURES, REPO
 from tests.server.serve_process import free_port, write_config
-from tests.server.server_helpers import TOKEN
+from tests.server.server_helpers import TOKEN, make_config
+
+
+@pytest.mark.parametrize("bad_store", ["corrupt", "folder"])
+async def test_a_store_that_cannot_be_used_stops_the_start_with_one_line_and_exit_2(tmp_path, capsys, bad_store):
+    config = make_config(tmp_path)
+    path = tmp_path / "state" / "jobs.sqlite3"
+    path.parent.mkdir(parents=True)
+    if bad_store == "folder":
+        path.mkdir()
+    else:
+        path.write_bytes(b"\x00garbage\xff" * 512)
+    assert await _serve(config) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("zkpipe serve: ") and str(path) in err, err
+    assert "Traceback" not in err
+
+
+async def test_a_port_in_use_stops_the_start_with_one_line_and_exit_2(tmp_path, capsys):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert await _serve(make_config(tmp_path, host="127.0.0.1", port=port)) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert err == f"zkpipe serve: cannot listen on 127.0.0.1:{port}: address already in use\n"
+    assert not (tmp_path / "state").exists()  # it failed before anything started
 
 
 def run_serve(tmp_path, *flags: str, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -23,18 +50,6 @@ def run_serve(tmp_path, *flags: str, env: dict | None = None) -> subprocess.Comp
     return subprocess.run([sys.executable, "-m", "pipeline", "serve", "--config", str(config), *flags],
                           cwd=REPO, capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})})
-
-
-def test_serve_on_a_taken_port_fails_in_one_line_before_claiming_to_serve(tmp_path):
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        port = taken.getsockname()[1]
-        out = run_serve(tmp_path, "--port", str(port))
-    assert out.returncode == EXIT_BAD_INPUT
-    assert out.stderr == (f"zkpipe serve: cannot listen on http://127.0.0.1:{port}: Address already in use "
-                          f"(another server is using it: stop it or pick another --port)\n")
-    assert not (tmp_path / "state").exists()  # nothing started: no state folder, no engine
 
 
 def test_serve_with_an_unknown_backend_in_the_environment_is_refused_when_the_config_is_read(tmp_path):

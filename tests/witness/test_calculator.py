@@ -1,6 +1,7 @@
 """The circom wasm witness calculator reproduces snarkjs's witness for every fixture, both curves."""
 from __future__ import annotations
 
+import gc
 import json
 
 import numpy as np
@@ -8,6 +9,7 @@ import pytest
 
 from pipeline.formats.wtns import read_wtns
 from pipeline.witness import WitnessCalculator, WitnessError, fnv1a_64
+from pipeline.witness.calculator import _Session
 from tests.conftest import CIRCUITS, CURVE_NAMES, fixture_dir
 
 
@@ -97,3 +99,24 @@ def test_a_missing_or_foreign_sym_file_gives_no_names(tmp_path):
     assert main_signal_names(tmp_path / "none.sym") == []
     (tmp_path / "odd.sym").write_text("garbage\n1,1,0,main.sub.inner\n2,2,0,main.a[3][1]\n")
     assert main_signal_names(tmp_path / "odd.sym") == ["a"]
+
+
+def _live_sessions() -> int:
+    gc.collect()
+    return sum(1 for obj in gc.get_objects() if isinstance(obj, _Session))
+
+
+def test_no_wasmtime_store_outlives_its_call_whether_it_succeeds_or_fails():
+    """Each call's Store (and the host functions bound to its session) is freed when the call ends."""
+    d = fixture_dir("bn128", "bits")
+    inputs = json.loads((d / "input.json").read_text())
+    before = _live_sessions()
+    calc = WitnessCalculator(d / "circuit.wasm")
+    for _ in range(10):
+        calc.calculate(inputs)
+        with pytest.raises(WitnessError, match="assert failed"):  # the circuit traps
+            calc.calculate({"x": ["1", "2", str(2**70)], "bound": "1"})
+        with pytest.raises(WitnessError, match="not an input signal"):  # refused before the wasm runs
+            calc.calculate({"nope": 1})
+        assert calc.input_problems({"nope": 1}) == ["'nope' is not an input signal of the circuit"]
+    assert _live_sessions() == before
