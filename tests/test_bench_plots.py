@@ -6,7 +6,7 @@ import pytest
 pytest.importorskip("matplotlib", reason="matplotlib (the test/bench extra) draws the plots")
 
 from bench.plots import engine, timeline  # noqa: E402
-from bench.plots.__main__ import make_all  # noqa: E402
+from bench.plots import make_all  # noqa: E402
 from bench.plots.tables import RESULTS, log2_size, number, read_tables  # noqa: E402
 
 

@@ -16,8 +16,7 @@ pytestmark = pytest.mark.slow
 
 
 async def run_one_job(tmp_path, **env) -> list[str]:
-    server = ServeProcess(tmp_path)
-    server.env = env
+    server = ServeProcess(tmp_path, env=env)
     try:
         await server.start()
         form = aiohttp.FormData()
