@@ -149,10 +149,10 @@ def random_below(rng, n: int, limbs: int, bits: int) -> np.ndarray:
     return words
 
 
-def bit_heavy(rng, words: np.ndarray) -> np.ndarray:
-    """80% of the scalars in {0, 1} (half each), the rest unchanged."""
+def bit_heavy(rng, words: np.ndarray, bits: float = 0.8) -> np.ndarray:
+    """A share ``bits`` of the scalars in {0, 1} (half each), the rest unchanged."""
     out = words.copy()
     pick = rng.random(out.shape[0])
-    out[pick < 0.8] = 0
-    out[pick < 0.4, 0] = 1
+    out[pick < bits] = 0
+    out[pick < bits / 2, 0] = 1
     return out

@@ -14,6 +14,7 @@ import numpy as np
 
 from bench.common import add_log_sizes, arg_parser, bit_heavy, markdown_table, random_below, result_path, time_ms, write_result
 from pipeline.backends.cuda import CudaBackend
+from pipeline.backends.protocol import WitnessShape
 from pipeline.backends.cuda.kernels import grid_for
 from pipeline.backends.cuda.launch import SPMV_BLOCK
 from pipeline.curves import BLS12_381, BN254
@@ -23,11 +24,12 @@ from pipeline.formats.zkey_writer import random_limbs
 REPEAT = 3
 
 
-def stage_once(backend, key, witness) -> dict[str, float]:
+def stage_once(backend, key, witness, shape=None) -> dict[str, float]:
     """The engine's path: the partition's work queued at once, then waited for; the split into
-    H and MSMs comes from CUDA events between the phases, the total is wall clock."""
+    H and MSMs comes from CUDA events between the phases, the total is wall clock. With the
+    witness's ``shape`` (prep_msm counts it in the engine, off the clock) the backend may split."""
     t0 = time.perf_counter()
-    work = backend.start_partition(key, witness, True)
+    work = backend.start_partition(key, witness, True, shape)
     work.wait_blocking()
     msms = work.result()
     t2 = time.perf_counter()
@@ -75,14 +77,16 @@ def bench(curve, log_n: int) -> list[list]:
     t3 = time.perf_counter()
     rng = np.random.default_rng(log_n)
     rows = []
-    for label, witness in (("random", random_below(rng, zkey.n_vars, 4, curve.fr.bits)),
-                           ("80% {0,1}", None)):
-        if witness is None:
-            witness = bit_heavy(rng, random_below(rng, zkey.n_vars, 4, curve.fr.bits))
+    random_witness = random_below(rng, zkey.n_vars, 4, curve.fr.bits)
+    for label, bits, split in (("random", 0.0, False), ("80% {0,1}", 0.8, False), ("80% {0,1}, split", 0.8, True),
+                               ("95% {0,1}", 0.95, False), ("95% {0,1}, split", 0.95, True)):
+        witness = bit_heavy(np.random.default_rng(log_n + int(100 * bits)), random_witness, bits)
         witness[0] = [1, 0, 0, 0]
-        stage_once(backend, key, witness)  # warm-up (kernel load, twiddles)
+        shape = WitnessShape.of(witness, zkey.n_public + 1)
+        backend.msm_split_min_bits = 0.0 if split else 2.0  # 2.0: never
+        stage_once(backend, key, witness, shape)  # warm-up (kernel load, twiddles)
         spmv = spmv_ms(backend, key, witness)
-        runs = [stage_once(backend, key, witness) for _ in range(REPEAT)]
+        runs = [stage_once(backend, key, witness, shape) for _ in range(REPEAT)]
         med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
         rows.append([curve.name, f"2^{log_n}", label, f"{med['total_ms']:.0f}", f"{spmv:.2f}", f"{med['h_ms']:.1f}",
                      f"{med['msm_a_ms']:.0f}", f"{med['msm_b1_ms']:.0f}", f"{med['msm_b2_ms']:.0f}",

@@ -1,10 +1,11 @@
-"""``zkpipe serve`` and ``zkpipe submit``: ``add_server_commands(subparsers)`` adds both to the CLI."""
+"""``zkpipe serve`` and ``zkpipe submit``: ``add_server_commands(subparsers)`` adds both to the CLI.
+
+Every ``zkpipe`` command builds these parsers, so the module imports nothing heavy at the top
+(asyncio, logging and aiohttp come with the commands that use them).
+"""
 from __future__ import annotations
 
-import asyncio
-import logging
 import os
-import signal
 import sys
 from pathlib import Path
 
@@ -37,6 +38,9 @@ def add_server_commands(subparsers) -> None:
 
 # -- serve ----------------------------------------------------------------------------------------
 def cmd_serve(args) -> int:
+    import asyncio
+    import logging
+
     from ..config import ConfigError, load_config
 
     overrides = {"host": args.host, "port": args.port, "keys_dir": args.keys_dir, "state_dir": args.state_dir,
@@ -58,6 +62,9 @@ def cmd_serve(args) -> int:
 
 
 async def _serve(config) -> int:
+    import asyncio
+    import signal
+
     from aiohttp import web
 
     from .app import StateDirBusy, create_app
@@ -86,10 +93,14 @@ async def _serve(config) -> int:
 
 # -- submit ---------------------------------------------------------------------------------------
 def cmd_submit(args) -> int:
+    import asyncio
+
     return asyncio.run(_submit(args))
 
 
 async def _submit(args) -> int:
+    import asyncio
+
     import aiohttp
     import orjson
 

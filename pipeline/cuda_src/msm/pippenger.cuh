@@ -72,20 +72,24 @@ __global__ void msm_count_digits(const uint32_t* __restrict__ d_scalars, uint32_
     }
 }
 
+// d_point_index (may be null): the point of scalar i is d_point_index[i] (a tail MSM over the
+// "other" scalars of a split witness); null: point i.
 __global__ void msm_scatter_digits(const uint32_t* __restrict__ d_scalars, uint32_t n, int c, int n_windows,
-                                   uint32_t* __restrict__ d_cursor, uint32_t* __restrict__ d_entries) {
+                                   uint32_t* __restrict__ d_cursor, uint32_t* __restrict__ d_entries,
+                                   const uint32_t* __restrict__ d_point_index) {
     const uint32_t stride = gridDim.x * blockDim.x;
     for (uint32_t base = blockIdx.x * blockDim.x; base < n; base += stride) {
         const uint32_t i = base + threadIdx.x;
         uint32_t s[8];
 #pragma unroll
         for (int k = 0; k < 8; k++) s[k] = i < n ? d_scalars[8ull * i + k] : 0;
+        const uint32_t point = d_point_index != nullptr && i < n ? d_point_index[i] : i;
         uint32_t carry = 0;
         for (int w = 0; w < n_windows; w++) {
             bool neg;
             const uint32_t key = signed_digit_key(s, w, c, &carry, &neg);
             const uint32_t slot = warp_aggregated_inc(d_cursor, key);
-            if (key != MSM_NO_BUCKET) d_entries[slot] = i | (neg ? MSM_NEG_BIT : 0u);
+            if (key != MSM_NO_BUCKET) d_entries[slot] = point | (neg ? MSM_NEG_BIT : 0u);
         }
     }
 }

@@ -1,0 +1,42 @@
+// Fixed-base scalar multiplication k G for many scalars k and the group's generator G, with a
+// table of multiples kept on the device:
+//   d_table[win * half + (d - 1)] = d 2^(c win) G,   d = 1 .. half = 2^(c-1),   win < n_windows
+// Scalars are recoded into signed c-bit digits in [-half, half] (one spare bit for the last
+// carry: n_windows = ceil((bits + 1) / c)), so k G = sum_win digit_win 2^(c win) G is one mixed
+// addition per nonzero digit and no doubling; a negative digit adds the negated entry. The
+// table index of a digit is exactly the MSM's bucket key (signed_digit_key in msm/pippenger.cuh).
+// Window sizes: the table should fit the L2 cache (pipeline/backends/cuda/setup_kernels.py).
+#pragma once
+
+// d_out[e] = d * base_win for e = win * half + (d - 1): the table before its affine conversion.
+template <class F>
+__global__ void setup_table_multiples(xyzz_t<F>* __restrict__ d_out, const affine_t<F>* __restrict__ d_window_bases,
+                                      uint32_t half, uint32_t n_windows) {
+    const uint64_t total = (uint64_t)half * n_windows;
+    for (uint64_t e = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; e < total; e += (uint64_t)gridDim.x * blockDim.x) {
+        const uint32_t win = (uint32_t)(e / half), d = (uint32_t)(e % half) + 1;
+        d_out[e] = xyzz_t<F>::from_affine(d_window_bases[win]).mul_u32(d);
+    }
+}
+
+// d_out[i] = k_i G (XYZZ), k_i = d_scalars[i] (Fr, Montgomery). Launched in blocks of
+// SETUP_MUL_THREADS; two resident blocks per SM cap the registers at 128, the MSM's choice for
+// its inlined mixed additions on BLS12-381 (bench/NOTES.md, MSM v2 and v3). SETUP_MUL_THREADS
+// comes from the generated header (pipeline/backends/cuda/launch.py).
+template <class F>
+__global__ void __launch_bounds__(SETUP_MUL_THREADS, 2) setup_fixed_base_mul(xyzz_t<F>* __restrict__ d_out, const fr_t* __restrict__ d_scalars, uint64_t n,
+                                     const affine_t<F>* __restrict__ d_table, int c, int n_windows) {
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x) {
+        const fr_t k = d_scalars[i].from_mont();
+        xyzz_t<F> acc = xyzz_t<F>::inf();
+        uint32_t carry = 0;
+        for (int win = 0; win < n_windows; win++) {
+            bool neg;
+            const uint32_t key = signed_digit_key(k.v, win, c, &carry, &neg);
+            if (key == MSM_NO_BUCKET) continue;
+            const affine_t<F> p = d_table[key];
+            acc.add_affine(neg ? p.neg() : p);
+        }
+        d_out[i] = acc;
+    }
+}

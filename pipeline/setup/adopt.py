@@ -1,0 +1,39 @@
+"""Hand a development key whose points are on the device to the CUDA backend, without uploading them.
+
+``CudaBackend.load_key`` uploads the five point arrays and the A/B coefficients (CSR by row).
+For a key that ``GpuDevSetup`` just made, the points already sit on that device in the form the
+backend keeps (affine, Montgomery), so only the CSR is uploaded here. Until the backend's
+``load_key`` accepts resident point buffers itself, this builds its ``CudaKey`` the way
+``load_key`` does (same CSR helper, same twiddles), minus the point upload.
+"""
+from __future__ import annotations
+
+from ..backends.cuda.backend import CudaBackend, CudaKey, csr_by_row
+from ..formats.types import MATRIX_A, MATRIX_B
+from .gpu import DevKey
+
+
+def adopt_dev_key(backend: CudaBackend, dev_key: DevKey) -> CudaKey:
+    """The backend's resident key over ``dev_key``'s device points, which it now owns
+    (``backend.unload_key`` frees them; ``dev_key.d_points`` is emptied)."""
+    zkey = dev_key.zkey
+    if dev_key.backend is not backend:
+        raise ValueError("the development key's points belong to another backend (another device or allocator)")
+    if not dev_key.d_points:
+        raise ValueError("the development key's device points were freed or adopted already")
+    rt = backend.runtime(zkey.curve)
+    d_csr = {}
+    try:
+        for tag, matrix in (("a", MATRIX_A), ("b", MATRIX_B)):
+            row_ptr, cols, vals = csr_by_row(zkey, matrix)
+            d_csr[f"{tag}_row_ptr"] = backend.allocator.upload(row_ptr, f"key csr {tag} row_ptr")
+            d_csr[f"{tag}_cols"] = backend.allocator.upload(cols, f"key csr {tag} cols")
+            d_csr[f"{tag}_vals_rr"] = backend.allocator.upload(vals, f"key csr {tag} values")
+        rt.ntt.ensure_twiddles(zkey.log_domain_size)
+    except BaseException:
+        for buf in d_csr.values():
+            buf.free()
+        raise
+    d_points, dev_key.d_points = dev_key.d_points, {}
+    resident = sum(b.nbytes for b in (*d_points.values(), *d_csr.values()))
+    return CudaKey(zkey, rt, d_points, d_csr, resident)
