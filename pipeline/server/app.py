@@ -27,7 +27,8 @@ from .keys import KeyFolder, build_example_keys
 from .routes import routes
 from .state import ENGINE, KEYS, SERVER_CONFIG, SERVICE, STARTED_AT, UPLOADS
 from .storage_health import StorageHealth
-from .store import JobStore, Spool
+from .spool import Spool
+from .store import JobStore
 from .uploads import UploadParser
 
 log = logging.getLogger("zkpipe.server")
