@@ -20,7 +20,7 @@ from ...engine.config import EngineConfig
 from ..engine_adapter import PRIORITIES, EngineAdapter
 from ..keys import KeyFolder
 from ..state import CLUSTER, ENGINE, KEYS, METRICS, SERVICE, STARTED_AT, UPLOADS
-from ..store import Spool
+from ..spool import Spool
 from ..uploads import UploadParser
 from .notify import Notifications
 from .pg_store import PostgresJobStore
