@@ -136,6 +136,11 @@ class ClusterJobService:
         """Jobs queued or running in the whole cluster (as of this worker's last heartbeat)."""
         return sum(self.worker.view.jobs.get(state, 0) for state in ("queued", "running"))
 
+    def problems(self) -> list[dict]:
+        """What /healthz reports: nothing while this worker runs (the store's own failures surface
+        as errors of the requests that reach it)."""
+        return []
+
     # -- cancelling ------------------------------------------------------------------------------
     async def cancel(self, job_id: str) -> JobRow | None:
         row = await self.store.cancel(job_id)
