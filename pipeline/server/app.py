@@ -29,6 +29,7 @@ from .state import ENGINE, KEYS, SERVER_CONFIG, SERVICE, STARTED_AT, UPLOADS
 from .storage_health import StorageHealth
 from .spool import Spool
 from .store import JobStore
+from .store_api import is_shared_store
 from .uploads import UploadParser
 
 log = logging.getLogger("zkpipe.server")
@@ -81,6 +82,12 @@ async def lifecycle(app: web.Application, config: Config) -> AsyncIterator[None]
         await asyncio.to_thread(keys.scan)
         for key_id, reason in keys.errors.items():
             log.warning("key %s not usable: %s", key_id, reason)
+        if is_shared_store(server.store_url):  # a worker of a cluster (docs/cluster.md)
+            from .cluster.lifecycle import cluster_worker
+
+            async with cluster_worker(app, config, keys, state_dir, engine_config):
+                yield
+            return
         health = StorageHealth()
         store = JobStore(state_dir / "jobs.sqlite3", fsync=server.fsync, health=health)
         await store.open()

@@ -21,6 +21,8 @@ def add_server_commands(subparsers) -> None:
     p.add_argument("--port", type=int, help="port to listen on (default 9820; 0: any free port)")
     p.add_argument("--keys-dir", help="folder of NAME.zkey (+ NAME.r1cs, NAME.wasm); default: bundled examples")
     p.add_argument("--state-dir", help="job store and spool folder")
+    p.add_argument("--store", dest="store_url", help="postgresql://user@host:port/db: join the cluster sharing that "
+                   "job store (default: SQLite in the state folder)")
     p.add_argument("--log-level", help="debug, info, warning, error")
     p.set_defaults(func=cmd_serve)
 
@@ -44,7 +46,7 @@ def cmd_serve(args) -> int:
     from ..config import ConfigError, load_config
 
     overrides = {"host": args.host, "port": args.port, "keys_dir": args.keys_dir, "state_dir": args.state_dir,
-                 "log_level": args.log_level}
+                 "log_level": args.log_level, "store_url": args.store_url}
     try:
         config = load_config(args.config, overrides=overrides)
         config.engine_config()

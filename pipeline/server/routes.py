@@ -9,7 +9,7 @@ from aiohttp import web
 from .engine_adapter import KeyInUse, KeyLoadError
 from .errors import ApiError, json_response
 from .keys import valid_key_id
-from .state import ENGINE, KEYS, SERVER_CONFIG, SERVICE, STARTED_AT, UPLOADS
+from .state import CLUSTER, ENGINE, KEYS, SERVER_CONFIG, SERVICE, STARTED_AT, UPLOADS
 from .store import STATES, JobRow
 
 routes = web.RouteTableDef()
@@ -85,6 +85,11 @@ async def status(request: web.Request) -> web.Response:
         "state_dir": app[SERVER_CONFIG].state_dir,
         "key_errors": app[KEYS].errors,
     }
+    if CLUSTER in app:  # every worker of the shared store: host, devices, resident keys, last heartbeat
+        worker = app[CLUSTER]
+        server["worker_id"] = worker.worker_id
+        server["workers"] = await worker.registry.list(worker.settings.lease_s)
+        server["partitions"] = await service.store.partition_counts()
     return json_response({"server": server, "engine": app[ENGINE].status()})
 
 
@@ -98,6 +103,9 @@ async def metrics(request: web.Request) -> web.Response:
               "# TYPE zkpipe_server_jobs_active gauge", f"zkpipe_server_jobs_active {service.active_count()}",
               "# HELP zkpipe_server_dispatch_queue Jobs stored and not yet taken by the engine.",
               "# TYPE zkpipe_server_dispatch_queue gauge", f"zkpipe_server_dispatch_queue {service.queue_depth()}"]
+    if CLUSTER in request.app:
+        worker = request.app[CLUSTER]
+        lines += worker.metrics.prometheus_lines(len(worker.held), worker.view.partitions)
     text = "\n".join(lines) + "\n" + request.app[ENGINE].metrics_text()
     return web.Response(text=text, content_type="text/plain", charset="utf-8",
                         headers={"X-Prometheus-Format": "0.0.4"})

@@ -95,7 +95,7 @@ def test_build_units_compiles_only_what_no_binary_covers(tmp_path, monkeypatch):
 
     def fake_compile(jobs, cache_dir=None, parallel=True):
         asked.update(jobs)
-        return {key: kernels.BuiltUnit(unit, arch, b"", {}, 0.5, False, "") for key, (unit, _, arch) in jobs.items()}
+        return {key: kernels.BuiltUnit(unit, arch, b"", {}, 0.5, False, "") for key, (unit, _, _, arch) in jobs.items()}
 
     monkeypatch.setattr(kernels, "compile_jobs", fake_compile)
     built = kernels.build_units(CURVES, "sm_90", prebuilt_dir=prebuilt)
