@@ -32,8 +32,9 @@ from ..errors import BadInput
 from .engine_adapter import PRIORITIES, EngineAdapter, JobCancelled, JobFailed, partition_timings, proofs_to_json
 from .job_log import JobObserver
 from .keys import KeyFolder
+from . import storage_health
 from .messages import public_message
-from .storage_health import StorageHealth, StorageUnavailable
+from .storage_health import StorageHealth, StorageUnavailable, health_problems
 from .recovery import unfinished_jobs
 from .spool import Spool
 from .store import JobRow, JobStore, manifest_of
@@ -42,7 +43,6 @@ from .uploads import INPUTS_FILE, Upload, partition_file
 log = logging.getLogger("zkpipe.server.jobs")
 PRIORITY_RANK = {name: rank for rank, name in enumerate(PRIORITIES)}
 RETRY_FIRST_S, RETRY_MAX_S = 0.05, 5.0  # backoff of a final state the store refused
-PROBE_INTERVAL_S = 1.0  # how often a failing storage is probed
 
 
 class RequestIdConflict(BadInput):
@@ -65,7 +65,7 @@ class JobService:
         self.result_ttl_s = result_ttl_s
         self.janitor_interval_s = janitor_interval_s
         self.health = health or StorageHealth()
-        self.probe_interval_s = PROBE_INTERVAL_S if probe_interval_s is None else probe_interval_s
+        self.probe_interval_s = storage_health.PROBE_INTERVAL_S if probe_interval_s is None else probe_interval_s
         self._active: dict[str, JobRow] = {}  # accepted, not finished, in this process
         self._engine_jobs: dict[str, object] = {}
         self._finished_events: dict[str, asyncio.Event] = {}
@@ -112,28 +112,19 @@ class JobService:
 
     def problems(self) -> list[dict[str, str]]:
         """Why the service cannot take or run jobs now (empty when healthy), as ``{"code", "message"}``."""
-        found = []
-        if self.stopped is not None:
-            reason = "cancelled" if isinstance(self.stopped, asyncio.CancelledError) else repr(self.stopped)
-            found.append({"code": "job_service_stopped", "message": f"the job service stopped: {reason}"})
-        problem = self.health.problem
-        if problem is not None:
-            code = "insufficient_storage" if problem.disk_full else "storage_unavailable"
-            found.append({"code": code, "message": problem.message})
-        return found
+        return health_problems(self.stopped, self.health)
 
     # -- accepting -------------------------------------------------------------------------------
     def check_accepting(self) -> None:
         """Raise the recorded ``StorageUnavailable`` while the storage is failing (before reading a body)."""
-        if self.health.problem is not None:
-            raise self.health.problem
+        self.health.raise_if_failing()
 
     async def accept(self, upload: Upload) -> tuple[JobRow, bool]:
         """Make an upload a durable job: ``(row, True)``; ``(existing, False)`` for a known request_id."""
         row = JobRow(job_id=upload.job_id, key_id=upload.key.key_id, priority=upload.priority,
                      input_kind=upload.input_kind, n_partitions=upload.n_partitions, request_id=upload.request_id)
         try:
-            self.check_accepting()
+            self.health.raise_if_failing()
             await asyncio.to_thread(self.spool.commit, upload.job_id, manifest_of(row))
             stored, created = await self.store.insert(row)
         except BaseException:

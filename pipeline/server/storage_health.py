@@ -22,6 +22,7 @@ log = logging.getLogger("zkpipe.server.storage")
 
 DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
 SQLITE_FULL = 13  # sqlite3.h: "Insertion failed because database is full"
+PROBE_INTERVAL_S = 1.0  # how often a failing storage is probed
 
 
 class StorageUnavailable(Unavailable):
@@ -68,6 +69,11 @@ class StorageHealth:
         self._back.set()
         self._back = asyncio.Event()
 
+    def raise_if_failing(self) -> None:
+        """Raise the recorded ``StorageUnavailable`` while the storage is failing (before a body is read)."""
+        if self.problem is not None:
+            raise self.problem
+
     async def wait_recovered(self, timeout_s: float) -> None:
         """Until a probe finds the storage working again, or ``timeout_s`` has passed."""
         with contextlib.suppress(TimeoutError):
@@ -91,3 +97,16 @@ class StorageHealth:
                 log.exception("storage probe failed")
                 continue
             self.recovered()
+
+
+def health_problems(stopped: BaseException | None, health: StorageHealth) -> list[dict[str, str]]:
+    """Why a job service cannot take or run jobs now (empty when healthy), as ``{"code", "message"}``:
+    its background work ended (``stopped``), or its storage refuses writes."""
+    found = []
+    if stopped is not None:
+        reason = "cancelled" if isinstance(stopped, asyncio.CancelledError) else repr(stopped)
+        found.append({"code": "job_service_stopped", "message": f"the job service stopped: {reason}"})
+    if health.problem is not None:
+        code = "insufficient_storage" if health.problem.disk_full else "storage_unavailable"
+        found.append({"code": code, "message": health.problem.message})
+    return found

@@ -12,7 +12,7 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from pipeline.server import create_app
-from pipeline.server import jobs as jobs_module
+from pipeline.server import storage_health
 from pipeline.server import store as store_module
 from pipeline.server.jobs import JobService
 from pipeline.server.state import SERVICE
@@ -27,7 +27,7 @@ pytestmark = pytest.mark.usefixtures("fast_probes")
 
 @pytest.fixture
 def fast_probes(monkeypatch):
-    monkeypatch.setattr(jobs_module, "PROBE_INTERVAL_S", 0.05)
+    monkeypatch.setattr(storage_health, "PROBE_INTERVAL_S", 0.05)
 
 
 def witness_form(tmp_path: Path, a: int, b: int) -> aiohttp.FormData:

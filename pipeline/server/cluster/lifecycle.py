@@ -94,7 +94,7 @@ async def cluster_worker(app: web.Application, config: Config, keys: KeyFolder, 
                 metrics.unwatch_service()
                 await worker.drain(server.drain_timeout_s)
                 background.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
+                with contextlib.suppress(asyncio.CancelledError, Exception):  # a crash was logged already
                     await background
     finally:
         await store.close()
