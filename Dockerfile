@@ -31,7 +31,6 @@ WORKDIR /opt/zkpipe/src
 # Dependency metadata first, so a source change does not reinstall every wheel.
 COPY pyproject.toml README.md ./
 COPY pipeline ./pipeline
-COPY cuda_src ./cuda_src
 # The install recipe CI runs on every submission (.ci/run calls the same script with test,cuda).
 COPY .ci/install ./.ci/install
 RUN bash .ci/install /opt/zkpipe/venv cuda

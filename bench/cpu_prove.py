@@ -1,29 +1,26 @@
 """The reference (CPU, Python-int) prover: time per step for fixture circuits, both curves.
 
-    python3 bench/cpu_prove.py [FIXTURE_DIR ...]     (default: tests/fixtures/*/chain_2e8, chain_2e10)
+    python3 -m bench.cpu_prove [FIXTURE_DIR ...]     (default: tests/fixtures/*/chain_2e*)
 
 A fixture dir holds circuit_final.zkey and witness.wtns. Writes bench/results/cpu_prove.md.
 """
 from __future__ import annotations
 
+import os
 import platform
-import sys
 import time
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from bench.gpu_common import markdown_table  # noqa: E402
-from pipeline.backends.cpu import CpuBackend  # noqa: E402
-from pipeline.formats.wtns import read_wtns  # noqa: E402
-from pipeline.formats.zkey import read_zkey  # noqa: E402
-from pipeline.groth16 import prove  # noqa: E402
+from bench.common import add_fixture_dirs, arg_parser, fixture_dirs, markdown_table, result_path, write_result
+from pipeline.backends.cpu import CpuBackend
+from pipeline.formats.wtns import read_wtns
+from pipeline.formats.zkey import read_zkey
+from pipeline.groth16 import prove
 
 
 def main() -> None:
-    dirs = [Path(a) for a in sys.argv[1:]] or sorted(
-        d for c in ("bn128", "bls12381") for d in (REPO / "tests" / "fixtures" / c).glob("chain_2e*"))
+    parser = arg_parser(__doc__)
+    add_fixture_dirs(parser)
+    dirs = fixture_dirs(parser.parse_args().fixtures, "chain_2e*")
     rows = []
     for folder in dirs:
         t0 = time.perf_counter()
@@ -43,9 +40,8 @@ def main() -> None:
     table = markdown_table(["curve", "circuit", "signals", "domain", "read ms", "decode key ms", "H ms",
                             "MSMs ms", "of which G2 ms", "prove s"], rows)
     text = (f"# Reference CPU prover\n\nOne proof each, pure Python ints (`pipeline/backends/cpu`), on "
-            f"{platform.machine()} with {__import__('os').cpu_count()} cores ({platform.python_version()}).\n\n{table}\n")
-    (REPO / "bench" / "results" / "cpu_prove.md").write_text(text)
-    print(table)
+            f"{platform.machine()} with {os.cpu_count()} cores ({platform.python_version()}).\n\n{table}\n")
+    write_result(result_path("cpu_prove.md"), text, show=table)
 
 
 if __name__ == "__main__":

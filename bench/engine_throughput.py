@@ -3,9 +3,9 @@ gpu_workers_per_device values. Reports s/proof, per-stage medians, GPU-lock busy
 the gpu-stage share (s/proof over the sum of gpu stage times), loop lag and peak host memory;
 writes a markdown table and an SVG timeline of one run (matplotlib is not a dependency).
 
-    python bench/engine_throughput.py --backend cpu --circuit chain_2e8 --partitions 2 \
+    python3 -m bench.engine_throughput --backend cpu --circuit chain_2e8 --partitions 2 \
         --jobs-in-flight 1,2,5 --gpu-workers 1,2,3
-    python bench/engine_throughput.py --backend cuda --circuit chain_2e10 --partitions 8 \
+    python3 -m bench.engine_throughput --backend cuda --circuit chain_2e10 --partitions 8 \
         --jobs-in-flight 1,2,5,10,20 --gpu-workers 1,2,3        # on the GPU host
 
 Target (issue 4): at saturation the GPU lock is busy >= 95% of the time and s/proof is within
@@ -13,21 +13,17 @@ Target (issue 4): at saturation the GPU lock is busy >= 95% of the time and s/pr
 """
 from __future__ import annotations
 
-import argparse
 import asyncio
 import platform
 import resource
 import shutil
 import statistics
 import subprocess
-import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from pipeline.engine import Engine, EngineConfig  # noqa: E402
+from bench.common import CURVE_NAMES, FIXTURES, arg_parser, int_list, result_path
+from pipeline.engine import Engine, EngineConfig
 
 STAGES = ("synth_ms", "prep_msm_ms", "gpu_lock_wait_ms", "gpu_total_ms", "b_g2_msm_ms", "epilogue_ms", "total_ms")
 COLORS = {"synthesize": "#8ecae6", "prep_msm": "#219ebc", "gpu": "#d62828", "b_g2_msm": "#f77f00",
@@ -138,27 +134,25 @@ def markdown(args, rows, svg_name: str) -> str:
 
 
 async def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = arg_parser(__doc__)
     p.add_argument("--backend", default="cpu")
-    p.add_argument("--curve", default="bn128")
+    p.add_argument("--curve", default="bn128", choices=CURVE_NAMES)
     p.add_argument("--circuit", default="chain_2e8")
     p.add_argument("--partitions", type=int, default=2)
     p.add_argument("--jobs", type=int, default=3, help="jobs per level (at least jobs-in-flight)")
-    p.add_argument("--jobs-in-flight", default="1,2,5")
-    p.add_argument("--gpu-workers", default="1,2,3")
-    p.add_argument("--device-counts", default="1", help="levels of devices used (the first N ordinals), e.g. 1,2")
+    p.add_argument("--jobs-in-flight", type=int_list, default=[1, 2, 5])
+    p.add_argument("--gpu-workers", type=int_list, default=[1, 2, 3])
+    p.add_argument("--device-counts", type=int_list, default=[1], help="levels of devices used (the first N ordinals), e.g. 1,2")
     p.add_argument("--g2", choices=("gpu", "cpu"), default="gpu")
     p.add_argument("--gil-switch-interval", type=float, default=None)
     p.add_argument("--out", default=None, help="markdown path (default bench/results/engine_<backend>_<circuit>.md)")
     args = p.parse_args()
     # a fixture name under tests/fixtures/CURVE, or a folder holding circuit_final.zkey + witness.wtns
-    fixture = Path(args.circuit) if Path(args.circuit).is_dir() else REPO / "tests" / "fixtures" / args.curve / args.circuit
-    out = Path(args.out or REPO / "bench" / "results" / f"engine_{args.backend}_{args.curve}_{fixture.name}.md")
+    fixture = Path(args.circuit) if Path(args.circuit).is_dir() else FIXTURES / args.curve / args.circuit
+    out = Path(args.out or result_path(f"engine_{args.backend}_{args.curve}_{fixture.name}.md"))
     out.parent.mkdir(parents=True, exist_ok=True)
     rows, last = [], None
-    levels = [(n, gw, jif) for n in [int(x) for x in args.device_counts.split(",")]
-              for gw in [int(x) for x in args.gpu_workers.split(",")]
-              for jif in [int(x) for x in args.jobs_in_flight.split(",")]]
+    levels = [(n, gw, jif) for n in args.device_counts for gw in args.gpu_workers for jif in args.jobs_in_flight]
     for n, gw, jif in levels:
         row, timeline, t0 = await run_level(args, n, gw, jif, fixture)
         rows.append(row)

@@ -5,22 +5,20 @@ interleaved, same random key and witness. Small keys show the fixed cost per pro
 column feeds the stream-ordered backend its witness from pinned memory, as the engine's
 staging pool does, instead of a pageable numpy array.
 
-    python3 bench/gpu_memory_modes.py [LOG_SIZES...]     default: 10 14 18 22
+    python3 -m bench.gpu_memory_modes [LOG_SIZES...]     default: 10 14 18 22
 Writes bench/results/gpu_memory_modes.md.
 """
 from __future__ import annotations
 
 import statistics
-import sys
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.gpu_common import markdown_table, random_below  # noqa: E402
-from bench.gpu_stage import random_key, stage_once  # noqa: E402
-from pipeline.backends.cuda import CudaBackend  # noqa: E402
-from pipeline.curves import BLS12_381, BN254  # noqa: E402
+from bench.common import add_log_sizes, arg_parser, markdown_table, random_below, result_path, write_result
+from bench.gpu_stage import random_key, stage_once
+from pipeline.backends.cuda import CudaBackend
+from pipeline.backends.cuda.options import CudaOptions
+from pipeline.curves import BLS12_381, BN254
 
 
 def compare(backends: dict, curve, log_n: int) -> list:
@@ -52,9 +50,11 @@ def compare(backends: dict, curve, log_n: int) -> list:
 
 
 def main() -> None:
-    sizes = [int(a) for a in sys.argv[1:]] or [10, 14, 18, 22]
-    backends = {"stream-ordered": CudaBackend(stream_ordered_memory=True),
-                "synchronous": CudaBackend(stream_ordered_memory=False)}
+    parser = arg_parser(__doc__)
+    add_log_sizes(parser, [10, 14, 18, 22], "log2 constraints")
+    sizes = parser.parse_args().log_sizes
+    backends = {"stream-ordered": CudaBackend(options=CudaOptions(stream_ordered_memory=True)),
+                "synchronous": CudaBackend(options=CudaOptions(stream_ordered_memory=False))}
     rows = [compare(backends, curve, log_n) for log_n in sizes for curve in (BN254, BLS12_381)]
     for b in backends.values():
         b.close()
@@ -65,8 +65,7 @@ def main() -> None:
             "(random key and witness, key resident), median of 9 runs (3 at 2^20 and above) after a "
             f"warm-up, the two modes interleaved in one process on {backends['synchronous'].device.name}.\n\n"
             + table + "\n")
-    Path(__file__).with_name("results").joinpath("gpu_memory_modes.md").write_text(text)
-    print(table)
+    write_result(result_path("gpu_memory_modes.md"), text, show=table)
 
 
 if __name__ == "__main__":

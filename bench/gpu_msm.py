@@ -2,23 +2,19 @@
 
 ms is the median of CUDA-event timings after a warm-up; "Madd/s" is (bucket additions n * windows)
 per second, the rate the bucket step runs at. Usage:
-  python bench/gpu_msm.py [g1_min_log] [g1_max_log] [g2_max_log] [out.md] [--no-variants]
+  python3 -m bench.gpu_msm [g1_min_log] [g1_max_log] [g2_max_log] [out.md] [--no-variants]
 
 --no-variants skips the occupancy variants of the G1 bucket kernel (the slow part at 2^26).
 """
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from bench.gpu_common import bit_heavy, markdown_table, random_below, time_ms  # noqa: E402
-from pipeline.backends.cuda.backend import CudaBackend  # noqa: E402
-from pipeline.backends.cuda.memory import PinnedHostBuffer  # noqa: E402
-from pipeline.curves import BLS12_381, BN254  # noqa: E402
+from bench.common import arg_parser, bit_heavy, markdown_table, random_below, time_ms, write_result
+from pipeline.backends.cuda.backend import CudaBackend
+from pipeline.backends.cuda.memory import PinnedHostBuffer
+from pipeline.curves import BLS12_381, BN254
 
 
 phases: list = []
@@ -85,12 +81,17 @@ def main(g1_min: int = 16, g1_max: int = 24, g2_max: int = 22, out_path: str | N
     text = (f"# MSM on {backend.device.name}\n\nPoints resident on the device, scalars copied from host "
             f"memory (pinned, as the prep_msm stage stages them) on every call; median of CUDA-event timings after one warm-up.\n\n{table}\n\n"
             f"## Phases (one profiled call; host syncs between phases included)\n\n{phase_table}\n")
-    if out_path:
-        Path(out_path).write_text(text)
     backend.close()
+    write_result(out_path, text)
     return text
 
 
 if __name__ == "__main__":
-    a = [x for x in sys.argv[1:] if x != "--no-variants"]
-    print(main(*(int(x) for x in a[:3]), *(a[3:4] or [None]), variants="--no-variants" not in sys.argv))
+    parser = arg_parser(__doc__)
+    parser.add_argument("g1_min_log", type=int, nargs="?", default=16)
+    parser.add_argument("g1_max_log", type=int, nargs="?", default=24)
+    parser.add_argument("g2_max_log", type=int, nargs="?", default=22)
+    parser.add_argument("out", nargs="?", default=None, help="markdown file (default: print only)")
+    parser.add_argument("--no-variants", dest="variants", action="store_false")
+    a = parser.parse_intermixed_args()  # --no-variants may come anywhere
+    main(a.g1_min_log, a.g1_max_log, a.g2_max_log, a.out, variants=a.variants)

@@ -1,21 +1,17 @@
 """Fr NTT on the GPU, data resident in device memory: ms (median of CUDA-event timings) and GB/s.
 
 GB/s counts each radix pass reading and writing the array once, plus the bit-reversal pass
-(natural order in and out, as snarkjs). Usage: python bench/gpu_ntt.py [min_log] [max_log] [out.md]
+(natural order in and out, as snarkjs). Usage: python3 -m bench.gpu_ntt [min_log] [max_log] [out.md]
 """
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from bench.gpu_common import markdown_table, random_below, time_ms  # noqa: E402
-from pipeline.backends.cuda.backend import CudaBackend  # noqa: E402
-from pipeline.backends.cuda.ntt import pass_plan  # noqa: E402
-from pipeline.curves import BLS12_381, BN254  # noqa: E402
+from bench.common import arg_parser, markdown_table, random_below, time_ms, write_result
+from pipeline.backends.cuda.backend import CudaBackend
+from pipeline.backends.cuda.ntt import pass_plan
+from pipeline.curves import BLS12_381, BN254
 
 
 def main(min_log: int = 16, max_log: int = 27, out_path: str | None = None) -> str:
@@ -42,12 +38,15 @@ def main(min_log: int = 16, max_log: int = 27, out_path: str | None = None) -> s
     table = markdown_table(["curve", "n", "NTT ms", "iNTT ms", "radix passes only ms", "odd coset (iNTT+shift+NTT) ms",
                             "GB/s (NTT)"], rows)
     text = f"# Fr NTT on {backend.device.name}\n\nData resident on the device; median of 5 after warm-up.\n\n{table}\n"
-    if out_path:
-        Path(out_path).write_text(text)
     backend.close()
+    write_result(out_path, text)
     return text
 
 
 if __name__ == "__main__":
-    a = sys.argv[1:]
-    print(main(int(a[0]) if a else 16, int(a[1]) if len(a) > 1 else 27, a[2] if len(a) > 2 else None))
+    parser = arg_parser(__doc__)
+    parser.add_argument("min_log", type=int, nargs="?", default=16)
+    parser.add_argument("max_log", type=int, nargs="?", default=27)
+    parser.add_argument("out", nargs="?", default=None, help="markdown file (default: print only)")
+    a = parser.parse_args()
+    main(a.min_log, a.max_log, a.out)

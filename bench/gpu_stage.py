@@ -1,35 +1,35 @@
 """The whole GPU stage of one proof (spmv + coset NTTs + the five MSMs, G2 included) on the CUDA
 backend, for keys of 2^k constraints made with random points (MSM cost does not depend on the
-points' origin; see gpu_common). Prints a markdown table and writes bench/results/gpu_stage.md.
+points' origin; see bench.common). Prints a markdown table and writes
+bench/results/gpu_stage_<sizes>.md.
 
-    python3 bench/gpu_stage.py [LOG_SIZES...]   e.g. 20 22   (both curves)
+    python3 -m bench.gpu_stage [LOG_SIZES...]   e.g. 20 22   (both curves)
 """
 from __future__ import annotations
 
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.gpu_common import bit_heavy, markdown_table, random_below, time_ms  # noqa: E402
-from pipeline.backends.cuda import CudaBackend  # noqa: E402
-from pipeline.backends.cuda.backend import SPMV_BLOCK  # noqa: E402
-from pipeline.backends.cuda.kernels import grid_for  # noqa: E402
-from pipeline.curves import BLS12_381, BN254  # noqa: E402
-from pipeline.formats.types import Groth16Zkey  # noqa: E402
-from pipeline.formats.zkey_writer import random_limbs  # noqa: E402
+from bench.common import add_log_sizes, arg_parser, bit_heavy, markdown_table, random_below, result_path, time_ms, write_result
+from pipeline.backends.cuda import CudaBackend
+from pipeline.backends.protocol import WitnessShape
+from pipeline.backends.cuda.kernels import grid_for
+from pipeline.backends.cuda.launch import SPMV_BLOCK
+from pipeline.curves import BLS12_381, BN254
+from pipeline.formats.types import Groth16Zkey
+from pipeline.formats.zkey_writer import random_limbs
 
 REPEAT = 3
 
 
-def stage_once(backend, key, witness) -> dict[str, float]:
+def stage_once(backend, key, witness, shape=None) -> dict[str, float]:
     """The engine's path: the partition's work queued at once, then waited for; the split into
-    H and MSMs comes from CUDA events between the phases, the total is wall clock."""
+    H and MSMs comes from CUDA events between the phases, the total is wall clock. With the
+    witness's ``shape`` (prep_msm counts it in the engine, off the clock) the backend may split."""
     t0 = time.perf_counter()
-    work = backend.start_partition(key, witness, True)
+    work = backend.start_partition(key, witness, True, shape)
     work.wait_blocking()
     msms = work.result()
     t2 = time.perf_counter()
@@ -57,15 +57,15 @@ def random_key(curve, log_n: int, rng) -> Groth16Zkey:
         points_h=random_limbs(rng, (n, 2, limbs), q))
 
 
-def spmv_ms(backend, key, witness) -> float:
-    """The a, b, c kernel alone (CUDA events), the same launch compute_h makes."""
+def spmv_ms(backend, key, witness, block: int = SPMV_BLOCK) -> float:
+    """The a, b, c kernel alone (CUDA events), the same launch compute_h makes (at ``block`` threads)."""
     n, elem, alloc, csr = key.zkey.domain_size, 32, backend.allocator, key.d_csr
     with alloc.upload(witness, "witness") as d_w, alloc.alloc(n * elem, "a") as d_a, \
             alloc.alloc(n * elem, "b") as d_b, alloc.alloc(n * elem, "c") as d_c:
         args = (d_a.ptr, d_b.ptr, d_c.ptr, csr["a_row_ptr"].ptr, csr["a_cols"].ptr, csr["a_vals_rr"].ptr,
                 csr["b_row_ptr"].ptr, csr["b_cols"].ptr, csr["b_vals_rr"].ptr, d_w.ptr, n)
         return time_ms(backend.stream, lambda: key.runtime.kernels.launch(
-            "spmv_abc<fr_t>", grid_for(n, SPMV_BLOCK), SPMV_BLOCK, args, backend.stream))
+            "spmv_abc<fr_t>", grid_for(n, block), block, args, backend.stream))
 
 
 def bench(curve, log_n: int) -> list[list]:
@@ -77,14 +77,16 @@ def bench(curve, log_n: int) -> list[list]:
     t3 = time.perf_counter()
     rng = np.random.default_rng(log_n)
     rows = []
-    for label, witness in (("random", random_below(rng, zkey.n_vars, 4, curve.fr.bits)),
-                           ("80% {0,1}", None)):
-        if witness is None:
-            witness = bit_heavy(rng, random_below(rng, zkey.n_vars, 4, curve.fr.bits))
+    random_witness = random_below(rng, zkey.n_vars, 4, curve.fr.bits)
+    for label, bits, split in (("random", 0.0, False), ("80% {0,1}", 0.8, False), ("80% {0,1}, split", 0.8, True),
+                               ("95% {0,1}", 0.95, False), ("95% {0,1}, split", 0.95, True)):
+        witness = bit_heavy(np.random.default_rng(log_n + int(100 * bits)), random_witness, bits)
         witness[0] = [1, 0, 0, 0]
-        stage_once(backend, key, witness)  # warm-up (kernel load, twiddles)
+        shape = WitnessShape.of(witness, zkey.n_public + 1)
+        backend.msm_split_min_bits = 0.0 if split else 2.0  # 2.0: never
+        stage_once(backend, key, witness, shape)  # warm-up (kernel load, twiddles)
         spmv = spmv_ms(backend, key, witness)
-        runs = [stage_once(backend, key, witness) for _ in range(REPEAT)]
+        runs = [stage_once(backend, key, witness, shape) for _ in range(REPEAT)]
         med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
         rows.append([curve.name, f"2^{log_n}", label, f"{med['total_ms']:.0f}", f"{spmv:.2f}", f"{med['h_ms']:.1f}",
                      f"{med['msm_a_ms']:.0f}", f"{med['msm_b1_ms']:.0f}", f"{med['msm_b2_ms']:.0f}",
@@ -97,7 +99,9 @@ def bench(curve, log_n: int) -> list[list]:
 
 
 def main() -> None:
-    sizes = [int(a) for a in sys.argv[1:]] or [20]
+    parser = arg_parser(__doc__)
+    add_log_sizes(parser, [20], "log2 constraints")
+    sizes = parser.parse_args().log_sizes
     header = ["curve", "constraints", "witness", "stage ms", "spmv ms", "H ms (upload+spmv+NTTs)", "A ms", "B1 ms", "B2 (G2) ms", "C ms",
               "H-MSM ms", "key upload s"]
     rows = []
@@ -109,8 +113,8 @@ def main() -> None:
             f"the host-side conversions included; the phase split from CUDA events), median of {REPEAT} "
             f"after one warm-up; key resident, witness "
             f"uploaded each call. Machine: one H200.\n")
-    Path(__file__).with_name("results").joinpath(f"gpu_stage_{'_'.join(map(str, sizes))}.md").write_text("# GPU stage\n" + note + "\n" + table + "\n")
-    print(table)
+    write_result(result_path(f"gpu_stage_{'_'.join(map(str, sizes))}.md"), "# GPU stage\n" + note + "\n" + table + "\n",
+                 show=table)
 
 
 if __name__ == "__main__":

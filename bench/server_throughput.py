@@ -1,7 +1,7 @@
 """The HTTP service's cost over the library: accepted requests/s, and added latency per job.
 
-    python bench/server_throughput.py --backend cpu                       # this machine
-    python bench/server_throughput.py --backend cuda --key-circuit chain_2e10   # the GPU host
+    python3 -m bench.server_throughput --backend cpu                       # this machine
+    python3 -m bench.server_throughput --backend cuda --key-circuit chain_2e10   # the GPU host
 
 1. library latency: ``Engine.submit`` + ``job.result()`` for one small job (1 partition,
    a .wtns), sequential, median over --latency-jobs;
@@ -16,7 +16,6 @@ Writes bench/results/server_<backend>_<curve>_<circuit>.md.
 """
 from __future__ import annotations
 
-import argparse
 import asyncio
 import os
 import platform
@@ -29,12 +28,10 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+import aiohttp
 
-import aiohttp  # noqa: E402
-
-from pipeline.engine import Engine, EngineConfig  # noqa: E402
+from bench.common import CURVE_NAMES, FIXTURES, REPO, arg_parser, int_list, result_path, write_result
+from pipeline.engine import Engine, EngineConfig
 
 TOKEN = "bench-token"
 
@@ -155,7 +152,7 @@ async def drain(session, server: Server, timeout_s: float = 600) -> None:
 
 
 async def main(args) -> None:
-    fixture = REPO / "tests" / "fixtures" / args.curve / args.key_circuit
+    fixture = FIXTURES / args.curve / args.key_circuit
     wtns = (fixture / "witness.wtns").read_bytes()
     lib, lib_engine = await library_latency(args, fixture)
     rows_latency, rows_rate = [], []
@@ -206,20 +203,19 @@ async def main(args) -> None:
               "| fsync | clients | accepted req/s | median POST ms |", "|---|---:|---:|---:|"]
     lines += [f"| {fsync} | {clients} | {rate:.0f} | {post_ms:.1f} |" for fsync, clients, rate, post_ms in rows_rate]
     gil = f"_gil{args.gil_switch_interval:g}" if args.gil_switch_interval else ""
-    out = REPO / "bench" / "results" / f"server_{args.backend}_{args.curve}_{args.key_circuit}{gil}.md"
-    out.write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    out = result_path(f"server_{args.backend}_{args.curve}_{args.key_circuit}{gil}.md")
+    write_result(out, "\n".join(lines) + "\n", show="\n".join(lines))
     print(f"\nwrote {out}")
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = arg_parser(__doc__)
     parser.add_argument("--backend", default="cpu", choices=["cpu", "cuda", "auto"])
-    parser.add_argument("--curve", default="bn128", choices=["bn128", "bls12381"])
+    parser.add_argument("--curve", default="bn128", choices=CURVE_NAMES)
     parser.add_argument("--key-circuit", default="multiplier")
     parser.add_argument("--latency-jobs", type=int, default=30)
     parser.add_argument("--gil-switch-interval", type=float, default=None,
                         help="[engine] gil_switch_interval_s for both paths (default: Python's 5 ms)")
     parser.add_argument("--requests", type=int, default=200)
-    parser.add_argument("--clients", type=lambda s: [int(x) for x in s.split(",")], default=[1, 4, 16])
+    parser.add_argument("--clients", type=int_list, default=[1, 4, 16])
     asyncio.run(main(parser.parse_args()))

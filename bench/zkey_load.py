@@ -1,6 +1,6 @@
 """How fast ``read_zkey`` loads a key: synthetic BN254/BLS12-381 zkeys of 2^k variables and constraints.
 
-    python bench/zkey_load.py [--log-sizes 16 18 20] [--curves bn128 bls12381] [--repeat 3] [--dir DIR]
+    python3 -m bench.zkey_load [--log-sizes 16 18 20] [--curves bn128 bls12381] [--repeat 3] [--dir DIR]
 
 The key is written with ``write_random_zkey`` (real vk points, random point arrays), so it sits
 in the page cache when read: the numbers are warm-cache load speed (parsing + copying into
@@ -9,7 +9,6 @@ a numpy buffer, the floor our reader is compared with. Writes bench/results/zkey
 """
 from __future__ import annotations
 
-import argparse
 import os
 import platform
 import sys
@@ -19,13 +18,12 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.common import RESULTS, add_curves, arg_parser, best_of_s, write_result
+from pipeline.curves import curve_by_name
+from pipeline.formats.zkey import read_zkey
+from pipeline.formats.zkey_writer import write_random_zkey
 
-from pipeline.curves import curve_by_name  # noqa: E402
-from pipeline.formats.zkey import read_zkey  # noqa: E402
-from pipeline.formats.zkey_writer import write_random_zkey  # noqa: E402
-
-RESULTS = Path(__file__).parent / "results" / "zkey_load.md"
+OUT = RESULTS / "zkey_load.md"
 
 
 def raw_read_seconds(path: str) -> float:
@@ -39,22 +37,13 @@ def raw_read_seconds(path: str) -> float:
     return time.perf_counter() - t0
 
 
-def best_of(repeat: int, fn) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = arg_parser(__doc__)
     parser.add_argument("--log-sizes", type=int, nargs="+", default=[16, 18, 20])
-    parser.add_argument("--curves", nargs="+", default=["bn128", "bls12381"])
+    add_curves(parser)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--dir", default=None, help="where to write the synthetic keys (default: a temp dir)")
-    parser.add_argument("--out", type=Path, default=RESULTS, help=f"markdown result file (default {RESULTS})")
+    parser.add_argument("--out", type=Path, default=OUT, help=f"markdown result file (default {OUT})")
     args = parser.parse_args()
 
     rows = []
@@ -69,7 +58,7 @@ def main() -> None:
                 write_s = time.perf_counter() - t0
                 size = os.path.getsize(path)
                 read_zkey(path)  # warm the page cache and imports
-                load_s = best_of(args.repeat, lambda: read_zkey(path))
+                load_s = best_of_s(args.repeat, lambda: read_zkey(path))
                 raw_s = min(raw_read_seconds(path) for _ in range(args.repeat))
                 rows.append((curve.name, log_n, size / 2**20, load_s, size / load_s / 1e9, raw_s, size / raw_s / 1e9,
                              write_s))
@@ -94,10 +83,7 @@ def main() -> None:
     for curve_name, log_n, mib, load_s, load_gbs, raw_s, raw_gbs, _ in rows:
         lines.append(f"| {curve_name} | {log_n} | {mib:.0f} | {load_s * 1e3:.1f} | {load_gbs:.2f} | "
                      f"{raw_s * 1e3:.1f} | {raw_gbs:.2f} |")
-    table = "\n".join(lines) + "\n"
-    print(table)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(table)
+    write_result(args.out, "\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

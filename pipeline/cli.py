@@ -1,15 +1,18 @@
 """The ``zkpipe`` command: prove, verify, export-vk, inspect, demo, serve, submit.
 
-Exit codes: 0 success (or a valid proof), 1 an invalid proof, 2 bad input or usage.
+Exit codes: 0 success (or a valid proof), 1 an invalid proof (or a job that failed on the server
+``prove --server`` used), 2 bad input or usage.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
 
-from .errors import BadInput, ExitCode, InternalError, Unavailable
+from .oneshot.timeline import Timeline  # first: its clock marks where zkpipe's own code starts
+from .errors import BadInput, ExitCode, InternalError, Unavailable, ZkpipeError
 
 EXIT_OK, EXIT_INVALID, EXIT_BAD_INPUT = ExitCode.OK, ExitCode.INVALID, ExitCode.BAD_INPUT
 EXAMPLES_DIR = Path(__file__).parent / "examples"
@@ -26,13 +29,18 @@ def _read_inputs(key_path: str, wtns_path: str | None = None):
 
 def _prove_files(key_path: str, wtns_path: str, backend_name: str):
     from .backends import create_backend
+    from .config import ConfigError, cuda_options_from_env
     from .groth16 import check_witness, prove
 
     t0 = time.perf_counter()
     zkey, witness = _read_inputs(key_path, wtns_path)
     check_witness(zkey, witness)
     load_ms = (time.perf_counter() - t0) * 1e3
-    backend = create_backend(backend_name)
+    try:
+        cuda_options = cuda_options_from_env()
+    except ConfigError as exc:
+        raise BadInput(str(exc)) from exc
+    backend = create_backend(backend_name, options=cuda_options)
     t1 = time.perf_counter()
     key = backend.load_key(zkey)
     resident_ms = (time.perf_counter() - t1) * 1e3
@@ -41,15 +49,66 @@ def _prove_files(key_path: str, wtns_path: str, backend_name: str):
     return zkey, proof, backend, timings
 
 
-def cmd_prove(args) -> int:
+# -- prove, fullprove (pipeline/oneshot) ----------------------------------------------------------
+def _output_paths(args, parser_error) -> tuple[str, str]:
+    """PROOF and PUBLIC given in snarkjs's positional order, or as --proof/--public (not both)."""
+    out = []
+    for positional, flag, default in ((args.proof_out, args.proof, "proof.json"),
+                                      (args.public_out, args.public, "public.json")):
+        if positional and flag and positional != flag:
+            parser_error(f"{positional!r} and --{default.split('.')[0]} {flag!r}: give the file once")
+        out.append(positional or flag or default)
+    return out[0], out[1]
+
+
+def _finish_local(args, result, timeline: Timeline, proof_path: str, public_path: str) -> int:
     from .formats.snarkjs_json import write_proof, write_public
 
-    zkey, proof, backend, timings = _prove_files(args.key, args.witness, args.backend)
-    write_proof(args.proof, proof)
-    write_public(args.public, proof.public_signals)
-    summary = " ".join(f"{k}={v:.1f}" for k, v in timings.items())
-    print(f"proved {zkey.curve.name} key with {zkey.n_vars} signals on {backend.name}: {summary}", file=sys.stderr)
+    with timeline.step("write proof and public signals"):
+        write_proof(proof_path, result.proof)
+        write_public(public_path, result.proof.public_signals)
+    kernels = ", ".join(f"{u} {o}" for u, o in result.kernel_origins.items())
+    summary = " ".join(f"{k}={v:.1f}" for k, v in result.proof.timings_ms.items())
+    print(f"proved {result.zkey.curve.name} key with {result.zkey.n_vars} signals on {result.backend_name}"
+          f"{f' (kernels: {kernels})' if kernels else ''}: {summary}", file=sys.stderr)
+    if args.timings:
+        print(timeline.report(f"zkpipe {args.command}"), file=sys.stderr)
     return EXIT_OK
+
+
+def cmd_prove(args) -> int:
+    timeline = Timeline()
+    proof_path, public_path = _output_paths(args, args.parser_error)
+    if args.server:
+        return _prove_on_server(args, timeline, proof_path, public_path)
+    with timeline.step("import the prove path"):
+        from .oneshot.local import prove_local, wtns_file
+    result = prove_local(args.key, wtns_file(args.witness), args.backend, timeline)
+    return _finish_local(args, result, timeline, proof_path, public_path)
+
+
+def _prove_on_server(args, timeline: Timeline, proof_path: str, public_path: str) -> int:
+    with timeline.step("import the HTTP client"):
+        from .oneshot.remote import prove_remote, write_json
+
+    proof, public, job_id = prove_remote(args.server, args.key, args.witness, args.token, timeline)
+    with timeline.step("write proof and public signals"):
+        write_json(proof_path, proof)
+        write_json(public_path, public)
+    print(f"proved by the server at {args.server} (job {job_id})", file=sys.stderr)
+    if args.timings:
+        print(timeline.report(f"zkpipe {args.command} --server"), file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_fullprove(args) -> int:
+    timeline = Timeline()
+    proof_path, public_path = _output_paths(args, args.parser_error)
+    with timeline.step("import the prove path"):
+        from .oneshot.local import circuit_inputs, prove_local
+
+    result = prove_local(args.key, circuit_inputs(args.input, args.wasm), args.backend, timeline)
+    return _finish_local(args, result, timeline, proof_path, public_path)
 
 
 def cmd_verify(args) -> int:
@@ -108,17 +167,44 @@ def cmd_demo(args) -> int:
     return status
 
 
+def _add_prove_parsers(sub) -> None:
+    backends = ["cpu", "cuda", "auto"]
+    p = sub.add_parser("prove", help="prove a witness with a snarkjs Groth16 zkey (snarkjs/rapidsnark order)",
+                       description="zkpipe prove KEY WTNS [PROOF PUBLIC]: the argument order of "
+                                   "`snarkjs groth16 prove` and rapidsnark's prover.")
+    p.add_argument("key", metavar="KEY", help="proving key (.zkey)")
+    p.add_argument("witness", metavar="WTNS", help="witness (.wtns)")
+    p.add_argument("--server", metavar="URL", default=os.environ.get("ZKPIPE_SERVER") or None,
+                   help="send the job to a running `zkpipe serve` at URL (it must serve KEY, found by its "
+                   "fingerprint) and write the same files (default $ZKPIPE_SERVER; unset: prove here)")
+    p.add_argument("--token", default=os.environ.get("ZKPIPE_AUTH_TOKEN", ""),
+                   help="bearer token for --server (default $ZKPIPE_AUTH_TOKEN)")
+    p.set_defaults(func=cmd_prove)
+    q = sub.add_parser("fullprove", help="circuit inputs -> witness (circom wasm) -> proof (snarkjs order)",
+                       description="zkpipe fullprove INPUT.json CIRCUIT.wasm KEY.zkey [PROOF PUBLIC]: the "
+                                   "argument order of `snarkjs groth16 fullprove`.")
+    q.add_argument("input", metavar="INPUT", help="circuit inputs (.json)")
+    q.add_argument("wasm", metavar="WASM", help="the circuit's witness calculator (circom's .wasm)")
+    q.add_argument("key", metavar="KEY", help="proving key (.zkey)")
+    q.set_defaults(func=cmd_fullprove)
+    for parser in (p, q):
+        parser.add_argument("proof_out", nargs="?", metavar="PROOF", help="proof to write (default proof.json)")
+        parser.add_argument("public_out", nargs="?", metavar="PUBLIC",
+                            help="public signals to write (default public.json)")
+        parser.add_argument("--proof", help="the same as PROOF")
+        parser.add_argument("--public", help="the same as PUBLIC")
+        parser.add_argument("--backend", default="auto", choices=backends,
+                            help="auto: CUDA where a GPU answers, else the CPU (default: %(default)s)")
+        parser.add_argument("--timings", action="store_true",
+                            help="print where the time went, from process start to exit")
+        parser.set_defaults(parser_error=parser.error)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="zkpipe", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("prove", help="prove a witness with a snarkjs Groth16 zkey")
-    p.add_argument("key")
-    p.add_argument("witness")
-    p.add_argument("--proof", default="proof.json")
-    p.add_argument("--public", default="public.json")
-    p.add_argument("--backend", default="cpu", choices=["cpu", "cuda", "auto"])
-    p.set_defaults(func=cmd_prove)
+    _add_prove_parsers(sub)
 
     p = sub.add_parser("verify", help="verify a snarkjs proof (exit 0 valid, 1 invalid, 2 bad input)")
     p.add_argument("vk")
@@ -160,6 +246,9 @@ def main(argv: list[str] | None = None) -> int:
     except InternalError as exc:
         print(f"zkpipe: internal error: {exc}", file=sys.stderr)
         return ExitCode.INTERNAL
+    except ZkpipeError as exc:  # what remains of the tree: a job that failed on the server (prove --server)
+        print(f"zkpipe: error: {exc}", file=sys.stderr)
+        return EXIT_INVALID
     except OSError as exc:
         print(f"zkpipe: error: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -38,3 +38,71 @@ def snarkjs_verify(vk: Path, public: Path, proof: Path) -> bool:
     out = subprocess.run(["bash", str(script), "--verify", str(vk), str(public), str(proof)],
                          capture_output=True, text=True, timeout=300, env={**os.environ, "NODE_NO_WARNINGS": "1"})
     return out.returncode == 0
+
+
+# -- the project as a wheel (tests/wheel_helpers.py) -------------------------------------------------
+SM90_COMPILE_IN_VENV = """
+import json, os, pipeline
+from pathlib import Path
+from pipeline.curves import BN254, BLS12_381
+from pipeline.backends.cuda.kernels import build_units
+from pipeline.backends.cuda.kernel_sources import CUDA_SRC
+built = build_units([BN254, BLS12_381], "sm_90", cache_dir=Path(os.environ["KERNEL_CACHE"]), prebuilt_dir=None)
+print(json.dumps({"package": pipeline.__file__, "sources": str(CUDA_SRC),
+                  "origins": {f"{c}/{u}": b.origin for (c, u), b in built.items()}}))
+"""
+
+
+def nvrtc_or_skip():
+    try:
+        from pipeline.backends.cuda.nvrtc_build import nvrtc_version
+
+        return nvrtc_version()
+    except Exception as exc:  # ImportError, or the shared library missing
+        pytest.skip(f"NVRTC library cannot be loaded ({exc}): kernels not compiled")
+
+
+@pytest.fixture(scope="session")
+def sdist_tree(tmp_path_factory):
+    """The checkout's sdist, unpacked (what pip builds a wheel from)."""
+    from tests.wheel_helpers import build_sdist_tree
+
+    return build_sdist_tree(tmp_path_factory.mktemp("sdist"))
+
+
+@pytest.fixture(scope="session")
+def sm90_kernel_cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("kernel-cache")
+
+
+@pytest.fixture(scope="session")
+def wheel_compiled_kernels(sdist_tree, sm90_kernel_cache, tmp_path_factory):
+    """A wheel without prebuilt kernels, installed in a fresh venv, compiles every unit of both
+    curves for sm_90 through NVRTC from the sources it installed. This is the test session's one
+    full compile: it fills ``sm90_kernel_cache``, which the in-process compile tests and the
+    AOT wheel build then read."""
+    nvrtc_or_skip()
+    import json
+
+    from tests.wheel_helpers import build_wheel, run_in, venv_with_wheel
+
+    wheel = build_wheel(sdist_tree, tmp_path_factory.mktemp("wheel-plain"), "none", sm90_kernel_cache)
+    python = venv_with_wheel(tmp_path_factory.mktemp("venv") / "plain", wheel)
+    out = run_in(python, SM90_COMPILE_IN_VENV, cwd=tmp_path_factory.mktemp("cwd"),
+                 env={"KERNEL_CACHE": str(sm90_kernel_cache)})
+    return {"python": python, "wheel": wheel, **json.loads(out.strip().splitlines()[-1])}
+
+def snarkjs_verify_many(items: list[tuple[Path, list, dict]]) -> list[bool]:
+    """snarkjs's verdict on many (vk.json, public signals, proof) at once: one node process, one curve build."""
+    import json
+    import tempfile
+
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as fh:
+        json.dump([{"vk": str(vk), "public": public, "proof": proof} for vk, public, proof in items], fh)
+        fh.flush()
+        out = subprocess.run(["node", str(REPO / "tools" / "snarkjs_verify_many.mjs"), fh.name], cwd=REPO,
+                             capture_output=True, text=True, timeout=300, env={**os.environ, "NODE_NO_WARNINGS": "1"})
+    verdicts = out.stdout.split("\n")[:len(items)]
+    if len(verdicts) != len(items):
+        raise RuntimeError(f"snarkjs_verify_many: {out.stderr.strip()[-2000:]}")
+    return [v == "ok" for v in verdicts]

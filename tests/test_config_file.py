@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.config import ConfigError, ServerConfig, load_config
+from pipeline.backends.cuda.options import CudaOptions
+from pipeline.config import ENGINE_TABLES, ConfigError, ServerConfig, cuda_options_from_env, load_config
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -30,7 +31,12 @@ def test_the_example_file_loads_and_names_every_setting():
     for name in ServerConfig.__dataclass_fields__:
         assert f"{name} =" in text, f"zkpipe.example.toml does not document [server] {name}"
     for name in engine.__dataclass_fields__:
-        assert f"{name} =" in text, f"zkpipe.example.toml does not document [engine] {name}"
+        if name in ENGINE_TABLES:  # a table inside [engine]: its header, then each of its fields
+            assert f"[engine.{name}]" in text, f"zkpipe.example.toml has no [engine.{name}] table"
+            for field in getattr(engine, name).__dataclass_fields__:
+                assert f"{field} =" in text, f"zkpipe.example.toml does not document [engine.{name}] {field}"
+        else:
+            assert f"{name} =" in text, f"zkpipe.example.toml does not document [engine] {name}"
 
 
 def test_file_values_are_read(tmp_path):
@@ -83,3 +89,39 @@ def test_bad_engine_settings_are_refused(tmp_path, text, word):
 def test_a_missing_file_is_a_clear_error(tmp_path):
     with pytest.raises(ConfigError, match="cannot read"):
         load_config(tmp_path / "nope.toml", env={})
+
+
+def test_engine_cuda_table_gives_cuda_options(tmp_path):
+    path = write(tmp_path, '[engine]\nbackend = "cuda"\n[engine.cuda]\nstream_ordered_memory = false\n'
+                           'sync_after_launch = true\nmsm_g1_min_blocks = 3\nkernel_cache_dir = "/srv/kernels"\n')
+    engine = load_config(path, env={}).engine_config()
+    assert engine.cuda == CudaOptions(stream_ordered_memory=False, sync_after_launch=True, msm_g1_min_blocks=3,
+                                      kernel_cache_dir="/srv/kernels")
+    assert load_config(None, env={}).engine_config().cuda == CudaOptions()  # no table: the defaults
+    example = load_config(REPO / "zkpipe.example.toml", env={}).engine_config()
+    assert example.cuda == CudaOptions()  # the example shows the defaults
+
+
+def test_environment_overrides_engine_cuda_fields_one_by_one(tmp_path):
+    path = write(tmp_path, '[engine.cuda]\nmsm_g1_min_blocks = 3\nsync_after_launch = false\n')
+    env = {"ZKPIPE_ENGINE_CUDA_SYNC_AFTER_LAUNCH": "true", "ZKPIPE_ENGINE_CUDA_KERNEL_CACHE_DIR": "/tmp/k",
+           "ZKPIPE_ENGINE_QUEUE_SIZE": "3"}
+    engine = load_config(path, env=env).engine_config()
+    assert engine.cuda == CudaOptions(sync_after_launch=True, msm_g1_min_blocks=3, kernel_cache_dir="/tmp/k")
+    assert engine.queue_size == 3
+    assert cuda_options_from_env(env) == CudaOptions(sync_after_launch=True, kernel_cache_dir="/tmp/k")
+    assert cuda_options_from_env({}) == CudaOptions()
+
+
+@pytest.mark.parametrize("text,env,words", [
+    ("[engine.cuda]\nmempool = false\n", {}, ("mempool", "[engine.cuda]")),
+    ("", {"ZKPIPE_ENGINE_CUDA_MEMPOOL": "0"}, ("mempool", "[engine.cuda]")),
+    ("[engine.cuda]\nmsm_g1_min_blocks = 2\n", {}, ("msm_g1_min_blocks", "(1, 3, 4, 5)")),
+    ("[engine.cuda]\nsync_after_launch = 1\n", {}, ("sync_after_launch", "true or false")),
+])
+def test_bad_engine_cuda_settings_are_refused_by_name(tmp_path, text, env, words):
+    config = load_config(write(tmp_path, text), env=env)
+    with pytest.raises(ConfigError) as err:
+        config.engine_config()
+    for word in words:
+        assert word in str(err.value)

@@ -37,6 +37,7 @@ from typing import Any, ClassVar, NamedTuple, Protocol
 
 import numpy as np
 
+from ..curves import Curve
 from ..errors import Unavailable
 from ..formats.types import Groth16Zkey
 
@@ -67,6 +68,30 @@ class MsmResults:
     c_g1: G1Jacobian  # sum w_i C_i, i over private signals (the "L" query)
     h_g1: G1Jacobian  # sum h_i H_i
     timings_ms: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class WitnessShape:
+    """How many witness values are 1 and how many are neither 0 nor 1 (prep_msm counts them on
+    the host, off the GPU lock), over all signals and over the first ``prefix_len`` (the constant
+    and the public signals, which the C MSM leaves out). A backend may split its MSMs by it."""
+
+    n_vars: int
+    n_one: int
+    n_other: int
+    prefix_len: int
+    prefix_one: int
+    prefix_other: int
+
+    @classmethod
+    def of(cls, witness: np.ndarray, prefix_len: int) -> "WitnessShape":
+        """Count a (n_vars, limbs) uint64 plain-form witness (a pass over it: run it off the loop)."""
+        high_zero = ~witness[:, 1:].any(axis=1)
+        low = witness[:, 0]
+        is_one = high_zero & (low == 1)
+        is_other = ~(high_zero & (low <= 1))
+        return cls(len(witness), int(is_one.sum()), int(is_other.sum()), prefix_len,
+                   int(is_one[:prefix_len].sum()), int(is_other[:prefix_len].sum()))
 
 
 class PartitionWork(Protocol):
@@ -126,6 +151,12 @@ class Backend(abc.ABC):
     device_ordinal: int | None = None  # the device this instance drives; None: the host
 
     # -- the key -----------------------------------------------------------------------------
+    def prepare(self, curve: Curve, log_domain: int) -> dict[str, str]:
+        """Set up, ahead of ``load_key``, what keys of ``curve`` and domain 2^``log_domain`` will
+        need (kernels, tables), so that a caller can do it while it reads the key (``zkpipe
+        prove``). Returns where each kernel unit came from ({} for none). Idempotent."""
+        return {}
+
     @abc.abstractmethod
     def load_key(self, zkey: Groth16Zkey) -> Any:
         """Make the key resident for this backend; returns the handle the other members take.
@@ -155,9 +186,12 @@ class Backend(abc.ABC):
         """The G2 MSM of B alone: sum w_i B2_i over all signals (for the host placement)."""
 
     # -- the engine's path: enqueue, then await --------------------------------------------
-    def start_partition(self, key: Any, witness: np.ndarray, with_b_g2: bool) -> PartitionWork:
+    def start_partition(self, key: Any, witness: np.ndarray, with_b_g2: bool,
+                        shape: WitnessShape | None = None) -> PartitionWork:
         """H and the MSMs of one partition, enqueued; the caller awaits ``wait()`` then takes
-        ``result()``. The default computes everything before returning (``CompletedWork``).
+        ``result()``. ``shape`` (optional) describes the witness's 0 / 1 / other counts, which a
+        backend may use to split its MSMs; it must describe ``witness`` exactly.
+        The default computes everything before returning (``CompletedWork``).
         Result timings: ``h_ms``, ``msm_ms`` and whatever finer split the backend measures."""
         t0 = time.perf_counter()
         h = self.compute_h(key, witness)

@@ -1,7 +1,9 @@
 """EngineConfig: every knob of the engine, in one frozen dataclass with checked values."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
+
+from ..backends import CudaOptions
 
 PRIORITIES = ("critical", "high", "normal", "low")  # highest first
 G2_PLACEMENTS = ("gpu", "cpu")
@@ -13,6 +15,7 @@ class EngineConfig:
     backend: str = "auto"  # "cpu" | "cuda" | "auto", given to pipeline.backends.create_backend
     devices: tuple[int, ...] | None = None  # device ordinals; None: every device the backend reports
     gpu_workers_per_device: int = 2  # workers taking turns at one device's GPU lock
+    cuda: CudaOptions = field(default_factory=CudaOptions)  # given to the CUDA backend ([engine.cuda])
 
     # -- CPU stage workers (each with its own named thread pool) ---------------------------
     synthesize_workers: int = 2
@@ -71,18 +74,28 @@ class EngineConfig:
             raise ValueError("EngineConfig.gil_switch_interval_s must be positive or None")
         if self.loop_lag_interval_s <= 0:
             raise ValueError("EngineConfig.loop_lag_interval_s must be positive")
+        if not isinstance(self.cuda, CudaOptions):
+            raise ValueError(f"EngineConfig.cuda must be CudaOptions, got {type(self.cuda).__name__}")
 
     @classmethod
     def from_dict(cls, values: dict) -> "EngineConfig":
-        """From a config file's mapping; unknown names are an error, not silently ignored."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ValueError(f"unknown engine settings: {', '.join(unknown)} (known: {', '.join(sorted(known))})")
+        """From a config file's mapping (the ``cuda`` table included); unknown names are an error,
+        not silently ignored."""
+        _refuse_unknown(cls, values, "engine")
         values = dict(values)
         if values.get("devices") is not None:
             values["devices"] = tuple(values["devices"])
+        if isinstance(values.get("cuda"), dict):
+            _refuse_unknown(CudaOptions, values["cuda"], "[engine.cuda]")
+            values["cuda"] = CudaOptions(**values["cuda"])
         return cls(**values)
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def _refuse_unknown(cls, values: dict, what: str) -> None:
+    known = {f.name for f in fields(cls)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ValueError(f"unknown {what} settings: {', '.join(unknown)} (known: {', '.join(sorted(known))})")

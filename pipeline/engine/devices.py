@@ -19,11 +19,14 @@ from .budgets import ByteBudget
 BackendFactory = Callable[[int], Backend]  # device ordinal -> Backend
 
 
-def default_backend_factory(name: str) -> BackendFactory:
+def default_backend_factory(name: str, cuda_options=None) -> BackendFactory:
+    """Backends by name; a CUDA backend gets ``cuda_options`` (``EngineConfig.cuda``)."""
     from ..backends import create_backend
 
+    options = {} if cuda_options is None else {"options": cuda_options}
+
     def make(ordinal: int):
-        return create_backend(name) if ordinal == 0 else create_backend(name, device=ordinal)
+        return create_backend(name, **options) if ordinal == 0 else create_backend(name, device=ordinal, **options)
 
     return make
 
@@ -55,7 +58,7 @@ class Device:
 
 def make_devices(config, factory: BackendFactory | None) -> list[Device]:
     """Backends per configured device (or per visible device), each with its lock and budget."""
-    factory = factory or default_backend_factory(config.backend)
+    factory = factory or default_backend_factory(config.backend, config.cuda)
     backends: dict[int, Backend] = {}
     if config.devices is not None:
         ordinals = list(config.devices)

@@ -148,7 +148,7 @@ class Pipeline:
         if self.staging.enabled:
             buffer = await self._run("prep_msm", self.staging.take, item.witness.values.nbytes)  # pinning is slow
             part.resources.hold_staging(buffer, self.staging.give_back)  # given back when the partition leaves
-        scalars = await self._run("prep_msm", stages.prep_msm, item.witness, buffer)
+        scalars = await self._run("prep_msm", stages.prep_msm, item.witness, buffer, part.key.zkey.n_public + 1)
         g2_msm = None
         if self.config.g2_msm_placement == "cpu":
             if self.config.g2_msm_executor == "process":
@@ -214,7 +214,8 @@ class Pipeline:
     async def _device_work(self, device: Device, handle: Any, prepared: Prepared, run):
         """Enqueue the partition's device work in the device's thread, then await it on the loop
         (CUDA events): no thread waits on the device."""
-        work = await run(device.backend.start_partition, handle, prepared.scalars.staged, prepared.g2_msm is None)
+        scalars = prepared.scalars
+        work = await run(device.backend.start_partition, handle, scalars.staged, prepared.g2_msm is None, scalars.shape)
         try:
             await work.wait()
             return work.result()

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..formats.types import Witness
-from ..backends.protocol import MsmResults
+from ..backends.protocol import MsmResults, WitnessShape
 from ..groth16.prover import Blinding, assemble, check_witness, public_signals
 from .jobs import Job, PartitionProof
 from .keystore import HostKey
@@ -61,16 +61,23 @@ class Synthesized:
 
 @dataclass(frozen=True)
 class ScalarClasses:
-    """The witness split for the MSMs: bit-heavy witnesses make most work plain additions."""
+    """The witness staged for the device, and its 0 / 1 / other counts (a backend splits its MSMs
+    by them: bit-heavy witnesses make most MSM work plain additions)."""
 
-    n_zero: int
-    n_one: int
-    other_indices: np.ndarray  # (k,) int64 indices of scalars that are neither 0 nor 1
+    shape: WitnessShape
     staged: np.ndarray  # contiguous (n, limbs) uint64, plain form: the buffer handed to the backend
 
     @property
+    def n_one(self) -> int:
+        return self.shape.n_one
+
+    @property
     def n_other(self) -> int:
-        return int(self.other_indices.shape[0])
+        return self.shape.n_other
+
+    @property
+    def n_zero(self) -> int:
+        return self.shape.n_vars - self.shape.n_one - self.shape.n_other
 
 
 @dataclass(frozen=True, eq=False)
@@ -119,18 +126,15 @@ def synthesize(key: HostKey, source: Any, check_r1cs: bool) -> Witness:
     return witness
 
 
-def prep_msm(witness: Witness, staging: Any = None) -> ScalarClasses:
-    """Stage the scalars (into ``staging``, a pinned buffer, when given) and count the 0 / 1 / other."""
+def prep_msm(witness: Witness, staging: Any = None, prefix_len: int = 1) -> ScalarClasses:
+    """Stage the scalars (into ``staging``, a pinned buffer, when given) and count the 0 / 1 / other,
+    over all signals and over the first ``prefix_len`` (the constant and the public signals)."""
     if staging is not None:
         values = staging.view(np.uint64, witness.values.shape)
         np.copyto(values, witness.values)
     else:
         values = np.ascontiguousarray(witness.values, dtype=np.uint64)
-    high_zero = ~values[:, 1:].any(axis=1)
-    is_zero = high_zero & (values[:, 0] == 0)
-    is_one = high_zero & (values[:, 0] == 1)
-    other = np.flatnonzero(~(is_zero | is_one))
-    return ScalarClasses(int(is_zero.sum()), int(is_one.sum()), other, values)
+    return ScalarClasses(WitnessShape.of(values, prefix_len), values)
 
 
 def g2_msm_cpu(key: HostKey, staged: np.ndarray) -> tuple[tuple, float, float]:

@@ -1,10 +1,11 @@
-"""``zkpipe serve`` and ``zkpipe submit``: ``add_server_commands(subparsers)`` adds both to the CLI."""
+"""``zkpipe serve`` and ``zkpipe submit``: ``add_server_commands(subparsers)`` adds both to the CLI.
+
+Every ``zkpipe`` command builds these parsers, so the module imports nothing heavy at the top
+(asyncio, logging and aiohttp come with the commands that use them).
+"""
 from __future__ import annotations
 
-import asyncio
-import logging
 import os
-import signal
 import sys
 from pathlib import Path
 
@@ -20,6 +21,8 @@ def add_server_commands(subparsers) -> None:
     p.add_argument("--port", type=int, help="port to listen on (default 9820; 0: any free port)")
     p.add_argument("--keys-dir", help="folder of NAME.zkey (+ NAME.r1cs, NAME.wasm); default: bundled examples")
     p.add_argument("--state-dir", help="job store and spool folder")
+    p.add_argument("--store", dest="store_url", help="postgresql://user@host:port/db: join the cluster sharing that "
+                   "job store (default: SQLite in the state folder)")
     p.add_argument("--log-level", help="debug, info, warning, error")
     p.set_defaults(func=cmd_serve)
 
@@ -37,10 +40,13 @@ def add_server_commands(subparsers) -> None:
 
 # -- serve ----------------------------------------------------------------------------------------
 def cmd_serve(args) -> int:
+    import asyncio
+    import logging
+
     from ..config import ConfigError, load_config
 
     overrides = {"host": args.host, "port": args.port, "keys_dir": args.keys_dir, "state_dir": args.state_dir,
-                 "log_level": args.log_level}
+                 "log_level": args.log_level, "store_url": args.store_url}
     try:
         config = load_config(args.config, overrides=overrides)
         config.engine_config()
@@ -58,38 +64,37 @@ def cmd_serve(args) -> int:
 
 
 async def _serve(config) -> int:
-    from aiohttp import web
+    import asyncio
+    import signal
 
-    from .app import StateDirBusy, create_app
+    from ..errors import BadInput, Unavailable
+    from .listener import serving
 
-    runner = web.AppRunner(create_app(config), access_log=None, handle_signals=False)
     try:
-        await runner.setup()
-    except (StateDirBusy, FileNotFoundError) as exc:
+        async with serving(config) as (host, port):
+            print(f"zkpipe serve: listening on http://{host}:{port}", file=sys.stderr, flush=True)
+            stop = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, stop.set)
+            await stop.wait()
+            print("zkpipe serve: stopping (jobs not finished run again at the next start)", file=sys.stderr, flush=True)
+    except (BadInput, Unavailable, FileNotFoundError) as exc:  # one line, not a traceback (a bug still has one)
         print(f"zkpipe serve: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    try:
-        site = web.TCPSite(runner, config.server.host, config.server.port)
-        await site.start()
-        for host, port, *_ in runner.addresses:
-            print(f"zkpipe serve: listening on http://{host}:{port}", file=sys.stderr, flush=True)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        await stop.wait()
-        print("zkpipe serve: stopping (jobs not finished run again at the next start)", file=sys.stderr, flush=True)
-    finally:
-        await runner.cleanup()
     return EXIT_OK
 
 
 # -- submit ---------------------------------------------------------------------------------------
 def cmd_submit(args) -> int:
+    import asyncio
+
     return asyncio.run(_submit(args))
 
 
 async def _submit(args) -> int:
+    import asyncio
+
     import aiohttp
     import orjson
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import BadInput
+from ..formats.key_fingerprint import zkey_fingerprint
 from ..formats.zkey import read_zkey_header
 
 KEY_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
@@ -31,10 +32,11 @@ class KeyInfo:
     domain_size: int
     zkey_bytes: int
     mtime_ns: int
+    fingerprint: str = ""  # formats.key_fingerprint: how `zkpipe prove --server` finds its key here
 
     def to_json(self) -> dict:
         return {"key_id": self.key_id, "curve": self.curve, "n_vars": self.n_vars, "n_public": self.n_public,
-                "domain_size": self.domain_size, "zkey_bytes": self.zkey_bytes,
+                "domain_size": self.domain_size, "zkey_bytes": self.zkey_bytes, "fingerprint": self.fingerprint,
                 "has_r1cs": self.r1cs_path is not None, "has_wasm": self.wasm_path is not None}
 
 
@@ -66,6 +68,7 @@ class KeyFolder:
                     found[key_id] = known
                     continue
                 header = read_zkey_header(entry)
+                fingerprint = zkey_fingerprint(entry)
             except (OSError, BadInput) as exc:
                 errors[key_id] = str(exc)
                 continue
@@ -75,7 +78,8 @@ class KeyFolder:
                 r1cs_path=str(sibling[".r1cs"]) if sibling[".r1cs"].is_file() else None,
                 wasm_path=str(sibling[".wasm"]) if sibling[".wasm"].is_file() else None,
                 curve=header.curve.name, n_vars=header.n_vars, n_public=header.n_public,
-                domain_size=header.domain_size, zkey_bytes=stat.st_size, mtime_ns=stat.st_mtime_ns)
+                domain_size=header.domain_size, zkey_bytes=stat.st_size, mtime_ns=stat.st_mtime_ns,
+                fingerprint=fingerprint)
         self._keys, self.errors = found, errors
         return found
 

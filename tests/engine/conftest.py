@@ -79,6 +79,7 @@ class FakeBackend(Backend):
         self.allocator = allocator
         self.enqueue = enqueue
         self.closed_works = 0
+        self.shapes = []  # the WitnessShape each partition came with
         self.key_bytes = key_bytes
         self.scratch = scratch
         self.gpu_s = gpu_s
@@ -128,9 +129,10 @@ class FakeBackend(Backend):
     def msm_b_g2(self, key, witness):
         return G2Jacobian(*key.zkey.curve.g2.infinity)
 
-    def start_partition(self, key, witness, with_b_g2=True):
+    def start_partition(self, key, witness, with_b_g2=True, shape=None):
+        self.shapes.append(shape)
         if not self.enqueue:
-            return super().start_partition(key, witness, with_b_g2)
+            return super().start_partition(key, witness, with_b_g2, shape)
         self.allocator.alloc(self.scratch)
         with self._lock:
             self.calls += 1

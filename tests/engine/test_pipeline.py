@@ -190,3 +190,23 @@ async def test_cancelling_a_job_while_its_work_is_queued_drops_it_after_the_work
         status = engine.status()
     assert backend.closed_works == 2 and allocator.ooms == 0
     assert status["devices"][0]["vram"]["used_bytes"] <= 1000  # only the key stays
+
+
+async def test_the_gpu_stage_gets_the_witness_shape_prep_msm_counted(fake_device):
+    """prep_msm counts the 0 / 1 / other values (all signals, and the constant + public prefix)
+    off the GPU lock; the backend receives them with the witness."""
+    import numpy as np
+
+    from pipeline.backends.protocol import WitnessShape
+    from pipeline.formats.wtns import read_wtns
+
+    allocator, backend = fake_device
+    async with fake_engine(backend) as engine:
+        engine.register_key("mult", **key_files("bn128", "multiplier"))
+        await (await engine.submit("mult", [WTNS])).result()
+    (shape,) = backend.shapes
+    values = read_wtns(WTNS).values
+    ints = [int.from_bytes(np.ascontiguousarray(v).tobytes(), "little") for v in values]
+    prefix = 2  # the constant and the multiplier's one public signal
+    assert shape == WitnessShape(len(ints), sum(v == 1 for v in ints), sum(v > 1 for v in ints), prefix,
+                                 sum(v == 1 for v in ints[:prefix]), sum(v > 1 for v in ints[:prefix]))

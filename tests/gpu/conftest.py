@@ -17,8 +17,9 @@ def cuda_backend():
     if device_count() == 0:
         pytest.skip("no CUDA driver or GPU on this machine")
     from pipeline.backends.cuda.backend import CudaBackend
+    from pipeline.config import cuda_options_from_env
 
-    backend = CudaBackend()
+    backend = CudaBackend(options=cuda_options_from_env())  # e.g. ZKPIPE_ENGINE_CUDA_SYNC_AFTER_LAUNCH=true
     compile_s = backend.prebuild([BN254, BLS12_381])
     print("\nkernel first-use compile seconds:", {k: round(v, 1) for k, v in compile_s.items()})
     yield backend

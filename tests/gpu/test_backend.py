@@ -118,10 +118,11 @@ def test_proofs_give_back_every_scratch_byte(cuda_backend, gpu_curve):
 
 def test_stream_ordered_and_synchronous_memory_give_the_same_proof(cuda_backend, gpu_curve):
     from pipeline.backends.cuda.backend import CudaBackend
+    from pipeline.backends.cuda.options import CudaOptions
 
     zkey, wtns = _fixture(gpu_curve, "chain_2e8")
     blinding = Blinding(r=31337, s=271828)
-    plain = CudaBackend(stream_ordered_memory=False)
+    plain = CudaBackend(options=CudaOptions(stream_ordered_memory=False))
     proofs = []
     try:
         assert cuda_backend.allocator.stream is not None and plain.allocator.stream is None

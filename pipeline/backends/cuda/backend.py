@@ -12,26 +12,27 @@ holds the GPU lock until the work has completed).
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
 from ...curves import CURVES, Curve
 from ...formats.types import MATRIX_A, MATRIX_B, Groth16Zkey
-from ..protocol import Backend, G2Jacobian, MsmResults
+from ..protocol import Backend, G2Jacobian, MsmResults, WitnessShape
 from ._bindings import driver
 from .device import CudaDevice
 from .errors import check
 from .kernels import CurveKernels, build_units, grid_for
+from .launch import SPMV_BLOCK
 from .memory import DeviceAllocator, DeviceBuffer, PinnedHostBuffer
 from .msm import MsmRunner
 from .ntt import NttRunner
+from .options import CudaOptions
 from .streams import Stream
-from .work import MSM_SLOTS, CudaPartitionWork, PhaseEvents, PinnedResultPool
-
-SPMV_BLOCK = 128
+from .split import DeviceSplit, enqueue_split, split_scratch_bytes, split_worth_it
+from .work import MSM_SLOTS, CudaPartitionWork, PhaseEvents, PinnedResultPool, results_bytes
 
 
 @dataclass
@@ -85,19 +86,19 @@ class CudaBackend(Backend):
     name = "cuda"
     pins_host_memory = True
 
-    def __init__(self, device_ordinal: int = 0, vram_budget_bytes: int | None = None, kernel_cache_dir=None,
-                 stream_ordered_memory: bool | None = None) -> None:
+    def __init__(self, device_ordinal: int = 0, vram_budget_bytes: int | None = None,
+                 options: CudaOptions = CudaOptions()) -> None:
+        self.options = options
         self.device = CudaDevice(device_ordinal)
         budget = vram_budget_bytes if vram_budget_bytes is not None else int(self.device.free_bytes() * 0.9)
         self.stream = Stream(self.device)
-        if stream_ordered_memory is None:  # on unless ZKPIPE_CUDA_MEMPOOL=0 (for comparisons)
-            stream_ordered_memory = os.environ.get("ZKPIPE_CUDA_MEMPOOL", "1") != "0"
-        self.allocator = DeviceAllocator(self.device, budget, self.stream if stream_ordered_memory else None)
-        self.kernel_cache_dir = kernel_cache_dir
+        self.allocator = DeviceAllocator(self.device, budget, self.stream if options.stream_ordered_memory else None)
+        self.kernel_cache_dir = Path(options.kernel_cache_dir).expanduser() if options.kernel_cache_dir else None
         self.device_ordinal = device_ordinal
         self._runtimes: dict[str, CurveRuntime] = {}
         max_fq_limbs = max(c.fq.limbs for c in CURVES)  # one slot fits a G2 XYZZ point of any curve
-        self._results = PinnedResultPool(self.device, len(MSM_SLOTS) * 4 * 2 * 8 * max_fq_limbs)
+        self._results = PinnedResultPool(self.device, results_bytes(4 * 2 * 8 * max_fq_limbs))
+        self.msm_split_min_bits = 0.5  # split A, B1, B2, C when >= this share of the witness is 0 or 1
 
     def prebuild(self, curves) -> dict[str, float]:
         """Compile every unit of ``curves`` at once (parallel processes) into the on-disk cache;
@@ -109,11 +110,18 @@ class CudaBackend(Backend):
         """Kernels of ``curve`` (compiled or loaded from the cache on first use)."""
         self.device.activate()
         if curve.name not in self._runtimes:
-            kernels = CurveKernels(self.device, curve, self.kernel_cache_dir)
-            self._runtimes[curve.name] = CurveRuntime(kernels, NttRunner(kernels, self.allocator, self.stream),
-                                                      MsmRunner(kernels, self.allocator, self.stream))
+            kernels = CurveKernels(self.device, curve, self.kernel_cache_dir, self.options.sync_after_launch)
+            msm = MsmRunner(kernels, self.allocator, self.stream, self.options.msm_g1_min_blocks)
+            self._runtimes[curve.name] = CurveRuntime(kernels, NttRunner(kernels, self.allocator, self.stream), msm)
         return self._runtimes[curve.name]
 
+
+    def prepare(self, curve: Curve, log_domain: int) -> dict[str, str]:
+        """The curve's kernel modules and the NTT twiddles of the domain; where each unit came
+        from ("prebuilt", "cache" or "nvrtc")."""
+        rt = self.runtime(curve)
+        rt.ntt.ensure_twiddles(log_domain)
+        return {unit: built.origin for unit, built in rt.kernels.built.items()}
     # -- the key ---------------------------------------------------------------------------------
     def load_key(self, zkey: Groth16Zkey) -> CudaKey:
         rt = self.runtime(zkey.curve)
@@ -176,42 +184,63 @@ class CudaBackend(Backend):
             raise
         return d_h
 
-    def _enqueue_msms(self, key: CudaKey, d_w, d_h, d_results, with_b_g2: bool, events: PhaseEvents | None) -> None:
-        """The five MSMs, queued; result slot i of ``d_results`` gets MSM_SLOTS[i] (XYZZ words)."""
+    def _enqueue_msms(self, key: CudaKey, d_w, d_h, d_results, with_b_g2: bool, events: PhaseEvents | None,
+                      split: DeviceSplit | None = None) -> None:
+        """The five MSMs, queued; slot MSM_SLOTS.index(name) of ``d_results`` gets each (XYZZ
+        words). With ``split``, A, B1, B2 and C are a batch sum of the ones' points (slot
+        name_ones) plus a tail MSM over the other scalars (slot name)."""
         zkey, msm = key.zkey, key.runtime.msm
         elem = 8 * zkey.curve.fr.limbs
         slot = msm.xyzz_bytes(True)
         first_private = zkey.n_public + 1
         p = key.d_points
-        work = {"a": (False, p["a"].ptr, d_w.ptr, zkey.n_vars),
-                "b1": (False, p["b1"].ptr, d_w.ptr, zkey.n_vars),
-                "b2": (True, p["b2"].ptr, d_w.ptr, zkey.n_vars),
-                "c": (False, p["c"].ptr, d_w.offset(first_private * elem), zkey.n_vars - first_private),
-                "h": (False, p["h"].ptr, d_h.ptr, zkey.domain_size)}
-        for i, name in enumerate(MSM_SLOTS):
+        witness_msms = {"a": (False, 0), "b1": (False, 0), "b2": (True, 0), "c": (False, first_private)}
+        for name in ("a", "b1", "b2", "c", "h"):
             if name == "b2" and not with_b_g2:
                 continue
-            msm.enqueue(*work[name], d_results.ptr + i * slot)
+            out = d_results.ptr + MSM_SLOTS.index(name) * slot
+            if name == "h":
+                msm.enqueue(False, p["h"].ptr, d_h.ptr, zkey.domain_size, out)
+            elif split is None:
+                g2, first = witness_msms[name]
+                msm.enqueue(g2, p[name].ptr, d_w.ptr + first * elem, zkey.n_vars - first, out)
+            else:
+                g2, first = witness_msms[name]
+                shape = split.shape
+                skip_one, skip_other = (shape.prefix_one, shape.prefix_other) if first else (0, 0)
+                # Point k of this section is signal first + k: index by signal from a shifted base.
+                base = p[name].ptr - first * (4 if g2 else 2) * 8 * zkey.curve.fq.limbs
+                msm.enqueue_point_sum(g2, base, split.d_one_idx.ptr + 4 * skip_one, shape.n_one - skip_one,
+                                      d_results.ptr + MSM_SLOTS.index(f"{name}_ones") * slot)
+                msm.enqueue(g2, base, split.d_other_scalars.ptr + 32 * skip_other, shape.n_other - skip_other, out,
+                            d_point_index=split.d_other_idx.ptr + 4 * skip_other)
             if events is not None:
                 events.mark(f"msm_{name}_ms")
 
-    def start_partition(self, key: CudaKey, witness: np.ndarray, with_b_g2: bool = True) -> CudaPartitionWork:
-        """Queue the whole device work of one partition (upload, H, five MSMs, the results' copy
-        into pinned memory) and return without waiting; scratch goes back in stream order."""
+    def start_partition(self, key: CudaKey, witness: np.ndarray, with_b_g2: bool = True,
+                        shape: WitnessShape | None = None) -> CudaPartitionWork:
+        """Queue the whole device work of one partition (upload, H, the 0 / 1 split when the
+        witness is bit-heavy enough, five MSMs, the results' copy into pinned memory) and return
+        without waiting; scratch goes back in stream order."""
         self.device.activate()
         rt = key.runtime
         slot = rt.msm.xyzz_bytes(True)
         events = PhaseEvents(self.stream)
         h_results = self._results.take()
-        d_w = d_h = d_results = None
+        d_w = d_h = d_results = split = None
         try:
             d_w = self._upload_witness(witness)
             events.mark("upload_ms")
             d_h = self._enqueue_h(key, d_w, events)
-            d_results = self.allocator.alloc(slot * len(MSM_SLOTS), "msm results")
-            d_results.memset32(0, self.stream)  # a skipped slot (b2 on the host) reads as infinity
-            self._enqueue_msms(key, d_w, d_h, d_results, with_b_g2, events)
-            check(driver.cuMemcpyDtoHAsync(h_results.ptr, d_results.ptr, slot * len(MSM_SLOTS), self.stream.handle),
+            d_results = self.allocator.alloc(results_bytes(slot), "msm results")
+            d_results.memset32(0, self.stream)  # a skipped slot (b2 on the host, no split) reads as infinity
+            if split_worth_it(shape, self.msm_split_min_bits):
+                split = enqueue_split(rt.msm, d_w.ptr, shape)
+                check(driver.cuMemcpyDtoDAsync(d_results.ptr + len(MSM_SLOTS) * slot, split.d_counts.ptr, 8,
+                                               self.stream.handle), "cuMemcpyDtoDAsync")
+                events.mark("split_ms")
+            self._enqueue_msms(key, d_w, d_h, d_results, with_b_g2, events, split)
+            check(driver.cuMemcpyDtoHAsync(h_results.ptr, d_results.ptr, results_bytes(slot), self.stream.handle),
                   "cuMemcpyDtoHAsync")
             events.mark("download_ms")
         except BaseException:
@@ -220,11 +249,12 @@ class CudaBackend(Backend):
             events.close()
             raise
         finally:
-            for buf in (d_w, d_h, d_results):
+            for buf in (d_w, d_h, d_results, split):
                 if buf is not None:
                     buf.free()  # stream-ordered: after the work queued above
+        counts = (shape.n_one, shape.n_other) if split is not None else None
         return CudaPartitionWork(key.zkey.curve, self.device, events, h_results, self._results, slot, with_b_g2,
-                                 keep_alive=(witness,))
+                                 keep_alive=(witness,), expected_counts=counts)
 
     # -- the step-by-step API (the reference prover and the tests) ---------------------------------
     def compute_h(self, key: CudaKey, witness: np.ndarray) -> DeviceH:
@@ -259,11 +289,11 @@ class CudaBackend(Backend):
         with contextlib.nullcontext(h.d_witness) if reuse else self._upload_witness(witness) as d_w, \
                 contextlib.nullcontext(h.buffer) if isinstance(h, DeviceH) else \
                 self.allocator.upload(np.ascontiguousarray(h, dtype=np.uint64), "H scalars") as d_h, \
-                self.allocator.alloc(slot * len(MSM_SLOTS), "msm results") as d_results:
+                self.allocator.alloc(results_bytes(slot), "msm results") as d_results:
             try:
                 d_results.memset32(0, self.stream)
                 self._enqueue_msms(key, d_w, d_h, d_results, with_b_g2, events)
-                check(driver.cuMemcpyDtoHAsync(h_results.ptr, d_results.ptr, slot * len(MSM_SLOTS),
+                check(driver.cuMemcpyDtoHAsync(h_results.ptr, d_results.ptr, results_bytes(slot),
                                                self.stream.handle), "cuMemcpyDtoHAsync")
                 events.mark("download_ms")
             except BaseException:
@@ -296,7 +326,7 @@ class CudaBackend(Backend):
         held = zkey.n_vars * elem + zkey.domain_size * elem
         h_phase = 3 * zkey.domain_size * elem + zkey.domain_size * elem  # a, b, c and the NTT's own
         msm_phase = max(msm.scratch_bytes(zkey.n_vars, True), msm.scratch_bytes(zkey.domain_size, False))
-        return held + max(h_phase, msm_phase + len(MSM_SLOTS) * msm.xyzz_bytes(True))
+        return held + max(h_phase, msm_phase + split_scratch_bytes(zkey.n_vars) + results_bytes(msm.xyzz_bytes(True)))
 
     def memory_budget_bytes(self) -> int:
         return self.allocator.budget_bytes

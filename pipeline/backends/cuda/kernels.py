@@ -8,8 +8,7 @@ exact C types (a wrong argument count is a Python error, not a garbled launch).
 from __future__ import annotations
 
 import os
-import multiprocessing
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -17,6 +16,8 @@ from ...curves import Curve
 from ._bindings import driver
 from .constants import HEADER_NAME, curve_header
 from .errors import CudaError, check
+from .kernel_binaries import PREBUILT_DIR, find_prebuilt
+from .launch import G1_MIN_BLOCKS_BUILT
 from .nvrtc_build import BuiltUnit, compile_unit, load_cached_unit
 
 PTR, U32, I32, U64 = "ptr", "u32", "i32", "u64"
@@ -33,9 +34,8 @@ UNITS: dict[str, tuple[str, ...]] = {
     ),
     "msm_g1": (
         "scan_tile_sums", "scan_tile_offsets", "scan_apply",
-        "msm_count_digits", "msm_scatter_digits", "msm_chunk_counts",
-        "msm_accumulate<fq_t, true, 1>", "msm_accumulate<fq_t, true, 3>", "msm_accumulate<fq_t, true, 4>",
-        "msm_accumulate<fq_t, true, 5>",
+        "msm_count_digits", "msm_scatter_digits", "msm_chunk_counts", "msm_classify", "msm_compact",
+        *(f"msm_accumulate<fq_t, true, {b}>" for b in G1_MIN_BLOCKS_BUILT),
         "msm_accumulate<fq_t, false, 1>", "msm_bucket_segments<fq_t>",
         "msm_reduce_halves<fq_t>", "msm_combine_windows<fq_t>",
     ),
@@ -63,7 +63,9 @@ SIGNATURES: dict[str, tuple[str, ...]] = {
     "scan_tile_offsets": (PTR, U32),
     "scan_apply": (PTR, U64, PTR, PTR),
     "msm_count_digits": (PTR, U32, I32, I32, PTR),
-    "msm_scatter_digits": (PTR, U32, I32, I32, PTR, PTR),
+    "msm_scatter_digits": (PTR, U32, I32, I32, PTR, PTR, PTR),
+    "msm_classify": (PTR, U64, PTR, PTR),
+    "msm_compact": (PTR, U64, PTR, PTR, PTR, PTR, PTR, U32, U32),
     "msm_chunk_counts": (PTR, U32, U32, PTR),
     "msm_accumulate": (PTR, PTR, PTR, PTR, PTR, PTR, U32, U32, PTR),
     "msm_bucket_segments": (PTR, PTR, PTR, U32, U32, U32),
@@ -83,61 +85,105 @@ def _compile_one(job: tuple) -> BuiltUnit:
     return compile_unit(unit, headers, exprs, arch=arch, cache_dir=cache_dir)
 
 
-def build_units(curves, arch: str = "sm_90", units=None, cache_dir=None, parallel: bool = True,
-                table: dict[str, tuple[str, ...]] | None = None) -> dict:
-    """Compile (or load from the cache) the units of one or more curves -> {(curve name, unit): BuiltUnit}.
-    ``table`` (default ``UNITS``) maps each unit to its name expressions.
+def unit_headers(curve: Curve) -> dict[str, str]:
+    """The in-memory headers every unit of ``curve`` is compiled with."""
+    return {HEADER_NAME: curve_header(curve)}
 
-    Cached units load in this process. The others compile in spawned processes: cuda-python's
-    NVRTC calls hold the GIL and a unit takes up to ~25 s, so threads would run them in turn;
-    and forking a process that runs the driver's and the engine's threads may deadlock the child.
+
+def compile_jobs(jobs: dict, cache_dir=None, parallel: bool = True) -> dict:
+    """{key: (unit, name expressions, headers, arch)} -> {key: BuiltUnit}, from the NVRTC disk
+    cache or compiled now.
+
+    Cached units load, and the others compile, in this process, on threads: cuda-bindings >= 13.0
+    releases the GIL around every NVRTC call and NVRTC compiles distinct programs concurrently, so
+    the units build in parallel. No worker process: spawned ones must re-import the host program's
+    ``__main__``, which fails under ``python3 -`` (BrokenProcessPool), and forking a process that
+    runs the driver's and the engine's threads may deadlock the child (bench/kernel_build.py).
     """
-    curves = [curves] if isinstance(curves, Curve) else list(curves)
-    table = UNITS if table is None else table
-    jobs = {(c.name, u): (u, table[u], {HEADER_NAME: curve_header(c)}, arch, cache_dir)
-            for c in curves for u in (units or table)}
     built = {}
-    for key, (unit, exprs, headers, _, _) in jobs.items():
+    for key, (unit, exprs, headers, arch) in jobs.items():
         cached = load_cached_unit(unit, headers, exprs, arch, cache_dir=cache_dir)
         if cached is not None:
             built[key] = cached
     missing = [key for key in jobs if key not in built]
+    args = {key: (*jobs[key], cache_dir) for key in missing}
     if not parallel or len(missing) <= 1:
-        built.update({key: _compile_one(jobs[key]) for key in missing})
+        built.update({key: _compile_one(args[key]) for key in missing})
     else:
         workers = min(len(missing), os.cpu_count() or 1)
-        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-            built.update(zip(missing, pool.map(_compile_one, [jobs[key] for key in missing])))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="zkpipe-nvrtc") as pool:
+            built.update(zip(missing, pool.map(_compile_one, [args[key] for key in missing])))
     return {key: built[key] for key in jobs}
+
+
+def build_units(curves, arch: str = "sm_90", units=None, cache_dir=None, parallel: bool = True,
+                prebuilt_dir=PREBUILT_DIR, table: dict[str, tuple[str, ...]] | None = None) -> dict:
+    """The units of one or more curves for a device of ``arch`` -> {(curve name, unit): BuiltUnit}:
+    the binaries shipped with the package where one fits ``arch`` and was built from these very
+    sources (no compiler runs), else the NVRTC disk cache, else compiled now.
+    ``prebuilt_dir=None`` skips the shipped binaries (the ahead-of-time build itself); ``table``
+    (default ``UNITS``) maps each unit to its name expressions."""
+    curves = [curves] if isinstance(curves, Curve) else list(curves)
+    table = UNITS if table is None else table
+    jobs = {(c.name, u): (u, table[u], unit_headers(c), arch) for c in curves for u in (units or table)}
+    built = {}
+    if prebuilt_dir is not None:
+        for key, (unit, exprs, headers, _) in jobs.items():
+            found = find_prebuilt(key[0], unit, headers, exprs, arch, directory=prebuilt_dir)
+            if found is not None:
+                built[key] = found
+    rest = {key: job for key, job in jobs.items() if key not in built}
+    if rest:
+        built.update(compile_jobs(rest, cache_dir, parallel))
+    return {key: built[key] for key in jobs}
+
+
+# The units a proof launches, loaded when a curve's kernels are set up; "arith" holds the field and
+# point test kernels (tests/gpu), loaded on the first launch of one of them.
+PROVER_UNITS = ("ntt", "msm_g1", "msm_g2")
 
 
 class CurveKernels:
     """The loaded modules of one curve on one device; ``launch`` by name expression. A subclass
-    may bring its own build units and signatures (pipeline/backends/cuda/setup_kernels.py)."""
+    may bring its own build units and signatures (pipeline/backends/cuda/setup_kernels.py);
+    ``default_units`` load at once, the others at the first launch of one of their kernels."""
 
     units: dict[str, tuple[str, ...]] = UNITS
     signatures: dict[str, tuple[str, ...]] = SIGNATURES
+    default_units: tuple[str, ...] | None = PROVER_UNITS  # None: every unit of ``units``
 
-    def __init__(self, device, curve: Curve, cache_dir=None) -> None:
+    def __init__(self, device, curve: Curve, cache_dir=None, sync_after_launch: bool = False) -> None:
         self.device = device
         self.curve = curve
-        device.activate()
-        self.built = {u: b for (_, u), b in build_units(curve, device.arch, cache_dir=cache_dir,
-                                                         table=self.units).items()}
-        self.compile_s = {u: b.compile_s for u, b in self.built.items()}
+        self.cache_dir = cache_dir
+        self.built: dict[str, BuiltUnit] = {}
+        self.compile_s: dict[str, float] = {}
         self._functions = {}
         self._modules = []
-        for unit, built in self.built.items():
+        self._unit_of = {expr: unit for unit, exprs in self.units.items() for expr in exprs}
+        self._load(self.default_units or tuple(self.units))
+        self.sync_after_launch = sync_after_launch  # CudaOptions.sync_after_launch
+
+    def _load(self, units) -> None:
+        self.device.activate()
+        for (_, unit), built in build_units(self.curve, self.device.arch, units, self.cache_dir,
+                                            table=self.units).items():
             module = check(driver.cuModuleLoadData(built.cubin), "cuModuleLoadData", unit)
             self._modules.append(module)
             for expr, lowered in built.lowered.items():
                 self._functions[expr] = check(driver.cuModuleGetFunction(module, lowered.encode()),
                                               "cuModuleGetFunction", expr)
-        self.sync_after_launch = os.environ.get("ZKPIPE_CUDA_SYNC_LAUNCH") == "1"
+            self.built[unit] = built
+            self.compile_s[unit] = built.compile_s
+
+    def _function(self, expr: str):
+        if expr not in self._functions:
+            self._load((self._unit_of[expr],))
+        return self._functions[expr]
 
     def launch(self, expr: str, grid: int, block: int, args: tuple, stream, shared_bytes: int = 0) -> None:
         """Launch ``expr`` on ``stream``; the launch status is checked, and with
-        ZKPIPE_CUDA_SYNC_LAUNCH=1 the stream is synchronised too so a fault names this kernel."""
+        ``sync_after_launch`` the stream is synchronised too so a fault names this kernel."""
         sig = self.signatures[base_name(expr)]
         if len(args) != len(sig):
             raise TypeError(f"{expr}: {len(sig)} arguments expected, {len(args)} given")
@@ -149,7 +195,7 @@ class CurveKernels:
                 holders.append(np.array([int(value)], dtype=_NP_TYPES[kind]))
         params = np.array([h.ctypes.data for h in holders], dtype=np.uint64)
         grid = max(int(grid), 1)
-        check(driver.cuLaunchKernel(self._functions[expr], grid, 1, 1, int(block), 1, 1, int(shared_bytes),
+        check(driver.cuLaunchKernel(self._function(expr), grid, 1, 1, int(block), 1, 1, int(shared_bytes),
                                     stream.handle, params.ctypes.data, 0), "cuLaunchKernel", expr)
         stream.note_launch(expr)
         if self.sync_after_launch:

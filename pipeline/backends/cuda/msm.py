@@ -7,7 +7,6 @@ holds the GPU lock around it). The result is one XYZZ point, turned into Jacobia
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,12 +15,8 @@ from ...curves.points import CurveGroup
 from ._bindings import driver
 from .errors import check
 from .kernels import CurveKernels, grid_for
+from .launch import CHUNK_COUNT_BLOCK, DIGIT_BLOCK, MSM_ACC_THREADS as ACC_BLOCK, REDUCE_BLOCK, SCAN_THREADS, SCAN_TILE
 
-SCAN_TILE = 4096  # util/scan.cuh: SCAN_THREADS * SCAN_PER_THREAD
-SCAN_THREADS = 1024
-DIGIT_BLOCK = 256
-ACC_BLOCK = 128  # msm_accumulate: MSM_ACC_THREADS in pippenger.cuh
-REDUCE_BLOCK = 128
 TARGET_CHUNKS = 1 << 18  # enough chunks to fill 132 SMs several times over
 MAX_CHUNK = 64  # madds per thread at level 0; partial sums cost ~1.4/MAX_CHUNK extra
 LEVEL_CHUNK = 16  # full additions per thread when combining partials
@@ -56,7 +51,7 @@ def plan_msm(n: int, scalar_bits: int, c: int | None = None) -> MsmPlan:
 
 
 class MsmRunner:
-    def __init__(self, kernels: CurveKernels, allocator, stream) -> None:
+    def __init__(self, kernels: CurveKernels, allocator, stream, g1_min_blocks: int | None = None) -> None:
         self.kernels = kernels
         self.curve = kernels.curve
         self.allocator = allocator
@@ -65,8 +60,8 @@ class MsmRunner:
         # blocks per SM the G1 bucket kernel's registers must allow: 1, 3, 4 or 5 (bench/NOTES.md, MSM v2
         # and v3). With the even/odd multiply: BLS12-381 4 (128 registers, 24 bytes spilled; 5 spills
         # 420 bytes and is 3% slower at 2^24), BN254 5 (96 registers, no spills, fastest).
-        default_blocks = "4" if self.curve.fq.limbs > 4 else "5"
-        self.g1_min_blocks = int(os.environ.get("ZKPIPE_MSM_MIN_BLOCKS", default_blocks))
+        # None: that default (CudaOptions.msm_g1_min_blocks).
+        self.g1_min_blocks = g1_min_blocks or (4 if self.curve.fq.limbs > 4 else 5)
         self.profile = False  # when set, last_phases_ms gets CUDA-event times per phase
         self.last_phases_ms: dict[str, float] = {}
         self._marks: list = []
@@ -102,7 +97,7 @@ class MsmRunner:
         device, at index ``n_buckets``."""
         d_chunk_off = self.allocator.alloc(4 * (n_buckets + 1), what)
         with self.allocator.alloc(4 * n_buckets, "chunk counts") as d_counts:
-            self._launch("msm_chunk_counts", n_buckets, 256, (d_offsets.ptr, n_buckets, chunk, d_counts.ptr))
+            self._launch("msm_chunk_counts", n_buckets, CHUNK_COUNT_BLOCK, (d_offsets.ptr, n_buckets, chunk, d_counts.ptr))
             self.exclusive_scan(d_counts.ptr, n_buckets, d_chunk_off.ptr)
         return d_chunk_off
 
@@ -122,10 +117,12 @@ class MsmRunner:
     def xyzz_bytes(self, g2: bool) -> int:
         return 4 * 2 * self.curve.fq.limbs * (2 if g2 else 1) * 4
 
-    def enqueue(self, g2: bool, d_points: int, d_scalars: int, n: int, d_out: int, c: int | None = None) -> None:
+    def enqueue(self, g2: bool, d_points: int, d_scalars: int, n: int, d_out: int, c: int | None = None,
+                d_point_index: int = 0) -> None:
         """Queue sum scalars[i] points[i] on the stream; the XYZZ result (raw Montgomery words,
-        ``xyzz_bytes(g2)``) is written to ``d_out``. Nothing here waits for the device: counts
-        stay on the device and buffers are sized by upper bounds (see pippenger.cuh, step 4)."""
+        ``xyzz_bytes(g2)``) is written to ``d_out``. With ``d_point_index``, scalar i multiplies
+        point d_point_index[i] (the tail of a split witness). Nothing here waits for the device:
+        counts stay on the device and buffers are sized by upper bounds (pippenger.cuh, step 4)."""
         xyzz_bytes = self.xyzz_bytes(g2)
         field = "fq2_t" if g2 else "fq_t"
         plan = plan_msm(n, self.curve.fr.bits, c)
@@ -147,36 +144,12 @@ class MsmRunner:
                 d_cursor = d_counts  # reuse: cursor starts at each bucket's offset
                 self.kernels.launch_copy(d_cursor.ptr, d_offsets.ptr, 4 * nb_total, self.stream)
                 self._launch("msm_scatter_digits", n, DIGIT_BLOCK,
-                             (d_scalars, n, plan.c, plan.n_windows, d_cursor.ptr, d_entries.ptr))
+                             (d_scalars, n, plan.c, plan.n_windows, d_cursor.ptr, d_entries.ptr, d_point_index))
                 self._mark("sort digits")
-                # 4: chunked bucket sums, level 0 over affine points
-                d_chunk_off = self._chunk_offsets(d_offsets, nb_total, chunk, "msm chunk offsets")
-                chunks_bound = -(-entries_bound // chunk) + nb_total
-                try:
-                    d_partials = alloc.alloc(xyzz_bytes * chunks_bound, "msm partial sums")
-                except BaseException:
-                    d_chunk_off.free()
-                    raise
-                min_blocks = 1 if g2 else self.g1_min_blocks
-                self._launch(f"msm_accumulate<{field}, true, {min_blocks}>", chunks_bound, ACC_BLOCK,
-                             (d_partials.ptr, d_points, d_entries.ptr, 0, d_offsets.ptr, d_chunk_off.ptr,
-                              nb_total, chunk, d_chunk_off.offset(4 * nb_total)))
-                self._mark("accumulate affine")
-            # ... then over partials until one per bucket: a bucket holds at most n entries
-            per_bucket = -(-n // chunk)
+                # 4: chunked bucket sums, level 0 over affine points, then over partials
+                d_partials, d_chunk_off = self._bucket_sums(g2, d_points, d_entries, d_offsets, nb_total,
+                                                            entries_bound, n, chunk)
             try:
-                while per_bucket > 1:
-                    d_next_off = self._chunk_offsets(d_chunk_off, nb_total, LEVEL_CHUNK, "msm chunk offsets")
-                    next_bound = min(chunks_bound, -(-chunks_bound // LEVEL_CHUNK) + nb_total)
-                    d_next = alloc.alloc(xyzz_bytes * next_bound, "msm partial sums")
-                    self._launch(f"msm_accumulate<{field}, false, 1>", next_bound, ACC_BLOCK,
-                                 (d_next.ptr, 0, 0, d_partials.ptr, d_chunk_off.ptr, d_next_off.ptr,
-                                  nb_total, LEVEL_CHUNK, d_next_off.offset(4 * nb_total)))
-                    d_partials.free()  # frees wait for the work queued before them (memory.py)
-                    d_chunk_off.free()
-                    d_partials, d_chunk_off, chunks_bound = d_next, d_next_off, next_bound
-                    per_bucket = -(-per_bucket // LEVEL_CHUNK)
-                self._mark("combine partials")
                 # 5-6: per-window running sums over segments, segment sums, Horner over windows
                 segs = plan.buckets_per_window // plan.seg_len
                 with alloc.alloc(xyzz_bytes * plan.n_windows * segs, "msm segment sums") as d_seg:
@@ -197,6 +170,65 @@ class MsmRunner:
                 d_partials.free()
                 d_chunk_off.free()
 
+    def _bucket_sums(self, g2: bool, d_points: int, d_entries, d_offsets, n_buckets: int, entries_bound: int,
+                     per_bucket_bound: int, chunk: int):
+        """Sum each bucket's entries (affine points, sign in bit 31) into one XYZZ partial: level 0
+        in chunks of ``chunk`` entries, then levels of LEVEL_CHUNK partials until the bound on a
+        bucket's entries leaves one. Returns (partials, chunk offsets): bucket b's sum is
+        partials[offsets[b]] when offsets[b + 1] > offsets[b]. The caller frees both."""
+        alloc, xyzz_bytes = self.allocator, self.xyzz_bytes(g2)
+        field = "fq2_t" if g2 else "fq_t"
+        d_chunk_off = self._chunk_offsets(d_offsets, n_buckets, chunk, "msm chunk offsets")
+        chunks_bound = -(-entries_bound // chunk) + n_buckets
+        try:
+            d_partials = alloc.alloc(xyzz_bytes * chunks_bound, "msm partial sums")
+        except BaseException:
+            d_chunk_off.free()
+            raise
+        min_blocks = 1 if g2 else self.g1_min_blocks
+        self._launch(f"msm_accumulate<{field}, true, {min_blocks}>", chunks_bound, ACC_BLOCK,
+                     (d_partials.ptr, d_points, d_entries.ptr, 0, d_offsets.ptr, d_chunk_off.ptr,
+                      n_buckets, chunk, d_chunk_off.offset(4 * n_buckets)))
+        self._mark("accumulate affine")
+        per_bucket = -(-per_bucket_bound // chunk)
+        try:
+            while per_bucket > 1:
+                d_next_off = self._chunk_offsets(d_chunk_off, n_buckets, LEVEL_CHUNK, "msm chunk offsets")
+                next_bound = min(chunks_bound, -(-chunks_bound // LEVEL_CHUNK) + n_buckets)
+                d_next = alloc.alloc(xyzz_bytes * next_bound, "msm partial sums")
+                self._launch(f"msm_accumulate<{field}, false, 1>", next_bound, ACC_BLOCK,
+                             (d_next.ptr, 0, 0, d_partials.ptr, d_chunk_off.ptr, d_next_off.ptr,
+                              n_buckets, LEVEL_CHUNK, d_next_off.offset(4 * n_buckets)))
+                d_partials.free()  # frees wait for the work queued before them (memory.py)
+                d_chunk_off.free()
+                d_partials, d_chunk_off, chunks_bound = d_next, d_next_off, next_bound
+                per_bucket = -(-per_bucket // LEVEL_CHUNK)
+        except BaseException:
+            d_partials.free()
+            d_chunk_off.free()
+            raise
+        self._mark("combine partials")
+        return d_partials, d_chunk_off
+
+    def enqueue_point_sum(self, g2: bool, d_points: int, d_indices: int, count: int, d_out: int) -> None:
+        """Queue sum_k points[indices[k]], k < count (the ones of a split witness: a batch addition,
+        no windows) into ``d_out`` as an XYZZ point: one bucket for the bucket sums above."""
+        xyzz_bytes = self.xyzz_bytes(g2)
+        if count == 0:
+            check_memset_zero(d_out, xyzz_bytes, self.stream)
+            return
+        chunk = max(2, min(MAX_CHUNK, 1 << max(0, (count // TARGET_CHUNKS).bit_length())))
+        with self.allocator.alloc(8, "point-sum offsets") as d_offsets:
+            d_offsets.memset32(0, self.stream)
+            check(driver.cuMemsetD32Async(d_offsets.ptr + 4, count, 1, self.stream.handle), "cuMemsetD32Async")
+            d_partials, d_chunk_off = self._bucket_sums(g2, d_points, _Address(d_indices), d_offsets, 1, count,
+                                                        count, chunk)
+        try:
+            self.kernels.launch_copy(d_out, d_partials.ptr, xyzz_bytes, self.stream)  # the one partial left
+        finally:
+            d_partials.free()
+            d_chunk_off.free()
+
     def run_xyzz(self, g2: bool, d_points: int, d_scalars: int, n: int, c: int | None = None) -> np.ndarray:
         """Blocking form of ``enqueue``: the XYZZ point as raw Montgomery words (4 coordinates)."""
         out = np.zeros(self.xyzz_bytes(g2) // 4, dtype=np.uint32)
@@ -211,6 +243,13 @@ class MsmRunner:
         g2 = group.ops.degree == 2
         raw = self.run_xyzz(g2, d_points, d_scalars, n, c)
         return xyzz_to_jacobian(group, self.curve.fq, raw)
+
+
+class _Address:
+    """A raw device address where ``_bucket_sums`` expects a buffer (only ``.ptr`` is read)."""
+
+    def __init__(self, ptr: int) -> None:
+        self.ptr = ptr
 
 
 def check_memset_zero(d_ptr: int, nbytes: int, stream) -> None:

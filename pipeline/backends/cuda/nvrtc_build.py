@@ -1,10 +1,13 @@
-"""Run-time compilation of cuda_src/ through NVRTC, cached on disk.
+"""Run-time compilation of the kernel sources (``pipeline/cuda_src``) through NVRTC, cached on disk.
 
+Used where no prebuilt binary fits (``kernel_binaries``: an unknown GPU, or a checkout without
+them) and by the ahead-of-time build itself (``aot_build``).
 A build unit is one ``cuda_src/programs/*.cu`` file plus the generated per-curve header
 (``constants.curve_header``), compiled for one GPU architecture to a cubin. Kernels are
 templates; the unit's name expressions ("ntt_pass<fr_t, false>") instantiate them and give
 back their lowered (mangled) names. The cache key covers every file under cuda_src/, the
-generated header, the options, the architecture and NVRTC's version, so any change rebuilds.
+generated header, the options, the kernels, the architecture and NVRTC's version, so any change
+rebuilds.
 Compile errors raise ``CompileError`` with NVRTC's log.
 """
 from __future__ import annotations
@@ -12,15 +15,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from ._bindings import IMPORT_ERROR, nvrtc
 from .errors import CompileError, check
-
-CUDA_SRC = Path(__file__).resolve().parents[3] / "cuda_src"
-DEFAULT_OPTIONS = ("-std=c++17", "-DNDEBUG")
+from .kernel_sources import CUDA_SRC, DEFAULT_OPTIONS, tree_digest
 
 
 @dataclass(frozen=True)
@@ -30,13 +32,14 @@ class BuiltUnit:
     cubin: bytes
     lowered: dict[str, str]  # name expression -> mangled kernel name
     compile_s: float  # 0.0 when it came from the cache
-    from_cache: bool
+    from_cache: bool  # True for the disk cache and for prebuilt binaries: nothing was compiled
     log: str
+    origin: str = "nvrtc"  # "nvrtc" (compiled now), "cache" (NVRTC disk cache) or "prebuilt" (shipped)
 
 
 def default_cache_dir() -> Path:
-    env = os.environ.get("ZKPIPE_KERNEL_CACHE")
-    return Path(env) if env else Path.home() / ".cache" / "zkpipe" / "kernels"
+    """Where kernels are cached when no folder is given (``CudaOptions.kernel_cache_dir`` unset)."""
+    return Path.home() / ".cache" / "zkpipe" / "kernels"
 
 
 def nvrtc_version() -> tuple[int, int]:
@@ -46,19 +49,12 @@ def nvrtc_version() -> tuple[int, int]:
     return int(major), int(minor)
 
 
-def _tree_digest() -> str:
-    h = hashlib.sha256()
-    for path in sorted(CUDA_SRC.rglob("*")):
-        if path.is_file() and path.suffix in (".cu", ".cuh"):
-            h.update(str(path.relative_to(CUDA_SRC)).encode())
-            h.update(path.read_bytes())
-    return h.hexdigest()
-
-
 def cache_key(unit: str, headers: dict[str, str], options: tuple[str, ...], arch: str,
               name_expressions: tuple[str, ...]) -> str:
+    """The unit's inputs (as ``kernel_sources.source_digest`` hashes them) plus the architecture
+    and NVRTC's version."""
     h = hashlib.sha256()
-    for part in (unit, _tree_digest(), json.dumps(sorted(headers.items())), json.dumps(options), arch,
+    for part in (unit, tree_digest(CUDA_SRC), json.dumps(sorted(headers.items())), json.dumps(options), arch,
                  json.dumps(nvrtc_version()), json.dumps(name_expressions)):
         h.update(part.encode())
         h.update(b"\0")
@@ -67,9 +63,11 @@ def cache_key(unit: str, headers: dict[str, str], options: tuple[str, ...], arch
 
 def _program_log(prog) -> str:
     size = check(nvrtc.nvrtcGetProgramLogSize(prog), "nvrtcGetProgramLogSize")
-    buf = b" " * size
+    # NVRTC writes into the buffer: a bytearray, never bytes (b" " * 1 is the interpreter's shared b" ",
+    # and an empty log, size 1, turned every b" " of the process into b"\0").
+    buf = bytearray(size)
     check(nvrtc.nvrtcGetProgramLog(prog, buf), "nvrtcGetProgramLog")
-    return buf.rstrip(b"\0 ").decode(errors="replace")
+    return bytes(buf).rstrip(b"\0 ").decode(errors="replace")
 
 
 def _cache_paths(cache: Path, unit: str, headers: dict[str, str], name_expressions: tuple[str, ...], arch: str,
@@ -89,7 +87,7 @@ def _read_cached(unit: str, arch: str, cubin_path: Path, meta_path: Path) -> Bui
     if not (cubin_path.exists() and meta_path.exists()):
         return None
     meta = json.loads(meta_path.read_text())
-    return BuiltUnit(unit, arch, cubin_path.read_bytes(), meta["lowered"], 0.0, True, meta.get("log", ""))
+    return BuiltUnit(unit, arch, cubin_path.read_bytes(), meta["lowered"], 0.0, True, meta.get("log", ""), "cache")
 
 
 def compile_unit(unit: str, headers: dict[str, str], name_expressions: tuple[str, ...], arch: str = "sm_90",
@@ -116,8 +114,9 @@ def compile_unit(unit: str, headers: dict[str, str], name_expressions: tuple[str
         if status != nvrtc.nvrtcResult.NVRTC_SUCCESS:
             raise CompileError("nvrtcCompileProgram", str(status), unit, log)
         size = check(nvrtc.nvrtcGetCUBINSize(prog), "nvrtcGetCUBINSize", unit)
-        cubin = b" " * size
-        check(nvrtc.nvrtcGetCUBIN(prog, cubin), "nvrtcGetCUBIN", unit)
+        cubin_buf = bytearray(size)  # written by NVRTC (see _program_log)
+        check(nvrtc.nvrtcGetCUBIN(prog, cubin_buf), "nvrtcGetCUBIN", unit)
+        cubin = bytes(cubin_buf)
         lowered = {}
         for expr in name_expressions:
             name = check(nvrtc.nvrtcGetLoweredName(prog, expr.encode()), "nvrtcGetLoweredName", expr)
@@ -127,7 +126,7 @@ def compile_unit(unit: str, headers: dict[str, str], name_expressions: tuple[str
     compile_s = time.perf_counter() - t0
     try:
         cache.mkdir(parents=True, exist_ok=True)
-        tmp = cubin_path.with_suffix(f".tmp{os.getpid()}")
+        tmp = cubin_path.with_suffix(f".tmp{os.getpid()}-{threading.get_ident()}")  # builds run on threads
         tmp.write_bytes(cubin)
         tmp.replace(cubin_path)
         meta_path.write_text(json.dumps({"lowered": lowered, "log": log, "compile_s": compile_s}))

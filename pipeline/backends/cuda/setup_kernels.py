@@ -58,6 +58,7 @@ BOOTSTRAP_WINDOW = 4  # the device table is multiplied out of a host-made one of
 class SetupKernels(CurveKernels):
     units = SETUP_UNITS
     signatures = SETUP_SIGNATURES
+    default_units = None  # all three setup units at once
 
 
 def is_g2(group: CurveGroup) -> bool:

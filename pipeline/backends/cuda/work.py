@@ -12,12 +12,20 @@ import threading
 
 import numpy as np
 
+from ...errors import InternalError
 from ..protocol import G1Jacobian, G2Jacobian, MsmResults
 from .memory import PinnedHostBuffer
 from .msm import xyzz_to_jacobian
 from .streams import Event, event_ready
 
-MSM_SLOTS = ("a", "b1", "b2", "c", "h")  # result slots, in the order the MSMs are queued
+# Result slots (each one G2-sized XYZZ point): the five MSMs, then the batch sums of the ones of a
+# split witness (zeros when not split: infinity); after them the device's split counts (2 x u32).
+MSM_SLOTS = ("a", "b1", "b2", "c", "h", "a_ones", "b1_ones", "b2_ones", "c_ones")
+COUNTS_BYTES = 8
+
+
+def results_bytes(slot_bytes: int) -> int:
+    return len(MSM_SLOTS) * slot_bytes + COUNTS_BYTES
 
 
 class PinnedResultPool:
@@ -72,7 +80,8 @@ class PhaseEvents:
 
 class CudaPartitionWork:
     def __init__(self, curve, device, events: PhaseEvents, h_results: PinnedHostBuffer, pool: PinnedResultPool,
-                 slot_bytes: int, with_b_g2: bool, keep_alive: tuple = ()) -> None:
+                 slot_bytes: int, with_b_g2: bool, keep_alive: tuple = (),
+                 expected_counts: tuple[int, int] | None = None) -> None:
         self.curve = curve
         self.device = device
         self.events = events
@@ -81,6 +90,7 @@ class CudaPartitionWork:
         self.slot_bytes = slot_bytes
         self.with_b_g2 = with_b_g2
         self._keep_alive = keep_alive  # host arrays an async copy may still read
+        self.expected_counts = expected_counts  # (ones, others) the host counted, when split
         self._closed = False
 
     def done(self) -> bool:
@@ -101,19 +111,34 @@ class CudaPartitionWork:
         if self._closed:
             raise RuntimeError("the partition's work was already closed")
         self.wait_blocking()  # returns at once after ``wait``; keeps a direct caller correct
-        words = self.h_results.view(np.uint32, (len(MSM_SLOTS), self.slot_bytes // 4))
+        n_words = len(MSM_SLOTS) * self.slot_bytes // 4
+        raw = self.h_results.view(np.uint32, (n_words + COUNTS_BYTES // 4,))
+        words = raw[:n_words].reshape(len(MSM_SLOTS), self.slot_bytes // 4)
+        if self.expected_counts is not None and tuple(int(x) for x in raw[n_words:]) != self.expected_counts:
+            found = tuple(int(x) for x in raw[n_words:])
+            self.close()
+            raise InternalError(f"the device split the witness into {found} (ones, others), the host counted "
+                                f"{self.expected_counts}: the MSMs would be wrong")
         g1, g2, fq = self.curve.g1, self.curve.g2, self.curve.fq
         g1_words = words.shape[1] // 2  # a G1 XYZZ point fills half a (G2-sized) slot
-        points = {}
-        for i, name in enumerate(MSM_SLOTS):
-            if name == "b2":
-                points[name] = G2Jacobian(*xyzz_to_jacobian(g2, fq, words[i].copy())) if self.with_b_g2 else None
-            else:
-                points[name] = G1Jacobian(*xyzz_to_jacobian(g1, fq, words[i, :g1_words].copy()))
+
+        def point(name):
+            i = MSM_SLOTS.index(name)
+            if name.startswith("b2"):
+                return xyzz_to_jacobian(g2, fq, words[i].copy())
+            return xyzz_to_jacobian(g1, fq, words[i, :g1_words].copy())
+
+        points = {"h": G1Jacobian(*point("h"))}
+        for name in ("a", "b1", "b2", "c"):
+            group = g2 if name == "b2" else g1
+            total = group.add(point(name), point(f"{name}_ones"))  # the tail and the ones of a split
+            points[name] = (G2Jacobian if name == "b2" else G1Jacobian)(*total)
+        if not self.with_b_g2:
+            points["b2"] = None
         timings = self.events.elapsed_ms()
         self.close()
         h_ms = sum(timings.get(k, 0.0) for k in ("upload_ms", "spmv_ms", "ntt_ms"))
-        msm_ms = sum(v for k, v in timings.items() if k.startswith("msm_"))
+        msm_ms = sum(v for k, v in timings.items() if k.startswith("msm_")) + timings.get("split_ms", 0.0)
         timings.update(h_ms=h_ms, msm_ms=msm_ms)
         return MsmResults(points["a"], points["b1"], points["b2"], points["c"], points["h"], timings)
 

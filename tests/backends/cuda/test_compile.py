@@ -1,5 +1,7 @@
 """CI without a GPU: every kernel instantiation compiles through NVRTC for sm_90, both curves.
 
+The compile itself runs once per session in a fresh venv from the installed wheel
+(``wheel_compiled_kernels``); here its cubins load back from the NVRTC disk cache in process.
 Skipped only where the NVRTC library (cuda-python + nvidia-cuda-nvrtc) cannot be loaded.
 """
 from __future__ import annotations
@@ -7,38 +9,30 @@ from __future__ import annotations
 import pytest
 
 from pipeline.curves import BLS12_381, BN254
-
-
-def _nvrtc_or_skip():
-    try:
-        from pipeline.backends.cuda.nvrtc_build import nvrtc_version
-
-        return nvrtc_version()
-    except Exception as exc:  # ImportError, or the shared library missing
-        pytest.skip(f"NVRTC library cannot be loaded ({exc}): kernels not compiled")
+from tests.conftest import nvrtc_or_skip
 
 
 @pytest.fixture(scope="module")
-def kernel_cache(tmp_path_factory):
-    return tmp_path_factory.mktemp("kernels")
+def kernel_cache(wheel_compiled_kernels, sm90_kernel_cache):
+    """Every unit compiled once per session, from the installed wheel (tests/conftest.py)."""
+    return sm90_kernel_cache
 
 
 @pytest.fixture(scope="module")
 def built(kernel_cache):
-    _nvrtc_or_skip()
     from pipeline.backends.cuda.kernels import build_units
 
-    return build_units([BN254, BLS12_381], "sm_90", cache_dir=kernel_cache)
+    return build_units([BN254, BLS12_381], "sm_90", cache_dir=kernel_cache, prebuilt_dir=None)
 
 
 def test_a_second_build_loads_every_unit_from_the_cache_in_process(built, kernel_cache, monkeypatch):
     from pipeline.backends.cuda import kernels
 
     def no_pool(*args, **kwargs):
-        raise AssertionError("a build with every unit cached started compiler processes")
+        raise AssertionError("a build with every unit cached started compiler threads")
 
-    monkeypatch.setattr(kernels, "ProcessPoolExecutor", no_pool)
-    again = kernels.build_units([BN254, BLS12_381], "sm_90", cache_dir=kernel_cache)
+    monkeypatch.setattr(kernels, "ThreadPoolExecutor", no_pool)
+    again = kernels.build_units([BN254, BLS12_381], "sm_90", cache_dir=kernel_cache, prebuilt_dir=None)
     assert again.keys() == built.keys()
     assert all(b.from_cache and b.cubin == built[k].cubin for k, b in again.items())
 
@@ -60,7 +54,7 @@ def test_every_kernel_compiles_for_sm90(built, curve_name):
 
 
 def test_compile_error_raises_with_nvrtc_log(tmp_path, monkeypatch):
-    _nvrtc_or_skip()
+    nvrtc_or_skip()
     from pipeline.backends.cuda import nvrtc_build
     from pipeline.backends.cuda.errors import CompileError
 

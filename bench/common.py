@@ -1,0 +1,158 @@
+"""What every benchmark shares: where results go, the table at the end, the arguments naming
+sizes and curves, timers, and random device data.
+
+Scripts run as modules from the repository root (``python3 -m bench.gpu_msm 16 24``), so
+``pipeline`` is imported from the checkout without any path setup.
+
+Points for timing are random field elements, not curve points: the kernels' cost does not
+depend on where the coordinates come from (Montgomery arithmetic is data-independent, and the
+special cases P = Q never occur), while making 2^24 real points would take hours in Python.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "bench" / "results"
+FIXTURES = REPO / "tests" / "fixtures"
+CURVE_NAMES = ("bn128", "bls12381")
+
+
+def result_path(name: str) -> Path:
+    """``bench/results/<name>`` (the folder made if missing)."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    return RESULTS / name
+
+
+def markdown_table(header: list[str], rows: list[list]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def write_result(path: Path | str | None, text: str, show: str | None = None) -> None:
+    """The ending every benchmark shares: write ``text`` to ``path`` (none: nothing written) and
+    print ``show`` (default: the text itself)."""
+    if path is not None:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    print(text if show is None else show, flush=True)
+
+
+def arg_parser(doc: str | None) -> argparse.ArgumentParser:
+    """A parser whose help is the script's docstring, kept as written."""
+    return argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+def int_list(text: str) -> list[int]:
+    """An argument type: ``"1,2,5"`` -> ``[1, 2, 5]``."""
+    return [int(x) for x in text.split(",")]
+
+
+def add_log_sizes(parser: argparse.ArgumentParser, default: list[int], help: str = "log2 sizes") -> None:
+    """Positional ``LOG_SIZES...`` (ints; none given: ``default``)."""
+    parser.add_argument("log_sizes", type=int, nargs="*", default=default, metavar="LOG_SIZE",
+                        help=f"{help} (default: {' '.join(map(str, default))})")
+
+
+def curve_name(text: str) -> str:
+    """An argument type: a curve name or alias ``curve_by_name`` knows (argparse reports others)."""
+    from pipeline.curves import curve_by_name
+
+    curve_by_name(text)
+    return text
+
+
+def add_curves(parser: argparse.ArgumentParser, default: tuple[str, ...] = CURVE_NAMES) -> None:
+    """``--curves NAME...``: names or aliases of the curves the project proves on."""
+    parser.add_argument("--curves", nargs="+", type=curve_name, default=list(default))
+
+
+def add_fixture_dirs(parser: argparse.ArgumentParser) -> None:
+    """Positional ``FIXTURE_DIR...``: folders of a committed or generated fixture."""
+    parser.add_argument("fixtures", nargs="*", metavar="FIXTURE_DIR")
+
+
+def fixture_dirs(names: list[str], circuit: str, curves: tuple[str, ...] = CURVE_NAMES) -> list[Path]:
+    """The folders given on the command line, or else the committed fixture ``circuit`` of each
+    curve, in the order of ``curves`` (``circuit`` may be a glob such as ``chain_2e*``)."""
+    if names:
+        return [Path(n) for n in names]
+    return [d for c in curves for d in sorted((FIXTURES / c).glob(circuit))]
+
+
+class Stopwatch:
+    """``with Stopwatch() as t: ...`` then ``t.ms`` / ``t.s``: wall clock of the block."""
+
+    def __enter__(self) -> "Stopwatch":
+        self._t0 = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.s = time.perf_counter() - self._t0
+        self.ms = self.s * 1e3
+
+
+def median_ms(fn: Callable[[], object], repeat: int, warmup: int = 0) -> float:
+    """Median wall-clock ms of ``fn()`` over ``repeat`` calls, after ``warmup`` untimed ones."""
+    for _ in range(warmup):
+        fn()
+    samples = []
+    for _ in range(repeat):
+        with Stopwatch() as t:
+            fn()
+        samples.append(t.ms)
+    return statistics.median(samples)
+
+
+def best_of_s(repeat: int, fn: Callable[[], object]) -> float:
+    """Fastest wall-clock seconds of ``fn()`` over ``repeat`` calls."""
+    best = float("inf")
+    for _ in range(repeat):
+        with Stopwatch() as t:
+            fn()
+        best = min(best, t.s)
+    return best
+
+
+def time_ms(stream, fn: Callable[[], object], warmup: int = 1, repeat: int = 5) -> float:
+    """Median over ``repeat`` runs of ``fn()`` between CUDA events on ``stream`` (after warm-up)."""
+    from pipeline.backends.cuda.streams import Event  # CUDA only where a GPU benchmark runs
+
+    for _ in range(warmup):
+        fn()
+    stream.synchronize()
+    times = []
+    for _ in range(repeat):
+        with Event() as start, Event() as end:
+            start.record(stream)
+            fn()
+            end.record(stream)
+            end.synchronize()
+            times.append(end.elapsed_ms(start))
+    return statistics.median(times)
+
+
+def random_below(rng, n: int, limbs: int, bits: int) -> np.ndarray:
+    """(n, limbs) uint64 uniformly random values < 2^(bits - 1) (so below the modulus)."""
+    words = rng.integers(0, 2**63, size=(n, limbs), dtype=np.uint64) * np.uint64(2) + \
+        rng.integers(0, 2, size=(n, limbs), dtype=np.uint64)
+    top_bits = bits - 1 - 64 * (limbs - 1)
+    words[:, -1] &= np.uint64((1 << top_bits) - 1)
+    return words
+
+
+def bit_heavy(rng, words: np.ndarray, bits: float = 0.8) -> np.ndarray:
+    """A share ``bits`` of the scalars in {0, 1} (half each), the rest unchanged."""
+    out = words.copy()
+    pick = rng.random(out.shape[0])
+    out[pick < bits] = 0
+    out[pick < bits / 2, 0] = 1
+    return out

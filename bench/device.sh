@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# The one script for a call on the GPU host: each argument names a section, run in that order.
+#   bash bench/device.sh [SECTION...]           default: tests demo prove stage msm engine server
+#   e.g.  bash bench/device.sh tests ntt msm    |    SERVER_GILS="default 0.001" bash bench/device.sh scaling server
+# Sections (knobs in capitals, defaults in brackets):
+#   tests    pytest -m gpu tests/gpu [PYTEST_ARGS]; its exit status is the script's   -> $OUT/pytest.log
+#   demo     `zkpipe demo` on the CUDA backend (prints VALID / INVALID)
+#   prove    GPU proofs of the circuits in .extra/*/ (ones the tests never saw)       -> $OUT/proofs.tar
+#            (verify them back on the dev machine with snarkjs)
+#   ntt      bench.gpu_ntt [NTT_ARGS=16 27]                                           -> bench/results/gpu_ntt.md
+#   msm      bench.gpu_msm [MSM_ARGS=16 24 22] [MSM_OUT=bench/results/gpu_msm.md]
+#   stage    bench.gpu_stage [STAGE_SIZES=24]                                         -> bench/results/gpu_stage_<sizes>.md
+#   memory   bench.gpu_memory_modes [MEMORY_SIZES=10 14 18 22]                        -> bench/results/gpu_memory_modes.md
+#   blocks   bench.gpu_blocks [BLOCKS_LOG=22]                                         -> bench/results/gpu_blocks_2e<log>.md
+#   build    bench.kernel_build: NVRTC on threads vs spawned processes, all units      -> bench/results/kernel_build.md
+#   engine   bench.engine_throughput on .extra/chain_2e14_bls, [ENGINE_DEVICES=1] device counts
+#   scaling  bench.engine_throughput on random keys of 2^[SCALING_LOGS=20 22], on 1 and on all devices
+#   server   bench.server_throughput, once per GIL switch interval in [SERVER_GILS=default]
+#   cluster  bench.cluster_throughput: 1 worker vs one per GPU (separate `zkpipe serve --store` processes, one
+#            PostgreSQL), random BLS12-381 key of 2^[CLUSTER_LOG=20], [CLUSTER_JOBS=60] jobs, witnesses through
+#            a shared spool folder, then through the database rows    -> bench/results/cluster_cuda_*.md
+#            PostgreSQL: the pgserver wheel's binaries, carried in .whl/ with asyncpg's wheel
+#   seam     before/after of the backend seam (issue 9): engine at 2^14 and 2^20 (1 and all devices)
+#            and the GPU stage at 2^14/20/24, in this tree and in the tree of .anchors/before.tar;
+#            sppark's MSM bench if .anchors/bench_bls12381 is there. Carry .anchors.
+# Wheels the host lacks (orjson, py_ecc, wasmtime) travel in .whl/. Every file a section writes
+# under bench/results/ is copied to $OUT at the end, with gpu.txt and the logs.
+set -o pipefail
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+if compgen -G ".whl/*.whl" > /dev/null; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+  export PYTHONPATH=/tmp/site SITE=/tmp/site
+fi
+export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$PWD PYTHONUNBUFFERED=1
+[ -w "${HOME:-/nonexistent}" ] || export HOME=/tmp  # compiled kernels are cached under ~/.cache/zkpipe/kernels
+started=$(mktemp); rc=0
+nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,memory.used --format=csv | tee "$OUT/gpu.txt"
+
+tests() {
+  timeout "${TEST_TIMEOUT:-300}" python3 -m pytest -m gpu -q --maxfail=20 -p no:cacheprovider --durations=15 \
+    ${PYTEST_ARGS:-} tests/gpu 2>&1 | tee "$OUT/pytest.log" | tail -n 80
+  rc=$?
+}
+demo() { timeout 120 python3 -m pipeline.cli demo --backend cuda 2>&1 | grep -E "VALID|INVALID"; }
+prove() {
+  mkdir -p /tmp/proofs
+  for d in .extra/*/; do
+    n=$(basename "$d")
+    timeout 120 python3 -m pipeline.cli prove "$d/circuit_final.zkey" "$d/witness.wtns" \
+      --proof "/tmp/proofs/$n-proof.json" --public "/tmp/proofs/$n-public.json" --backend cuda
+  done 2>&1 | tee "$OUT/prove.log"
+  tar -C /tmp -cf "$OUT/proofs.tar" proofs
+}
+ntt() { timeout 240 python3 -m bench.gpu_ntt ${NTT_ARGS:-16 27} bench/results/gpu_ntt.md 2>&1 | tee "$OUT/ntt.log" | tail -n 3; }
+msm() {
+  timeout 240 python3 -m bench.gpu_msm ${MSM_ARGS:-16 24 22} "${MSM_OUT:-bench/results/gpu_msm.md}" 2>&1 \
+    | tee "$OUT/msm.log" | tail -n 3
+}
+stage() { timeout 240 python3 -m bench.gpu_stage ${STAGE_SIZES:-24} 2>&1 | tail -n 6; }
+memory() { timeout 300 python3 -m bench.gpu_memory_modes ${MEMORY_SIZES:-10 14 18 22} 2>&1 | tail -n 12; }
+blocks() { timeout 300 python3 -m bench.gpu_blocks ${BLOCKS_LOG:-22} 2>&1 | tail -n 20; }
+build() { timeout 300 python3 -m bench.kernel_build 2>&1 | tail -n 6; }
+engine() {
+  timeout 300 python3 -m bench.engine_throughput --backend cuda --curve bls12381 --circuit .extra/chain_2e14_bls \
+    --partitions 4 --jobs 6 --jobs-in-flight 2,5,10 --gpu-workers 1,2 --device-counts "${ENGINE_DEVICES:-1}" \
+    --out bench/results/engine_cuda_bls12381_chain_2e14_devices.md 2>&1 | grep -E "^dev="
+}
+scaling() {
+  local n counts=1 log
+  n=$(nvidia-smi -L | wc -l); [ "$n" -gt 1 ] && counts="1,$n"
+  for log in ${SCALING_LOGS:-20 22}; do
+    python3 -m bench.random_circuit bls12381 "$log" "/tmp/rand_2e$log"
+    timeout 240 python3 -m bench.engine_throughput --backend cuda --curve bls12381 --circuit "/tmp/rand_2e$log" \
+      --partitions 4 --jobs 3 --jobs-in-flight 3 --gpu-workers 2 --device-counts "$counts" \
+      --out "bench/results/engine_cuda_bls12381_rand_2e${log}_devices.md" 2>&1 | grep -E "^dev=|Error|error"
+  done
+}
+server() {
+  local gil
+  for gil in ${SERVER_GILS:-default}; do
+    [ "$gil" = default ] && gil=""
+    timeout 150 python3 -m bench.server_throughput --backend cuda --curve bls12381 --key-circuit chain_2e10 \
+      --requests 100 --latency-jobs 20 ${gil:+--gil-switch-interval $gil} 2>&1 | tail -n 12
+  done
+}
+cluster() {
+  local n log=${CLUSTER_LOG:-20} travel
+  n=$(nvidia-smi -L | wc -l)
+  export ZKPIPE_PG_BIN=${ZKPIPE_PG_BIN:-/tmp/site/pgserver/pginstall/bin}
+  chmod -R a+rX /tmp/site/pgserver 2> /dev/null  # PostgreSQL runs as a non-root user under root
+  [ -f "/tmp/rand_2e$log/witness.wtns" ] || python3 -m bench.random_circuit bls12381 "$log" "/tmp/rand_2e$log"
+  for travel in spool rows; do
+    timeout 280 python3 -m bench.cluster_throughput --backend cuda --curve bls12381 --circuit "/tmp/rand_2e$log" \
+      --workers "1,$n" --devices-per-worker --jobs "${CLUSTER_JOBS:-60}" --claims 0 \
+      $([ $travel = spool ] && echo --shared-spool) --out "bench/results/cluster_cuda_bls12381_rand_2e${log}_$travel.md" \
+      2>&1 | tee "$OUT/cluster_$travel.log" | grep -E "end to end|Error|error|wrote"
+  done
+}
+
+# bench module $3.. in tree $2 with a time limit of $1 s: as a module here, by path in trees from
+# before bench/ was a package
+bench_in() {
+  local limit=$1 dir=$2 mod=$3; shift 3
+  if [ -f "$dir/bench/common.py" ]; then (cd "$dir" && timeout "$limit" python3 -m "bench.$mod" "$@")
+  else (cd "$dir" && PYTHONPATH=${SITE:+$SITE:}$dir timeout "$limit" python3 "bench/$mod.py" "$@"); fi
+}
+seam() {
+  local n counts=1 version dir log
+  n=$(nvidia-smi -L | wc -l); [ "$n" -gt 1 ] && counts="1,$n"
+  mkdir -p /tmp/before && tar -C /tmp/before -xf .anchors/before.tar
+  for log in 14 20; do python3 -m bench.random_circuit bls12381 $log /tmp/rand$log >/dev/null; done
+  for version in after before; do
+    dir=$PWD; [ $version = before ] && dir=/tmp/before
+    bench_in 200 "$dir" engine_throughput --backend cuda --curve bls12381 --circuit /tmp/rand14 \
+      --partitions 4 --jobs 10 --jobs-in-flight 5 --gpu-workers 1,2 --device-counts "$counts" \
+      --out "$OUT/engine_${version}_2e14.md" 2>&1 | grep -E "^dev=|Error" | sed "s/^/$version 2^14 /"
+    bench_in 200 "$dir" engine_throughput --backend cuda --curve bls12381 --circuit /tmp/rand20 \
+      --partitions 4 --jobs 4 --jobs-in-flight 3 --gpu-workers 2 --device-counts "$counts" \
+      --out "$OUT/engine_${version}_2e20.md" 2>&1 | grep -E "^dev=|Error" | sed "s/^/$version 2^20 /"
+    bench_in 240 "$dir" gpu_stage 14 20 24 2>&1 | tail -n 8 | tee "$OUT/gpu_stage_$version.txt"
+  done
+  [ -x .anchors/bench_bls12381 ] && .anchors/bench_bls12381 20 24 24 24 2>&1 | tee "$OUT/sppark_bls.txt" | tail -n 12
+}
+
+for section in ${@:-tests demo prove stage msm engine server}; do
+  case $section in
+    tests|demo|prove|ntt|msm|stage|memory|blocks|build|engine|scaling|server|cluster|seam) echo "== $section"; $section ;;
+    *) echo "bench/device.sh: unknown section '$section'" >&2; rc=2 ;;
+  esac
+done
+# One archive: a call brings back at most 8 files.
+find bench/results -type f -newer "$started" -print0 | tar -cf "$OUT/results.tar" --null -T -
+[ -f "$OUT/pytest.log" ] && grep -E "passed|failed|error" "$OUT/pytest.log" | tail -n 3
+exit $rc

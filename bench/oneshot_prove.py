@@ -1,0 +1,244 @@
+"""One proof per process, the way scripts call snarkjs and rapidsnark: snarkjs against zkpipe.
+
+    python3 -m bench.oneshot_prove --backend cpu --sizes bn128:10 --runs 3               # this machine
+    python3 -m bench.oneshot_prove --backend cuda --sizes bn128:15:30000,bn128:20,bls12381:20 \\
+        --snarkjs ".nodeenv/node .nodeenv/node_modules/snarkjs/build/cli.cjs"              # the GPU host
+    (node and snarkjs there: shared/anchors/snarkjs/README.md)
+
+For each size (``CURVE:LOG2_DOMAIN[:SIGNALS]``; a random key and witness, bench/random_circuit.py:
+the work per proof is the same as a real circuit's with full-width witness values), each a median
+of ``--runs`` new processes, all on the same files:
+
+- snarkjs   ``snarkjs groth16 prove KEY WTNS PROOF PUBLIC``
+- cold      ``zkpipe prove KEY WTNS PROOF PUBLIC`` in a new process with an empty kernel cache
+            (ZKPIPE_ENGINE_CUDA_KERNEL_CACHE_DIR: a new folder each run): the kernels are the prebuilt ones when
+            the package has them (a wheel, or a checkout after ``aot_build --inplace``, which
+            this script runs first for --backend cuda), else NVRTC compiles them
+- warm      the same, the kernel cache kept from the runs before
+- server    ``zkpipe prove ... --server URL`` against a ``zkpipe serve`` started here with the
+            key preloaded (one proof first, untimed)
+
+Before timing, a real circuit (tests/fixtures/<curve>/chain_2e10) goes through the same
+one-shot command and its proof is checked (snarkjs groth16 verify where snarkjs is, else
+zkpipe verify). Writes bench/results/oneshot_prove_<backend>.md, with the ``--timings``
+breakdown of one cold and one warm run per size.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shlex
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from bench.random_circuit import write_random_circuit  # noqa: E402
+
+RESULTS = REPO / "bench" / "results"
+ZKPIPE = [sys.executable, "-m", "pipeline"]
+
+
+def run_timed(cmd: list[str], env: dict | None = None, timeout: float = 3600) -> tuple[float, str]:
+    """Wall seconds of one command (a new process) and its stderr; raises on a non-zero exit."""
+    t0 = time.perf_counter()
+    out = subprocess.run(cmd, cwd=REPO, env={**os.environ, **(env or {})}, capture_output=True, text=True,
+                         timeout=timeout)
+    wall = time.perf_counter() - t0
+    if out.returncode:
+        raise RuntimeError(f"{shlex.join(cmd)} exited {out.returncode}:\n{out.stdout[-2000:]}{out.stderr[-4000:]}")
+    return wall, out.stderr
+
+
+def snarkjs_command(option: str | None) -> list[str] | None:
+    if option:
+        return shlex.split(option)
+    local = REPO / "node_modules" / ".bin" / "snarkjs"
+    return [str(local)] if local.exists() else None
+
+
+def zkpipe_prove(key: Path, wtns: Path, out: Path, backend: str, *extra: str) -> list[str]:
+    return [*ZKPIPE, "prove", str(key), str(wtns), str(out / "proof.json"), str(out / "public.json"),
+            "--backend", backend, *extra]
+
+
+def check_real_circuit(curve: str, backend: str, snarkjs: list[str] | None, work: Path) -> str:
+    folder = REPO / "tests" / "fixtures" / curve / "chain_2e10"
+    out = work / f"check_{curve}"
+    out.mkdir()
+    run_timed(zkpipe_prove(folder / "circuit_final.zkey", folder / "witness.wtns", out, backend))
+    verify = ([*snarkjs, "groth16", "verify"] if snarkjs else [*ZKPIPE, "verify"])
+    run_timed([*verify, str(folder / "vk.json"), str(out / "public.json"), str(out / "proof.json")])
+    return f"{curve} chain_2e10 proved by `zkpipe prove --backend {backend}`, accepted by " \
+           f"{'snarkjs groth16 verify' if snarkjs else 'zkpipe verify'}"
+
+
+class Server:
+    """``zkpipe serve`` on a free loopback port over one key folder, the key preloaded."""
+
+    def __init__(self, keys: Path, backend: str, work: Path) -> None:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        self.url = f"http://127.0.0.1:{port}"
+        env = {**os.environ, "ZKPIPE_ENGINE_BACKEND": backend, "ZKPIPE_AUTH_TOKEN": ""}
+        self.log = open(work / "serve.log", "wb")
+        self.proc = subprocess.Popen([*ZKPIPE, "serve", "--keys-dir", str(keys), "--state-dir", str(work / "state"),
+                                      "--port", str(port)], cwd=REPO, env=env, stdout=self.log,
+                                     stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"zkpipe serve exited: {(work / 'serve.log').read_text()[-3000:]}")
+            try:
+                urllib.request.urlopen(f"{self.url}/healthz", timeout=2).read()
+                return
+            except OSError:
+                time.sleep(0.3)
+        raise RuntimeError("zkpipe serve did not answer /healthz")
+
+    def preload(self, key_id: str) -> None:
+        req = urllib.request.Request(f"{self.url}/v1/keys/{key_id}/preload", method="POST", data=b"")
+        urllib.request.urlopen(req, timeout=1800).read()
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self.log.close()
+
+
+def median_of(runs: int, cmd_for_run) -> tuple[float, str]:
+    """Median wall seconds over ``runs`` calls of ``cmd_for_run(i) -> (cmd, env)``; the first run's stderr."""
+    walls, first_err = [], ""
+    for i in range(runs):
+        cmd, env = cmd_for_run(i)
+        wall, err = run_timed(cmd, env)
+        walls.append(wall)
+        first_err = first_err or err
+    return statistics.median(walls), first_err
+
+
+def timings_block(stderr: str) -> str:
+    lines = stderr.splitlines()
+    start = next((i for i, line in enumerate(lines) if "where the time went" in line), None)
+    return "\n".join(lines[start:]) if start is not None else stderr[-2000:]
+
+
+def bench_size(spec: str, args, snarkjs, work: Path) -> dict:
+    parts = spec.split(":")
+    curve, log_domain = parts[0], int(parts[1])
+    size_dir = work / spec.replace(":", "_")
+    n_vars = write_random_circuit(size_dir / "keys_src", curve, log_domain, int(parts[2]) if len(parts) > 2 else None)
+    keys = size_dir / "keys"
+    keys.mkdir()
+    key_id = f"rand_{curve}_2e{log_domain}"
+    (keys / f"{key_id}.zkey").symlink_to(size_dir / "keys_src" / "circuit_final.zkey")
+    key, wtns = keys / f"{key_id}.zkey", size_dir / "keys_src" / "witness.wtns"
+    out = size_dir / "out"
+    out.mkdir()
+    row = {"curve": curve, "domain": f"2^{log_domain}", "signals": n_vars}
+
+    if snarkjs:
+        row["snarkjs_s"], _ = median_of(args.runs, lambda i: (
+            [*snarkjs, "groth16", "prove", str(key), str(wtns), str(out / "sj_proof.json"), str(out / "sj_public.json")],
+            {"NODE_OPTIONS": os.environ.get("NODE_OPTIONS", "--max-old-space-size=16384")}))
+    row["cold_s"], cold_err = median_of(args.runs, lambda i: (
+        zkpipe_prove(key, wtns, out, args.backend, "--timings"),
+        {"ZKPIPE_ENGINE_CUDA_KERNEL_CACHE_DIR": tempfile.mkdtemp(prefix="kcache-", dir=size_dir)}))
+    row["kernels"] = next((line.split("(kernels: ")[1].split(")")[0] for line in cold_err.splitlines()
+                           if "(kernels: " in line), "-")
+    warm_cache = {"ZKPIPE_ENGINE_CUDA_KERNEL_CACHE_DIR": str(size_dir / "kcache-warm")}
+    run_timed(zkpipe_prove(key, wtns, out, args.backend), warm_cache)  # fills the cache when nothing is prebuilt
+    row["warm_s"], warm_err = median_of(args.runs, lambda i: (
+        zkpipe_prove(key, wtns, out, args.backend, "--timings"), warm_cache))
+    server = Server(keys, args.backend, size_dir)
+    try:
+        server.preload(key_id)
+        run_timed(zkpipe_prove(key, wtns, out, args.backend, "--server", server.url))  # untimed first proof
+        row["server_s"], server_err = median_of(args.runs, lambda i: (
+            zkpipe_prove(key, wtns, out, args.backend, "--server", server.url, "--timings"), None))
+    finally:
+        server.stop()
+    row["timings"] = {"cold": timings_block(cold_err), "warm": timings_block(warm_err),
+                      "server": timings_block(server_err)}
+    return row
+
+
+def ratio(a: float | None, b: float | None) -> str:
+    return f"{a / b:.2f}" if a and b else "-"
+
+
+def write_report(rows: list[dict], args, checks: list[str], snarkjs) -> Path:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"oneshot_prove_{args.backend}{args.suffix}.md"
+    lines = [f"# One-shot proving: one proof per new process, zkpipe ({args.backend}) beside snarkjs",
+             "",
+             f"`python3 -m bench.oneshot_prove {' '.join(shlex.quote(a) for a in sys.argv[1:])}` on "
+             f"{platform.node()} ({os.cpu_count()} cores, Python {platform.python_version()}), "
+             f"{time.strftime('%Y-%m-%d %H:%M')}; medians of {args.runs} runs, seconds of wall time per command "
+             "(process start to exit). Random keys and full-width witnesses (bench/random_circuit.py). "
+             f"snarkjs: {shlex.join(snarkjs) if snarkjs else 'not run (no snarkjs here)'}.",
+             "",
+             "| curve | domain | signals | snarkjs s | cold s | warm s | server s | snarkjs / warm | snarkjs / server | cold kernels |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        sj = r.get("snarkjs_s")
+        lines.append(f"| {r['curve']} | {r['domain']} | {r['signals']} | {f'{sj:.3f}' if sj else '-'} | "
+                     f"{r['cold_s']:.3f} | {r['warm_s']:.3f} | {r['server_s']:.3f} | {ratio(sj, r['warm_s'])} | "
+                     f"{ratio(sj, r['server_s'])} | {r['kernels']} |")
+    lines += ["", "Checks before timing: " + "; ".join(checks) + ".", ""]
+    for r in rows:
+        for kind, text in r["timings"].items():
+            lines += [f"### {r['curve']} {r['domain']}: one {kind} run, `--timings`", "", "```", text, "```", ""]
+    path.write_text("\n".join(lines))
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--backend", default="cuda", choices=["cpu", "cuda", "auto"])
+    parser.add_argument("--sizes", default="bn128:15:30000,bn128:20,bls12381:20",
+                        help="CURVE:LOG2_DOMAIN[:SIGNALS], comma separated (default %(default)s)")
+    parser.add_argument("--runs", type=int, default=5, help="processes per measurement (default %(default)s)")
+    parser.add_argument("--snarkjs", help="the snarkjs command (default node_modules/.bin/snarkjs when present)")
+    parser.add_argument("--aot-arch", default="sm_90", help="prebuilt kernels to build first for --backend cuda "
+                        "when the checkout has none (default %(default)s)")
+    parser.add_argument("--work", help="scratch folder (default a new temporary one)")
+    parser.add_argument("--suffix", default="", help="appended to the results file name")
+    args = parser.parse_args(argv)
+    snarkjs = snarkjs_command(args.snarkjs)
+    work = Path(args.work or tempfile.mkdtemp(prefix="oneshot-"))
+    work.mkdir(parents=True, exist_ok=True)
+    if args.backend == "cuda":
+        from pipeline.backends.cuda.kernel_binaries import read_manifest
+
+        if read_manifest() is None:
+            print(f"building prebuilt kernels for {args.aot_arch} (untimed)", file=sys.stderr, flush=True)
+            run_timed([sys.executable, "-m", "pipeline.backends.cuda.aot_build", "--inplace", "--arch", args.aot_arch])
+    sizes = args.sizes.split(",")
+    checks = [check_real_circuit(curve, args.backend, snarkjs, work)
+              for curve in dict.fromkeys(spec.split(":")[0] for spec in sizes)]
+    rows = []
+    for spec in sizes:
+        print(f"{spec}: timing", file=sys.stderr, flush=True)
+        rows.append(bench_size(spec, args, snarkjs, work))
+        print(json.dumps({k: v for k, v in rows[-1].items() if k != "timings"}), file=sys.stderr, flush=True)
+    path = write_report(rows, args, checks, snarkjs)
+    print(path.read_text().split("\n### ")[0])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

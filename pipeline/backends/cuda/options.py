@@ -1,0 +1,39 @@
+"""``CudaOptions``: the CUDA backend's settings, given to its constructor.
+
+The engine holds them as ``EngineConfig.cuda`` (``EngineConfig.from_dict`` reads the
+``[engine.cuda]`` table of ``zkpipe.toml`` (environment: ``ZKPIPE_ENGINE_CUDA_<FIELD>``, see ``pipeline/config.py``). The
+backend reads no environment variable: what it does is what its options say. Importing this
+module needs nothing from cuda-python, so a CPU-only install can still read the config.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .launch import G1_MIN_BLOCKS_BUILT
+
+
+@dataclass(frozen=True)
+class CudaOptions:
+    # Scratch buffers from the device's stream-ordered pool (cuMemAllocAsync), freed in stream
+    # order. False: cuMemAlloc and a context-wide sync before each free, kept for comparisons
+    # (bench/gpu_memory_modes.py: the pool saves fixed cost per proof at small sizes).
+    stream_ordered_memory: bool = True
+    # Synchronise the stream after every launch, so that a fault names its kernel (debugging;
+    # it serialises the host with the device).
+    sync_after_launch: bool = False
+    # Blocks per SM the G1 bucket kernel's registers must allow, one of G1_MIN_BLOCKS_BUILT.
+    # None: per curve, the fastest measured (BLS12-381 4, BN254 5; bench/NOTES.md, MSM v3).
+    msm_g1_min_blocks: int | None = None
+    # Where compiled kernels are cached on disk; None: ~/.cache/zkpipe/kernels.
+    kernel_cache_dir: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("stream_ordered_memory", "sync_after_launch"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"CudaOptions.{name} must be true or false, got {getattr(self, name)!r}")
+        blocks = self.msm_g1_min_blocks
+        if blocks is not None and (isinstance(blocks, bool) or blocks not in G1_MIN_BLOCKS_BUILT):
+            raise ValueError(f"CudaOptions.msm_g1_min_blocks must be one of {G1_MIN_BLOCKS_BUILT} "
+                             f"(the variants built), got {blocks!r}")
+        if self.kernel_cache_dir is not None and (not isinstance(self.kernel_cache_dir, str) or not self.kernel_cache_dir):
+            raise ValueError(f"CudaOptions.kernel_cache_dir must be a folder path, got {self.kernel_cache_dir!r}")

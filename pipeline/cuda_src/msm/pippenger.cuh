@@ -1,0 +1,192 @@
+// Pippenger bucket MSM, templated over the coordinate field F (G1: mont_t, G2: fq2_t).
+// sum_i s_i P_i, scalars plain form (Fr, 8 x 32-bit words), points affine_t<F> (Montgomery).
+//
+// Steps (each a kernel; the host sequences them, see pipeline/backends/cuda/msm.py):
+//  1. msm_count_digits: signed c-bit digits d in [-2^(c-1), 2^(c-1)] of every scalar; the
+//     count of each bucket (window w, |d|) by warp-aggregated atomics. Zero digits are
+//     skipped, so a zero scalar costs nothing and a scalar 1 is one plain addition.
+//  2. exclusive scan of the counts -> bucket offsets (util/scan.cuh).
+//  3. msm_scatter_digits: point indices (sign in bit 31) grouped by bucket (a counting sort).
+//  4. msm_accumulate: chunks of at most T entries of one bucket each, one thread per chunk,
+//     partial sums in XYZZ; repeated over the partials until each bucket has one. The number
+//     of levels follows from an upper bound (a bucket holds at most n entries), so the host
+//     queues every launch without reading a count back. Fixed-size
+//     chunks keep hot buckets (the 1s of a bit-heavy witness) from serialising one thread.
+//  5. msm_bucket_segments: per window, sum_d d B_d by running sums over segments of L buckets,
+//     plus (segment start) * (segment sum); msm_reduce_halves sums the segments.
+//  6. msm_combine_windows: Horner over windows, c doublings each (one thread).
+#pragma once
+
+static constexpr uint32_t MSM_NEG_BIT = 0x80000000u;
+static constexpr uint32_t MSM_NO_BUCKET = 0xffffffffu;
+
+// Bits [off, off + c) of a 256-bit scalar (8 words), c <= 31; bits past 256 read as zero.
+__device__ __forceinline__ uint32_t scalar_bits(const uint32_t* s, int off, int c) {
+    const int w = off >> 5, sh = off & 31;
+    uint64_t lo = w < 8 ? s[w] : 0, hi = w + 1 < 8 ? s[w + 1] : 0;
+    return (uint32_t)(((hi << 32) | lo) >> sh) & ((1u << c) - 1);
+}
+
+// Bucket key of window `w` for the signed digit sequence; carries across windows in *carry.
+__device__ __forceinline__ uint32_t signed_digit_key(const uint32_t* s, int w, int c, uint32_t* carry, bool* neg) {
+    const uint32_t half = 1u << (c - 1);
+    uint32_t raw = scalar_bits(s, w * c, c) + *carry;
+    uint32_t mag;
+    if (raw > half) {  // d = raw - 2^c < 0
+        mag = (1u << c) - raw;
+        *carry = 1;
+        *neg = true;
+    } else {
+        mag = raw;
+        *carry = 0;
+        *neg = false;
+    }
+    return mag == 0 ? MSM_NO_BUCKET : (uint32_t)w * half + (mag - 1);
+}
+
+// Warp-aggregated atomicAdd(&d_ctr[key], 1): returns this lane's slot. All 32 lanes call it.
+__device__ __forceinline__ uint32_t warp_aggregated_inc(uint32_t* d_ctr, uint32_t key) {
+    const uint32_t group = __match_any_sync(0xffffffffu, key);
+    const int lane = threadIdx.x & 31;
+    const int leader = __ffs(group) - 1;
+    uint32_t base = 0;
+    if (key != MSM_NO_BUCKET && lane == leader) base = atomicAdd(&d_ctr[key], __popc(group));
+    base = __shfl_sync(group, base, leader);
+    return base + __popc(group & ((1u << lane) - 1));
+}
+
+__global__ void msm_count_digits(const uint32_t* __restrict__ d_scalars, uint32_t n, int c, int n_windows,
+                                 uint32_t* __restrict__ d_counts) {
+    const uint32_t stride = gridDim.x * blockDim.x;
+    for (uint32_t base = blockIdx.x * blockDim.x; base < n; base += stride) {  // warp-uniform trip count
+        const uint32_t i = base + threadIdx.x;
+        uint32_t s[8];
+#pragma unroll
+        for (int k = 0; k < 8; k++) s[k] = i < n ? d_scalars[8ull * i + k] : 0;
+        uint32_t carry = 0;
+        for (int w = 0; w < n_windows; w++) {
+            bool neg;
+            const uint32_t key = signed_digit_key(s, w, c, &carry, &neg);
+            warp_aggregated_inc(d_counts, key);
+        }
+    }
+}
+
+// d_point_index (may be null): the point of scalar i is d_point_index[i] (a tail MSM over the
+// "other" scalars of a split witness); null: point i.
+__global__ void msm_scatter_digits(const uint32_t* __restrict__ d_scalars, uint32_t n, int c, int n_windows,
+                                   uint32_t* __restrict__ d_cursor, uint32_t* __restrict__ d_entries,
+                                   const uint32_t* __restrict__ d_point_index) {
+    const uint32_t stride = gridDim.x * blockDim.x;
+    for (uint32_t base = blockIdx.x * blockDim.x; base < n; base += stride) {
+        const uint32_t i = base + threadIdx.x;
+        uint32_t s[8];
+#pragma unroll
+        for (int k = 0; k < 8; k++) s[k] = i < n ? d_scalars[8ull * i + k] : 0;
+        const uint32_t point = d_point_index != nullptr && i < n ? d_point_index[i] : i;
+        uint32_t carry = 0;
+        for (int w = 0; w < n_windows; w++) {
+            bool neg;
+            const uint32_t key = signed_digit_key(s, w, c, &carry, &neg);
+            const uint32_t slot = warp_aggregated_inc(d_cursor, key);
+            if (key != MSM_NO_BUCKET) d_entries[slot] = point | (neg ? MSM_NEG_BIT : 0u);
+        }
+    }
+}
+
+// Chunks of at most `chunk` entries per bucket: ceil(count / chunk).
+__global__ void msm_chunk_counts(const uint32_t* __restrict__ d_offsets, uint32_t n_buckets, uint32_t chunk,
+                                 uint32_t* __restrict__ d_chunk_counts) {
+    for (uint32_t b = blockIdx.x * blockDim.x + threadIdx.x; b < n_buckets; b += gridDim.x * blockDim.x)
+        d_chunk_counts[b] = (d_offsets[b + 1] - d_offsets[b] + chunk - 1) / chunk;
+}
+
+// Largest b < n_buckets with d_off[b] <= x (d_off non-decreasing, d_off[0] = 0).
+__device__ __forceinline__ uint32_t bucket_of(const uint32_t* __restrict__ d_off, uint32_t n_buckets, uint32_t x) {
+    uint32_t lo = 0, hi = n_buckets;  // answer in [lo, hi)
+    while (hi - lo > 1) {
+        const uint32_t mid = (lo + hi) >> 1;
+        if (d_off[mid] <= x) lo = mid; else hi = mid;
+    }
+    return lo;
+}
+
+// One thread per chunk: the sum of its entries. AFFINE: entries index affine points (sign in
+// bit 31); otherwise the entries are the XYZZ partials of the previous level, in order.
+// MIN_BLOCKS: blocks of MSM_ACC_THREADS per SM the register allocation must allow (occupancy).
+// MSM_ACC_THREADS comes from the generated header (pipeline/backends/cuda/launch.py).
+template <class F, bool AFFINE, int MIN_BLOCKS>
+__global__ void __launch_bounds__(MSM_ACC_THREADS, MIN_BLOCKS) msm_accumulate(xyzz_t<F>* __restrict__ d_out, const affine_t<F>* __restrict__ d_points,
+                               const uint32_t* __restrict__ d_entries, const xyzz_t<F>* __restrict__ d_partials_in,
+                               const uint32_t* __restrict__ d_offsets, const uint32_t* __restrict__ d_chunk_off,
+                               uint32_t n_buckets, uint32_t chunk, const uint32_t* __restrict__ d_n_chunks) {
+    // The chunk count is read on the device (d_chunk_off[n_buckets]): the host sizes the grid by
+    // an upper bound and never waits for the count (no mid-MSM host round trip).
+    const uint32_t n_chunks = *d_n_chunks;
+    for (uint32_t ch = blockIdx.x * blockDim.x + threadIdx.x; ch < n_chunks; ch += gridDim.x * blockDim.x) {
+        const uint32_t b = bucket_of(d_chunk_off, n_buckets, ch);
+        const uint32_t start = d_offsets[b] + (ch - d_chunk_off[b]) * chunk;
+        const uint32_t end = min(start + chunk, d_offsets[b + 1]);
+        xyzz_t<F> acc = xyzz_t<F>::inf();
+        for (uint32_t e = start; e < end; e++) {
+            if (AFFINE) {
+                const uint32_t entry = d_entries[e];
+                affine_t<F> p = d_points[entry & ~MSM_NEG_BIT];
+                if (entry & MSM_NEG_BIT) p = p.neg();
+                acc.add_affine(p);
+            } else {
+                acc.add(d_partials_in[e]);
+            }
+        }
+        d_out[ch] = acc;
+    }
+}
+
+template <class F>
+__device__ __forceinline__ xyzz_t<F> bucket_sum(const xyzz_t<F>* d_partials, const uint32_t* d_chunk_off, uint32_t b) {
+    return d_chunk_off[b + 1] > d_chunk_off[b] ? d_partials[d_chunk_off[b]] : xyzz_t<F>::inf();
+}
+
+// Thread (w, s): sum over digits d in segment s of window w of d * B_d, with
+//   sum_d d B_d = sum_d (d - s L) B_d + s L sum_d B_d   (running sums give the first term).
+template <class F>
+__global__ void msm_bucket_segments(xyzz_t<F>* __restrict__ d_seg, const xyzz_t<F>* __restrict__ d_partials,
+                                    const uint32_t* __restrict__ d_chunk_off, uint32_t buckets_per_window,
+                                    uint32_t seg_len, uint32_t n_windows) {
+    const uint32_t segs = buckets_per_window / seg_len;
+    for (uint32_t t = blockIdx.x * blockDim.x + threadIdx.x; t < n_windows * segs; t += gridDim.x * blockDim.x) {
+        const uint32_t w = t / segs, s = t % segs;
+        const uint32_t first = w * buckets_per_window + s * seg_len;  // bucket of digit s L + 1
+        xyzz_t<F> running = xyzz_t<F>::inf(), acc = xyzz_t<F>::inf();
+        for (int i = seg_len - 1; i >= 0; i--) {
+            running.add(bucket_sum(d_partials, d_chunk_off, first + i));
+            acc.add(running);
+        }
+        acc.add(running.mul_u32(s * seg_len));
+        d_seg[t] = acc;
+    }
+}
+
+// d[g * len + i] += d[g * len + i + half] for every group g, i < half.
+template <class F>
+__global__ void msm_reduce_halves(xyzz_t<F>* __restrict__ d_seg, uint32_t n_groups, uint32_t len, uint32_t half) {
+    for (uint32_t t = blockIdx.x * blockDim.x + threadIdx.x; t < n_groups * half; t += gridDim.x * blockDim.x) {
+        const uint32_t g = t / half, i = t % half;
+        xyzz_t<F> a = d_seg[g * len + i];
+        a.add(d_seg[g * len + i + half]);
+        d_seg[g * len + i] = a;
+    }
+}
+
+// One thread: total = sum_w 2^(c w) W_w (Horner from the top window); d_out[0] = total.
+template <class F>
+__global__ void msm_combine_windows(xyzz_t<F>* __restrict__ d_out, const xyzz_t<F>* __restrict__ d_seg,
+                                    uint32_t len, uint32_t n_windows, int c) {
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    xyzz_t<F> total = xyzz_t<F>::inf();
+    for (int w = n_windows - 1; w >= 0; w--) {
+        for (int i = 0; i < c; i++) total = total.dbl();
+        total.add(d_seg[(uint32_t)w * len]);
+    }
+    d_out[0] = total;
+}

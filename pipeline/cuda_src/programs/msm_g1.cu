@@ -1,0 +1,6 @@
+// Build unit "msm_g1": counting sort of digits and the bucket MSM over G1 (coordinates in Fq), and the
+// 0 / 1 split of a witness (field-agnostic: it reads Fr scalars only).
+#include "curve_types.cuh"
+#include "util/scan.cuh"
+#include "msm/pippenger.cuh"
+#include "msm/split.cuh"

@@ -1,0 +1,49 @@
+// Kernels that expose single field and point operations to the tests (tests/gpu), so each
+// formula is checked against the Python golden model on its own. The op codes (FieldOp and
+// PointOp values) come from the generated header (pipeline/backends/cuda/launch.py).
+#pragma once
+
+template <class F>
+__global__ void test_field_op(F* __restrict__ d_out, const F* __restrict__ d_a, const F* __restrict__ d_b,
+                              int op, uint32_t n) {
+    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        const F a = d_a[i], b = d_b[i];
+        F r;
+        switch (op) {
+            case OP_ADD: r = a + b; break;
+            case OP_SUB: r = a - b; break;
+            case OP_MUL: r = a * b; break;
+            case OP_SQR: r = a.sqr(); break;
+            case OP_NEG: r = -a; break;
+            case OP_INV: r = a.inverse(); break;
+            case OP_TO_MONT: r = a.to_mont(); break;
+            case OP_FROM_MONT: r = a.from_mont(); break;
+            default: r = a.dbl(); break;
+        }
+        d_out[i] = r;
+    }
+}
+
+template <class F>
+__global__ void test_point_op(xyzz_t<F>* __restrict__ d_out, const xyzz_t<F>* __restrict__ d_p,
+                              const xyzz_t<F>* __restrict__ d_q, const affine_t<F>* __restrict__ d_aff,
+                              const uint32_t* __restrict__ d_k, int op, uint32_t n) {
+    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        xyzz_t<F> p = d_p[i];
+        switch (op) {
+            case PT_ADD: p.add(d_q[i]); break;
+            case PT_ADD_AFFINE: p.add_affine(d_aff[i]); break;
+            case PT_DBL: p = p.dbl(); break;
+            case PT_NEG: p = p.neg(); break;
+            default: p = p.mul_u32(d_k[i]); break;
+        }
+        d_out[i] = p;
+    }
+}
+
+// Busy-waits about `cycles` SM clocks: a long kernel for the event-await loop-lag test.
+__global__ void test_spin(uint64_t cycles, uint32_t* __restrict__ d_flag) {
+    const uint64_t start = clock64();
+    while (clock64() - start < cycles) {}
+    if (threadIdx.x == 0 && blockIdx.x == 0) d_flag[0] = 1;
+}

@@ -1,0 +1,106 @@
+"""One proof in this process: the device is set up while the key and the witness are read.
+
+    main thread                         "device" thread
+    read the key's header (curve, size) ─┐
+    read the key, the witness (or        ├ backend: import cuda-python, driver, context;
+    compute it: fullprove), check it     │ the curve's kernel modules (prebuilt binaries,
+                                         │ else the NVRTC cache, else compiled), NTT twiddles
+                    wait for the device ─┘
+    upload the key, H, MSMs, assemble
+
+The driver's calls and numpy's file reads release the GIL, so the two overlap.
+"""
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .timeline import Timeline
+
+
+@dataclass
+class LocalProof:
+    zkey: Any  # formats.types.Groth16Zkey
+    proof: Any  # groth16.prover.Proof
+    backend_name: str
+    kernel_origins: dict[str, str]  # unit -> "prebuilt" | "cache" | "nvrtc" (CUDA only)
+
+
+class DeviceSetup:
+    """``create_backend`` and the curve's kernels on a thread of their own; ``result()`` joins it
+    and re-raises what it raised."""
+
+    def __init__(self, backend_name: str, curve, log_domain: int, timeline: Timeline) -> None:
+        self._name, self._curve, self._log_domain, self._timeline = backend_name, curve, log_domain, timeline
+        self._backend = None
+        self._error: BaseException | None = None
+        self.kernel_origins: dict[str, str] = {}
+        self._thread = threading.Thread(target=self._run, name="device", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            with self._timeline.step(f"backend {self._name}: import, driver, context"):
+                from ..backends import create_backend
+
+                backend = create_backend(self._name)
+            with self._timeline.step(f"{backend.name}: prepare {self._curve.name}, 2^{self._log_domain} "
+                                     "(kernel modules, tables)"):
+                self.kernel_origins = backend.prepare(self._curve, self._log_domain)
+            self._backend = backend
+        except BaseException as exc:  # handed to the main thread by result()
+            self._error = exc
+
+    def result(self):
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._backend
+
+
+def wtns_file(path: str) -> Callable[[Timeline], Any]:
+    """The witness of ``zkpipe prove``: a .wtns file."""
+    def load(timeline: Timeline):
+        from ..formats.wtns import read_wtns
+
+        with timeline.step("read the witness"):
+            return read_wtns(path)
+    return load
+
+
+def circuit_inputs(input_path: str, wasm_path: str) -> Callable[[Timeline], Any]:
+    """The witness of ``zkpipe fullprove``: circuit inputs (JSON) run through circom's wasm."""
+    def load(timeline: Timeline):
+        from ..formats.snarkjs_json import load_json
+        from ..witness.calculator import WitnessCalculator
+
+        with timeline.step("load the circuit's wasm (wasmtime)"):
+            calculator = WitnessCalculator(wasm_path)
+        with timeline.step("compute the witness"):
+            return calculator.calculate(load_json(input_path), label=input_path)
+    return load
+
+
+def prove_local(key_path: str, witness: Callable[[Timeline], Any], backend_name: str,
+                timeline: Timeline) -> LocalProof:
+    """Prove the witness ``witness(timeline)`` gives (``wtns_file``, ``circuit_inputs``) with
+    ``key_path`` on ``backend_name`` (cpu, cuda or auto)."""
+    with timeline.step("import readers (numpy, curves)"):
+        from ..formats.zkey import read_zkey, read_zkey_header
+        from ..groth16.prover import check_witness, prove
+    with timeline.step("read the key's header"):
+        header = read_zkey_header(key_path)
+    device = DeviceSetup(backend_name, header.curve, header.domain_size.bit_length() - 1, timeline)
+    with timeline.step("read the key"):
+        zkey = read_zkey(key_path)
+    witness = witness(timeline)
+    check_witness(zkey, witness)
+    with timeline.step("wait for the device"):
+        backend = device.result()
+    with timeline.step(f"load the key on {backend.name}"):
+        key = backend.load_key(zkey)
+    with timeline.step("prove (H, MSMs, assemble)"):
+        proof = prove(backend, key, zkey, witness)
+    return LocalProof(zkey, proof, backend.name, device.kernel_origins)

@@ -1,0 +1,136 @@
+"""Hand one proof to a running ``zkpipe serve`` and get the same two files a local proof writes.
+
+The server finds the key by its fingerprint (``formats.key_fingerprint``: the verification key
+the proof will verify against), never by file name, so a server that serves another key under
+the same name is refused, not used. The witness goes as it is (a ``.wtns`` file part); the
+proof comes back as snarkjs JSON. Standard library only, plus orjson: no numpy, no asyncio, no
+aiohttp, so this path starts in a few tens of milliseconds.
+
+    GET  /v1/keys                  which key id has this fingerprint
+    POST /v1/jobs                  multipart: key_id, priority, the witness       -> job id
+    GET  /v1/jobs/{id}?wait=30     until done (long poll)                         -> proof, public
+"""
+from __future__ import annotations
+
+import http.client
+import os
+import time
+from urllib.parse import urlsplit
+
+import orjson
+
+from ..errors import BadInput, Unavailable, ZkpipeError
+from ..formats.key_fingerprint import zkey_fingerprint
+from .timeline import Timeline
+
+FINAL_STATES = ("done", "failed", "cancelled")
+POLL_WAIT_S = 30.0
+
+
+class ServerRefused(BadInput):
+    """The server refused the request (HTTP 4xx), or does not serve this key."""
+
+
+class ServerUnreachable(Unavailable):
+    """No zkpipe server answers at the URL."""
+
+
+class RemoteJobFailed(ZkpipeError):
+    """The server took the job and it failed there (or did not finish in time): exit 1, as ``submit``."""
+
+
+class _Server:
+    """One keep-alive connection; every answer is JSON (``{"error": {...}}`` on failure)."""
+
+    def __init__(self, url: str, token: str, timeout_s: float) -> None:
+        parts = urlsplit(url if "://" in url else f"http://{url}")
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ServerRefused(f"--server {url!r}: expected http://HOST:PORT")
+        conn_class = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+        self.url = f"{parts.scheme}://{parts.netloc}"
+        self.prefix = parts.path.rstrip("/")
+        self.conn = conn_class(parts.hostname, parts.port, timeout=timeout_s)
+        self.headers = {"Authorization": f"Bearer {token}"} if token else {}
+
+    def call(self, method: str, path: str, body: bytes | None = None, content_type: str | None = None):
+        headers = dict(self.headers)
+        if content_type:
+            headers["Content-Type"] = content_type
+        try:
+            self.conn.request(method, self.prefix + path, body=body, headers=headers)
+            resp = self.conn.getresponse()
+            raw = resp.read()
+        except (ConnectionError, OSError) as exc:
+            raise ServerUnreachable(f"no zkpipe server answers at {self.url} ({exc.strerror or exc}); "
+                              "start one with `zkpipe serve --keys-dir DIR`, or prove here without --server") from None
+        try:
+            answer = orjson.loads(raw) if raw else {}
+        except orjson.JSONDecodeError:
+            raise ServerRefused(f"{self.url}{path}: HTTP {resp.status}, not a zkpipe server's answer") from None
+        if resp.status >= 400:
+            message = (answer.get("error") or {}).get("message") if isinstance(answer, dict) else None
+            failure = ServerRefused if resp.status < 500 else RemoteJobFailed
+            raise failure(f"{self.url}{path}: HTTP {resp.status}: {message or raw[:200]!r}")
+        return answer
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def _multipart(fields: dict[str, str], file_field: str, filename: str, data: bytes) -> tuple[bytes, str]:
+    boundary = os.urandom(16).hex()
+    parts = [f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n{value}\r\n'.encode()
+             for name, value in fields.items()]
+    parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="{file_field}"; filename="{filename}"\r\n'
+                 "Content-Type: application/octet-stream\r\n\r\n".encode() + data + b"\r\n")
+    parts.append(f"--{boundary}--\r\n".encode())
+    return b"".join(parts), f"multipart/form-data; boundary={boundary}"
+
+
+def find_key_id(keys: list[dict], fingerprint: str, key_path: str, url: str) -> str:
+    """The id under which the server serves the key with ``fingerprint`` (its file's own name first)."""
+    matching = [k["key_id"] for k in keys if k.get("fingerprint") == fingerprint]
+    if not matching:
+        served = ", ".join(k.get("key_id", "?") for k in keys) or "none"
+        raise ServerRefused(f"the server at {url} does not serve the key {key_path} (its keys: {served}); "
+                          "put it in the server's --keys-dir, or prove here without --server")
+    stem = os.path.splitext(os.path.basename(key_path))[0]
+    return stem if stem in matching else matching[0]
+
+
+def prove_remote(url: str, key_path: str, wtns_path: str, token: str, timeline: Timeline,
+                 wait_s: float = 600.0) -> tuple[object, object, str]:
+    """(proof.json, public.json, job id) for one witness, proved by the server at ``url``."""
+    with timeline.step("fingerprint the key, read the witness"):
+        fingerprint = zkey_fingerprint(key_path)
+        with open(wtns_path, "rb") as fh:
+            witness = fh.read()
+    server = _Server(url, token, timeout_s=POLL_WAIT_S + 30)
+    try:
+        with timeline.step("find the key on the server"):
+            key_id = find_key_id(server.call("GET", "/v1/keys").get("keys", []), fingerprint, key_path, server.url)
+        with timeline.step(f"submit the job (key {key_id})"):
+            body, content_type = _multipart({"key_id": key_id, "priority": "high"}, "witness",
+                                            os.path.basename(wtns_path), witness)
+            job = server.call("POST", "/v1/jobs", body, content_type)
+        with timeline.step("wait for the proof"):
+            deadline = time.monotonic() + wait_s
+            while job.get("state") not in FINAL_STATES:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise RemoteJobFailed(f"job {job['job_id']} not done after {wait_s:.0f} s "
+                                          f"(still {job.get('state')})")
+                job = server.call("GET", f"/v1/jobs/{job['job_id']}?wait={min(left, POLL_WAIT_S):.1f}")
+    finally:
+        server.close()
+    if job["state"] != "done":
+        reason = (job.get("error") or {}).get("message", "")
+        raise RemoteJobFailed(f"job {job['job_id']} {job['state']}: {reason}".rstrip(": "))
+    item = job["proofs"][0]
+    return item["proof"], item["public_signals"], job["job_id"]
+
+
+def write_json(path: str, obj) -> None:
+    """The same bytes as ``formats.snarkjs_json`` writes for a local proof."""
+    with open(path, "wb") as fh:
+        fh.write(orjson.dumps(obj, option=orjson.OPT_INDENT_2) + b"\n")
