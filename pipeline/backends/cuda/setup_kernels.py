@@ -1,4 +1,4 @@
-"""Host side of the development setup's kernels (cuda_src/setup/): build units, launches, buffers.
+"""Host side of the development setup's kernels (pipeline/cuda_src/setup/): build units, launches, buffers.
 
 ``SetupKernels`` is ``CurveKernels`` over the setup's own build units (programs/setup_fr.cu,
 setup_g1.cu, setup_g2.cu), so the backend's units are neither rebuilt nor touched.
@@ -19,6 +19,7 @@ from ...curves.encoding import encode_g1_mont, encode_g2_mont
 from ...curves.points import CurveGroup
 from ...curves.scalar_mul import batch_to_affine
 from .kernels import I32, PTR, SIGNATURES, U32, U64, CurveKernels, grid_for
+from .launch import SETUP_BLOCK, SETUP_MUL_THREADS
 from .msm import MsmRunner
 
 SETUP_UNITS: dict[str, tuple[str, ...]] = {
@@ -45,8 +46,7 @@ SETUP_SIGNATURES: dict[str, tuple[str, ...]] = {
     "setup_xyzz_to_affine": (PTR, PTR, U64),
 }
 
-CODE_BYTES = 2  # coefficient codes are uint16 (cuda_src/setup/codes.cuh)
-BLOCK = 256  # threads per block of every setup kernel (setup_fixed_base_mul's launch bounds assume it)
+CODE_BYTES = 2  # coefficient codes are uint16 (pipeline/cuda_src/setup/codes.cuh)
 BATCH_INVERSE_THREADS = 1 << 17  # threads of a batch inversion: enough to fill an H200, >= 8 elements each at 2^20
 EVAL_CHUNK = 32  # terms per thread at level 0 of the per-signal sums (field products)
 LEVEL_CHUNK = 64  # partials per thread at the later levels (field additions)
@@ -58,6 +58,7 @@ BOOTSTRAP_WINDOW = 4  # the device table is multiplied out of a host-made one of
 class SetupKernels(CurveKernels):
     units = SETUP_UNITS
     signatures = SETUP_SIGNATURES
+    default_units = None  # all three setup units at once (built in parallel); none of the prover's
     default_units = None  # all three setup units at once
 
 
@@ -149,13 +150,13 @@ class SetupRunner:
         fr = self.curve.fr
         return fr.limbs_from_ints([fr.to_mont(value % fr.modulus)])[0]
 
-    def _launch(self, expr: str, n_threads: int, args: tuple) -> None:
-        """Enough blocks of BLOCK threads for ``n_threads`` (grid-stride kernels loop beyond the cap)."""
-        self.kernels.launch(expr, grid_for(n_threads, BLOCK), BLOCK, args, self.stream)
+    def _launch(self, expr: str, n_threads: int, args: tuple, block: int = SETUP_BLOCK) -> None:
+        """Enough blocks for ``n_threads`` (grid-stride kernels loop beyond the cap)."""
+        self.kernels.launch(expr, grid_for(n_threads, block), block, args, self.stream)
 
     def _launch_exact(self, expr: str, n_threads: int, args: tuple) -> None:
         """Exactly ``n_threads`` threads: the batch inversions give each thread ceil(n / threads) elements."""
-        block = max(1, min(BLOCK, n_threads))
+        block = max(1, min(SETUP_BLOCK, n_threads))
         self.kernels.launch(expr, -(-n_threads // block), block, args, self.stream)
 
     def _read_u32(self, buf, index: int) -> int:
@@ -296,7 +297,7 @@ class SetupRunner:
                 count = min(chunk, n - first)
                 self._launch(f"setup_fixed_base_mul<{field}>", count,
                              (d_xyzz.ptr, d_scalars + first * self.fr_bytes, count, d_table, plan.window,
-                              plan.n_windows))
+                              plan.n_windows), block=SETUP_MUL_THREADS)  # its launch bounds
                 self.to_affine(group, d_out + first * self.point_bytes(group), d_xyzz.ptr, count, affine_threads)
 
     def close(self) -> None:

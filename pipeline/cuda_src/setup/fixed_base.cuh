@@ -10,9 +10,8 @@
 #pragma once
 
 // d_out[i] = k_i G (XYZZ), k_i = d_scalars[i] (Fr, Montgomery). Launched in blocks of
-// SETUP_MUL_THREADS; two resident blocks per SM cap the registers at 128, the MSM's choice for
-// its inlined mixed additions on BLS12-381 (bench/NOTES.md, MSM v2 and v3).
-static constexpr int SETUP_MUL_THREADS = 256;
+// SETUP_MUL_THREADS (generated header, pipeline/backends/cuda/launch.py); two resident blocks
+// per SM cap the registers at 128, the MSM's choice for its inlined mixed additions on BLS12-381.
 template <class F>
 __global__ void __launch_bounds__(SETUP_MUL_THREADS, 2)
 setup_fixed_base_mul(xyzz_t<F>* __restrict__ d_out, const fr_t* __restrict__ d_scalars, uint64_t n,
