@@ -8,11 +8,13 @@ the storage until a write succeeds again, and then accepts work again.
 """
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import errno
 import logging
 import sqlite3
 import time
+from collections.abc import Awaitable, Callable
 
 from ..errors import Unavailable
 
@@ -49,6 +51,7 @@ class StorageHealth:
         self.problem: StorageUnavailable | None = None
         self.since: float | None = None
         self.failures = 0
+        self._back = asyncio.Event()  # set, and renewed, each time the storage works again
 
     def failed(self, exc: StorageUnavailable) -> None:
         if self.problem is None:
@@ -58,15 +61,33 @@ class StorageHealth:
         self.failures += 1
 
     def recovered(self) -> None:
+        """Called on the event loop (``failed`` may come from any thread)."""
         if self.problem is not None:
             log.warning("storage works again after %.1f s; accepting jobs", time.time() - (self.since or time.time()))
         self.problem, self.since = None, None
+        self._back.set()
+        self._back = asyncio.Event()
 
-    @contextlib.contextmanager
-    def watch(self):
-        """Report a ``StorageUnavailable`` raised in the block, and let it go on."""
-        try:
-            yield
-        except StorageUnavailable as exc:
-            self.failed(exc)
-            raise
+    async def wait_recovered(self, timeout_s: float) -> None:
+        """Until a probe finds the storage working again, or ``timeout_s`` has passed."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._back.wait(), timeout_s)
+
+    async def probe_while_failing(self, probes: list[Callable[[], Awaitable[None]]], interval_s: float) -> None:
+        """Forever: while a problem is recorded, run every probe each ``interval_s``; when all pass, recovered.
+
+        A probe raises ``StorageUnavailable`` (and records it) while its storage refuses writes.
+        """
+        while True:
+            await asyncio.sleep(interval_s)
+            if self.problem is None:
+                continue
+            try:
+                for probe in probes:
+                    await probe()
+            except StorageUnavailable:
+                continue
+            except Exception:
+                log.exception("storage probe failed")
+                continue
+            self.recovered()

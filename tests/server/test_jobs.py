@@ -16,7 +16,8 @@ from pipeline.server import jobs as jobs_module
 from pipeline.server import store as store_module
 from pipeline.server.jobs import JobService
 from pipeline.server.state import SERVICE
-from pipeline.server.store import JobRow, JobStore, Spool, manifest_of
+from pipeline.server.spool import Spool
+from pipeline.server.store import JobRow, JobStore, manifest_of
 from pipeline.server.uploads import partition_file
 from tests.server.faults import DiskSwitch, FaultyDisk
 from tests.server.server_helpers import AUTH, check_proof, make_config, multiplier_witness, vk_for

@@ -20,7 +20,8 @@ from pathlib import Path
 import orjson
 
 from ..errors import ApiError
-from ..store import JobRow, Spool
+from ..spool import Spool
+from ..store import JobRow
 from ..uploads import INPUTS_FILE, Upload, partition_file
 from .notify import Notifications
 from .pg_store import PartitionInput, PostgresJobStore
