@@ -197,7 +197,7 @@ class GpuDevSetup:
                 d_signals.upload(signals, rt.stream, offset=4 * start)
                 d_codes.upload(codes, rt.stream, offset=CODE_BYTES * start)
                 if positions is not None:
-                    with alloc.upload(positions.astype(np.uint32), "setup record positions", rt.stream) as d_pos:
+                    with alloc.upload(positions, "setup record positions (uint32)", rt.stream) as d_pos:
                         rt.stored_coefficients(d_coeff, d_codes.ptr + CODE_BYTES * start, d_table, d_pos.ptr, k)
                 start += k
             grouped = rt.group_by_signal(d_signals.ptr, d_rows.ptr, d_codes.ptr, m, n_vars)
