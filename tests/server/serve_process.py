@@ -50,7 +50,6 @@ class ServeProcess:
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen | None = None
         self.starts = 0
-        self.env: dict[str, str] = {}  # more environment for the server (ZKPIPE_* settings)
 
     async def start(self, timeout_s: float = 60.0) -> None:
         self.starts += 1
