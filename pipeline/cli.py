@@ -6,6 +6,7 @@ Exit codes: 0 success (or a valid proof), 1 an invalid proof (or a job that fail
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 import time
@@ -200,7 +201,27 @@ def _add_prove_parsers(sub) -> None:
         parser.set_defaults(parser_error=parser.error)
 
 
-def build_parser() -> argparse.ArgumentParser:
+# Subcommands whose parsers live with their code: command -> (module, function adding its parser).
+# Only the module of the command being run is imported, so `zkpipe prove` pays for no other
+# command's imports (setup and synth-circuit bring numpy and the curves in to build theirs); help
+# and usage errors import them all.
+OTHER_COMMANDS = {
+    "serve": ("pipeline.server.cli_commands", "add_server_commands"),
+    "submit": ("pipeline.server.cli_commands", "add_server_commands"),
+    "setup": ("pipeline.setup.command", "add_setup_command"),
+    "synth-circuit": ("pipeline.synth.cli_command", "add_synth_commands"),
+}
+OWN_COMMANDS = ("prove", "fullprove", "verify", "export-vk", "inspect", "demo")
+
+
+def _command_of(argv: list[str]) -> str | None:
+    """The subcommand ``argv`` runs (its first word), None for none (``zkpipe --help``)."""
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser, with every subcommand; with ``command`` (one of ours or of ``OTHER_COMMANDS``),
+    only the other modules that command needs are imported."""
     parser = argparse.ArgumentParser(prog="zkpipe", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -226,18 +247,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", default="auto", choices=["cpu", "cuda", "auto"])
     p.set_defaults(func=cmd_demo)
 
-    from .server.cli_commands import add_server_commands
-    from .setup.command import add_setup_command
-    from .synth.cli_command import add_synth_commands
-
-    add_server_commands(sub)
-    add_setup_command(sub)
-    add_synth_commands(sub)
+    if command in OWN_COMMANDS:
+        registrars = []
+    elif command in OTHER_COMMANDS:
+        registrars = [OTHER_COMMANDS[command]]
+    else:
+        registrars = list(dict.fromkeys(OTHER_COMMANDS.values()))
+    for module, function in registrars:
+        getattr(importlib.import_module(module), function)(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(_command_of(argv)).parse_args(argv)
     try:
         return args.func(args)
     except (BadInput, Unavailable) as exc:

@@ -44,8 +44,9 @@ class DeviceSetup:
         try:
             with self._timeline.step(f"backend {self._name}: import, driver, context"):
                 from ..backends import create_backend
+                from ..config import cuda_options_from_env
 
-                backend = create_backend(self._name)
+                backend = create_backend(self._name, options=cuda_options_from_env())
             with self._timeline.step(f"{backend.name}: prepare {self._curve.name}, 2^{self._log_domain} "
                                      "(kernel modules, tables)"):
                 self.kernel_origins = backend.prepare(self._curve, self._log_domain)
