@@ -58,7 +58,7 @@ def build_prebuilt(out_dir: Path, archs: tuple[str, ...], curves=CURVES, cache_d
     from .kernels import UNITS, compile_jobs, unit_headers
     from .nvrtc_build import nvrtc_version
 
-    jobs = {(c.name, u, a): (u, unit_headers(c), a) for a in archs for c in curves for u in UNITS}
+    jobs = {(c.name, u, a): (u, UNITS[u], unit_headers(c), a) for a in archs for c in curves for u in UNITS}
     t0 = time.perf_counter()
     built = compile_jobs(jobs, cache_dir, parallel)
     if out_dir.exists():
@@ -68,7 +68,7 @@ def build_prebuilt(out_dir: Path, archs: tuple[str, ...], curves=CURVES, cache_d
     for (curve_name, unit, arch), b in built.items():
         name = binary_name(curve_name, unit, arch)
         (out_dir / name).write_bytes(b.cubin)
-        headers = jobs[(curve_name, unit, arch)][1]
+        headers = jobs[(curve_name, unit, arch)][2]
         entries.append({"curve": curve_name, "unit": unit, "arch": arch, "file": name,
                         "source_sha256": source_digest(unit, headers, DEFAULT_OPTIONS, UNITS[unit]),
                         "cubin_sha256": hashlib.sha256(b.cubin).hexdigest(), "lowered": b.lowered,
