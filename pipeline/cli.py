@@ -83,8 +83,9 @@ def cmd_prove(args) -> int:
     if args.server:
         return _prove_on_server(args, timeline, proof_path, public_path)
     with timeline.step("import the prove path"):
-        from .oneshot.local import prove_local, wtns_file
-    result = prove_local(args.key, wtns_file(args.witness), args.backend, timeline)
+        from .oneshot.local import DeviceSetup, prove_local, wtns_file
+    device = DeviceSetup(args.backend, timeline)  # first: the driver and context take the longest
+    result = prove_local(args.key, wtns_file(args.witness), device, timeline)
     return _finish_local(args, result, timeline, proof_path, public_path)
 
 
@@ -106,9 +107,9 @@ def cmd_fullprove(args) -> int:
     timeline = Timeline()
     proof_path, public_path = _output_paths(args, args.parser_error)
     with timeline.step("import the prove path"):
-        from .oneshot.local import circuit_inputs, prove_local
-
-    result = prove_local(args.key, circuit_inputs(args.input, args.wasm), args.backend, timeline)
+        from .oneshot.local import DeviceSetup, circuit_inputs, prove_local
+    device = DeviceSetup(args.backend, timeline)
+    result = prove_local(args.key, circuit_inputs(args.input, args.wasm), device, timeline)
     return _finish_local(args, result, timeline, proof_path, public_path)
 
 
