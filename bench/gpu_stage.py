@@ -15,8 +15,8 @@ import numpy as np
 from bench.common import add_log_sizes, arg_parser, bit_heavy, markdown_table, random_below, result_path, time_ms, write_result
 from pipeline.backends.cuda import CudaBackend
 from pipeline.backends.protocol import WitnessShape
-from pipeline.backends.cuda.backend import SPMV_BLOCK
 from pipeline.backends.cuda.kernels import grid_for
+from pipeline.backends.cuda.launch import SPMV_BLOCK
 from pipeline.curves import BLS12_381, BN254
 from pipeline.formats.types import Groth16Zkey
 from pipeline.formats.zkey_writer import random_limbs
@@ -57,15 +57,15 @@ def random_key(curve, log_n: int, rng) -> Groth16Zkey:
         points_h=random_limbs(rng, (n, 2, limbs), q))
 
 
-def spmv_ms(backend, key, witness) -> float:
-    """The a, b, c kernel alone (CUDA events), the same launch compute_h makes."""
+def spmv_ms(backend, key, witness, block: int = SPMV_BLOCK) -> float:
+    """The a, b, c kernel alone (CUDA events), the same launch compute_h makes (at ``block`` threads)."""
     n, elem, alloc, csr = key.zkey.domain_size, 32, backend.allocator, key.d_csr
     with alloc.upload(witness, "witness") as d_w, alloc.alloc(n * elem, "a") as d_a, \
             alloc.alloc(n * elem, "b") as d_b, alloc.alloc(n * elem, "c") as d_c:
         args = (d_a.ptr, d_b.ptr, d_c.ptr, csr["a_row_ptr"].ptr, csr["a_cols"].ptr, csr["a_vals_rr"].ptr,
                 csr["b_row_ptr"].ptr, csr["b_cols"].ptr, csr["b_vals_rr"].ptr, d_w.ptr, n)
         return time_ms(backend.stream, lambda: key.runtime.kernels.launch(
-            "spmv_abc<fr_t>", grid_for(n, SPMV_BLOCK), SPMV_BLOCK, args, backend.stream))
+            "spmv_abc<fr_t>", grid_for(n, block), block, args, backend.stream))
 
 
 def bench(curve, log_n: int) -> list[list]:

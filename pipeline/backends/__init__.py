@@ -1,6 +1,8 @@
 """Compute backends behind the ``Backend`` protocol (protocol.py)."""
 from __future__ import annotations
 
+from .cuda.options import CudaOptions  # the CUDA backend's settings, held in EngineConfig.cuda
+
 
 def create_backend(name: str = "auto", **options):
     """``cpu``, ``cuda``, or ``auto`` (CUDA where a GPU answers, else CPU)."""

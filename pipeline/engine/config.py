@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
 
-from ..backends.cuda.options import CudaOptions
+from ..backends import CudaOptions
 
 PRIORITIES = ("critical", "high", "normal", "low")  # highest first
 G2_PLACEMENTS = ("gpu", "cpu")
@@ -79,17 +79,23 @@ class EngineConfig:
 
     @classmethod
     def from_dict(cls, values: dict) -> "EngineConfig":
-        """From a config file's mapping; unknown names are an error, not silently ignored."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ValueError(f"unknown engine settings: {', '.join(unknown)} (known: {', '.join(sorted(known))})")
+        """From a config file's mapping (the ``cuda`` table included); unknown names are an error,
+        not silently ignored."""
+        _refuse_unknown(cls, values, "engine")
         values = dict(values)
         if values.get("devices") is not None:
             values["devices"] = tuple(values["devices"])
         if isinstance(values.get("cuda"), dict):
-            values["cuda"] = CudaOptions.from_dict(values["cuda"])
+            _refuse_unknown(CudaOptions, values["cuda"], "[engine.cuda]")
+            values["cuda"] = CudaOptions(**values["cuda"])
         return cls(**values)
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def _refuse_unknown(cls, values: dict, what: str) -> None:
+    known = {f.name for f in fields(cls)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ValueError(f"unknown {what} settings: {', '.join(unknown)} (known: {', '.join(sorted(known))})")

@@ -226,6 +226,9 @@ class Engine:
         ``request_id`` returns the job first submitted under it.
         """
         self._check_running()
+        if isinstance(partitions, (str, bytes, Path, Witness, dict)):
+            raise TypeError(f"partitions must be a list of partitions, got one {type(partitions).__name__}: "
+                            f"wrap a single partition in a list")
         existing = self._idempotent(key_id, request_id, partitions)
         if existing is not None:
             return existing

@@ -21,6 +21,8 @@ def add_server_commands(subparsers) -> None:
     p.add_argument("--port", type=int, help="port to listen on (default 9820; 0: any free port)")
     p.add_argument("--keys-dir", help="folder of NAME.zkey (+ NAME.r1cs, NAME.wasm); default: bundled examples")
     p.add_argument("--state-dir", help="job store and spool folder")
+    p.add_argument("--store", dest="store_url", help="postgresql://user@host:port/db: join the cluster sharing that "
+                   "job store (default: SQLite in the state folder)")
     p.add_argument("--log-level", help="debug, info, warning, error")
     p.set_defaults(func=cmd_serve)
 
@@ -44,7 +46,7 @@ def cmd_serve(args) -> int:
     from ..config import ConfigError, load_config
 
     overrides = {"host": args.host, "port": args.port, "keys_dir": args.keys_dir, "state_dir": args.state_dir,
-                 "log_level": args.log_level}
+                 "log_level": args.log_level, "store_url": args.store_url}
     try:
         config = load_config(args.config, overrides=overrides)
         config.engine_config()
@@ -65,29 +67,21 @@ async def _serve(config) -> int:
     import asyncio
     import signal
 
-    from aiohttp import web
+    from ..errors import BadInput, Unavailable
+    from .listener import serving
 
-    from .app import StateDirBusy, create_app
-
-    runner = web.AppRunner(create_app(config), access_log=None, handle_signals=False)
     try:
-        await runner.setup()
-    except (StateDirBusy, FileNotFoundError) as exc:
+        async with serving(config) as (host, port):
+            print(f"zkpipe serve: listening on http://{host}:{port}", file=sys.stderr, flush=True)
+            stop = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, stop.set)
+            await stop.wait()
+            print("zkpipe serve: stopping (jobs not finished run again at the next start)", file=sys.stderr, flush=True)
+    except (BadInput, Unavailable, FileNotFoundError) as exc:  # one line, not a traceback (a bug still has one)
         print(f"zkpipe serve: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    try:
-        site = web.TCPSite(runner, config.server.host, config.server.port)
-        await site.start()
-        for host, port, *_ in runner.addresses:
-            print(f"zkpipe serve: listening on http://{host}:{port}", file=sys.stderr, flush=True)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        await stop.wait()
-        print("zkpipe serve: stopping (jobs not finished run again at the next start)", file=sys.stderr, flush=True)
-    finally:
-        await runner.cleanup()
     return EXIT_OK
 
 

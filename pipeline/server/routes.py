@@ -9,7 +9,7 @@ from aiohttp import web
 from .engine_adapter import KeyInUse, KeyLoadError
 from .errors import ApiError, json_response
 from .keys import valid_key_id
-from .state import ENGINE, KEYS, SERVER_CONFIG, SERVICE, STARTED_AT, UPLOADS
+from .state import CLUSTER, ENGINE, KEYS, SERVER_CONFIG, SERVICE, STARTED_AT, UPLOADS
 from .store import STATES, JobRow
 
 routes = web.RouteTableDef()
@@ -60,7 +60,12 @@ def _number(request: web.Request, name: str, default: float, low: float, high: f
 # -- health, status, metrics ----------------------------------------------------------------------
 @routes.get("/healthz")
 async def healthz(request: web.Request) -> web.Response:
-    return json_response({"status": "ok"})
+    """200 while jobs can be taken and run; 503 naming each problem (job service stopped, storage failing)."""
+    problems = request.app[SERVICE].problems() if SERVICE in request.app else [
+        {"code": "starting", "message": "the service is not started"}]
+    if not problems:
+        return json_response({"status": "ok"})
+    return json_response({"status": "unhealthy", "problems": problems, "error": problems[0]}, status=503)
 
 
 @routes.get("/v1/status")
@@ -73,10 +78,18 @@ async def status(request: web.Request) -> web.Response:
         "jobs_active": service.active_count(),
         "dispatch_queue": service.queue_depth(),
         "counters": dict(service.counters),
+        "restored_from_spool": service.restored_from_spool,
+        "problems": service.problems(),
+        "storage_failures": service.health.failures,
         "keys_dir": str(app[KEYS].root),
         "state_dir": app[SERVER_CONFIG].state_dir,
         "key_errors": app[KEYS].errors,
     }
+    if CLUSTER in app:  # every worker of the shared store: host, devices, resident keys, last heartbeat
+        worker = app[CLUSTER]
+        server["worker_id"] = worker.worker_id
+        server["workers"] = await worker.registry.list(worker.settings.lease_s)
+        server["partitions"] = await service.store.partition_counts()
     return json_response({"server": server, "engine": app[ENGINE].status()})
 
 
@@ -90,6 +103,9 @@ async def metrics(request: web.Request) -> web.Response:
               "# TYPE zkpipe_server_jobs_active gauge", f"zkpipe_server_jobs_active {service.active_count()}",
               "# HELP zkpipe_server_dispatch_queue Jobs stored and not yet taken by the engine.",
               "# TYPE zkpipe_server_dispatch_queue gauge", f"zkpipe_server_dispatch_queue {service.queue_depth()}"]
+    if CLUSTER in request.app:
+        worker = request.app[CLUSTER]
+        lines += worker.metrics.prometheus_lines(len(worker.held), worker.view.partitions)
     text = "\n".join(lines) + "\n" + request.app[ENGINE].metrics_text()
     return web.Response(text=text, content_type="text/plain", charset="utf-8",
                         headers={"X-Prometheus-Format": "0.0.4"})
@@ -137,6 +153,7 @@ async def evict_key(request: web.Request) -> web.Response:
 # -- jobs -----------------------------------------------------------------------------------------
 @routes.post("/v1/jobs")
 async def submit_job(request: web.Request) -> web.Response:
+    request.app[SERVICE].check_accepting()  # refused before the body is read while the storage fails
     upload = await request.app[UPLOADS].parse(request)
     row, created = await request.app[SERVICE].accept(upload)
     return json_response({"job_id": row.job_id, "state": row.state}, status=202 if created else 200,

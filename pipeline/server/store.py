@@ -2,29 +2,42 @@
 
     state_dir/jobs.sqlite3          one row per job: key, priority, state, timings, result JSON
     state_dir/spool/tmp/<job_id>/   an upload being received (swept at start: never accepted)
-    state_dir/spool/jobs/<job_id>/  an accepted job's partitions: part-00000.wtns ... or inputs.json
+    state_dir/spool/jobs/<job_id>/  an accepted job's partitions: part-00000.wtns ... or inputs.json,
+                                    and job.json (its row's fields: enough to rebuild the row)
+    state_dir/spool/orphaned/       job folders that could not be put back in the store (kept, not deleted)
 
 A job is accepted when its spool folder has been renamed out of tmp/ (files and folder fsynced)
-and its row committed (WAL, synchronous=FULL); only then does the client get its 202. A spool
-folder without a row (a crash between the two steps) is deleted at start.
+and its row committed (WAL, synchronous=FULL); only then does the client get its 202. The
+spool is the record of accepted work: at start, a job folder without a row (the store was lost,
+or a crash came between the two steps) gets its row back from its ``job.json``.
 
 SQLite is reached from one dedicated thread, so no call blocks the event loop and the
-connection never crosses threads.
+connection never crosses threads. A failed read or write is a ``StorageUnavailable``
+(reported to the service's ``StorageHealth``), never a bare sqlite3 or OS error.
 """
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import sqlite3
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from ..errors import BadInput
+from .errors import StartupError
+from .storage_health import StorageHealth, StorageUnavailable, from_os_error, from_sqlite_error
+
+SCHEMA_VERSION = 1  # PRAGMA user_version of the job store this code reads and writes
+MANIFEST_FILE = "job.json"
+BUSY_TIMEOUT_S = 5.0  # how long a write waits for SQLite's lock before it fails (and is retried)
+PROBE_BYTES = 1 << 16  # the storage probe writes this much: enough to tell a full disk from a working one
 STATES = ("queued", "running", "done", "failed", "cancelled")
 FINAL_STATES = frozenset({"done", "failed", "cancelled"})
 
@@ -52,6 +65,11 @@ CREATE INDEX IF NOT EXISTS jobs_finished ON jobs (finished_at);
 """
 COLUMNS = ("seq", "job_id", "request_id", "key_id", "priority", "input_kind", "n_partitions", "state",
            "created_at", "started_at", "finished_at", "partitions_done", "error_code", "error_message", "timings")
+MANIFEST_FIELDS = ("job_id", "request_id", "key_id", "priority", "input_kind", "n_partitions", "created_at")
+
+
+class StoreOpenError(StartupError, BadInput):
+    """The job store cannot be used: not a SQLite file, damaged, or made by another zkpipe version."""
 
 
 @dataclass
@@ -79,6 +97,22 @@ class JobRow:
         return self.state in FINAL_STATES
 
 
+def manifest_of(row: JobRow) -> dict[str, Any]:
+    """What the spool keeps of an accepted job: enough to put its row back if the store loses it."""
+    data = asdict(row)
+    return {name: data[name] for name in MANIFEST_FIELDS}
+
+
+def row_from_manifest(manifest: dict[str, Any]) -> JobRow:
+    """A queued row from a spool ``job.json``; ``ValueError`` when it is not one."""
+    if not isinstance(manifest, dict) or set(manifest) != set(MANIFEST_FIELDS):
+        raise ValueError(f"expected the fields {', '.join(MANIFEST_FIELDS)}")
+    row = JobRow(**manifest)
+    if not (isinstance(row.n_partitions, int) and row.n_partitions > 0 and row.input_kind in ("wtns", "inputs")):
+        raise ValueError(f"not a job: n_partitions={row.n_partitions!r}, input_kind={row.input_kind!r}")
+    return row
+
+
 def _row(values: tuple) -> JobRow:
     data = dict(zip(COLUMNS, values))
     data["timings"] = orjson.loads(data["timings"]) if data["timings"] else {}
@@ -93,78 +127,196 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+class SpoolFile:
+    """One file being written into an upload's tmp folder; a failed write is ``StorageUnavailable``."""
+
+    def __init__(self, spool: "Spool", path: Path) -> None:
+        self._spool = spool
+        self.path = path
+        with spool.errors(f"spool file {path.name}"):
+            path.parent.mkdir(exist_ok=True)
+            self._fh = open(path, "wb")
+
+    def write(self, data: bytes) -> None:
+        with self._spool.errors(f"spool file {self.path.name}"):
+            self._fh.write(data)
+
+    def close(self) -> None:
+        with self._spool.errors(f"spool file {self.path.name}"):
+            self._fh.close()
+
+
 class Spool:
     """Per-job folders of partition files, made durable before the job is."""
 
-    def __init__(self, root: Path, fsync: bool = True) -> None:
+    def __init__(self, root: Path, fsync: bool = True, health: StorageHealth | None = None) -> None:
+        self.root = root
         self.tmp_root = root / "tmp"
         self.jobs_root = root / "jobs"
+        self.orphans_root = root / "orphaned"
         self.fsync = fsync
-        self.tmp_root.mkdir(parents=True, exist_ok=True)
-        self.jobs_root.mkdir(parents=True, exist_ok=True)
+        self.health = health or StorageHealth()
+        with self.errors("spool"):
+            self.tmp_root.mkdir(parents=True, exist_ok=True)
+            self.jobs_root.mkdir(parents=True, exist_ok=True)
+
+    @contextlib.contextmanager
+    def errors(self, what: str):
+        """An OSError in the block becomes a ``StorageUnavailable`` (reported to the health record)."""
+        try:
+            yield
+        except OSError as exc:
+            error = from_os_error(what, exc)
+            self.health.failed(error)
+            raise error from exc
 
     def job_dir(self, job_id: str) -> Path:
         return self.jobs_root / job_id
 
-    def commit(self, job_id: str) -> Path:
-        """Move a fully written upload into jobs/ (fsynced: the files, then both folders)."""
+    # -- an upload, then a job ---------------------------------------------------------------------
+    def create_file(self, job_id: str, name: str) -> SpoolFile:
+        """A new file in the upload's tmp folder (made on first use)."""
+        return SpoolFile(self, self.tmp_root / job_id / name)
+
+    def write_file(self, job_id: str, name: str, data: bytes) -> None:
+        out = self.create_file(job_id, name)
+        try:
+            out.write(data)
+        finally:
+            out.close()
+
+    def commit(self, job_id: str, manifest: dict[str, Any]) -> Path:
+        """Move a fully written upload into jobs/ with its manifest (fsynced: the files, then both folders)."""
         src, dst = self.tmp_root / job_id, self.jobs_root / job_id
-        if self.fsync:
-            for child in src.iterdir():
-                with open(child, "rb") as fh:
-                    os.fsync(fh.fileno())
-            fsync_dir(src)
-        os.rename(src, dst)
-        if self.fsync:
-            fsync_dir(self.jobs_root)
+        self.write_file(job_id, MANIFEST_FILE, orjson.dumps(manifest))
+        with self.errors(f"spool folder of job {job_id}"):
+            if self.fsync:
+                for child in src.iterdir():
+                    with open(child, "rb") as fh:
+                        os.fsync(fh.fileno())
+                fsync_dir(src)
+            os.rename(src, dst)
+            if self.fsync:
+                fsync_dir(self.jobs_root)
         return dst
 
     def discard(self, job_id: str) -> None:
         shutil.rmtree(self.tmp_root / job_id, ignore_errors=True)
         shutil.rmtree(self.jobs_root / job_id, ignore_errors=True)
 
-    def sweep(self, live_job_ids: set[str]) -> int:
-        """Delete every unfinished upload and every job folder that has no live job; return the count."""
-        removed = 0
-        for child in list(self.tmp_root.iterdir()):
+    # -- at start ----------------------------------------------------------------------------------
+    def clear_uploads(self) -> int:
+        """Delete every upload never accepted (tmp/); return how many."""
+        children = list(self.tmp_root.iterdir())
+        for child in children:
             shutil.rmtree(child, ignore_errors=True)
-            removed += 1
-        for child in list(self.jobs_root.iterdir()):
-            if child.name not in live_job_ids:
-                shutil.rmtree(child, ignore_errors=True)
-                removed += 1
-        return removed
+        return len(children)
+
+    def job_ids(self) -> list[str]:
+        return sorted(child.name for child in self.jobs_root.iterdir() if child.is_dir())
+
+    def manifest(self, job_id: str) -> dict[str, Any] | None:
+        """The job's ``job.json``; None when it is missing or unreadable."""
+        try:
+            return orjson.loads((self.jobs_root / job_id / MANIFEST_FILE).read_bytes())
+        except (OSError, orjson.JSONDecodeError):
+            return None
+
+    def quarantine(self, job_id: str) -> Path:
+        """Move a job folder aside (spool/orphaned/), for an operator to look at: never delete accepted work."""
+        self.orphans_root.mkdir(exist_ok=True)
+        dst = self.orphans_root / job_id
+        os.rename(self.jobs_root / job_id, dst)
+        return dst
+
+    # -- health ------------------------------------------------------------------------------------
+    def probe(self) -> None:
+        """Write, fsync and delete a small file: raises ``StorageUnavailable`` while the disk refuses."""
+        path = self.tmp_root / ".probe"
+        with self.errors("spool probe"):
+            try:
+                with open(path, "wb") as fh:
+                    fh.write(bytes(PROBE_BYTES))
+                    fh.flush()
+                    os.fsync(fh.fileno())
+            finally:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
 
 
 class JobStore:
     """The SQLite job table behind async methods (one worker thread owns the connection)."""
 
-    def __init__(self, path: Path, fsync: bool = True) -> None:
+    def __init__(self, path: Path, fsync: bool = True, health: StorageHealth | None = None) -> None:
         self.path = path
         self.fsync = fsync
+        self.health = health or StorageHealth()
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="zkpipe-store")
         self._db: sqlite3.Connection | None = None
 
     async def _call(self, fn, *args):
-        return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
+        except (sqlite3.OperationalError, sqlite3.DatabaseError) as exc:
+            if isinstance(exc, sqlite3.IntegrityError):  # a bug of ours, not the disk's
+                raise
+            error = from_sqlite_error(f"job store {self.path.name}", exc)
+            self.health.failed(error)
+            raise error from exc
 
     # -- lifecycle -----------------------------------------------------------------------------
     async def open(self) -> None:
-        await self._call(self._open)
+        """Open or create the store; ``StoreOpenError`` (one line) when it cannot be used."""
+        await asyncio.get_running_loop().run_in_executor(self._pool, self._open)
 
     def _open(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute(f"PRAGMA synchronous={'FULL' if self.fsync else 'NORMAL'}")
-        db.executescript(SCHEMA)
+        if self.path.is_dir():
+            raise StoreOpenError(f"{self.path}: the job store is a folder, not a SQLite file")
+        db = None
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
+            version = self._check_schema(db)  # before anything is written: a store we refuse stays as it was
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute(f"PRAGMA synchronous={'FULL' if self.fsync else 'NORMAL'}")
+            db.executescript(SCHEMA)
+            if version < SCHEMA_VERSION:
+                db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        except (sqlite3.Error, OSError, StoreOpenError) as exc:
+            if db is not None:
+                db.close()
+            if isinstance(exc, StoreOpenError):
+                raise
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            raise StoreOpenError(f"{self.path}: cannot open the job store: {reason}") from None
         self._db = db
+
+    def _check_schema(self, db: sqlite3.Connection) -> int:
+        """The store's schema version, once it is known to be one this code reads (or a new, empty store)."""
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise StoreOpenError(f"{self.path}: the job store has schema version {version}, newer than this "
+                                 f"zkpipe's ({SCHEMA_VERSION}); run the newer zkpipe or move the file aside")
+        columns = {info[1] for info in db.execute("PRAGMA table_info(jobs)")}
+        missing = [name for name in (*COLUMNS, "result") if name not in columns]
+        if columns and missing:
+            raise StoreOpenError(f"{self.path}: the job store was made by another zkpipe version (no column "
+                                 f"{', '.join(missing)}); move the file aside to start with an empty store")
+        return version
 
     async def close(self) -> None:
         if self._db is not None:
             await self._call(self._db.close)
             self._db = None
         self._pool.shutdown(wait=True)
+
+    async def probe(self) -> None:
+        """Take and give back the write lock: ``StorageUnavailable`` while another holds it too long."""
+        def run() -> None:
+            self._db.execute("BEGIN IMMEDIATE")
+            self._db.execute("ROLLBACK")
+
+        await self._call(run)
 
     # -- writes --------------------------------------------------------------------------------
     async def insert(self, row: JobRow) -> tuple[JobRow, bool]:
@@ -185,7 +337,7 @@ class JobStore:
 
     async def mark_running(self, job_id: str, started_at: float) -> None:
         await self._call(lambda: self._db.execute(
-            "UPDATE jobs SET state = 'running', started_at = ? WHERE job_id = ? AND state = 'queued'",
+            "UPDATE jobs SET state = 'running', started_at = ? WHERE job_id = ? AND state IN ('queued', 'running')",
             (started_at, job_id)))
 
     async def finish(self, row: JobRow, result: list | None = None) -> None:
@@ -240,6 +392,10 @@ class JobStore:
 
         return await self._call(run)
 
+    async def unfinished(self) -> list[JobRow]:
+        """Every accepted, unfinished job as stored (queued or running), oldest first; reads only."""
+        return await self._call(self._select, "state IN ('queued', 'running')", (), "ORDER BY seq")
+
     async def list(self, state: str | None, key_id: str | None, limit: int) -> list[JobRow]:
         clauses, args = ["1 = 1"], []
         if state is not None:
@@ -254,5 +410,17 @@ class JobStore:
         def run():
             found = dict(self._db.execute("SELECT state, COUNT(*) FROM jobs GROUP BY state").fetchall())
             return {state: found.get(state, 0) for state in STATES}
+
+        return await self._call(run)
+
+    async def states_of(self, job_ids: list[str]) -> dict[str, str]:
+        """Job id -> state, for the ids the store holds."""
+        def run() -> dict[str, str]:
+            found: dict[str, str] = {}
+            for start in range(0, len(job_ids), 500):  # SQLite's bound-parameter limit
+                chunk = job_ids[start:start + 500]
+                marks = ", ".join("?" * len(chunk))
+                found.update(self._db.execute(f"SELECT job_id, state FROM jobs WHERE job_id IN ({marks})", chunk))
+            return found
 
         return await self._call(run)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 
 import orjson
 import pytest
@@ -88,6 +89,9 @@ async def test_inputs_for_a_key_without_wasm_and_unknown_keys_are_clear_errors()
             await engine.submit("nope", [wtns("bn128", "multiplier")])
         with pytest.raises(TypeError, match="partition 0"):
             await engine.submit("mult", [42])
+        for one_partition in (wtns("bn128", "multiplier"), Path(wtns("bn128", "multiplier")), {"a": 1, "b": 2}):
+            with pytest.raises(TypeError, match="a list of partitions"):  # not iterated character by character
+                await engine.submit("mult", one_partition)
         with pytest.raises(FileNotFoundError):
             engine.register_key("x", zkey_path="/no/such.zkey")
 

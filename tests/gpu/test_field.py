@@ -5,11 +5,11 @@ import random
 
 import pytest
 
+from pipeline.backends.cuda.launch import FIELD_OPS, field_op
+
 from .helpers import field_values, ints_from_words, run_on_device, words_from_ints
 
 pytestmark = pytest.mark.gpu
-
-OPS = {"add": 0, "sub": 1, "mul": 2, "sqr": 3, "neg": 4, "inv": 5, "to_mont": 6, "from_mont": 7, "dbl": 8}
 
 
 def _reference(op, a, b, p, r_mont):
@@ -24,7 +24,7 @@ def _reference(op, a, b, p, r_mont):
 
 
 @pytest.mark.parametrize("which", ["fr", "fq"])
-@pytest.mark.parametrize("op", list(OPS))
+@pytest.mark.parametrize("op", FIELD_OPS)
 def test_prime_field_op_matches_python_ints(cuda_backend, runtime, gpu_curve, which, op):
     field = getattr(gpu_curve, which)
     p, n_words = field.modulus, 2 * field.limbs
@@ -34,7 +34,7 @@ def test_prime_field_op_matches_python_ints(cuda_backend, runtime, gpu_curve, wh
     b = [rng.randrange(p) for _ in a[:-3]] + [0, 1, p - 1]
     expr = f"test_field_op<{which}_t>"
     out = run_on_device(cuda_backend, runtime.kernels, expr, (len(a), n_words),
-                        [words_from_ints(a, n_words), words_from_ints(b, n_words)], (OPS[op], len(a)), len(a))
+                        [words_from_ints(a, n_words), words_from_ints(b, n_words)], (field_op(op), len(a)), len(a))
     got = ints_from_words(out, n_words)
     want = [_reference(op, x, y, p, field.r_mont) for x, y in zip(a, b)]
     bad = [i for i, (g, w) in enumerate(zip(got, want)) if g != w]
@@ -54,7 +54,7 @@ def test_fq2_op_matches_python_ints(cuda_backend, runtime, gpu_curve, op):
     # device holds Montgomery c0, c1
     enc = lambda xs: words_from_ints([c * R % p for x in xs for c in x], n_words)  # noqa: E731
     out = run_on_device(cuda_backend, runtime.kernels, "test_field_op<fq2_t>", (2 * len(a), n_words),
-                        [enc(a), enc(b)], (OPS[op], len(a)), len(a))
+                        [enc(a), enc(b)], (field_op(op), len(a)), len(a))
     flat = [v * pow(R, -1, p) % p for v in ints_from_words(out, n_words)]
     got = [(flat[2 * i], flat[2 * i + 1]) for i in range(len(a))]
     ref = {"add": f2.add, "sub": f2.sub, "mul": f2.mul, "sqr": lambda x, y: f2.sqr(x), "neg": lambda x, y: f2.neg(x),

@@ -9,13 +9,12 @@ import random
 import numpy as np
 import pytest
 
+from pipeline.backends.cuda.launch import POINT_OPS, point_op
 from pipeline.backends.cuda.msm import xyzz_to_jacobian
 
 from .helpers import random_points, run_on_device
 
 pytestmark = pytest.mark.gpu
-
-PT_OPS = {"add": 0, "add_affine": 1, "dbl": 2, "neg": 3, "mul_u32": 4}
 
 
 def _coords_mont(curve, group, value):
@@ -48,7 +47,7 @@ def _affine_words(curve, group, pt):
 
 
 @pytest.mark.parametrize("group_name", ["g1", "g2"])
-@pytest.mark.parametrize("op", list(PT_OPS))
+@pytest.mark.parametrize("op", POINT_OPS)
 def test_point_op_matches_golden_model(cuda_backend, runtime, gpu_curve, group_name, op):
     curve, group = gpu_curve, getattr(gpu_curve, group_name)
     rng = random.Random(f"{curve.name}{group_name}{op}")
@@ -65,7 +64,7 @@ def test_point_op_matches_golden_model(cuda_backend, runtime, gpu_curve, group_n
     K = np.array(ks, dtype=np.uint32)
     field = "fq2_t" if group_name == "g2" else "fq_t"
     out = run_on_device(cuda_backend, runtime.kernels, f"test_point_op<{field}>", P.shape, [P, Q, A, K],
-                        (PT_OPS[op], len(cases)), len(cases))
+                        (point_op(op), len(cases)), len(cases))
     for i, (p, q, a) in enumerate(cases):
         jp, jq, ja = group.from_affine(p), group.from_affine(q), group.from_affine(a)
         want = {"add": lambda: group.add(jp, jq), "add_affine": lambda: group.add(jp, ja),

@@ -1,6 +1,7 @@
 """The circom wasm witness calculator reproduces snarkjs's witness for every fixture, both curves."""
 from __future__ import annotations
 
+import gc
 import json
 
 import numpy as np
@@ -8,6 +9,7 @@ import pytest
 
 from pipeline.formats.wtns import read_wtns
 from pipeline.witness import WitnessCalculator, WitnessError, fnv1a_64
+from pipeline.witness.calculator import _Session
 from tests.conftest import CIRCUITS, CURVE_NAMES, fixture_dir
 
 
@@ -60,3 +62,23 @@ def test_a_failing_circuit_assert_names_the_template():
 def test_a_file_that_is_not_wasm_is_a_clear_error():
     with pytest.raises(WitnessError, match="cannot load the circuit's wasm"):
         WitnessCalculator(fixture_dir("bn128", "bits") / "input.json")
+
+
+def _live_sessions() -> int:
+    gc.collect()
+    return sum(1 for obj in gc.get_objects() if isinstance(obj, _Session))
+
+
+def test_no_wasmtime_store_outlives_its_call_whether_it_succeeds_or_fails():
+    """Each call's Store (and the host functions bound to its session) is freed when the call ends."""
+    d = fixture_dir("bn128", "bits")
+    inputs = json.loads((d / "input.json").read_text())
+    before = _live_sessions()
+    calc = WitnessCalculator(d / "circuit.wasm")
+    for _ in range(10):
+        calc.calculate(inputs)
+        with pytest.raises(WitnessError, match="assert failed"):  # the circuit traps
+            calc.calculate({"x": ["1", "2", str(2**70)], "bound": "1"})
+        with pytest.raises(WitnessError, match="not an input signal"):  # refused before the wasm runs
+            calc.calculate({"nope": 1})
+    assert _live_sessions() == before

@@ -25,6 +25,7 @@ from ._bindings import driver
 from .device import CudaDevice
 from .errors import check
 from .kernels import CurveKernels, build_units, grid_for
+from .launch import SPMV_BLOCK
 from .memory import DeviceAllocator, DeviceBuffer, PinnedHostBuffer
 from .msm import MsmRunner
 from .ntt import NttRunner
@@ -32,8 +33,6 @@ from .options import CudaOptions
 from .streams import Stream
 from .split import DeviceSplit, enqueue_split, split_scratch_bytes, split_worth_it
 from .work import MSM_SLOTS, CudaPartitionWork, PhaseEvents, PinnedResultPool, results_bytes
-
-SPMV_BLOCK = 128
 
 
 @dataclass

@@ -17,6 +17,7 @@ from ._bindings import driver
 from .constants import HEADER_NAME, curve_header
 from .errors import CudaError, check
 from .kernel_binaries import PREBUILT_DIR, find_prebuilt
+from .launch import G1_MIN_BLOCKS_BUILT
 from .nvrtc_build import BuiltUnit, compile_unit, load_cached_unit
 
 PTR, U32, I32, U64 = "ptr", "u32", "i32", "u64"
@@ -34,8 +35,7 @@ UNITS: dict[str, tuple[str, ...]] = {
     "msm_g1": (
         "scan_tile_sums", "scan_tile_offsets", "scan_apply",
         "msm_count_digits", "msm_scatter_digits", "msm_chunk_counts", "msm_classify", "msm_compact",
-        "msm_accumulate<fq_t, true, 1>", "msm_accumulate<fq_t, true, 3>", "msm_accumulate<fq_t, true, 4>",
-        "msm_accumulate<fq_t, true, 5>",
+        *(f"msm_accumulate<fq_t, true, {b}>" for b in G1_MIN_BLOCKS_BUILT),
         "msm_accumulate<fq_t, false, 1>", "msm_bucket_segments<fq_t>",
         "msm_reduce_halves<fq_t>", "msm_combine_windows<fq_t>",
     ),

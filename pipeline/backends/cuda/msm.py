@@ -15,12 +15,8 @@ from ...curves.points import CurveGroup
 from ._bindings import driver
 from .errors import check
 from .kernels import CurveKernels, grid_for
+from .launch import CHUNK_COUNT_BLOCK, DIGIT_BLOCK, MSM_ACC_THREADS as ACC_BLOCK, REDUCE_BLOCK, SCAN_THREADS, SCAN_TILE
 
-SCAN_TILE = 4096  # util/scan.cuh: SCAN_THREADS * SCAN_PER_THREAD
-SCAN_THREADS = 1024
-DIGIT_BLOCK = 256
-ACC_BLOCK = 128  # msm_accumulate: MSM_ACC_THREADS in pippenger.cuh
-REDUCE_BLOCK = 128
 TARGET_CHUNKS = 1 << 18  # enough chunks to fill 132 SMs several times over
 MAX_CHUNK = 64  # madds per thread at level 0; partial sums cost ~1.4/MAX_CHUNK extra
 LEVEL_CHUNK = 16  # full additions per thread when combining partials
@@ -101,7 +97,7 @@ class MsmRunner:
         device, at index ``n_buckets``."""
         d_chunk_off = self.allocator.alloc(4 * (n_buckets + 1), what)
         with self.allocator.alloc(4 * n_buckets, "chunk counts") as d_counts:
-            self._launch("msm_chunk_counts", n_buckets, 256, (d_offsets.ptr, n_buckets, chunk, d_counts.ptr))
+            self._launch("msm_chunk_counts", n_buckets, CHUNK_COUNT_BLOCK, (d_offsets.ptr, n_buckets, chunk, d_counts.ptr))
             self.exclusive_scan(d_counts.ptr, n_buckets, d_chunk_off.ptr)
         return d_chunk_off
 

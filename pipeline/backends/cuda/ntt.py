@@ -2,7 +2,7 @@
 
 Device arrays here are Fr elements in Montgomery form, natural order unless said. The pass
 plan groups the log_n butterfly stages into launches of at most ``STAGES_PER_PASS`` stages
-(bench/NOTES.md, NTT v1); blocks hold ``PASS_ELEMENTS`` elements in shared memory.
+(bench/NOTES.md, NTT v1); blocks hold 2^``PASS_ELEMENTS_LOG`` elements in shared memory (launch.py).
 """
 from __future__ import annotations
 
@@ -10,10 +10,7 @@ import numpy as np
 
 from ...curves.field import ScalarField
 from .kernels import CurveKernels, grid_for
-
-STAGES_PER_PASS = 8
-PASS_ELEMENTS_LOG = 10  # 2^10 elements x 32 bytes = 32 KiB of shared memory per block
-ELEMENTWISE_BLOCK = 256
+from .launch import ELEMENTWISE_BLOCK, PASS_ELEMENTS_LOG, STAGES_PER_PASS
 
 
 def pass_plan(log_n: int, dit: bool) -> list[tuple[int, int, int]]:

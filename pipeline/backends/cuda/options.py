@@ -1,16 +1,15 @@
 """``CudaOptions``: the CUDA backend's settings, given to its constructor.
 
-The engine holds them as ``EngineConfig.cuda``, filled from the ``[engine.cuda]`` table of
-``zkpipe.toml`` (environment: ``ZKPIPE_ENGINE_CUDA_<FIELD>``, see ``pipeline/config.py``). The
+The engine holds them as ``EngineConfig.cuda`` (``EngineConfig.from_dict`` reads the
+``[engine.cuda]`` table of ``zkpipe.toml`` (environment: ``ZKPIPE_ENGINE_CUDA_<FIELD>``, see ``pipeline/config.py``). The
 backend reads no environment variable: what it does is what its options say. Importing this
 module needs nothing from cuda-python, so a CPU-only install can still read the config.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
-# Occupancy variants of the G1 bucket kernel that the msm_g1 unit instantiates (kernels.UNITS).
-G1_MIN_BLOCKS_BUILT = (1, 3, 4, 5)
+from .launch import G1_MIN_BLOCKS_BUILT
 
 
 @dataclass(frozen=True)
@@ -38,12 +37,3 @@ class CudaOptions:
                              f"(the variants built), got {blocks!r}")
         if self.kernel_cache_dir is not None and (not isinstance(self.kernel_cache_dir, str) or not self.kernel_cache_dir):
             raise ValueError(f"CudaOptions.kernel_cache_dir must be a folder path, got {self.kernel_cache_dir!r}")
-
-    @classmethod
-    def from_dict(cls, values: dict) -> "CudaOptions":
-        """From the ``[engine.cuda]`` table; an unknown name is an error, not silently ignored."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ValueError(f"unknown [engine.cuda] settings: {', '.join(unknown)} (known: {', '.join(sorted(known))})")
-        return cls(**values)

@@ -114,7 +114,7 @@ __device__ __forceinline__ uint32_t bucket_of(const uint32_t* __restrict__ d_off
 // One thread per chunk: the sum of its entries. AFFINE: entries index affine points (sign in
 // bit 31); otherwise the entries are the XYZZ partials of the previous level, in order.
 // MIN_BLOCKS: blocks of MSM_ACC_THREADS per SM the register allocation must allow (occupancy).
-static constexpr int MSM_ACC_THREADS = 128;
+// MSM_ACC_THREADS comes from the generated header (pipeline/backends/cuda/launch.py).
 template <class F, bool AFFINE, int MIN_BLOCKS>
 __global__ void __launch_bounds__(MSM_ACC_THREADS, MIN_BLOCKS) msm_accumulate(xyzz_t<F>* __restrict__ d_out, const affine_t<F>* __restrict__ d_points,
                                const uint32_t* __restrict__ d_entries, const xyzz_t<F>* __restrict__ d_partials_in,

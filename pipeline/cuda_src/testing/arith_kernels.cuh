@@ -1,8 +1,7 @@
 // Kernels that expose single field and point operations to the tests (tests/gpu), so each
-// formula is checked against the Python golden model on its own.
+// formula is checked against the Python golden model on its own. The op codes (FieldOp and
+// PointOp values) come from the generated header (pipeline/backends/cuda/launch.py).
 #pragma once
-
-enum FieldOp : int { OP_ADD, OP_SUB, OP_MUL, OP_SQR, OP_NEG, OP_INV, OP_TO_MONT, OP_FROM_MONT, OP_DBL };
 
 template <class F>
 __global__ void test_field_op(F* __restrict__ d_out, const F* __restrict__ d_a, const F* __restrict__ d_b,
@@ -24,8 +23,6 @@ __global__ void test_field_op(F* __restrict__ d_out, const F* __restrict__ d_a, 
         d_out[i] = r;
     }
 }
-
-enum PointOp : int { PT_ADD, PT_ADD_AFFINE, PT_DBL, PT_NEG, PT_MUL_U32 };
 
 template <class F>
 __global__ void test_point_op(xyzz_t<F>* __restrict__ d_out, const xyzz_t<F>* __restrict__ d_p,

@@ -1,10 +1,8 @@
 // Exclusive prefix sum of uint32 counts, three launches (reduce tiles, scan the tile sums in
 // one block, scan each tile with its offset). out has n + 1 entries: out[n] is the total.
+// SCAN_THREADS (threads per block), SCAN_PER_THREAD and SCAN_TILE come from the generated header
+// (pipeline/backends/cuda/launch.py), which curve_types.cuh includes.
 #pragma once
-
-static constexpr int SCAN_THREADS = 1024;
-static constexpr int SCAN_PER_THREAD = 4;
-static constexpr int SCAN_TILE = SCAN_THREADS * SCAN_PER_THREAD;
 
 // Block-wide exclusive scan of one value per thread; returns the block total in *total.
 __device__ __forceinline__ uint32_t block_exclusive_scan(uint32_t x, uint32_t* total) {

@@ -46,10 +46,14 @@ def test_bad_values_are_refused_by_name(bad):
         CudaOptions(**bad)
 
 
-def test_from_dict_refuses_unknown_names():
-    assert CudaOptions.from_dict({"sync_after_launch": True}) == CudaOptions(sync_after_launch=True)
+def test_the_engine_config_reads_the_table_and_refuses_unknown_names():
+    from pipeline.engine.config import EngineConfig
+
+    assert EngineConfig.from_dict({"cuda": {"sync_after_launch": True}}).cuda == CudaOptions(sync_after_launch=True)
     with pytest.raises(ValueError, match=r"unknown \[engine.cuda\] settings: mempool"):
-        CudaOptions.from_dict({"mempool": False})
+        EngineConfig.from_dict({"cuda": {"mempool": False}})
+    with pytest.raises(ValueError, match="EngineConfig.cuda must be CudaOptions"):
+        EngineConfig.from_dict({"cuda": 3})
 
 
 class _Recorder:
@@ -106,7 +110,7 @@ def test_the_engine_factory_passes_the_config_options(monkeypatch):
 
     def create_backend(name, **options):
         made.append((name, options.get("device", 0), options.get("options")))
-        return SimpleNamespace(name=name)
+        return SimpleNamespace(name=name, memory_budget_bytes=lambda: None)
 
     monkeypatch.setattr(pipeline.backends, "create_backend", create_backend)
     options = CudaOptions(sync_after_launch=True)

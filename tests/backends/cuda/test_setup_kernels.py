@@ -5,12 +5,13 @@ from __future__ import annotations
 import pytest
 
 from pipeline.curves import BLS12_381, BN254
-from tests.backends.cuda.test_compile import _nvrtc_or_skip, assert_every_expression_compiled
+from tests.backends.cuda.test_compile import assert_every_expression_compiled
+from tests.conftest import nvrtc_or_skip
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    _nvrtc_or_skip()
+    nvrtc_or_skip()
     from pipeline.backends.cuda.kernels import build_units
     from pipeline.backends.cuda.setup_kernels import SETUP_UNITS
 

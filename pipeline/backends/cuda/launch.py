@@ -1,0 +1,69 @@
+"""Launch geometry shared by the host code and the kernels: one table.
+
+Every block size the runners launch with is here, with the evidence for its value. The ones a
+kernel's code depends on (``IN_HEADER``), and the op codes of the test kernels, are written into
+the generated header (``constants.curve_header``, so they are part of each unit's cache key):
+``cuda_src/`` declares none of them itself. Python-only ones serve grid-stride kernels that
+work with any block size. Importing this module needs nothing from cuda-python.
+"""
+from __future__ import annotations
+
+# -- compiled into the kernels ------------------------------------------------------------------
+# Exclusive scan of the MSM's digit counts (util/scan.cuh): a block of SCAN_THREADS threads scans
+# SCAN_TILE counts and one block scans all tile sums, so n <= SCAN_TILE^2 (2^24) per scan. Not
+# swept: the whole digit sort is 22 ms of a 186 ms G1 MSM at 2^24 (bench/NOTES.md, MSM v3,
+# "Where the 2^24 BLS12-381 time goes now").
+SCAN_THREADS = 1024
+SCAN_PER_THREAD = 4
+SCAN_TILE = SCAN_THREADS * SCAN_PER_THREAD
+# Bucket accumulation (msm/pippenger.cuh, __launch_bounds__(MSM_ACC_THREADS, min_blocks)): the
+# occupancy at this block size was measured, min_blocks 1/3/4/5 -> BLS12-381 2^24 197/186/185/191 ms
+# (bench/NOTES.md, MSM v3; results/gpu_msm.md "G1 min_blocks=" rows); the block size itself is
+# swept by bench/gpu_blocks.py only where it is a launch argument, so not here.
+MSM_ACC_THREADS = 128
+# Occupancy variants of msm_accumulate<fq_t, true, B> the msm_g1 unit instantiates (the same rows).
+G1_MIN_BLOCKS_BUILT = (1, 3, 4, 5)
+
+IN_HEADER = {"SCAN_THREADS": SCAN_THREADS, "SCAN_PER_THREAD": SCAN_PER_THREAD, "SCAN_TILE": SCAN_TILE,
+             "MSM_ACC_THREADS": MSM_ACC_THREADS}
+
+# -- launch arguments only (grid-stride kernels) --------------------------------------------------
+# Their sweep is `python3 -m bench.gpu_blocks` (bench/results/gpu_blocks_2e22.md), not yet run on
+# the H200: until then these are unswept defaults, and what is measured is the kernels' share:
+SPMV_BLOCK = 128  # spmv_abc: 3.9 / 4.2 ms at 2^24 BN254 / BLS12-381 (results/gpu_stage_24.md)
+DIGIT_BLOCK = 256  # msm_count_digits, msm_scatter_digits: inside the 22 ms digit sort above
+CHUNK_COUNT_BLOCK = 256  # msm_chunk_counts: inside "partial combine 8-22 ms" (NOTES, MSM v3)
+REDUCE_BLOCK = 128  # msm_bucket_segments, msm_reduce_halves: running sums 13 ms at 2^24 (NOTES, MSM v3)
+ELEMENTWISE_BLOCK = 256  # NTT helpers (bit reversal, coset scale, quotient, conversions): 1.5 of the
+# 8.3 ms of an NTT at 2^24 are the bit-reversal pass (bench/NOTES.md, NTT v1).
+# NTT radix passes: up to STAGES_PER_PASS butterfly stages per launch on 2^PASS_ELEMENTS_LOG
+# elements in shared memory (32 KiB a block, 512 threads): bench/NOTES.md, NTT v1 (2^24 8.3 ms).
+STAGES_PER_PASS = 8
+PASS_ELEMENTS_LOG = 10
+
+# -- op codes of the test kernels (testing/arith_kernels.cuh) --------------------------------------
+FIELD_OPS = ("add", "sub", "mul", "sqr", "neg", "inv", "to_mont", "from_mont", "dbl")
+POINT_OPS = ("add", "add_affine", "dbl", "neg", "mul_u32")
+
+
+def field_op(name: str) -> int:
+    return FIELD_OPS.index(name)
+
+
+def point_op(name: str) -> int:
+    return POINT_OPS.index(name)
+
+
+def _enum(name: str, prefix: str, members: tuple[str, ...]) -> str:
+    body = ", ".join(f"{prefix}{m.upper()} = {i}" for i, m in enumerate(members))
+    return f"enum {name} : int {{ {body} }};"
+
+
+def launch_header() -> str:
+    """The launch constants and op codes as C++ (part of the generated header)."""
+    return "\n".join([
+        "// launch geometry and test op codes: pipeline/backends/cuda/launch.py",
+        *(f"static constexpr int {name} = {value};" for name, value in IN_HEADER.items()),
+        _enum("FieldOp", "OP_", FIELD_OPS),
+        _enum("PointOp", "PT_", POINT_OPS),
+    ])

@@ -1,0 +1,81 @@
+"""Launch constants and test op codes have one source, pipeline/backends/cuda/launch.py: the
+generated header carries exactly its values, cuda_src/ declares none of them, the compiled C++
+sees the same numbers (static_asserts through NVRTC; no GPU needed), and the header is part
+of every unit's cache key. That every kernel still compiles is test_compile.py."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from pipeline.backends.cuda import launch
+from pipeline.backends.cuda.constants import HEADER_NAME, curve_header
+from pipeline.curves import BLS12_381, BN254
+
+CUDA_SRC = Path(__file__).resolve().parents[3] / "cuda_src"
+ENUMS = {"FieldOp": ("OP_", launch.FIELD_OPS), "PointOp": ("PT_", launch.POINT_OPS)}
+
+
+def expected_values() -> dict[str, int]:
+    values = dict(launch.IN_HEADER)
+    for prefix, members in ENUMS.values():
+        values.update({f"{prefix}{m.upper()}": i for i, m in enumerate(members)})
+    return values
+
+
+@pytest.mark.parametrize("curve", [BN254, BLS12_381], ids=lambda c: c.name)
+def test_the_generated_header_carries_the_python_values(curve):
+    header = curve_header(curve)
+    consts = {m[1]: int(m[2]) for m in re.finditer(r"^static constexpr int (\w+) = (\d+);", header, re.M)}
+    assert consts == launch.IN_HEADER
+    for name, (prefix, members) in ENUMS.items():
+        body = re.search(rf"enum {name} : int {{(.*?)}};", header)[1]
+        assert [tuple(x.strip().split(" = ")) for x in body.split(",")] == \
+            [(f"{prefix}{m.upper()}", str(i)) for i, m in enumerate(members)]
+    assert launch.SCAN_TILE == launch.SCAN_THREADS * launch.SCAN_PER_THREAD
+
+
+def test_cuda_src_declares_none_of_them():
+    names = [*launch.IN_HEADER, *ENUMS]
+    pattern = re.compile(rf"(constexpr\s+\w+\s+|#define\s+|enum\s+)({'|'.join(names)})\b")
+    found = [f"{p.relative_to(CUDA_SRC)}: {m[0]}" for p in CUDA_SRC.rglob("*.cu*")
+             for m in pattern.finditer(p.read_text())]
+    assert found == []
+
+
+def test_the_header_is_part_of_the_cache_key():
+    from pipeline.backends.cuda.nvrtc_build import cache_key
+
+    exprs, header = ("scan_apply",), curve_header(BN254)
+    changed = header.replace(f"SCAN_THREADS = {launch.SCAN_THREADS};", "SCAN_THREADS = 512;")
+    assert changed != header
+    try:
+        keys = {cache_key("msm_g1", {HEADER_NAME: h}, (), "sm_90", exprs) for h in (header, changed)}
+    except Exception as exc:  # cache_key asks NVRTC for its version
+        pytest.skip(f"NVRTC library cannot be loaded ({exc})")
+    assert len(keys) == 2
+
+
+def test_nvrtc_compiles_the_python_values(tmp_path):
+    """A program that includes the real headers and static_asserts every Python value."""
+    from pipeline.backends.cuda import nvrtc_build
+
+    try:
+        nvrtc_build.nvrtc_version()
+    except Exception as exc:  # ImportError, or the shared library missing
+        pytest.skip(f"NVRTC library cannot be loaded ({exc})")
+    asserts = "\n".join(f'static_assert({name} == {value}, "{name}");' for name, value in expected_values().items())
+    programs = tmp_path / "programs"
+    programs.mkdir()
+    (programs / "agree.cu").write_text('#include "curve_types.cuh"\n#include "testing/arith_kernels.cuh"\n'
+                                       f'{asserts}\n__global__ void agree() {{}}\n')
+    source = nvrtc_build.CUDA_SRC
+    try:
+        nvrtc_build.CUDA_SRC = tmp_path  # the program from here; the headers from the real tree
+        built = nvrtc_build.compile_unit("agree", {HEADER_NAME: curve_header(BN254)}, ("agree",),
+                                         options=(*nvrtc_build.DEFAULT_OPTIONS, f"--include-path={source}"),
+                                         cache_dir=tmp_path / "cache")
+    finally:
+        nvrtc_build.CUDA_SRC = source
+    assert built.cubin[:4] == b"\x7fELF" and not built.from_cache
