@@ -14,9 +14,11 @@ import pytest
 from pipeline.cli import EXIT_BAD_INPUT, EXIT_OK, main
 from tests.conftest import REPO, fixture_dir, snarkjs_verify
 
-# Nothing the one-shot prove paths use: the verifier's pairings, circom's wasm runtime, the service.
+# Nothing the one-shot prove paths use: the verifier's pairings, circom's wasm runtime, the service,
+# the engine (only its settings module, engine.config, which holds the CUDA options' checks).
 NOT_FOR_PROVE = ("py_ecc", "wasmtime", "aiohttp", "asyncio", "uvloop", "multidict", "yarl",
-                 "pipeline.server.app", "pipeline.engine", "pipeline.groth16.verifier", "pipeline.witness",
+                 "pipeline.server.app", "pipeline.engine.engine", "pipeline.engine.pipeline",
+                 "pipeline.engine.stages", "pipeline.groth16.verifier", "pipeline.witness",
                  "pipeline.setup", "pipeline.synth")
 # And what a proof handed to a server needs even less: no numpy, no curves, no CUDA.
 NOT_FOR_SERVER_PROVE = (*NOT_FOR_PROVE, "numpy", "pipeline.curves", "pipeline.formats.zkey", "cuda")
