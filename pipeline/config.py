@@ -77,6 +77,10 @@ class ServerConfig:
     # fsync spool files, the spool folder and SQLite commits before answering 202.
     fsync: bool = True
     log_level: str = "info"
+    # "text" or "json" (one JSON object per line, job events and access lines with their fields).
+    log_format: str = "text"
+    # One line per HTTP request on the zkpipe.access logger.
+    access_log: bool = True
     # -- many hosts, one queue (docs/cluster.md) ---------------------------------------------------
     # Empty: the job store is SQLite in state_dir (one host). postgresql://user@host:port/db: the
     # shared store of a cluster; every `zkpipe serve` pointed at it is a worker.
@@ -98,6 +102,7 @@ class Config:
     # [engine] table, kept as given and checked against EngineConfig by engine_config().
     engine: dict[str, Any] = field(default_factory=dict)
     source: str = "<defaults>"
+    engine_env: tuple[str, ...] = ()  # the ZKPIPE_ENGINE_* variables that set [engine] values
 
     def engine_config(self):
         """The engine's own ``EngineConfig`` built from the [engine] table."""
@@ -106,7 +111,8 @@ class Config:
         try:
             return EngineConfig.from_dict(self.engine)
         except (TypeError, ValueError) as exc:
-            raise ConfigError(f"{self.source}: [engine]: {exc}") from exc
+            where = self.source if not self.engine_env else f"{self.source} + environment ({', '.join(self.engine_env)})"
+            raise ConfigError(f"{where}: [engine]: {exc}") from exc
 
 
 def cuda_options_from_env(env: Mapping[str, str] | None = None):
@@ -196,7 +202,13 @@ def load_config(path: str | os.PathLike | None = None, env: Mapping[str, str] | 
     for name, value in engine_env.items():  # a table's fields override the file's one by one
         base = config.engine.get(name)
         config.engine[name] = {**base, **value} if isinstance(base, dict) and isinstance(value, dict) else value
+    config.engine_env = tuple(ENGINE_ENV_PREFIX + name.upper() for name in sorted(engine_env))
     _apply_server(config.server, {k: v for k, v in (overrides or {}).items() if v is not None}, "command line")
+    if config.server.log_format not in ("text", "json"):
+        raise ConfigError(f"{config.source}: log_format must be \"text\" or \"json\", got {config.server.log_format!r}")
+    if config.server.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+        raise ConfigError(f"{config.source}: log_level must be debug, info, warning or error, "
+                          f"got {config.server.log_level!r}")
     if not 0 <= config.server.port <= 65535:
         raise ConfigError(f"{config.source}: port must be in 1..65535 (0 = any free port), got {config.server.port}")
     config.server.state_dir = str(Path(config.server.state_dir).expanduser())

@@ -25,7 +25,7 @@ from .timeline import Timeline
 class LocalProof:
     zkey: Any  # formats.types.Groth16Zkey
     proof: Any  # groth16.prover.Proof
-    backend_name: str
+    backend_name: str  # the backend and why it was chosen: "cpu (auto: CUDA unavailable: ...)"
     kernel_origins: dict[str, str]  # unit -> "prebuilt" | "cache" | "nvrtc" (CUDA only)
 
 
@@ -115,6 +115,7 @@ def prove_local(key_path: str, witness: Callable[[Timeline], Any], device: Devic
     ``key_path`` on the backend ``device`` is setting up (started by the caller, first thing)."""
     try:
         with timeline.step("import readers (numpy, curves)"):
+            from ..backends import describe_backend
             from ..formats.zkey import read_zkey, read_zkey_header
             from ..groth16.prover import check_witness, prove
         with timeline.step("read the key's header"):
@@ -132,4 +133,4 @@ def prove_local(key_path: str, witness: Callable[[Timeline], Any], device: Devic
         key = backend.load_key(zkey)
     with timeline.step("prove (H, MSMs, assemble)"):
         proof = prove(backend, key, zkey, witness)
-    return LocalProof(zkey, proof, backend.name, device.kernel_origins)
+    return LocalProof(zkey, proof, describe_backend(backend), device.kernel_origins)

@@ -22,12 +22,15 @@ from ..config import Config
 from ..errors import Unavailable
 from .engine_adapter import PRIORITIES, EngineAdapter
 from .errors import StartupError, auth_middleware, error_middleware, json_error_bodies
+from .job_log import JobObserver
 from .jobs import JobService
 from .keys import KeyFolder, build_example_keys
+from .metrics import ServerMetrics
 from .routes import routes
-from .state import ENGINE, KEYS, SERVER_CONFIG, SERVICE, STARTED_AT, UPLOADS
+from .state import ENGINE, KEYS, METRICS, SERVER_CONFIG, SERVICE, STARTED_AT, UPLOADS
 from .storage_health import StorageHealth
-from .store import JobStore, Spool
+from .spool import Spool
+from .store import JobStore
 from .store_api import is_shared_store
 from .uploads import UploadParser
 
@@ -57,11 +60,13 @@ def state_dir_lock(state_dir: Path):
 
 def create_app(config: Config) -> web.Application:
     server = config.server
-    middlewares = [error_middleware]
+    metrics = ServerMetrics()  # the one registry: the engine adds its families to it
+    middlewares = [metrics.middleware(), error_middleware]
     if server.auth_token:
         middlewares.append(auth_middleware(server.auth_token))
     app = web.Application(client_max_size=server.max_body_bytes, middlewares=middlewares)
     app[SERVER_CONFIG] = server
+    app[METRICS] = metrics
     app.add_routes(routes)
     app.cleanup_ctx.append(lambda app: lifecycle(app, config))
     app.on_shutdown.append(_wake_long_polls)
@@ -92,21 +97,24 @@ async def lifecycle(app: web.Application, config: Config) -> AsyncIterator[None]
         await store.open()
         try:
             spool = Spool(state_dir / "spool", fsync=server.fsync, health=health)
-            async with EngineAdapter(engine_config) as engine:
+            metrics = app[METRICS]
+            async with EngineAdapter(engine_config, metrics.registry) as engine:
                 for key in keys.all():
                     engine.register(key)
                 service = JobService(store, spool, engine, keys, server.result_ttl_s, server.janitor_interval_s,
-                                     health)
+                                     health, observer=JobObserver(metrics))
                 await service.recover()
                 app[KEYS], app[ENGINE], app[SERVICE] = keys, engine, service
                 app[UPLOADS] = UploadParser(keys, spool, PRIORITIES, server)
                 app[STARTED_AT] = time.time()
                 background = asyncio.create_task(service.run(), name="zkpipe-jobs")
                 background.add_done_callback(_report_crash)
+                metrics.watch_service(service)
                 log.info("serving %d key(s) from %s; state in %s", len(keys.all()), keys_dir, state_dir)
                 try:
                     yield
                 finally:
+                    metrics.unwatch_service()
                     background.cancel()
                     with contextlib.suppress(asyncio.CancelledError, Exception):  # a crash was logged already
                         await background

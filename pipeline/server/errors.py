@@ -118,7 +118,8 @@ async def error_middleware(request: web.Request, handler):
             message = f"no route for {request.method} {request.path}"
         elif exc.status == 405:
             message = f"method {request.method} not allowed on {request.path}"
-        return error_response(exc.status, code, message)
+        allow = {"Allow": exc.headers["Allow"]} if "Allow" in exc.headers else None  # RFC 9110: 405 names them
+        return error_response(exc.status, code, message, allow)
     except Exception:  # the service stays up; the log has the traceback
         log.exception("unhandled error in %s %s", request.method, request.path)
         return error_response(500, "internal_error", "internal error (see the server log)")

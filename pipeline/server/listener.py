@@ -33,6 +33,7 @@ from aiohttp.web_protocol import RequestHandler
 from ..config import Config, ServerConfig
 from ..errors import Unavailable
 from .errors import HTTP_CODES, StartupError, error_response, one_line
+from .logs import ACCESS_LOGGER, AccessLogger
 
 log = logging.getLogger("zkpipe.server")
 FD_RESERVE = 256  # descriptors kept for the store, the spool, keys and the engine beyond the connections
@@ -112,9 +113,11 @@ class ConnectionFactory:
 
 
 def handler_settings(config: ServerConfig) -> dict:
-    """aiohttp ``RequestHandler`` settings from the server's config."""
+    """aiohttp ``RequestHandler`` settings from the server's config (the access log too: logs.py)."""
+    access_log = logging.getLogger(ACCESS_LOGGER) if config.access_log else None
     return {"keepalive_timeout": config.header_timeout_s, "max_line_size": config.max_line_size,
-            "max_field_size": config.max_field_size, "lingering_time": LINGER_S, "access_log": None}
+            "max_field_size": config.max_field_size, "lingering_time": LINGER_S, "access_log": access_log,
+            "access_log_class": AccessLogger}
 
 
 def bind(host: str, port: int) -> socket.socket:

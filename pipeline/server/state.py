@@ -9,6 +9,7 @@ from ..config import ServerConfig
 from .engine_adapter import EngineAdapter
 from .jobs import JobService
 from .keys import KeyFolder
+from .metrics import ServerMetrics
 from .uploads import UploadParser
 
 if TYPE_CHECKING:  # cluster mode (and asyncpg) load only when the store is PostgreSQL
@@ -20,4 +21,5 @@ KEYS = web.AppKey("keys", KeyFolder)
 SERVICE = web.AppKey("service", JobService)
 UPLOADS = web.AppKey("uploads", UploadParser)
 STARTED_AT = web.AppKey("started_at", float)
+METRICS = web.AppKey("metrics", ServerMetrics)
 CLUSTER = web.AppKey("cluster", "ClusterWorker")  # set only when this server is a worker of a cluster

@@ -29,9 +29,10 @@ from ..config import ServerConfig
 from ..formats.errors import FormatError
 from ..formats.wtns import read_wtns
 from .errors import ApiError, one_line
+from .input_check import check_circuit_inputs
 from .keys import KeyFolder, KeyInfo
 from .request_body import CHUNK, BodyClock, UploadSlots, count_leaves, read_limited, too_large
-from .store import Spool
+from .spool import Spool
 
 FIELD_LIMIT = 4096  # bytes of a non-file multipart field
 WRITE_BATCH = 1 << 20  # bytes of a file part gathered before one write to the spool (in a worker thread)
@@ -188,6 +189,7 @@ class UploadParser:
         if key.wasm_path is None:
             raise ApiError(422, "no_witness_generator", f"key {key.key_id!r} has no {key.key_id}.wasm beside its "
                            "zkey: send .wtns files (multipart) instead of circuit inputs")
+        await asyncio.to_thread(check_circuit_inputs, key, inputs)  # 422 naming a missing or unknown signal
         await asyncio.to_thread(self.spool.write_file, job_id, INPUTS_FILE, orjson.dumps(inputs))
         return Upload(job_id, key, priority, request_id, "inputs", len(inputs))
 

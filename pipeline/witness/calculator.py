@@ -168,6 +168,46 @@ class WitnessCalculator:
         except wasmtime.WasmtimeError as exc:
             raise WitnessError(f"{self.path}: cannot instantiate the circuit's wasm: {exc}") from exc
 
+    def input_problems(self, inputs: dict, signal_names: list[str] | None = None) -> list[str]:
+        """What keeps ``inputs`` from fitting the circuit, found without running it (empty: they fit).
+
+        Unknown signals, wrong value counts and non-integer values are named; missing ones are
+        named when ``signal_names`` (the circuit's main-component signals, e.g. from its .sym
+        file) are given, else counted. Messages name signals, never files.
+        """
+        with self._session() as s:
+            s.call("init", 0)
+
+            def size(name: str) -> int:
+                msb, lsb = split_hash(fnv1a_64(name))
+                return s.call("getInputSignalSize", _i32(msb), _i32(lsb))
+
+            sizes = {name: size(name) for name in inputs}
+            known = {name: size(name) for name in signal_names or [] if name not in sizes}
+        problems, given = [], 0
+        for name, raw in inputs.items():
+            n, values = sizes[name], flatten(raw)
+            if n <= 0:
+                problems.append(f"{name!r} is not an input signal of the circuit")
+                continue
+            if len(values) != n:
+                problems.append(f"input signal {name!r} takes {n} value(s), got {len(values)}")
+            given += min(n, len(values))
+            for value in values:
+                try:
+                    to_field(value, self.prime, name)
+                except ValueError as exc:
+                    problems.append(str(exc))
+                    break
+        if given < self.input_size and not problems:
+            missing = [name for name, n in known.items() if n > 0]
+            if missing:
+                problems.append(f"missing input signal(s) {', '.join(map(repr, missing))}")
+            else:
+                problems.append(f"missing input values: the circuit takes {self.input_size}, these give {given} "
+                                f"(signals given: {', '.join(map(repr, inputs)) or 'none'})")
+        return problems
+
     def calculate_ints(self, inputs: dict, sanity_check: bool = False) -> list[int]:
         """The witness as ints (plain form), from ``{signal name: value or nested list}``."""
         if not isinstance(inputs, dict):

@@ -8,16 +8,14 @@ installed wheel proves on its first run with no NVRTC compile. In a checkout,
     python -m pipeline.backends.cuda.aot_build (--out DIR | --inplace) [--arch sm_80,sm_90] [--cache DIR]
 
 Architectures: ``SUPPORTED_ARCHS`` unless ``--arch`` or ``ZKPIPE_KERNEL_ARCHS`` (comma list;
-``none`` builds nothing) says otherwise. Compiles go through the NVRTC disk cache (``--cache``,
-else ``ZKPIPE_ENGINE_CUDA_KERNEL_CACHE_DIR``: the engine's ``[engine.cuda] kernel_cache_dir``,
-else ~/.cache/zkpipe/kernels), so a second wheel build is quick.
+``none`` builds nothing) says otherwise. Compiles go through the NVRTC disk cache
+(``ZKPIPE_KERNEL_CACHE`` or ``--cache``), so a second wheel build is quick.
 """
 from __future__ import annotations
 
 import argparse
 import hashlib
 import json
-import os
 import shutil
 import sys
 import time
@@ -36,14 +34,12 @@ from .kernel_sources import DEFAULT_OPTIONS, source_digest
 # nothing older than sm_75.
 SUPPORTED_ARCHS = ("sm_80", "sm_90", "sm_100", "sm_120")
 ARCHS_ENV = "ZKPIPE_KERNEL_ARCHS"
-# The environment form of [engine.cuda] kernel_cache_dir (pipeline/config.py), read by name here:
-# the wheel build runs this module alone, below the config layer.
-CACHE_ENV = "ZKPIPE_ENGINE_CUDA_KERNEL_CACHE_DIR"
 
 
 def archs_from(text: str | None) -> tuple[str, ...]:
-    """``"sm_80,sm_90"`` -> the tuple; None -> the environment's list or ``SUPPORTED_ARCHS``."""
-    text = os.environ.get(ARCHS_ENV) if text is None else text
+    """``"sm_80,sm_90"`` -> the tuple; None or empty -> ``SUPPORTED_ARCHS``; "none" -> none. The
+    wheel build (setup.py) passes ``$ZKPIPE_KERNEL_ARCHS`` as ``--arch``: no module under
+    pipeline/backends reads the environment (CudaOptions carries run-time settings)."""
     if text is None or not text.strip():
         return SUPPORTED_ARCHS
     if text.strip().lower() == "none":
@@ -85,9 +81,8 @@ def main(argv: list[str] | None = None) -> int:
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--out", type=Path, help="folder to write (replaced)")
     where.add_argument("--inplace", action="store_true", help=f"write {PREBUILT_DIR} (a checkout's own)")
-    parser.add_argument("--arch", help=f"comma list (default ${ARCHS_ENV} or {','.join(SUPPORTED_ARCHS)})")
-    parser.add_argument("--cache", type=Path, default=os.environ.get(CACHE_ENV) or None,
-                        help=f"NVRTC disk cache (default ${CACHE_ENV}, else ~/.cache/zkpipe/kernels)")
+    parser.add_argument("--arch", help=f"comma list (default {','.join(SUPPORTED_ARCHS)}; setup.py passes ${ARCHS_ENV})")
+    parser.add_argument("--cache", type=Path, help="NVRTC disk cache (default $ZKPIPE_KERNEL_CACHE or ~/.cache)")
     parser.add_argument("--serial", action="store_true", help="compile in this process, one unit at a time")
     args = parser.parse_args(argv)
     archs = archs_from(args.arch)

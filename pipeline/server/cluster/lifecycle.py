@@ -19,8 +19,8 @@ from ...config import Config, ConfigError, ServerConfig
 from ...engine.config import EngineConfig
 from ..engine_adapter import PRIORITIES, EngineAdapter
 from ..keys import KeyFolder
-from ..state import CLUSTER, ENGINE, KEYS, SERVICE, STARTED_AT, UPLOADS
-from ..store import Spool
+from ..state import CLUSTER, ENGINE, KEYS, METRICS, SERVICE, STARTED_AT, UPLOADS
+from ..spool import Spool
 from ..uploads import UploadParser
 from .notify import Notifications
 from .pg_store import PostgresJobStore
@@ -70,7 +70,8 @@ async def cluster_worker(app: web.Application, config: Config, keys: KeyFolder, 
     try:
         spool = Spool(state_dir / "spool", fsync=False)  # uploads in transit only: the database keeps accepted jobs
         notifications = Notifications(server.store_url)
-        async with EngineAdapter(engine_config) as engine:
+        metrics = app[METRICS]
+        async with EngineAdapter(engine_config, metrics.registry) as engine:
             for key in keys.all():
                 engine.register(key)
             shared = SharedSpool(Path(server.shared_spool_dir), fsync=server.fsync) if server.shared_spool_dir else None
@@ -80,17 +81,20 @@ async def cluster_worker(app: web.Application, config: Config, keys: KeyFolder, 
                                         server.janitor_interval_s, server.max_db_partition_bytes)
             await service.recover()
             app[KEYS], app[ENGINE], app[SERVICE], app[CLUSTER] = keys, engine, service, worker
-            app[UPLOADS] = UploadParser(keys, spool, PRIORITIES, server.max_body_bytes, server.max_partitions_per_job)
+            app[UPLOADS] = UploadParser(keys, spool, PRIORITIES, server)
             app[STARTED_AT] = time.time()
             background = asyncio.create_task(service.run(), name="zkpipe-cluster")
             background.add_done_callback(_report_crash)
+            metrics.watch_service(service)
+            metrics.watch_cluster(worker)
             log.info("worker %s: %d key(s), store %s", worker_id, len(keys.all()), store.path)
             try:
                 yield
             finally:
+                metrics.unwatch_service()
                 await worker.drain(server.drain_timeout_s)
                 background.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
+                with contextlib.suppress(asyncio.CancelledError, Exception):  # a crash was logged already
                     await background
     finally:
         await store.close()

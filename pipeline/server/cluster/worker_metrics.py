@@ -1,4 +1,5 @@
-"""A worker's own counters and claim latency, as a snapshot (stored with each heartbeat) and Prometheus text."""
+"""A worker's own counters and claim latency, as a snapshot (stored with each heartbeat); /metrics exports
+them through server/metrics.py (the service's one prometheus_client registry)."""
 from __future__ import annotations
 
 import collections
@@ -34,19 +35,3 @@ class WorkerMetrics:
 
     def snapshot(self) -> dict:
         return {**self.counters, "claim_rounds": self.claim_rounds, "claim_latency_ms": self.claim_latency_ms()}
-
-    def prometheus_lines(self, held: int, cluster_partitions: dict[str, int]) -> list[str]:
-        w = f'worker="{self.worker_id}"'
-        lines = ["# HELP zkpipe_worker_partitions_total Partitions by outcome on this worker.",
-                 "# TYPE zkpipe_worker_partitions_total counter"]
-        lines += [f'zkpipe_worker_partitions_total{{{w},outcome="{k}"}} {v}' for k, v in self.counters.items()]
-        lines += ["# HELP zkpipe_worker_claim_seconds Claim transactions (round trip to the store).",
-                  "# TYPE zkpipe_worker_claim_seconds summary",
-                  f"zkpipe_worker_claim_seconds_count{{{w}}} {self.claim_rounds}",
-                  f"zkpipe_worker_claim_seconds_sum{{{w}}} {self.claim_seconds_total:.6f}",
-                  "# HELP zkpipe_worker_partitions_held Partitions leased by this worker now.",
-                  "# TYPE zkpipe_worker_partitions_held gauge", f"zkpipe_worker_partitions_held{{{w}}} {held}",
-                  "# HELP zkpipe_cluster_partitions Partitions in the shared store by state (last heartbeat).",
-                  "# TYPE zkpipe_cluster_partitions gauge"]
-        lines += [f'zkpipe_cluster_partitions{{state="{k}"}} {v}' for k, v in cluster_partitions.items()]
-        return lines

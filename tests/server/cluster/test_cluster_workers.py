@@ -49,7 +49,7 @@ async def test_three_workers_prove_200_jobs_and_store_each_partition_once(tmp_pa
             assert views[0]["partitions"]["done"] == total and views[0]["jobs"]["done"] == 200
             async with session.get(f"{urls[1]}/metrics") as resp:
                 metrics = await resp.text()
-            assert f'zkpipe_worker_partitions_total{{worker="{ids[1]}",outcome="stored"}} {stored_by[ids[1]]}' in metrics
+            assert f'zkpipe_worker_partitions_total{{worker="{ids[1]}",outcome="stored"}} {float(stored_by[ids[1]])}' in metrics
             assert f'zkpipe_worker_claim_seconds_count{{worker="{ids[1]}"}}' in metrics
         assert all(snarkjs_sample(finals, sent, per_key=3))
         assert stop_all(*workers) == [0, 0, 0]
