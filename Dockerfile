@@ -1,6 +1,6 @@
-# zkpipe: the Groth16 proving service (`zkpipe serve`) on an NVIDIA GPU.
+# zkpipe: the Groth16 proving service (`zkpipe serve`) on an NVIDIA GPU (or the CPU backend without one).
 #
-#   docker build -t zkpipe .
+#   docker build -t zkpipe .                   # or, with no Docker engine: tools/container_build.sh (buildah)
 #   docker run --gpus all -p 9820:9820 -v zkpipe-state:/var/lib/zkpipe \
 #       -v "$PWD/keys:/keys:ro" -e ZKPIPE_KEYS_DIR=/keys -e ZKPIPE_AUTH_TOKEN=s3cret zkpipe
 #
@@ -9,14 +9,21 @@
 # `--config /etc/zkpipe.toml` (arguments after the image name go to `zkpipe serve`).
 #
 # The install step is .ci/install, the script CI's .ci/run calls, so CI exercises it on every run;
-# no Docker engine is needed there.
-ARG CUDA_IMAGE=nvidia/cuda:13.0.1-runtime-ubuntu24.04
-FROM ${CUDA_IMAGE}
+# no Docker engine is needed there. tests/test_container.py builds this file with buildah and runs
+# the demo and `zkpipe serve` + one job inside the image (pytest -m container, by hand).
+#
+# Base: any Debian or Ubuntu with Python >= 3.11. No CUDA toolkit image is needed: cuda-python and
+# NVRTC come from pip (the [cuda] extra), and the driver (libcuda) is the host's, mounted by the
+# NVIDIA container toolkit (`--gpus all`), which the two NVIDIA_* variables below ask for.
+ARG BASE_IMAGE=debian:bookworm-slim
+FROM ${BASE_IMAGE}
 
 ENV DEBIAN_FRONTEND=noninteractive \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
-    PIP_NO_CACHE_DIR=1
+    PIP_NO_CACHE_DIR=1 \
+    NVIDIA_VISIBLE_DEVICES=all \
+    NVIDIA_DRIVER_CAPABILITIES=compute,utility
 RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 python3-venv ca-certificates tini \
  && rm -rf /var/lib/apt/lists/*
@@ -29,10 +36,13 @@ RUN groupadd --system zkpipe \
 
 WORKDIR /opt/zkpipe/src
 # Dependency metadata first, so a source change does not reinstall every wheel.
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md LICENSE ./
 COPY pipeline ./pipeline
 # The install recipe CI runs on every submission (.ci/run calls the same script with test,cuda).
 COPY .ci/install ./.ci/install
+# Behind a TLS-intercepting proxy, pip needs its CA bundle: mount it for the build and name it here
+# (tools/container_build.sh does both); unset, pip uses its own bundle. Nothing of it stays in the image.
+ARG PIP_CERT
 RUN bash .ci/install /opt/zkpipe/venv cuda
 
 ENV PATH=/opt/zkpipe/venv/bin:$PATH \

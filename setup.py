@@ -4,10 +4,8 @@ After the usual build_py has laid out the package in build/lib, the kernels are 
 that copy (the sources exactly as shipped, found through the package) into
 pipeline/backends/cuda/prebuilt/ by pipeline/backends/cuda/aot_build.py, with the NVRTC of the
 build environment. ZKPIPE_KERNEL_ARCHS picks the GPU generations (default: aot_build's
-SUPPORTED_ARCHS; "none" ships none) and ZKPIPE_ENGINE_CUDA_KERNEL_CACHE_DIR the NVRTC cache the
-compiles go through (the same name the engine's config reads); this hook passes both to aot_build
-as flags. Editable installs build nothing: a checkout compiles on first use (NVRTC, cached on
-disk) or runs aot_build --inplace.
+SUPPORTED_ARCHS; "none" ships none). Editable installs build nothing: a checkout compiles on
+first use (NVRTC, cached on disk) or runs aot_build --inplace.
 """
 import os
 import subprocess
@@ -31,13 +29,10 @@ class BuildPyWithKernels(build_py):
             print("warning: NVRTC cannot be loaded in the build environment: this wheel ships no prebuilt kernels "
                   "(they compile on first use)", file=sys.stderr)
             return
-        flags = ["--out", os.path.join(build_lib, PREBUILT)]
-        if os.environ.get("ZKPIPE_KERNEL_ARCHS"):
-            flags += ["--arch", os.environ["ZKPIPE_KERNEL_ARCHS"]]
-        if os.environ.get("ZKPIPE_ENGINE_CUDA_KERNEL_CACHE_DIR"):
-            flags += ["--cache", os.environ["ZKPIPE_ENGINE_CUDA_KERNEL_CACHE_DIR"]]
-        subprocess.run([sys.executable, "-m", "pipeline.backends.cuda.aot_build", *flags], env=env, cwd=build_lib,
-                       check=True)
+        archs, cache = os.environ.get("ZKPIPE_KERNEL_ARCHS", ""), os.environ.get("ZKPIPE_KERNEL_CACHE", "")
+        subprocess.run([sys.executable, "-m", "pipeline.backends.cuda.aot_build", "--out", os.path.join(build_lib, PREBUILT),
+                        *(["--arch", archs] if archs.strip() else []), *(["--cache", cache] if cache else [])],
+                       env=env, cwd=build_lib, check=True)
 
 
 setup(cmdclass={"build_py": BuildPyWithKernels})

@@ -47,7 +47,11 @@ def write_result(path: Path | str | None, text: str, show: str | None = None) ->
 
 
 def arg_parser(doc: str | None) -> argparse.ArgumentParser:
-    """A parser whose help is the script's docstring, kept as written."""
+    """A parser whose help is the script's docstring, kept as written. Every benchmark starts here,
+    so this is also where its progress bars are turned on (drawn only on a terminal)."""
+    from pipeline import progress
+
+    progress.enable()
     return argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
 
 

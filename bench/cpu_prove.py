@@ -11,6 +11,7 @@ import platform
 import time
 
 from bench.common import add_fixture_dirs, arg_parser, fixture_dirs, markdown_table, result_path, write_result
+from pipeline import progress
 from pipeline.backends.cpu import CpuBackend
 from pipeline.formats.wtns import read_wtns
 from pipeline.formats.zkey import read_zkey
@@ -22,7 +23,7 @@ def main() -> None:
     add_fixture_dirs(parser)
     dirs = fixture_dirs(parser.parse_args().fixtures, "chain_2e*")
     rows = []
-    for folder in dirs:
+    for folder in progress.iterate(dirs, "fixtures proved"):
         t0 = time.perf_counter()
         zkey = read_zkey(folder / "circuit_final.zkey")
         witness = read_wtns(folder / "witness.wtns")

@@ -16,16 +16,23 @@
 #   engine   bench.engine_throughput on .extra/chain_2e14_bls, [ENGINE_DEVICES=1] device counts
 #   scaling  bench.engine_throughput on random keys of 2^[SCALING_LOGS=20 22], on 1 and on all devices
 #   server   bench.server_throughput, once per GIL switch interval in [SERVER_GILS=default]
-#   seam     the engine before (.anchors/before.tar: a `git archive` of an older commit's pipeline,
-#            cuda_src, bench) and after, same call, random BLS12-381 keys of 2^14 and 2^20 on 1 and
-#            all devices (issue 9's before/after table)                              -> seam_engine_*.md
+#   cluster  bench.cluster_throughput: 1 worker vs one per GPU (separate `zkpipe serve --store` processes, one
+#            PostgreSQL), random BLS12-381 key of 2^[CLUSTER_LOG=20], [CLUSTER_JOBS=60] jobs, witnesses through
+#            a shared spool folder, then through the database rows    -> bench/results/cluster_cuda_*.md
+#            PostgreSQL: the pgserver wheel's binaries, carried in .whl/ with asyncpg's wheel
+#   devsetup bench.dev_setup: GPU development keys of synth circuits, phases, then one proof's GPU stage on
+#            each (circuit vs random witness) [DEVSETUP_SIZES=20 22 24] [DEVSETUP_CURVES=bls12381 bn128]
+#            -> bench/results/dev_setup_<sizes>_<curves>.md (2^26: its own call; 2^27: nvidia-h200-x2's host memory)
+#   seam     before/after of the backend seam (issue 9): engine at 2^14 and 2^20 (1 and all devices)
+#            and the GPU stage at 2^14/20/24, in this tree and in the tree of .anchors/before.tar;
+#            sppark's MSM bench if .anchors/bench_bls12381 is there. Carry .anchors.
 # Wheels the host lacks (orjson, py_ecc, wasmtime) travel in .whl/. Every file a section writes
 # under bench/results/ is copied to $OUT at the end, with gpu.txt and the logs.
 set -o pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 if compgen -G ".whl/*.whl" > /dev/null; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-  export PYTHONPATH=/tmp/site
+  export PYTHONPATH=/tmp/site SITE=/tmp/site
 fi
 export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$PWD PYTHONUNBUFFERED=1
 [ -w "${HOME:-/nonexistent}" ] || export HOME=/tmp  # compiled kernels are cached under ~/.cache/zkpipe/kernels
@@ -79,28 +86,52 @@ server() {
       --requests 100 --latency-jobs 20 ${gil:+--gil-switch-interval $gil} 2>&1 | tail -n 12
   done
 }
+cluster() {
+  local n log=${CLUSTER_LOG:-20} travel
+  n=$(nvidia-smi -L | wc -l)
+  export ZKPIPE_PG_BIN=${ZKPIPE_PG_BIN:-/tmp/site/pgserver/pginstall/bin}
+  chmod -R a+rX /tmp/site/pgserver 2> /dev/null  # PostgreSQL runs as a non-root user under root
+  [ -f "/tmp/rand_2e$log/witness.wtns" ] || python3 -m bench.random_circuit bls12381 "$log" "/tmp/rand_2e$log"
+  for travel in spool rows; do
+    timeout 280 python3 -m bench.cluster_throughput --backend cuda --curve bls12381 --circuit "/tmp/rand_2e$log" \
+      --workers "1,$n" --devices-per-worker --jobs "${CLUSTER_JOBS:-60}" --claims 0 \
+      $([ $travel = spool ] && echo --shared-spool) --out "bench/results/cluster_cuda_bls12381_rand_2e${log}_$travel.md" \
+      2>&1 | tee "$OUT/cluster_$travel.log" | grep -E "end to end|Error|error|wrote"
+  done
+}
+devsetup() {
+  timeout "${DEVSETUP_TIMEOUT:-560}" python3 -m bench.dev_setup --sizes ${DEVSETUP_SIZES:-20 22 24} \
+    --curves ${DEVSETUP_CURVES:-bls12381 bn128} 2>&1 | tee "$OUT/dev_setup.log" | tail -n 25
+}
 
+# bench module $3.. in tree $2 with a time limit of $1 s: as a module here, by path in trees from
+# before bench/ was a package
+bench_in() {
+  local limit=$1 dir=$2 mod=$3; shift 3
+  if [ -f "$dir/bench/common.py" ]; then (cd "$dir" && timeout "$limit" python3 -m "bench.$mod" "$@")
+  else (cd "$dir" && PYTHONPATH=${SITE:+$SITE:}$dir timeout "$limit" python3 "bench/$mod.py" "$@"); fi
+}
 seam() {
-  local n counts=1 version log repo=$PWD
+  local n counts=1 version dir log
   n=$(nvidia-smi -L | wc -l); [ "$n" -gt 1 ] && counts="1,$n"
   mkdir -p /tmp/before && tar -C /tmp/before -xf .anchors/before.tar
-  for log in 14 20; do python3 -m bench.random_circuit bls12381 $log /tmp/rand$log > /dev/null; done
+  for log in 14 20; do python3 -m bench.random_circuit bls12381 $log /tmp/rand$log >/dev/null; done
   for version in after before; do
-    for log in 14 20; do
-      local args=(--backend cuda --curve bls12381 --circuit /tmp/rand$log --partitions 4 --device-counts "$counts"
-                  --jobs $((log == 14 ? 10 : 4)) --jobs-in-flight $((log == 14 ? 5 : 3))
-                  --gpu-workers "$([ $log = 14 ] && echo 1,2 || echo 2)"
-                  --out "$repo/bench/results/seam_engine_${version}_2e$log.md")
-      if [ $version = after ]; then timeout 200 python3 -m bench.engine_throughput "${args[@]}"
-      else (cd /tmp/before && PYTHONPATH=/tmp/site timeout 200 python3 bench/engine_throughput.py "${args[@]}"); fi 2>&1 \
-        | grep -E "^dev=|Error" | sed "s/^/$version 2^$log /"
-    done
+    dir=$PWD; [ $version = before ] && dir=/tmp/before
+    bench_in 200 "$dir" engine_throughput --backend cuda --curve bls12381 --circuit /tmp/rand14 \
+      --partitions 4 --jobs 10 --jobs-in-flight 5 --gpu-workers 1,2 --device-counts "$counts" \
+      --out "$OUT/engine_${version}_2e14.md" 2>&1 | grep -E "^dev=|Error" | sed "s/^/$version 2^14 /"
+    bench_in 200 "$dir" engine_throughput --backend cuda --curve bls12381 --circuit /tmp/rand20 \
+      --partitions 4 --jobs 4 --jobs-in-flight 3 --gpu-workers 2 --device-counts "$counts" \
+      --out "$OUT/engine_${version}_2e20.md" 2>&1 | grep -E "^dev=|Error" | sed "s/^/$version 2^20 /"
+    bench_in 240 "$dir" gpu_stage 14 20 24 2>&1 | tail -n 8 | tee "$OUT/gpu_stage_$version.txt"
   done
+  [ -x .anchors/bench_bls12381 ] && .anchors/bench_bls12381 20 24 24 24 2>&1 | tee "$OUT/sppark_bls.txt" | tail -n 12
 }
 
 for section in ${@:-tests demo prove stage msm engine server}; do
   case $section in
-    tests|demo|prove|ntt|msm|stage|memory|blocks|build|engine|scaling|server|seam) echo "== $section"; $section ;;
+    tests|demo|prove|ntt|msm|stage|memory|blocks|build|engine|scaling|server|cluster|seam|devsetup) echo "== $section"; $section ;;
     *) echo "bench/device.sh: unknown section '$section'" >&2; rc=2 ;;
   esac
 done

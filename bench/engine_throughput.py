@@ -1,7 +1,8 @@
 """Engine throughput: a stream of jobs of N partitions at several jobs-in-flight levels and
 gpu_workers_per_device values. Reports s/proof, per-stage medians, GPU-lock busy fraction,
 the gpu-stage share (s/proof over the sum of gpu stage times), loop lag and peak host memory;
-writes a markdown table and an SVG timeline of one run (matplotlib is not a dependency).
+writes a markdown table and the stage timeline of the last level (JSON, and a PNG drawn by
+bench/plots where matplotlib is installed: the bench extra).
 
     python3 -m bench.engine_throughput --backend cpu --circuit chain_2e8 --partitions 2 \
         --jobs-in-flight 1,2,5 --gpu-workers 1,2,3
@@ -14,20 +15,18 @@ Target (issue 4): at saturation the GPU lock is busy >= 95% of the time and s/pr
 from __future__ import annotations
 
 import asyncio
+import json
 import platform
 import resource
-import shutil
 import statistics
-import subprocess
 import time
 from pathlib import Path
 
 from bench.common import CURVE_NAMES, FIXTURES, arg_parser, int_list, result_path
+from pipeline import progress
 from pipeline.engine import Engine, EngineConfig
 
 STAGES = ("synth_ms", "prep_msm_ms", "gpu_lock_wait_ms", "gpu_total_ms", "b_g2_msm_ms", "epilogue_ms", "total_ms")
-COLORS = {"synthesize": "#8ecae6", "prep_msm": "#219ebc", "gpu": "#d62828", "b_g2_msm": "#f77f00",
-          "epilogue": "#2a9d8f"}
 
 
 async def run_level(args, n_devices: int, gw: int, jobs_in_flight: int, fixture: Path):
@@ -73,42 +72,28 @@ async def run_level(args, n_devices: int, gw: int, jobs_in_flight: int, fixture:
     return row, timeline, t_start
 
 
-def write_svg(path: Path, timeline, t0: float, title: str) -> None:
-    """One row per worker, one box per stage interval (hand-written SVG; no plotting library)."""
-    workers = sorted({iv.worker if iv.stage == "gpu" else iv.stage for iv in timeline},
-                     key=lambda w: (["synthesize", "prep_msm", "b_g2_msm"].index(w) if w in ("synthesize", "prep_msm", "b_g2_msm")
-                                    else 3 if w.startswith("gpu") else 4, w))
-    t_end = max(iv.end for iv in timeline)
-    width, left, row_h = 1100, 110, 26
-    scale = (width - left - 20) / (t_end - t0)
-    height = 60 + row_h * len(workers) + 30
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="11">',
-           f'<text x="10" y="20" font-size="14">{title}</text>']
-    for i, w in enumerate(workers):
-        y = 40 + i * row_h
-        out.append(f'<text x="10" y="{y + 16}">{w}</text>')
-        out.append(f'<line x1="{left}" y1="{y + row_h - 2}" x2="{width - 20}" y2="{y + row_h - 2}" stroke="#eee"/>')
-    for iv in timeline:
-        row = iv.worker if iv.stage == "gpu" else iv.stage
-        y = 40 + workers.index(row) * row_h
-        x = left + (max(iv.start, t0) - t0) * scale
-        w = max(1.0, (iv.end - max(iv.start, t0)) * scale)
-        out.append(f'<rect x="{x:.1f}" y="{y + 2}" width="{w:.1f}" height="{row_h - 6}" fill="{COLORS.get(iv.stage, "#999")}" '
-                   f'stroke="#333" stroke-width="0.3"><title>{iv.stage} job {iv.job_id[:6]} part {iv.partition}: '
-                   f'{(iv.end - iv.start) * 1e3:.1f} ms</title></rect>')
-        if w > 18:
-            out.append(f'<text x="{x + 2:.1f}" y="{y + 15}" font-size="9" fill="#fff">{iv.job_id[:3]}/{iv.partition}</text>')
-    y = height - 15
-    out.append(f'<text x="{left}" y="{y}">0 s</text><text x="{width - 60}" y="{y}">{t_end - t0:.2f} s</text>')
-    for i, (stage, color) in enumerate(COLORS.items()):
-        out.append(f'<rect x="{left + 120 + i * 120}" y="{y - 10}" width="12" height="12" fill="{color}"/>'
-                   f'<text x="{left + 136 + i * 120}" y="{y}">{stage}</text>')
-    out.append("</svg>")
-    path.write_text("\n".join(out))
+def write_timeline(stem: Path, timeline, t0: float, level: str, title: str) -> Path:
+    """The last level's stage intervals as ``<stem>.timeline.json`` (the data) and ``.timeline.png``
+    (drawn by bench/plots; ``python3 -m bench.plots`` redraws it from the JSON)."""
+    intervals = [{"row": iv.worker if iv.stage == "gpu" else iv.stage, "stage": iv.stage, "job": iv.job_id[:6],
+                  "partition": iv.partition, "start_s": max(iv.start, t0) - t0, "end_s": iv.end - t0}
+                 for iv in timeline]
+    data = {"level": level, "intervals": intervals}
+    stem.with_name(stem.name + ".timeline.json").write_text(json.dumps(data, indent=0))
+    try:
+        import matplotlib
+    except ImportError:  # the bench extra (pip install '.[bench]') draws it; the JSON is written either way
+        return stem.with_name(stem.name + ".timeline.json")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from bench.plots.timeline import plot_timeline
+
+    return plot_timeline(data, title, stem.with_name(stem.name + ".timeline.png"), plt)
 
 
-def markdown(args, rows, svg_name: str) -> str:
-    lines = [f"# Engine throughput: {args.backend} backend, {args.curve}/{args.circuit}, "
+def markdown(args, rows, fixture: Path, timeline_name: str) -> str:
+    lines = [f"# Engine throughput: {args.backend} backend, {args.curve}/{fixture.name}, "
              f"{args.partitions} partitions per job, G2 MSM on the {args.g2}",
              "", f"Host: {platform.node()} ({platform.machine()}, Python {platform.python_version()}); "
              f"date {time.strftime('%Y-%m-%d %H:%M')}. Jobs per level: max({args.jobs}, jif). "
@@ -128,8 +113,8 @@ def markdown(args, rows, svg_name: str) -> str:
                      f"{m('prep_msm_ms')} | {m('gpu_lock_wait_ms')} | {m('gpu_total_ms')} | {m('b_g2_msm_ms')} | "
                      f"{m('epilogue_ms')} | {m('total_ms')} | {r['loop_lag_p95_ms']:.1f} | {r['peak_rss_mib']:.0f} | "
                      f"{'/'.join(map(str, r['partitions_per_device']))} |")
-    lines += ["", f"Timeline of the last run: [{svg_name}]({svg_name}) (one row per worker; hover a box for its stage "
-              "and duration)."]
+    lines += ["", f"Timeline of the last run: [{timeline_name}]({timeline_name}) (one row per worker; data in the "
+              "`.timeline.json` beside it)."]
     return "\n".join(lines) + "\n"
 
 
@@ -153,18 +138,19 @@ async def main() -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     rows, last = [], None
     levels = [(n, gw, jif) for n in args.device_counts for gw in args.gpu_workers for jif in args.jobs_in_flight]
-    for n, gw, jif in levels:
-        row, timeline, t0 = await run_level(args, n, gw, jif, fixture)
-        rows.append(row)
-        last = (timeline, t0, f"dev={n} gw={gw} jif={jif}")
-        print(f"dev={n} gw={gw} jif={jif}: {row['s_per_proof']:.3f} s/proof, gpu {row['gpu_s_per_proof']:.3f} s/proof, "
-              f"lock busy {row['lock_busy'] * 100:.0f}%, loop lag p95 {row['loop_lag_p95_ms']:.1f} ms", flush=True)
-    svg = out.with_suffix(".timeline.svg")
-    write_svg(svg, last[0], last[1], f"{args.backend} {args.curve}/{fixture.name} {last[2]}")
-    if shutil.which("rsvg-convert"):  # the PNG the issue asks for, where librsvg is installed
-        subprocess.run(["rsvg-convert", "-b", "white", str(svg), "-o", str(svg.with_suffix(".png"))], check=False)
-    out.write_text(markdown(args, rows, svg.name))
-    print(f"wrote {out} and {svg}")
+    with progress.bar("engine levels", total=len(levels), unit="level", leave=True) as bar:
+        for n, gw, jif in levels:
+            bar.set_postfix_str(f"dev={n} gw={gw} jif={jif}")
+            row, timeline, t0 = await run_level(args, n, gw, jif, fixture)
+            rows.append(row)
+            last = (timeline, t0, f"dev={n} gw={gw} jif={jif}")
+            bar.write(f"dev={n} gw={gw} jif={jif}: {row['s_per_proof']:.3f} s/proof, gpu {row['gpu_s_per_proof']:.3f} "
+                      f"s/proof, lock busy {row['lock_busy'] * 100:.0f}%, loop lag p95 {row['loop_lag_p95_ms']:.1f} ms")
+            bar.update()
+    title = f"{args.backend} backend, {args.curve}/{fixture.name}, {args.partitions} partitions per job"
+    drawn = write_timeline(out.with_suffix(""), last[0], last[1], last[2], title)
+    out.write_text(markdown(args, rows, fixture, drawn.name))
+    print(f"wrote {out} and {drawn}")
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from bench.common import arg_parser, bit_heavy, markdown_table, random_below, time_ms, write_result
+from pipeline import progress
 from pipeline.backends.cuda.backend import CudaBackend
 from pipeline.backends.cuda.memory import PinnedHostBuffer
 from pipeline.curves import BLS12_381, BN254
@@ -31,7 +32,7 @@ def bench_group(backend, curve, g2: bool, logs, rng, rows, repeat=5):
     scalars_all["80% {0,1}"] = bit_heavy(rng, scalars_all["random"])
     with backend.allocator.upload(points, "bench points") as d_points:
         del points
-        for log_n in logs:
+        for log_n in progress.iterate(logs, f"{curve.name} {'G2' if g2 else 'G1'} MSM sizes"):
             n = 1 << log_n
             for kind, scalars in scalars_all.items():
                 nbytes = n * fr.limbs * 8

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from bench.common import arg_parser, markdown_table, random_below, time_ms, write_result
+from pipeline import progress
 from pipeline.backends.cuda.backend import CudaBackend
 from pipeline.backends.cuda.ntt import pass_plan
 from pipeline.curves import BLS12_381, BN254
@@ -22,7 +23,7 @@ def main(min_log: int = 16, max_log: int = 27, out_path: str | None = None) -> s
         rt = backend.runtime(curve)
         fr = curve.fr
         rt.ntt.ensure_twiddles(max_log)
-        for log_n in range(min_log, max_log + 1):
+        for log_n in progress.iterate(range(min_log, max_log + 1), f"{curve.name} NTT sizes"):
             n = 1 << log_n
             data = random_below(rng, n, fr.limbs, fr.bits)
             with backend.allocator.upload(data, "ntt bench data") as d:

@@ -1,11 +1,14 @@
-"""The ``zkpipe`` command: prove, verify, export-vk, inspect, demo, serve, submit.
+"""The ``zkpipe`` command: prove, fullprove, verify, export-vk, inspect, demo, serve, submit, ...
 
-Exit codes: 0 success (or a valid proof), 1 an invalid proof (or a job that failed on the server
-``prove --server`` used), 2 bad input or usage.
+Exit codes (``pipeline.errors.ExitCode``): 0 success (or a valid proof), 1 an invalid proof (or a
+job that failed on the server ``prove --server`` or ``submit`` used), 2 bad input or usage (a
+backend that cannot run included), 3 an internal error.
 """
 from __future__ import annotations
 
 import argparse
+import importlib
+import logging
 import os
 import sys
 import time
@@ -27,6 +30,11 @@ def _read_inputs(key_path: str, wtns_path: str | None = None):
     return zkey, witness
 
 
+def _quiet_backend_log() -> None:
+    """The prove commands print the backend chosen and why themselves: not the log line too."""
+    logging.getLogger("zkpipe.backends").setLevel(logging.ERROR)
+
+
 def _prove_files(key_path: str, wtns_path: str, backend_name: str):
     from .backends import create_backend
     from .config import ConfigError, cuda_options_from_env
@@ -40,6 +48,7 @@ def _prove_files(key_path: str, wtns_path: str, backend_name: str):
         cuda_options = cuda_options_from_env()
     except ConfigError as exc:
         raise BadInput(str(exc)) from exc
+    _quiet_backend_log()
     backend = create_backend(backend_name, options=cuda_options)
     t1 = time.perf_counter()
     key = backend.load_key(zkey)
@@ -82,8 +91,10 @@ def cmd_prove(args) -> int:
     if args.server:
         return _prove_on_server(args, timeline, proof_path, public_path)
     with timeline.step("import the prove path"):
-        from .oneshot.local import prove_local, wtns_file
-    result = prove_local(args.key, wtns_file(args.witness), args.backend, timeline)
+        from .oneshot.local import DeviceSetup, prove_local, wtns_file
+    _quiet_backend_log()
+    device = DeviceSetup(args.backend, timeline)  # first: the driver and context take the longest
+    result = prove_local(args.key, wtns_file(args.witness), device, timeline)
     return _finish_local(args, result, timeline, proof_path, public_path)
 
 
@@ -105,9 +116,10 @@ def cmd_fullprove(args) -> int:
     timeline = Timeline()
     proof_path, public_path = _output_paths(args, args.parser_error)
     with timeline.step("import the prove path"):
-        from .oneshot.local import circuit_inputs, prove_local
-
-    result = prove_local(args.key, circuit_inputs(args.input, args.wasm), args.backend, timeline)
+        from .oneshot.local import DeviceSetup, circuit_inputs, prove_local
+    _quiet_backend_log()
+    device = DeviceSetup(args.backend, timeline)
+    result = prove_local(args.key, circuit_inputs(args.input, args.wasm), device, timeline)
     return _finish_local(args, result, timeline, proof_path, public_path)
 
 
@@ -128,10 +140,9 @@ def cmd_verify(args) -> int:
 
 def cmd_export_vk(args) -> int:
     from .formats.snarkjs_json import write_verification_key
-    from .formats.types import VerificationKey
+    from .formats.zkey import read_zkey_verification_key
 
-    zkey, _ = _read_inputs(args.key)
-    write_verification_key(args.out, VerificationKey.from_zkey(zkey))
+    write_verification_key(args.out, read_zkey_verification_key(args.key))  # sections 1-3 only
     return EXIT_OK
 
 
@@ -146,8 +157,9 @@ def cmd_inspect(args) -> int:
 
 def cmd_demo(args) -> int:
     """Prove and verify the bundled example circuit on each curve, printing the timings."""
-    from .groth16.verifier import verify
+    from .backends import describe_backend
     from .formats.types import VerificationKey
+    from .groth16.verifier import verify
 
     curves = ["bn128", "bls12381"] if args.curve == "all" else [args.curve]
     status = EXIT_OK
@@ -158,13 +170,16 @@ def cmd_demo(args) -> int:
         t0 = time.perf_counter()
         verdict = verify(VerificationKey.from_zkey(zkey), proof.public_signals, proof.pi_a, proof.pi_b, proof.pi_c)
         timings["verify_ms"] = (time.perf_counter() - t0) * 1e3
-        print(f"{curve:9s} {zkey.n_vars} signals, domain 2^{zkey.log_domain_size}, backend {backend.name}: "
+        print(f"{curve:9s} {zkey.n_vars} signals, domain 2^{zkey.log_domain_size}, backend {describe_backend(backend)}: "
               f"proof {'VALID' if verdict else 'INVALID: ' + verdict.reason}")
         for name, ms in timings.items():
             print(f"    {name:14s} {ms:10.1f} ms")
         if not verdict:
             status = EXIT_INVALID
     return status
+
+
+BACKEND_HELP = "cpu, cuda, or auto (cuda where a GPU answers, else cpu; the choice and why are printed)"
 
 
 def _add_prove_parsers(sub) -> None:
@@ -193,51 +208,77 @@ def _add_prove_parsers(sub) -> None:
                             help="public signals to write (default public.json)")
         parser.add_argument("--proof", help="the same as PROOF")
         parser.add_argument("--public", help="the same as PUBLIC")
-        parser.add_argument("--backend", default="auto", choices=backends,
-                            help="auto: CUDA where a GPU answers, else the CPU (default: %(default)s)")
+        parser.add_argument("--backend", default="auto", choices=backends, help=BACKEND_HELP)
         parser.add_argument("--timings", action="store_true",
                             help="print where the time went, from process start to exit")
         parser.set_defaults(parser_error=parser.error)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="zkpipe", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+# Subcommands whose parsers live with their code: command -> (module, function adding its parser).
+# Only the module of the command being run is imported, so `zkpipe prove` pays for no other
+# command's imports (setup and synth-circuit bring numpy and the curves in to build theirs); help
+# and usage errors import them all.
+OTHER_COMMANDS = {
+    "serve": ("pipeline.server.cli_commands", "add_server_commands"),
+    "submit": ("pipeline.server.cli_commands", "add_server_commands"),
+    "setup": ("pipeline.setup.command", "add_setup_command"),
+    "synth-circuit": ("pipeline.synth.cli_command", "add_synth_commands"),
+}
+OWN_COMMANDS = ("prove", "fullprove", "verify", "export-vk", "inspect", "demo")
+
+
+def _command_of(argv: list[str]) -> str | None:
+    """The subcommand ``argv`` runs (its first word), None for none (``zkpipe --help``)."""
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser, with every subcommand; with ``command`` (one of ours or of ``OTHER_COMMANDS``),
+    only the other modules that command needs are imported."""
+    from .server.cli_parser import new_parser
+
+    parser, sub = new_parser()
 
     _add_prove_parsers(sub)
 
     p = sub.add_parser("verify", help="verify a snarkjs proof (exit 0 valid, 1 invalid, 2 bad input)")
-    p.add_argument("vk")
-    p.add_argument("public")
-    p.add_argument("proof")
+    p.add_argument("vk", help="verification_key.json (snarkjs zkey export verificationkey, or export-vk)")
+    p.add_argument("public", help="public.json: the public signals")
+    p.add_argument("proof", help="proof.json")
     p.set_defaults(func=cmd_verify)
 
     p = sub.add_parser("export-vk", help="write verification_key.json from a zkey")
-    p.add_argument("key")
-    p.add_argument("out")
+    p.add_argument("key", help="the proving key (.zkey)")
+    p.add_argument("out", help="where to write verification_key.json")
     p.set_defaults(func=cmd_export_vk)
 
     p = sub.add_parser("inspect", help="describe a zkey, wtns, r1cs or snarkjs JSON file")
-    p.add_argument("file")
+    p.add_argument("file", help="a .zkey, .wtns, .r1cs, or snarkjs JSON (proof, public, verification key)")
     p.set_defaults(func=cmd_inspect)
 
     p = sub.add_parser("demo", help="prove and verify the bundled example circuit")
-    p.add_argument("--curve", default="all", choices=["all", "bn128", "bls12381"])
-    p.add_argument("--backend", default="auto", choices=["cpu", "cuda", "auto"])
+    p.add_argument("--curve", default="all", choices=["all", "bn128", "bls12381"], help="which example circuit")
+    p.add_argument("--backend", default="auto", choices=["cpu", "cuda", "auto"], help=BACKEND_HELP)
     p.set_defaults(func=cmd_demo)
 
-    from .server.cli_commands import add_server_commands
-    from .setup.command import add_setup_command
-    from .synth.cli_command import add_synth_commands
-
-    add_server_commands(sub)
-    add_setup_command(sub)
-    add_synth_commands(sub)
+    if command in OWN_COMMANDS:
+        registrars = []
+    elif command in OTHER_COMMANDS:
+        registrars = [OTHER_COMMANDS[command]]
+    else:
+        registrars = list(dict.fromkeys(OTHER_COMMANDS.values()))
+    for module, function in registrars:
+        getattr(importlib.import_module(module), function)(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    from . import progress
+
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(_command_of(argv)).parse_args(argv)
+    if args.command != "serve":  # the service logs; commands draw bars where a terminal watches
+        progress.enable()
     try:
         return args.func(args)
     except (BadInput, Unavailable) as exc:

@@ -51,7 +51,23 @@ class ServerConfig:
     # Bearer token; empty means no auth. Every route but /healthz needs it when set.
     auth_token: str = ""
     max_body_bytes: int = 256 * MIB
+    # A JSON body (circuit inputs) larger than this is refused with 413 before it is parsed.
+    max_json_body_bytes: int = 8 * MIB
     max_partitions_per_job: int = 256
+    # Uploads (POST /v1/jobs bodies) read at once; one more waits up to body_read_timeout_s, then 503.
+    max_concurrent_uploads: int = 8
+    # Open connections at once; one more is answered 503 and closed. The open file limit is raised to fit.
+    max_connections: int = 1024
+    # A connection must send a whole request head this long after connecting or after its last
+    # response, else it is closed (this also closes idle keep-alive connections).
+    header_timeout_s: float = 30.0
+    # A request body that sends nothing for body_read_timeout_s, or is not complete after
+    # body_timeout_s, is answered 408 and its connection closed.
+    body_read_timeout_s: float = 60.0
+    body_timeout_s: float = 900.0
+    # The longest request line and header line accepted (aiohttp's parser; longer: 400).
+    max_line_size: int = 8190
+    max_field_size: int = 8190
     # Finished jobs (results included) are kept this long, then deleted.
     result_ttl_s: float = 24 * 3600.0
     janitor_interval_s: float = 60.0
@@ -61,6 +77,23 @@ class ServerConfig:
     # fsync spool files, the spool folder and SQLite commits before answering 202.
     fsync: bool = True
     log_level: str = "info"
+    # "text" or "json" (one JSON object per line, job events and access lines with their fields).
+    log_format: str = "text"
+    # One line per HTTP request on the zkpipe.access logger.
+    access_log: bool = True
+    # -- many hosts, one queue (docs/cluster.md) ---------------------------------------------------
+    # Empty: the job store is SQLite in state_dir (one host). postgresql://user@host:port/db: the
+    # shared store of a cluster; every `zkpipe serve` pointed at it is a worker.
+    store_url: str = ""
+    lease_s: float = 30.0                # a claimed partition returns to the queue this long after its worker's last heartbeat
+    heartbeat_interval_s: float = 5.0    # at most lease_s / 2
+    claim_poll_interval_s: float = 2.0   # an idle worker looks for work this often when no NOTIFY came
+    affinity_max_age_s: float = 60.0     # a partition queued longer is claimed before those of resident keys
+    max_partition_attempts: int = 5      # claims of one partition whose worker died, before its job fails
+    max_db_partition_bytes: int = 4 * MIB  # a partition's witness (or inputs) up to this size travels in the database
+    shared_spool_dir: str = ""           # a folder every worker mounts, for larger witnesses (empty: those get 413)
+    drain_timeout_s: float = 60.0        # SIGTERM: finish held partitions this long, then release the rest
+    worker_max_partitions: int = 0       # partitions held at once; 0: the engine's max_partitions_in_flight
 
 
 @dataclass
@@ -69,6 +102,7 @@ class Config:
     # [engine] table, kept as given and checked against EngineConfig by engine_config().
     engine: dict[str, Any] = field(default_factory=dict)
     source: str = "<defaults>"
+    engine_env: tuple[str, ...] = ()  # the ZKPIPE_ENGINE_* variables that set [engine] values
 
     def engine_config(self):
         """The engine's own ``EngineConfig`` built from the [engine] table."""
@@ -77,7 +111,8 @@ class Config:
         try:
             return EngineConfig.from_dict(self.engine)
         except (TypeError, ValueError) as exc:
-            raise ConfigError(f"{self.source}: [engine]: {exc}") from exc
+            where = self.source if not self.engine_env else f"{self.source} + environment ({', '.join(self.engine_env)})"
+            raise ConfigError(f"{where}: [engine]: {exc}") from exc
 
 
 def cuda_options_from_env(env: Mapping[str, str] | None = None):
@@ -167,10 +202,18 @@ def load_config(path: str | os.PathLike | None = None, env: Mapping[str, str] | 
     for name, value in engine_env.items():  # a table's fields override the file's one by one
         base = config.engine.get(name)
         config.engine[name] = {**base, **value} if isinstance(base, dict) and isinstance(value, dict) else value
+    config.engine_env = tuple(ENGINE_ENV_PREFIX + name.upper() for name in sorted(engine_env))
     _apply_server(config.server, {k: v for k, v in (overrides or {}).items() if v is not None}, "command line")
+    if config.server.log_format not in ("text", "json"):
+        raise ConfigError(f"{config.source}: log_format must be \"text\" or \"json\", got {config.server.log_format!r}")
+    if config.server.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+        raise ConfigError(f"{config.source}: log_level must be debug, info, warning or error, "
+                          f"got {config.server.log_level!r}")
     if not 0 <= config.server.port <= 65535:
         raise ConfigError(f"{config.source}: port must be in 1..65535 (0 = any free port), got {config.server.port}")
     config.server.state_dir = str(Path(config.server.state_dir).expanduser())
     if config.server.keys_dir:
         config.server.keys_dir = str(Path(config.server.keys_dir).expanduser())
+    if config.server.shared_spool_dir:
+        config.server.shared_spool_dir = str(Path(config.server.shared_spool_dir).expanduser())
     return config

@@ -91,3 +91,18 @@ def wheel_compiled_kernels(sdist_tree, sm90_kernel_cache, tmp_path_factory):
     out = run_in(python, SM90_COMPILE_IN_VENV, cwd=tmp_path_factory.mktemp("cwd"),
                  env={"KERNEL_CACHE": str(sm90_kernel_cache)})
     return {"python": python, "wheel": wheel, **json.loads(out.strip().splitlines()[-1])}
+
+def snarkjs_verify_many(items: list[tuple[Path, list, dict]]) -> list[bool]:
+    """snarkjs's verdict on many (vk.json, public signals, proof) at once: one node process, one curve build."""
+    import json
+    import tempfile
+
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as fh:
+        json.dump([{"vk": str(vk), "public": public, "proof": proof} for vk, public, proof in items], fh)
+        fh.flush()
+        out = subprocess.run(["node", str(REPO / "tools" / "snarkjs_verify_many.mjs"), fh.name], cwd=REPO,
+                             capture_output=True, text=True, timeout=300, env={**os.environ, "NODE_NO_WARNINGS": "1"})
+    verdicts = out.stdout.split("\n")[:len(items)]
+    if len(verdicts) != len(items):
+        raise RuntimeError(f"snarkjs_verify_many: {out.stderr.strip()[-2000:]}")
+    return [v == "ok" for v in verdicts]

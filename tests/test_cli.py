@@ -89,3 +89,58 @@ def test_console_script_runs_and_reports_bad_input_with_exit_2(tmp_path):
     out = subprocess.run([script, "inspect", str(bogus)], capture_output=True, text=True, timeout=60)
     assert out.returncode == EXIT_BAD_INPUT
     assert "bogus.zkey" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_version_names_the_package_version(capsys):
+    from pipeline import __version__
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.startswith(f"zkpipe {__version__} ")
+
+
+def _subcommands():
+    from pipeline.cli import build_parser
+
+    parser = build_parser()
+    table = next(a for a in parser._actions if a.dest == "command")
+    return parser, table.choices
+
+
+def test_every_argument_of_every_command_has_help_text():
+    parser, commands = _subcommands()
+    assert {"prove", "verify", "export-vk", "inspect", "demo", "serve", "submit"} <= set(commands)
+    for name, sub in commands.items():
+        for action in sub._actions:
+            assert action.help, f"zkpipe {name} {action.option_strings or action.dest}: no help text"
+
+
+def test_help_shows_defaults_and_no_raw_rst():
+    parser, commands = _subcommands()
+    texts = {name: " ".join(sub.format_help().split()) for name, sub in commands.items()}
+    assert not any("``" in text for text in [parser.format_help(), *texts.values()])
+    assert "--backend {cpu,cuda,auto} cpu, cuda, or auto" in texts["demo"] and "(default: auto)" in texts["demo"]
+    assert "(default: http://127.0.0.1:9820)" in texts["submit"] and "(default: 9820" in texts["serve"]
+
+
+def _gpu_answers() -> bool:
+    from tests.backends.test_choice import gpu_answers
+
+    return gpu_answers()
+
+
+def test_demo_says_which_backend_auto_chose_and_why(capsys):
+    assert main(["demo", "--curve", "bn128", "--backend", "auto"]) == EXIT_OK
+    out = capsys.readouterr().out
+    expected = "backend cuda (auto: a GPU answered" if _gpu_answers() else "backend cpu (auto: CUDA unavailable: "
+    assert expected in out
+
+
+def test_cuda_backend_without_a_gpu_exits_2_in_one_line():
+    if _gpu_answers():
+        pytest.skip("a GPU answers here: --backend cuda works")
+    out = subprocess.run([sys.executable, "-m", "pipeline", "demo", "--curve", "bn128", "--backend", "cuda"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == EXIT_BAD_INPUT
+    assert out.stderr.startswith("zkpipe: error: the CUDA backend cannot start: ") and out.stderr.count("\n") == 1

@@ -91,6 +91,12 @@ def test_a_missing_file_is_a_clear_error(tmp_path):
         load_config(tmp_path / "nope.toml", env={})
 
 
+def test_an_unknown_backend_in_the_file_is_refused_naming_the_file(tmp_path):
+    path = write(tmp_path, '[engine]\nbackend = "gpu"\n')
+    with pytest.raises(ConfigError, match=r"zkpipe.toml: \[engine\]: EngineConfig.backend must be one of .*'gpu'"):
+        load_config(path, env={}).engine_config()
+
+
 def test_engine_cuda_table_gives_cuda_options(tmp_path):
     path = write(tmp_path, '[engine]\nbackend = "cuda"\n[engine.cuda]\nstream_ordered_memory = false\n'
                            'sync_after_launch = true\nmsm_g1_min_blocks = 3\nkernel_cache_dir = "/srv/kernels"\n')

@@ -38,7 +38,7 @@ def build_sdist_tree(out: Path) -> Path:
 def build_wheel(source: Path, out: Path, kernel_archs: str, kernel_cache: Path) -> Path:
     """A wheel from ``source``; ``kernel_archs`` goes to the AOT build (``"none"``: no kernels)."""
     out.mkdir(parents=True, exist_ok=True)
-    env = {"ZKPIPE_KERNEL_ARCHS": kernel_archs, "ZKPIPE_ENGINE_CUDA_KERNEL_CACHE_DIR": str(kernel_cache)}
+    env = {"ZKPIPE_KERNEL_ARCHS": kernel_archs, "ZKPIPE_KERNEL_CACHE": str(kernel_cache)}
     return out / _backend(f"build_wheel({str(out)!r})", source, env)
 
 

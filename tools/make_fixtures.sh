@@ -72,8 +72,8 @@ for item in "$@"; do
   esac
   # 2. compile a copy in the scratch dir (circom2 is a WASI build: includes must lie below its cwd)
   cp "$D"/*.circom "$B/"
-  (cd "$ROOT" && run "$CIRCOM" "${B#$ROOT/}/circuit.circom" --r1cs --wasm --O1 --prime "$CURVE" -o "${B#$ROOT/}" -l node_modules)
-  cp "$B/circuit.r1cs" "$D/"; cp "$B/circuit_js/circuit.wasm" "$D/"
+  (cd "$ROOT" && run "$CIRCOM" "${B#$ROOT/}/circuit.circom" --r1cs --wasm --sym --O1 --prime "$CURVE" -o "${B#$ROOT/}" -l node_modules)
+  cp "$B/circuit.r1cs" "$B/circuit.sym" "$D/"; cp "$B/circuit_js/circuit.wasm" "$D/"
   INFO=$("$SNARKJS" r1cs info "$D/circuit.r1cs" | sed 's/\x1b\[[0-9;]*m//g')
   field() { echo "$INFO" | sed -n "s/.*# of $1: //p"; }
   NCONS=$(field Constraints) NVARS=$(field Wires) NPUB=$(( $(field 'Public Inputs') + $(field Outputs) ))

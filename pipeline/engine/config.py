@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
 
-from ..backends import CudaOptions
+from ..backends import BACKEND_NAMES, CudaOptions
 
 PRIORITIES = ("critical", "high", "normal", "low")  # highest first
 G2_PLACEMENTS = ("gpu", "cpu")
@@ -61,6 +61,8 @@ class EngineConfig:
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or value <= 0):
                 raise ValueError(f"EngineConfig.{name} must be a positive number of bytes or None, got {value!r}")
+        if self.backend not in BACKEND_NAMES:
+            raise ValueError(f"EngineConfig.backend must be one of {BACKEND_NAMES}, got {self.backend!r}")
         if self.g2_msm_placement not in G2_PLACEMENTS:
             raise ValueError(f"EngineConfig.g2_msm_placement must be one of {G2_PLACEMENTS}, got {self.g2_msm_placement!r}")
         if self.g2_msm_executor not in ("process", "thread"):

@@ -22,13 +22,14 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from ..backends import backend_choice_json
 from ..formats.types import Witness
 from .config import EngineConfig
 from .cpu_workers import G2Workers, warm_up
 from .devices import BackendFactory, Device, make_devices
 from .jobs import Job, JobEvent, JobState, Priority
 from .keystore import KeySpec, KeyStore
-from .metrics import Interval, Metrics, lock_busy_fraction, prometheus_text
+from .metrics import Interval, Metrics, lock_busy_fraction, lock_held_seconds
 from .pipeline import Pipeline, StageListener
 from .staging import StagingPool
 from ..errors import BadInput, Unavailable
@@ -45,13 +46,17 @@ class IdempotencyConflict(BadInput):
 
 
 class Engine:
-    def __init__(self, config: EngineConfig | None = None, *, backend_factory: BackendFactory | None = None) -> None:
+    def __init__(self, config: EngineConfig | None = None, *, backend_factory: BackendFactory | None = None,
+                 registry=None) -> None:
+        """``registry``: a prometheus_client ``CollectorRegistry`` to add the engine's metrics to (the
+        HTTP service passes its own, so /metrics is one registry); default: one of the engine's own."""
         self.config = config or EngineConfig()
         self._backend_factory = backend_factory
         self._executors: dict[str, Executor] = {}
         self._g2_workers: G2Workers | None = None
         self.devices: list[Device] = []
-        self.metrics = Metrics(self.config.timeline_events_kept)
+        self.metrics = Metrics(self.config.timeline_events_kept, registry=registry)
+        self.metrics.expose(self.status)
         self.keystore: KeyStore | None = None
         self.pipeline: Pipeline | None = None
         self.staging: StagingPool | None = None
@@ -226,6 +231,9 @@ class Engine:
         ``request_id`` returns the job first submitted under it.
         """
         self._check_running()
+        if isinstance(partitions, (str, bytes, Path, Witness, dict)):
+            raise TypeError(f"partitions must be a list of partitions, got one {type(partitions).__name__}: "
+                            f"wrap a single partition in a list")
         existing = self._idempotent(key_id, request_id, partitions)
         if existing is not None:
             return existing
@@ -318,8 +326,10 @@ class Engine:
             "staging": self.staging.snapshot() if self.staging else {},
             "keys": self.keystore.snapshot() if self.keystore else {"host_budget": {"used_bytes": 0}},
             "devices": [{"index": d.index, "ordinal": d.ordinal, "backend": d.backend.name,
+                         "backend_choice": backend_choice_json(d.backend),
                          "gpu_lock_held": d.lock_held_since is not None,
                          "gpu_lock_busy_fraction": lock_busy_fraction(d, now, self.metrics.started),
+                         "gpu_lock_held_s": lock_held_seconds(d, now),
                          "queue": d.queue.qsize() if d.queue else 0, "vram": d.vram.snapshot()}
                         for d in self.devices],
             "stage_medians_ms": self.metrics.medians(),
@@ -327,4 +337,5 @@ class Engine:
         }
 
     def prometheus(self) -> str:
-        return prometheus_text(self.status())
+        """The engine's metrics as Prometheus text (its registry: ``self.metrics.registry``)."""
+        return self.metrics.exposition()

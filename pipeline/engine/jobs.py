@@ -184,7 +184,7 @@ class Job:
             return
         self._results[proof.index] = proof
         self.done_count += 1
-        self._emit("partition_done", index=proof.index)
+        self._emit("partition_done", index=proof.index, timings_ms=proof.timings_ms)
         if self.done_count == self.total:
             self._finish(JobState.DONE, "")
 

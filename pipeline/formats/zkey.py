@@ -30,7 +30,7 @@ from .binfile import (ROWS_PER_TASK, BinFile, SectionCursor, check_power_of_two,
                       read_array, read_layout)
 from .errors import FormatError
 from .points_codec import decode_g1, decode_g2
-from .types import Groth16Zkey
+from .types import Groth16Zkey, VerificationKey
 
 SECTION_NAMES = {1: "header", 2: "groth16 header", 3: "IC", 4: "coefficients", 5: "A points",
                  6: "B1 points", 7: "B2 points", 8: "C points", 9: "H points", 10: "contributions"}
@@ -124,6 +124,33 @@ def read_zkey_header(path: str | os.PathLike) -> ZkeyHeader:
     return ZkeyHeader(bf, curve, n_vars, n_public, domain_size, vk_bytes)
 
 
+def _read_vk_points(header: ZkeyHeader) -> tuple[dict, tuple]:
+    """The decoded and checked vk points of sections 2 and 3: ({alpha1 ... delta2}, IC)."""
+    bf, curve = header.binfile, header.curve
+    path, g1_bytes = bf.path, 2 * curve.fq.n_bytes
+    vk = {}
+    for name, raw in header.vk_bytes.items():
+        what = f"{bf.label(2)}: {name}"
+        if len(raw) == g1_bytes:
+            vk[name] = decode_g1(curve, raw, path, what)
+        else:
+            vk[name] = decode_g2(curve, raw, path, what)
+            if not curve.g2.is_in_subgroup(vk[name]):
+                raise FormatError(path, f"{what}: not in the prime-order subgroup of {curve.g2.name}")
+    bf.expect_size(3, (header.n_public + 1) * g1_bytes, f"nPublic + 1 = {header.n_public + 1} G1 points")
+    ic_raw = bf.read_bytes(3)
+    ic = tuple(decode_g1(curve, ic_raw[i * g1_bytes : (i + 1) * g1_bytes], path, f"{bf.label(3)}: IC[{i}]")
+               for i in range(header.n_public + 1))
+    return vk, ic
+
+
+def read_zkey_verification_key(path: str | os.PathLike) -> VerificationKey:
+    """The verification key of a zkey from sections 1-3 only (fast whatever the key's size)."""
+    header = read_zkey_header(path)
+    vk, ic = _read_vk_points(header)
+    return VerificationKey(header.curve, header.n_public, vk["alpha1"], vk["beta2"], vk["gamma2"], vk["delta2"], ic)
+
+
 def read_zkey(path: str | os.PathLike, check_points: bool = False) -> Groth16Zkey:
     """Read and check a Groth16 zkey. Raises ``FormatError`` naming the file and section on any problem.
 
@@ -136,24 +163,8 @@ def read_zkey(path: str | os.PathLike, check_points: bool = False) -> Groth16Zke
     bf, curve = header.binfile, header.curve
     path = bf.path
     fq_limbs, fr_limbs = curve.fq.limbs, curve.fr.limbs
-    g1_bytes, g2_bytes = 2 * curve.fq.n_bytes, 4 * curve.fq.n_bytes
     n_vars, n_public, domain_size = header.n_vars, header.n_public, header.domain_size
-
-    vk = {}
-    for name, raw in header.vk_bytes.items():
-        what = f"{bf.label(2)}: {name}"
-        if len(raw) == g1_bytes:
-            vk[name] = decode_g1(curve, raw, path, what)
-        else:
-            vk[name] = decode_g2(curve, raw, path, what)
-            if not curve.g2.is_in_subgroup(vk[name]):
-                raise FormatError(path, f"{what}: not in the prime-order subgroup of {curve.g2.name}")
-
-    bf.expect_size(3, (n_public + 1) * g1_bytes, f"nPublic + 1 = {n_public + 1} G1 points")
-    ic_raw = bf.read_bytes(3)
-    ic = tuple(decode_g1(curve, ic_raw[i * g1_bytes : (i + 1) * g1_bytes], path, f"{bf.label(3)}: IC[{i}]")
-               for i in range(n_public + 1))
-
+    vk, ic = _read_vk_points(header)
     matrix, constraint, signal, values = _read_coefficients(bf, curve, n_vars, domain_size)
 
     arrays = {}

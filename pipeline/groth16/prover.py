@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import progress
 from ..curves.scalar_mul import FixedBaseTable, mul_sum2
 from ..formats.types import Groth16Zkey, Witness
 from ..backends.protocol import Backend, MsmResults
@@ -107,13 +108,20 @@ def prove(backend: Backend, key, zkey: Groth16Zkey, witness: Witness, blinding: 
     """The whole proof on one backend (``key`` is ``backend.load_key(zkey)``)."""
     check_witness(zkey, witness)
     blinding = blinding or Blinding.random(zkey.curve.fr.modulus)
-    t0 = time.perf_counter()
-    h = backend.compute_h(key, witness.values)
-    t1 = time.perf_counter()
-    msms = backend.msms(key, witness.values, h)
-    t2 = time.perf_counter()
-    pi_a, pi_b, pi_c = assemble(zkey, msms, blinding)
-    t3 = time.perf_counter()
+    with progress.bar(f"proving on {getattr(backend, 'name', 'the backend')}", total=3, unit="step") as bar:
+        t0 = time.perf_counter()
+        bar.set_postfix_str("H")
+        h = backend.compute_h(key, witness.values)
+        t1 = time.perf_counter()
+        bar.update()
+        bar.set_postfix_str("MSMs")
+        msms = backend.msms(key, witness.values, h)
+        t2 = time.perf_counter()
+        bar.update()
+        bar.set_postfix_str("assembly")
+        pi_a, pi_b, pi_c = assemble(zkey, msms, blinding)
+        t3 = time.perf_counter()
+        bar.update()
     timings = {"h_ms": (t1 - t0) * 1e3, "msm_ms": (t2 - t1) * 1e3, "assemble_ms": (t3 - t2) * 1e3}
     timings.update(msms.timings_ms)
     return Proof(zkey.curve.name, pi_a, pi_b, pi_c, public_signals(zkey, witness.values), timings)

@@ -1,13 +1,13 @@
 """``python -m pipeline.server serve|submit ...``: the server commands without the rest of the CLI."""
-import argparse
 import sys
 
 from .cli_commands import add_server_commands
+from .cli_parser import new_parser
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="zkpipe")
-    add_server_commands(parser.add_subparsers(dest="command", required=True))
+    parser, sub = new_parser()
+    add_server_commands(sub)
     args = parser.parse_args(argv)
     return args.func(args)
 

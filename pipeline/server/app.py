@@ -19,21 +19,26 @@ from pathlib import Path
 from aiohttp import web
 
 from ..config import Config
+from ..errors import Unavailable
 from .engine_adapter import PRIORITIES, EngineAdapter
-from .errors import auth_middleware, error_middleware
+from .errors import StartupError, auth_middleware, error_middleware, json_error_bodies
+from .job_log import JobObserver
 from .jobs import JobService
 from .keys import KeyFolder, build_example_keys
+from .metrics import ServerMetrics
 from .routes import routes
-from .state import ENGINE, KEYS, SERVER_CONFIG, SERVICE, STARTED_AT, UPLOADS
-from .store import JobStore, Spool
+from .state import ENGINE, KEYS, METRICS, SERVER_CONFIG, SERVICE, STARTED_AT, UPLOADS
+from .storage_health import StorageHealth
+from .spool import Spool
+from .store import JobStore
+from .store_api import is_shared_store
 from .uploads import UploadParser
-from ..errors import Unavailable
 
 log = logging.getLogger("zkpipe.server")
 LOCK_FILE = "zkpipe.lock"
 
 
-class StateDirBusy(Unavailable):
+class StateDirBusy(StartupError, Unavailable):
     """Another server holds this state folder."""
 
 
@@ -55,14 +60,17 @@ def state_dir_lock(state_dir: Path):
 
 def create_app(config: Config) -> web.Application:
     server = config.server
-    middlewares = [error_middleware]
+    metrics = ServerMetrics()  # the one registry: the engine adds its families to it
+    middlewares = [metrics.middleware(), error_middleware]
     if server.auth_token:
         middlewares.append(auth_middleware(server.auth_token))
     app = web.Application(client_max_size=server.max_body_bytes, middlewares=middlewares)
     app[SERVER_CONFIG] = server
+    app[METRICS] = metrics
     app.add_routes(routes)
     app.cleanup_ctx.append(lambda app: lifecycle(app, config))
     app.on_shutdown.append(_wake_long_polls)
+    app.on_response_prepare.append(json_error_bodies)
     return app
 
 
@@ -78,27 +86,37 @@ async def lifecycle(app: web.Application, config: Config) -> AsyncIterator[None]
         await asyncio.to_thread(keys.scan)
         for key_id, reason in keys.errors.items():
             log.warning("key %s not usable: %s", key_id, reason)
-        store = JobStore(state_dir / "jobs.sqlite3", fsync=server.fsync)
+        if is_shared_store(server.store_url):  # a worker of a cluster (docs/cluster.md)
+            from .cluster.lifecycle import cluster_worker
+
+            async with cluster_worker(app, config, keys, state_dir, engine_config):
+                yield
+            return
+        health = StorageHealth()
+        store = JobStore(state_dir / "jobs.sqlite3", fsync=server.fsync, health=health)
         await store.open()
         try:
-            spool = Spool(state_dir / "spool", fsync=server.fsync)
-            async with EngineAdapter(engine_config) as engine:
+            spool = Spool(state_dir / "spool", fsync=server.fsync, health=health)
+            metrics = app[METRICS]
+            async with EngineAdapter(engine_config, metrics.registry) as engine:
                 for key in keys.all():
                     engine.register(key)
-                service = JobService(store, spool, engine, keys, server.result_ttl_s, server.janitor_interval_s)
+                service = JobService(store, spool, engine, keys, server.result_ttl_s, server.janitor_interval_s,
+                                     health, observer=JobObserver(metrics))
                 await service.recover()
                 app[KEYS], app[ENGINE], app[SERVICE] = keys, engine, service
-                app[UPLOADS] = UploadParser(keys, spool, PRIORITIES, server.max_body_bytes,
-                                            server.max_partitions_per_job)
+                app[UPLOADS] = UploadParser(keys, spool, PRIORITIES, server)
                 app[STARTED_AT] = time.time()
                 background = asyncio.create_task(service.run(), name="zkpipe-jobs")
                 background.add_done_callback(_report_crash)
+                metrics.watch_service(service)
                 log.info("serving %d key(s) from %s; state in %s", len(keys.all()), keys_dir, state_dir)
                 try:
                     yield
                 finally:
+                    metrics.unwatch_service()
                     background.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
+                    with contextlib.suppress(asyncio.CancelledError, Exception):  # a crash was logged already
                         await background
         finally:
             await store.close()

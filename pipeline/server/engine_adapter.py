@@ -1,4 +1,4 @@
-"""The server's only coupling to ``pipeline.engine``: start/stop, keys, submit, status, metrics.
+"""The server's only coupling to ``pipeline.engine``: start/stop, keys, submit, status (metrics: one registry).
 
 Everything the HTTP layer needs from the engine passes through ``EngineAdapter``, so an engine
 API change is a change here and nowhere else. Engine objects (jobs, proofs) are turned into
@@ -35,13 +35,14 @@ def engine_class():
 class EngineAdapter:
     """Owns one ``Engine``: ``async with EngineAdapter(cfg) as engine:``."""
 
-    def __init__(self, config: EngineConfig) -> None:
+    def __init__(self, config: EngineConfig, registry=None) -> None:
         self.config = config
+        self.registry = registry  # the service's prometheus_client registry: the engine adds its metrics there
         self._engine = None
         self._registered: dict[str, tuple] = {}
 
     async def __aenter__(self) -> "EngineAdapter":
-        self._engine = engine_class()(self.config)
+        self._engine = engine_class()(self.config, registry=self.registry)
         await self._engine.__aenter__()
         return self
 
@@ -86,6 +87,3 @@ class EngineAdapter:
     # -- observability ---------------------------------------------------------------------------
     def status(self) -> dict:
         return self._engine.status() if self._engine is not None else {}
-
-    def metrics_text(self) -> str:
-        return self._engine.prometheus() if self._engine is not None else ""

@@ -1,4 +1,4 @@
-"""The keys folder: every ``NAME.zkey`` is key id ``NAME`` (``NAME.r1cs``, ``NAME.wasm`` beside it).
+"""The keys folder: every ``NAME.zkey`` is key id ``NAME`` (``NAME.r1cs``, ``NAME.wasm``, ``NAME.sym`` beside it).
 
 Key ids are plain names (letters, digits, ``_``, ``-``, ``.``; no leading dot); a request's key
 id is looked up in the folder's listing, never joined to a path, so nothing reaches outside it.
@@ -6,6 +6,7 @@ Only each zkey's header is read here (curve, sizes), for listing keys and checki
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass
@@ -13,11 +14,13 @@ from pathlib import Path
 
 from ..errors import BadInput
 from ..formats.key_fingerprint import zkey_fingerprint
-from ..formats.zkey import read_zkey_header
+from ..formats.snarkjs_json import verification_key_to_json
+from ..formats.zkey import read_zkey_header, read_zkey_verification_key
+from .messages import public_message
 
 KEY_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "examples"
-EXAMPLE_FILES = {"circuit.zkey": ".zkey", "circuit.r1cs": ".r1cs", "circuit.wasm": ".wasm"}
+EXAMPLE_FILES = {"circuit.zkey": ".zkey", "circuit.r1cs": ".r1cs", "circuit.wasm": ".wasm", "circuit.sym": ".sym"}
 
 
 @dataclass(frozen=True)
@@ -33,11 +36,22 @@ class KeyInfo:
     zkey_bytes: int
     mtime_ns: int
     fingerprint: str = ""  # formats.key_fingerprint: how `zkpipe prove --server` finds its key here
+    sym_path: str | None = None  # circom's signal names: lets the server name missing circuit inputs
 
     def to_json(self) -> dict:
         return {"key_id": self.key_id, "curve": self.curve, "n_vars": self.n_vars, "n_public": self.n_public,
                 "domain_size": self.domain_size, "zkey_bytes": self.zkey_bytes, "fingerprint": self.fingerprint,
                 "has_r1cs": self.r1cs_path is not None, "has_wasm": self.wasm_path is not None}
+
+
+def verification_key_json(key: KeyInfo) -> dict:
+    """Blocking: the key's snarkjs verification_key.json (computed once per zkey file version)."""
+    return _verification_key_json(key.zkey_path, key.mtime_ns)
+
+
+@functools.lru_cache(maxsize=64)
+def _verification_key_json(zkey_path: str, mtime_ns: int) -> dict:
+    return verification_key_to_json(read_zkey_verification_key(zkey_path))  # alphabeta: one pairing
 
 
 def valid_key_id(key_id: str) -> bool:
@@ -70,16 +84,16 @@ class KeyFolder:
                 header = read_zkey_header(entry)
                 fingerprint = zkey_fingerprint(entry)
             except (OSError, BadInput) as exc:
-                errors[key_id] = str(exc)
+                errors[key_id] = public_message(str(exc))
                 continue
-            sibling = {ext: entry.with_suffix(ext) for ext in (".r1cs", ".wasm")}
+            sibling = {ext: entry.with_suffix(ext) for ext in (".r1cs", ".wasm", ".sym")}
             found[key_id] = KeyInfo(
                 key_id=key_id, zkey_path=str(entry),
                 r1cs_path=str(sibling[".r1cs"]) if sibling[".r1cs"].is_file() else None,
                 wasm_path=str(sibling[".wasm"]) if sibling[".wasm"].is_file() else None,
                 curve=header.curve.name, n_vars=header.n_vars, n_public=header.n_public,
                 domain_size=header.domain_size, zkey_bytes=stat.st_size, mtime_ns=stat.st_mtime_ns,
-                fingerprint=fingerprint)
+                fingerprint=fingerprint, sym_path=str(sibling[".sym"]) if sibling[".sym"].is_file() else None)
         self._keys, self.errors = found, errors
         return found
 

@@ -6,10 +6,13 @@ import time
 
 from aiohttp import web
 
+from ..formats.errors import FormatError
 from .engine_adapter import KeyInUse, KeyLoadError
 from .errors import ApiError, json_response
-from .keys import valid_key_id
-from .state import ENGINE, KEYS, SERVER_CONFIG, SERVICE, STARTED_AT, UPLOADS
+from .jobs import RequestIdConflict
+from .keys import valid_key_id, verification_key_json
+from .messages import public_message
+from .state import CLUSTER, ENGINE, KEYS, METRICS, SERVER_CONFIG, SERVICE, STARTED_AT, UPLOADS
 from .store import STATES, JobRow
 
 routes = web.RouteTableDef()
@@ -60,7 +63,12 @@ def _number(request: web.Request, name: str, default: float, low: float, high: f
 # -- health, status, metrics ----------------------------------------------------------------------
 @routes.get("/healthz")
 async def healthz(request: web.Request) -> web.Response:
-    return json_response({"status": "ok"})
+    """200 while jobs can be taken and run; 503 naming each problem (job service stopped, storage failing)."""
+    problems = request.app[SERVICE].problems() if SERVICE in request.app else [
+        {"code": "starting", "message": "the service is not started"}]
+    if not problems:
+        return json_response({"status": "ok"})
+    return json_response({"status": "unhealthy", "problems": problems, "error": problems[0]}, status=503)
 
 
 @routes.get("/v1/status")
@@ -77,22 +85,20 @@ async def status(request: web.Request) -> web.Response:
         "state_dir": app[SERVER_CONFIG].state_dir,
         "key_errors": app[KEYS].errors,
     }
+    if CLUSTER in app:  # every worker of the shared store: host, devices, resident keys, last heartbeat
+        worker = app[CLUSTER]
+        server["worker_id"] = worker.worker_id
+        server["workers"] = await worker.registry.list(worker.settings.lease_s)
+        server["partitions"] = await service.store.partition_counts()
+    else:  # the single-host job service: its local spool and storage health
+        server.update(restored_from_spool=service.restored_from_spool, problems=service.problems(),
+                      storage_failures=service.health.failures)
     return json_response({"server": server, "engine": app[ENGINE].status()})
 
 
 @routes.get("/metrics")
 async def metrics(request: web.Request) -> web.Response:
-    service = request.app[SERVICE]
-    lines = ["# HELP zkpipe_server_jobs_total Jobs by outcome since the server started.",
-             "# TYPE zkpipe_server_jobs_total counter"]
-    lines += [f'zkpipe_server_jobs_total{{outcome="{name}"}} {value}' for name, value in service.counters.items()]
-    lines += ["# HELP zkpipe_server_jobs_active Jobs accepted and not finished.",
-              "# TYPE zkpipe_server_jobs_active gauge", f"zkpipe_server_jobs_active {service.active_count()}",
-              "# HELP zkpipe_server_dispatch_queue Jobs stored and not yet taken by the engine.",
-              "# TYPE zkpipe_server_dispatch_queue gauge", f"zkpipe_server_dispatch_queue {service.queue_depth()}"]
-    text = "\n".join(lines) + "\n" + request.app[ENGINE].metrics_text()
-    return web.Response(text=text, content_type="text/plain", charset="utf-8",
-                        headers={"X-Prometheus-Format": "0.0.4"})
+    return request.app[METRICS].response(request)  # server, engine (and cluster worker): one registry
 
 
 # -- keys -----------------------------------------------------------------------------------------
@@ -107,6 +113,16 @@ async def list_keys(request: web.Request) -> web.Response:
     return json_response({"keys": body, "errors": keys.errors})
 
 
+@routes.get("/v1/keys/{key_id}/verification_key")
+async def verification_key(request: web.Request) -> web.Response:
+    """The key's snarkjs verification_key.json (for `snarkjs groth16 verify` and `zkpipe verify`)."""
+    key = _key_id(request)
+    try:
+        return json_response(await asyncio.to_thread(verification_key_json, key))
+    except FormatError as exc:
+        raise ApiError(422, "bad_key", f"key {key.key_id!r} is not a usable zkey: {exc.reason}") from exc
+
+
 @routes.post("/v1/keys/{key_id}/preload")
 async def preload_key(request: web.Request) -> web.Response:
     key = _key_id(request)
@@ -116,7 +132,7 @@ async def preload_key(request: web.Request) -> web.Response:
     try:
         await engine.preload(key.key_id)
     except KeyLoadError as exc:
-        raise ApiError(422, "bad_key", f"key {key.key_id!r} cannot be loaded: {exc}") from exc
+        raise ApiError(422, "bad_key", f"key {key.key_id!r} cannot be loaded: {public_message(str(exc))}") from exc
     return json_response({"key_id": key.key_id, "resident": True,
                           "load_ms": round((time.perf_counter() - started) * 1e3, 3)})
 
@@ -137,8 +153,12 @@ async def evict_key(request: web.Request) -> web.Response:
 # -- jobs -----------------------------------------------------------------------------------------
 @routes.post("/v1/jobs")
 async def submit_job(request: web.Request) -> web.Response:
+    request.app[SERVICE].check_accepting()  # refused before the body is read while the storage fails
     upload = await request.app[UPLOADS].parse(request)
-    row, created = await request.app[SERVICE].accept(upload)
+    try:
+        row, created = await request.app[SERVICE].accept(upload)
+    except RequestIdConflict as exc:
+        raise ApiError(409, "request_id_conflict", str(exc)) from None
     return json_response({"job_id": row.job_id, "state": row.state}, status=202 if created else 200,
                          headers={"Location": f"/v1/jobs/{row.job_id}"})
 

@@ -2,12 +2,16 @@
 
 Two shapes:
 - ``multipart/form-data``: fields ``key_id``, ``priority``, ``request_id``; every file part is a
-  partition (a ``.wtns``), in the order sent, whatever its field name. Files stream to the
-  spool's tmp folder; the body size is counted as it arrives.
+  partition (a ``.wtns``), in the order sent, whatever its field name. Every file part streams
+  to the spool's tmp folder as it arrives (at most ``WRITE_BATCH`` bytes of it in memory); the
+  body size is counted as it arrives.
 - ``application/json``: ``{"key_id", "inputs": [{signal: value}, ...], "priority", "request_id"}``,
-  one inputs object per partition, for keys with a ``.wasm``.
+  one inputs object per partition, for keys with a ``.wasm``. Its own size limit
+  (``max_json_body_bytes``, far below the witness files') is checked before it is parsed, and
+  no partition may hold more values than the circuit has signals.
 
-Every witness is read (in a worker thread) and checked against the key: curve, length and
+Bodies are read within the limits of ``request_body`` (time, concurrent uploads). Every
+witness is read (in a worker thread) and checked against the key: curve, length and
 witness[0] = 1. A problem is an ``ApiError`` naming the partition and its file.
 """
 from __future__ import annotations
@@ -15,24 +19,28 @@ from __future__ import annotations
 import asyncio
 import uuid
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import orjson
-from aiohttp import web
+from aiohttp import BodyPartReader, web
+from aiohttp.http_exceptions import HttpProcessingError
 
+from ..config import ServerConfig
 from ..formats.errors import FormatError
 from ..formats.wtns import read_wtns
-from .errors import ApiError
+from .errors import ApiError, one_line
+from .input_check import check_circuit_inputs
 from .keys import KeyFolder, KeyInfo
-from .store import Spool
+from .request_body import CHUNK, BodyClock, UploadSlots, count_leaves, read_limited, too_large
+from .spool import Spool
 
 FIELD_LIMIT = 4096  # bytes of a non-file multipart field
-CHUNK = 1 << 16
-SPILL_BYTES = 4 << 20  # a file part larger than this streams to disk as it arrives
+WRITE_BATCH = 1 << 20  # bytes of a file part gathered before one write to the spool (in a worker thread)
 INPUTS_FILE = "inputs.json"
 JSON_IN_THREAD_BYTES = 1 << 20  # JSON bodies larger than this are parsed off the event loop
 REQUEST_ID_MAX = 200
+JSON_TYPES = ("application/json", "")
+MULTIPART_TYPE = "multipart/form-data"
 
 
 @dataclass(frozen=True)
@@ -51,118 +59,108 @@ def partition_file(index: int) -> str:
     return f"part-{index:05d}.wtns"
 
 
-def _open_for_write(path: Path):
-    path.parent.mkdir(exist_ok=True)
-    return open(path, "wb")
-
-
-def _write_file(path: Path, data: bytes) -> None:
-    with _open_for_write(path) as fh:
-        fh.write(data)
-
-
-def _write_json(path: Path, value) -> None:
-    _write_file(path, orjson.dumps(value))
+def _malformed(exc: Exception) -> ApiError:
+    return ApiError(400, "malformed_multipart", f"cannot read the multipart body: {one_line(exc)}", close=True)
 
 
 class UploadParser:
-    def __init__(self, keys: KeyFolder, spool: Spool, priorities: tuple[str, ...], max_body_bytes: int,
-                 max_partitions: int) -> None:
+    def __init__(self, keys: KeyFolder, spool: Spool, priorities: tuple[str, ...], limits: ServerConfig) -> None:
         self.keys = keys
         self.spool = spool
         self.priorities = priorities
-        self.max_body_bytes = max_body_bytes
-        self.max_partitions = max_partitions
+        self.max_body_bytes = limits.max_body_bytes
+        self.max_json_bytes = min(limits.max_json_body_bytes, limits.max_body_bytes)
+        self.max_partitions = limits.max_partitions_per_job
+        self.read_timeout_s, self.body_timeout_s = limits.body_read_timeout_s, limits.body_timeout_s
+        self.slots = UploadSlots(limits.max_concurrent_uploads, limits.body_read_timeout_s)
 
     async def parse(self, request: web.Request) -> Upload:
-        length = request.content_length
-        if length is not None and length > self.max_body_bytes:
-            raise self._too_large(length)
-        job_id = uuid.uuid4().hex
-        tmp = self.spool.tmp_root / job_id  # made by the first write
-        try:
-            if request.content_type == "multipart/form-data":
-                upload = await self._multipart(request, job_id, tmp)
-            elif request.content_type in ("application/json", ""):
-                upload = await self._json(request, job_id, tmp)
-            else:
-                raise ApiError(415, "unsupported_media_type",
-                               f"Content-Type {request.content_type!r}: send multipart/form-data (.wtns files) "
-                               f"or application/json (circuit inputs)")
-        except BaseException:
-            await asyncio.to_thread(self.spool.discard, job_id)
-            raise
-        return upload
-
-    def _too_large(self, size: int | None = None) -> ApiError:
-        seen = f" ({size} bytes)" if size is not None else ""
-        return ApiError(413, "payload_too_large", f"request body{seen} exceeds the limit of {self.max_body_bytes} bytes")
+        kind = request.content_type
+        if kind not in JSON_TYPES and kind != MULTIPART_TYPE:
+            raise ApiError(415, "unsupported_media_type",
+                           f"Content-Type {kind!r}: send multipart/form-data (.wtns files) "
+                           f"or application/json (circuit inputs)", close=True)
+        limit, what = (self.max_json_bytes, "JSON body") if kind in JSON_TYPES else (self.max_body_bytes, "request body")
+        if request.content_length is not None and request.content_length > limit:
+            raise too_large(limit, what, request.content_length)  # before a byte of it is read
+        async with self.slots.slot():
+            clock = BodyClock(self.read_timeout_s, self.body_timeout_s)
+            job_id = uuid.uuid4().hex
+            try:
+                if kind == MULTIPART_TYPE:
+                    return await self._multipart(request, job_id, clock)
+                return await self._json(request, job_id, clock)
+            except BaseException:
+                await asyncio.to_thread(self.spool.discard, job_id)
+                raise
 
     # -- the two body shapes ---------------------------------------------------------------------
-    async def _multipart(self, request: web.Request, job_id: str, tmp: Path) -> Upload:
+    async def _multipart(self, request: web.Request, job_id: str, clock: BodyClock) -> Upload:
         try:
             reader = await request.multipart()
-        except (ValueError, AssertionError) as exc:
-            raise ApiError(400, "malformed_multipart", f"cannot read the multipart body: {exc}") from exc
+        except (ValueError, AssertionError, HttpProcessingError) as exc:
+            raise _malformed(exc) from exc
         fields: dict[str, str] = {}
         filenames: list[str] = []
-        in_memory: dict[int, bytes] = {}  # small parts, written with the checks in one thread hop
         received = 0
         try:
-            while (part := await reader.next()) is not None:
+            while (part := await clock.read(reader.next())) is not None:
+                if not isinstance(part, BodyPartReader):
+                    raise ApiError(400, "nested_multipart", "a part of the body is itself multipart: send each "
+                                   ".wtns as a file part of the form-data body", close=True)
                 if part.filename is not None or part.headers.get("Content-Type") == "application/octet-stream":
                     if len(filenames) >= self.max_partitions:
                         raise ApiError(413, "too_many_partitions",
-                                       f"a job may have at most {self.max_partitions} partitions")
-                    path = tmp / partition_file(len(filenames))
-                    received, data = await self._save_part(part, path, received)
-                    if data is not None:
-                        in_memory[len(filenames)] = data
+                                       f"a job may have at most {self.max_partitions} partitions", close=True)
+                    received = await self._save_part(part, job_id, partition_file(len(filenames)), received, clock)
                     filenames.append(part.filename or part.name or f"part {len(filenames)}")
                 else:
-                    name = part.name or ""
-                    if name not in ("key_id", "priority", "request_id"):
-                        raise ApiError(400, "unknown_field", f"unknown form field {name!r} "
-                                       "(expected key_id, priority, request_id and .wtns file parts)")
-                    raw = await part.read_chunk(FIELD_LIMIT + 1)
-                    if len(raw) > FIELD_LIMIT:
-                        raise ApiError(400, "field_too_long", f"form field {name!r} exceeds {FIELD_LIMIT} bytes")
-                    received += len(raw)
-                    fields[name] = raw.decode("utf-8", errors="replace").strip()
-        except ValueError as exc:  # aiohttp's multipart parser on a broken body
-            raise ApiError(400, "malformed_multipart", f"cannot read the multipart body: {exc}") from exc
+                    name, value = await self._field(part, clock)
+                    received += len(value)
+                    fields[name] = value.decode("utf-8", errors="replace").strip()
+        except (ValueError, RuntimeError, HttpProcessingError) as exc:  # aiohttp's multipart parser on a broken body
+            raise _malformed(exc) from exc
         key = await self._key(fields.get("key_id"))
         priority = self._priority(fields.get("priority"))
         request_id = self._request_id(fields.get("request_id"))
         if not filenames:
             raise ApiError(400, "no_partitions", "no witness file parts: send one .wtns file part per partition")
-        await asyncio.to_thread(self._write_and_check, key, tmp, filenames, in_memory)
+        await asyncio.to_thread(self._check_witnesses, key, job_id, filenames)
         return Upload(job_id, key, priority, request_id, "wtns", len(filenames))
 
-    async def _save_part(self, part, path: Path, received: int) -> tuple[int, bytes | None]:
-        """Read one file part: kept in memory up to SPILL_BYTES (returned), else streamed to ``path``."""
-        buffer = bytearray()
-        fh = None
+    async def _field(self, part: BodyPartReader, clock: BodyClock) -> tuple[str, bytes]:
+        name = part.name or ""
+        if name not in ("key_id", "priority", "request_id"):
+            raise ApiError(400, "unknown_field", f"unknown form field {name!r} "
+                           "(expected key_id, priority, request_id and .wtns file parts)", close=True)
+        value = b""
+        while chunk := await clock.read(part.read_chunk(FIELD_LIMIT + 1)):
+            value += chunk
+            if len(value) > FIELD_LIMIT:
+                raise ApiError(400, "field_too_long", f"form field {name!r} exceeds {FIELD_LIMIT} bytes", close=True)
+        return name, value
+
+    async def _save_part(self, part: BodyPartReader, job_id: str, name: str, received: int, clock: BodyClock) -> int:
+        """Stream one file part to the spool; return the body bytes received so far."""
+        out = await asyncio.to_thread(self.spool.create_file, job_id, name)
+        batch = bytearray()
         try:
-            while chunk := await part.read_chunk(CHUNK):
+            while chunk := await clock.read(part.read_chunk(CHUNK)):
                 received += len(chunk)
                 if received > self.max_body_bytes:
-                    raise self._too_large()
-                if fh is None:
-                    buffer += chunk
-                    if len(buffer) > SPILL_BYTES:
-                        fh = await asyncio.to_thread(_open_for_write, path)
-                        await asyncio.to_thread(fh.write, buffer)
-                        buffer = bytearray()
-                else:
-                    await asyncio.to_thread(fh.write, chunk)
+                    raise too_large(self.max_body_bytes)
+                batch += chunk
+                if len(batch) >= WRITE_BATCH:
+                    full, batch = batch, bytearray()
+                    await asyncio.to_thread(out.write, full)
+            if batch:
+                await asyncio.to_thread(out.write, batch)
         finally:
-            if fh is not None:
-                await asyncio.to_thread(fh.close)
-        return received, (bytes(buffer) if fh is None else None)
+            await asyncio.to_thread(out.close)
+        return received
 
-    async def _json(self, request: web.Request, job_id: str, tmp: Path) -> Upload:
-        body = await request.read()  # client_max_size answers 413 beyond the limit
+    async def _json(self, request: web.Request, job_id: str, clock: BodyClock) -> Upload:
+        body = await read_limited(request, self.max_json_bytes, clock, "JSON body")
         try:
             doc = await asyncio.to_thread(orjson.loads, body) if len(body) > JSON_IN_THREAD_BYTES else orjson.loads(body)
         except orjson.JSONDecodeError as exc:
@@ -185,10 +183,14 @@ class UploadParser:
         for index, item in enumerate(inputs):
             if not isinstance(item, dict) or not item:
                 raise ApiError(400, "bad_inputs", f"inputs[{index}] must be a non-empty object {{signal: value}}")
+            if count_leaves(item, key.n_vars) > key.n_vars:  # every input value is one of the witness's signals
+                raise ApiError(422, "too_many_input_values", f"inputs[{index}] holds more values than key "
+                               f"{key.key_id!r}'s circuit has signals ({key.n_vars})")
         if key.wasm_path is None:
             raise ApiError(422, "no_witness_generator", f"key {key.key_id!r} has no {key.key_id}.wasm beside its "
                            "zkey: send .wtns files (multipart) instead of circuit inputs")
-        await asyncio.to_thread(_write_json, tmp / INPUTS_FILE, inputs)
+        await asyncio.to_thread(check_circuit_inputs, key, inputs)  # 422 naming a missing or unknown signal
+        await asyncio.to_thread(self.spool.write_file, job_id, INPUTS_FILE, orjson.dumps(inputs))
         return Upload(job_id, key, priority, request_id, "inputs", len(inputs))
 
     # -- fields ------------------------------------------------------------------------------------
@@ -220,11 +222,9 @@ class UploadParser:
             raise ApiError(400, "bad_request_id", f"'request_id' must be a string of at most {REQUEST_ID_MAX} chars")
         return value
 
-    @staticmethod
-    def _write_and_check(key: KeyInfo, tmp: Path, filenames: list[str], in_memory: dict[int, bytes]) -> None:
-        """Blocking: write the parts held in memory; each .wtns must parse and match the key."""
-        for index, data in in_memory.items():
-            _write_file(tmp / partition_file(index), data)
+    def _check_witnesses(self, key: KeyInfo, job_id: str, filenames: list[str]) -> None:
+        """Blocking: each spooled .wtns must parse and match the key."""
+        tmp = self.spool.tmp_root / job_id
         for index, filename in enumerate(filenames):
             where = f"partition {index} ({filename!r})"
             try:

@@ -31,8 +31,8 @@ def add_synth_commands(subparsers) -> None:
     p.add_argument("--log-constraints", type=int, required=True, metavar="K",
                    help="the Groth16 domain is 2^K: 2^K - public - 1 constraints (K in 10..28)")
     p.add_argument("--public", type=int, default=1, help="public inputs (default 1)")
-    p.add_argument("--curve", default="bls12381", choices=["bn128", "bls12381"])
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--curve", default="bls12381", choices=["bn128", "bls12381"], help="the circuit's curve")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random circuit and witness (same seed, same files)")
     p.add_argument("--out", required=True, help="folder for circuit.r1cs, witness.wtns, synth.json")
     p.add_argument("--check", action="store_true", help="check that the witness satisfies every constraint")
     help_of = {"bits": "fraction of wires that are bits", "ones": "fraction of bits equal to 1",

@@ -6,7 +6,7 @@ digits leave 32 bits of headroom above a digit product: sums of thousands of pro
 without carrying, and carries are propagated only where a digit's exact value is needed.
 
 Reduction is Montgomery's (REDC) with R = 2^288 (18 digits): any T < r * R comes out as
-T * R^-1 mod r. R is larger than r's 16 digits on purpose, so unreduced sums of up to 2^32
+T * R^-1 mod r. R is larger than r's 16 digits on purpose, so unreduced sums of up to 2^20
 products of reduced values can be reduced directly. ``mul_mod`` multiplies twice (the second
 time by R^2 mod r) to undo the R^-1; ``check`` compares both sides with the same power of R^-1.
 """

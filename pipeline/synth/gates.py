@@ -24,7 +24,6 @@ from ..formats.binfile import over_chunks
 from . import field_vec
 
 BOOL, SELECT, PACK, MUL = 0, 1, 2, 3
-KIND_NAMES = ("bool", "select", "pack", "mul")
 ONE, MINUS_ONE = 0, 1  # coefficient codes; code 1 + i is 2^i for i >= 1 (2^0 is ONE); then constants
 CODE_DTYPE = np.uint16
 PLUS_MINUS = np.array([ONE, MINUS_ONE], dtype=CODE_DTYPE)

@@ -18,7 +18,9 @@ memory". The prime comes the same way after ``getRawPrime()``. The runtime impor
 
 A compiled ``WitnessCalculator`` is shared (the wasmtime Module is thread-safe); every
 ``calculate`` makes its own Store and instance, so calls run in parallel threads (wasmtime
-releases the GIL while wasm runs).
+releases the GIL while wasm runs). A session's Store is closed when the call ends: its host
+functions are bound to the session, and wasmtime-py keeps host functions in a registry until
+their Store is deleted, so a Store left to the garbage collector would never be freed.
 """
 from __future__ import annotations
 
@@ -65,6 +67,13 @@ class _Session:
         self.logs: list[str] = []
         self._line: list[str] = []
         self.exports = None
+        try:
+            self._instantiate(engine, module)
+        except BaseException:
+            self.store.close()
+            raise
+
+    def _instantiate(self, engine: wasmtime.Engine, module: wasmtime.Module) -> None:
         linker = wasmtime.Linker(engine)
         void = wasmtime.FuncType([], [])
         linker.define_func("runtime", "exceptionHandler",
@@ -77,6 +86,18 @@ class _Session:
         self.n32 = self.call("getFieldNumLen32")
         self.memory = self.exports["memory"]
         self.shared_start = self.call("getSharedRWMemoryStart")
+
+    def close(self) -> None:
+        """Free the Store (and with it the host functions that point back at this session)."""
+        self.exports = None
+        self.memory = None
+        self.store.close()
+
+    def __enter__(self) -> "_Session":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
 
     def call(self, name: str, *args: int) -> int:
         return self.exports[name](self.store, *args)
@@ -126,15 +147,15 @@ class WitnessCalculator:
             self._module = wasmtime.Module.from_file(self._engine, self.path)
         except (OSError, wasmtime.WasmtimeError) as exc:
             raise WitnessError(f"{self.path}: cannot load the circuit's wasm: {str(exc).splitlines()[0]}") from exc
-        probe = self._session()
-        version = probe.call("getVersion")
-        if version != 2:
-            raise WitnessError(f"{self.path}: circom wasm version {version} is not supported (need 2)")
-        probe.call("getRawPrime")
-        self.prime = probe.read_field()
-        self.n32 = probe.n32
-        self.witness_size = probe.call("getWitnessSize")
-        self.input_size = probe.call("getInputSize")
+        with self._session() as probe:
+            version = probe.call("getVersion")
+            if version != 2:
+                raise WitnessError(f"{self.path}: circom wasm version {version} is not supported (need 2)")
+            probe.call("getRawPrime")
+            self.prime = probe.read_field()
+            self.n32 = probe.n32
+            self.witness_size = probe.call("getWitnessSize")
+            self.input_size = probe.call("getInputSize")
         curve = curve_by_scalar_prime(self.prime)
         if curve is None:
             raise WitnessError(f"{self.path}: the circuit's prime {self.prime} is not a supported curve's scalar field")
@@ -147,11 +168,54 @@ class WitnessCalculator:
         except wasmtime.WasmtimeError as exc:
             raise WitnessError(f"{self.path}: cannot instantiate the circuit's wasm: {exc}") from exc
 
+    def input_problems(self, inputs: dict, signal_names: list[str] | None = None) -> list[str]:
+        """What keeps ``inputs`` from fitting the circuit, found without running it (empty: they fit).
+
+        Unknown signals, wrong value counts and non-integer values are named; missing ones are
+        named when ``signal_names`` (the circuit's main-component signals, e.g. from its .sym
+        file) are given, else counted. Messages name signals, never files.
+        """
+        with self._session() as s:
+            s.call("init", 0)
+
+            def size(name: str) -> int:
+                msb, lsb = split_hash(fnv1a_64(name))
+                return s.call("getInputSignalSize", _i32(msb), _i32(lsb))
+
+            sizes = {name: size(name) for name in inputs}
+            known = {name: size(name) for name in signal_names or [] if name not in sizes}
+        problems, given = [], 0
+        for name, raw in inputs.items():
+            n, values = sizes[name], flatten(raw)
+            if n <= 0:
+                problems.append(f"{name!r} is not an input signal of the circuit")
+                continue
+            if len(values) != n:
+                problems.append(f"input signal {name!r} takes {n} value(s), got {len(values)}")
+            given += min(n, len(values))
+            for value in values:
+                try:
+                    to_field(value, self.prime, name)
+                except ValueError as exc:
+                    problems.append(str(exc))
+                    break
+        if given < self.input_size and not problems:
+            missing = [name for name, n in known.items() if n > 0]
+            if missing:
+                problems.append(f"missing input signal(s) {', '.join(map(repr, missing))}")
+            else:
+                problems.append(f"missing input values: the circuit takes {self.input_size}, these give {given} "
+                                f"(signals given: {', '.join(map(repr, inputs)) or 'none'})")
+        return problems
+
     def calculate_ints(self, inputs: dict, sanity_check: bool = False) -> list[int]:
         """The witness as ints (plain form), from ``{signal name: value or nested list}``."""
         if not isinstance(inputs, dict):
             raise WitnessError(f"{self.path}: circuit inputs must be a JSON object, got {type(inputs).__name__}")
-        s = self._session()
+        with self._session() as s:
+            return self._run(s, inputs, sanity_check)
+
+    def _run(self, s: _Session, inputs: dict, sanity_check: bool) -> list[int]:
         try:
             s.call("init", 1 if sanity_check else 0)
             n_set = 0

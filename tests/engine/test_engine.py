@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 
 import orjson
 import pytest
@@ -88,6 +89,9 @@ async def test_inputs_for_a_key_without_wasm_and_unknown_keys_are_clear_errors()
             await engine.submit("nope", [wtns("bn128", "multiplier")])
         with pytest.raises(TypeError, match="partition 0"):
             await engine.submit("mult", [42])
+        for one_partition in (wtns("bn128", "multiplier"), Path(wtns("bn128", "multiplier")), {"a": 1, "b": 2}):
+            with pytest.raises(TypeError, match="a list of partitions"):  # not iterated character by character
+                await engine.submit("mult", one_partition)
         with pytest.raises(FileNotFoundError):
             engine.register_key("x", zkey_path="/no/such.zkey")
 
@@ -131,9 +135,17 @@ async def test_status_and_prometheus_expose_queues_budgets_and_lock_use():
     assert status["host_budget"]["capacity_bytes"] == 10**7 and status["host_budget"]["peak_bytes"] > 0
     assert "gpu_total_ms" in status["stage_medians_ms"]
     json.dumps(status)  # serialisable as is
-    assert "zkpipe_partitions_done_total 1" in text
-    assert 'zkpipe_gpu_lock_busy_fraction{device="0"}' in text
-    assert "# TYPE zkpipe_queue_depth gauge" in text
+    assert 'zkpipe_engine_partitions_total{outcome="done"} 1.0' in text
+    assert 'zkpipe_engine_partitions_total{outcome="failed"} 0.0' in text  # counters exist from zero
+    assert 'zkpipe_engine_jobs_total{event="submitted"} 1.0' in text
+    assert "# TYPE zkpipe_engine_gpu_lock_held_seconds_total counter" in text
+    assert "# TYPE zkpipe_engine_queue_depth gauge" in text
+    # stage times are histograms in seconds (one observation per finished partition)
+    assert "# TYPE zkpipe_engine_partition_stage_seconds histogram" in text
+    assert 'zkpipe_engine_partition_stage_seconds_count{stage="gpu"} 1.0' in text
+    assert 'zkpipe_engine_partition_stage_seconds_count{stage="b_g2_msm"} 0.0' in text
+    assert "zkpipe_engine_partition_seconds_count 1.0" in text
+    assert not [line for line in text.splitlines() if line.split("{")[0].split(" ")[0].endswith(("_ms", "_ms_total"))]
 
 
 async def test_shutdown_without_drain_cancels_live_jobs_and_refuses_new_ones():

@@ -262,3 +262,12 @@ def test_header_reader_reads_no_arrays(small_zkey, write_tmp):
     data = patch_sections(small_zkey, {9: b""})  # H broken: the header alone still reads
     header = read_zkey_header(write_tmp(data))
     assert header.n_private == header.n_vars - header.n_public - 1
+
+
+@pytest.mark.parametrize("curve_name", ["bn128", "bls12381"])
+def test_the_verification_key_alone_matches_the_full_read(curve_name):
+    from pipeline.formats.types import VerificationKey
+    from pipeline.formats.zkey import read_zkey_verification_key
+
+    path = fixture_file(curve_name, "poseidon2", "circuit_final.zkey")
+    assert read_zkey_verification_key(path) == VerificationKey.from_zkey(read_zkey(path))

@@ -73,3 +73,22 @@ def test_engine_spreads_partitions_over_every_gpu_of_the_host(cuda_backend, curv
     assert [d["ordinal"] for d in status["devices"]] == list(range(count))
     assert {d["backend"] for d in status["devices"]} == {"cuda"}
     assert all(d["vram"]["used_bytes"] > 0 for d in status["devices"])  # the key was loaded where work went
+
+
+def test_engine_on_cuda_reports_its_backend_choice_and_gpu_metrics_in_seconds(cuda_backend):
+    async def run():
+        folder = fixture_dir("bn128", "chain_2e10")
+        async with Engine(EngineConfig(backend="auto", devices=(0,))) as engine:
+            engine.register_key("k", zkey_path=folder / "circuit_final.zkey")
+            await (await engine.submit("k", [str(folder / "witness.wtns")] * 2)).result()
+            return engine.status(), engine.prometheus()
+
+    status, text = asyncio.run(run())
+    choice = status["devices"][0]["backend_choice"]
+    assert choice["requested"] == "auto" and choice["chosen"] == "cuda"
+    assert choice["reason"].startswith("auto: a GPU answered, device 0: ")
+    assert 'zkpipe_engine_partition_stage_seconds_count{stage="gpu"} 2.0' in text
+    for step in ("h", "msm"):  # the CUDA backend's split of the gpu stage
+        assert f'zkpipe_engine_gpu_step_seconds_count{{step="{step}"}} 2.0' in text
+    held = [line for line in text.splitlines() if line.startswith('zkpipe_engine_gpu_lock_held_seconds_total{device="0"}')]
+    assert held and float(held[0].split()[-1]) > 0

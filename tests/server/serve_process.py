@@ -42,8 +42,9 @@ def write_config(tmp_path: Path, port: int) -> Path:
 
 
 class ServeProcess:
-    def __init__(self, tmp_path: Path) -> None:
+    def __init__(self, tmp_path: Path, env: dict[str, str] | None = None) -> None:
         self.tmp_path = tmp_path
+        self.env = env or {}  # extra ZKPIPE_* settings
         self.port = free_port()
         self.config = write_config(tmp_path, self.port)
         self.url = f"http://127.0.0.1:{self.port}"
@@ -52,7 +53,7 @@ class ServeProcess:
 
     async def start(self, timeout_s: float = 60.0) -> None:
         self.starts += 1
-        env = {**os.environ, "PYTHONPATH": str(REPO), "ZKPIPE_AUTH_TOKEN": TOKEN}
+        env = {**os.environ, "PYTHONPATH": str(REPO), "ZKPIPE_AUTH_TOKEN": TOKEN, **self.env}
         with open(self.tmp_path / f"serve-{self.starts}.log", "wb") as log:  # the child keeps its own copy
             self.proc = subprocess.Popen([sys.executable, "-m", cli_module(), "serve", "--config", str(self.config)],
                                          cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)

@@ -24,7 +24,7 @@ ENGINE_SETTINGS = {"backend": "cpu", "synthesize_workers": 1, "epilogue_workers"
 
 
 def build_keys_dir(root: Path) -> Path:
-    """NAME.zkey / NAME.r1cs / NAME.wasm links to the fixtures (bare_bls12381: the zkey only)."""
+    """NAME.zkey / NAME.r1cs / NAME.wasm / NAME.sym links to the fixtures (bare_bls12381: the zkey only)."""
     root.mkdir(parents=True, exist_ok=True)
     for key_id, (curve, circuit) in TEST_KEYS.items():
         src = FIXTURES / curve / circuit
@@ -32,6 +32,7 @@ def build_keys_dir(root: Path) -> Path:
         if key_id != "bare_bls12381":
             (root / f"{key_id}.r1cs").symlink_to(src / "circuit.r1cs")
             (root / f"{key_id}.wasm").symlink_to(src / "circuit.wasm")
+            (root / f"{key_id}.sym").symlink_to(src / "circuit.sym")
     return root
 
 

@@ -60,6 +60,7 @@ async def test_healthz_needs_no_token(client):
 @pytest.mark.parametrize("method,path", [("GET", "/v1/keys"), ("GET", "/v1/jobs"), ("POST", "/v1/jobs"),
                                          ("GET", "/v1/jobs/abc"), ("DELETE", "/v1/jobs/abc"), ("GET", "/v1/status"),
                                          ("GET", "/metrics"), ("POST", "/v1/keys/mult_bn128/preload"),
+                                         ("GET", "/v1/keys/mult_bn128/verification_key"),
                                          ("POST", "/v1/keys/mult_bn128/evict")])
 async def test_every_other_route_answers_401_without_the_token(client, method, path):
     resp = await client.request(method, path)
@@ -85,22 +86,66 @@ async def test_status_reports_server_and_engine(client):
     engine = body["engine"]
     assert engine["state"] == "running" and [d["backend"] for d in engine["devices"]] == ["cpu"]
     assert engine["partitions_in_flight"] == 0 and "host_budget" in engine and "queues" in engine
+    # which backend runs, and why (the test config asks for cpu)
+    assert engine["devices"][0]["backend_choice"] == {"requested": "cpu", "chosen": "cpu", "reason": "asked for"}
 
 
-async def test_metrics_is_prometheus_text(client):
+async def test_metrics_is_prometheus_text_from_one_registry(client):
     resp = await client.get("/metrics", headers=AUTH)
     assert resp.status == 200 and resp.content_type == "text/plain"
+    assert resp.headers["Content-Type"].startswith("text/plain; version=")  # prometheus_client's own
     text = await resp.text()
     assert "# TYPE zkpipe_server_jobs_total counter" in text
-    assert 'zkpipe_server_jobs_total{outcome="accepted"} 0' in text
+    assert 'zkpipe_server_jobs_total{outcome="accepted"} 0.0' in text  # counters exist from zero
+    assert "# TYPE zkpipe_engine_partitions_total counter" in text  # the engine's families, same registry
+    assert "# TYPE zkpipe_engine_partition_stage_seconds histogram" in text
+    assert "# TYPE zkpipe_http_request_duration_seconds histogram" in text
+    assert "process_cpu_seconds_total" in text and "python_info" in text  # the client's standard collectors
+    names = {line.split()[2] for line in text.splitlines() if line.startswith("# TYPE")}
+    assert len(names) == len([line for line in text.splitlines() if line.startswith("# TYPE")])  # no duplicates
+
+
+async def test_metrics_speaks_openmetrics_when_the_scraper_asks(client):
+    resp = await client.get("/metrics", headers={**AUTH, "Accept": "application/openmetrics-text; version=1.0.0"})
+    assert resp.status == 200 and resp.content_type == "application/openmetrics-text"
+    assert (await resp.text()).rstrip().endswith("# EOF")
+
+
+async def test_metrics_time_requests_and_jobs_in_seconds(client):
+    wtns = fixture_wtns("bn128", "multiplier")
+    resp = await client.post("/v1/jobs", data=wtns_form("mult_bn128", [("w.wtns", wtns)]), headers=AUTH)
+    job = await wait_final(client, (await resp.json())["job_id"])
+    assert job["state"] == "done"
+    await client.get("/v1/nothing", headers=AUTH)
+    text = await (await client.get("/metrics", headers=AUTH)).text()
+    assert 'zkpipe_http_request_duration_seconds_count{method="POST",route="/v1/jobs",status="202"} 1.0' in text
+    assert 'zkpipe_http_request_duration_seconds_count{method="GET",route="unmatched",status="404"} 1.0' in text
+    assert 'zkpipe_server_job_seconds_count{outcome="done"} 1.0' in text
+    assert 'zkpipe_server_job_seconds_count{outcome="failed"} 0.0' in text
+    assert "zkpipe_server_job_queued_seconds_count 1.0" in text
+    assert 'zkpipe_engine_partition_stage_seconds_count{stage="synthesize"} 1.0' in text
 
 
 async def test_unknown_route_and_method_answer_json(client):
     await expect_error(await client.get("/v1/nothing", headers=AUTH), 404, "not_found", "/v1/nothing")
-    await expect_error(await client.put("/v1/jobs", headers=AUTH), 405, "method_not_allowed", "PUT")
+    resp = await client.put("/v1/jobs", headers=AUTH)
+    await expect_error(resp, 405, "method_not_allowed", "PUT")
+    assert set(resp.headers["Allow"].split(",")) == {"GET", "HEAD", "POST"}  # RFC 9110: a 405 names them
 
 
 # -- keys -----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("key_id, curve, circuit", [("mult_bn128", "bn128", "multiplier"),
+                                                    ("bare_bls12381", "bls12381", "multiplier")])
+async def test_verification_key_route_serves_snarkjs_verification_key(client, key_id, curve, circuit):
+    resp = await client.get(f"/v1/keys/{key_id}/verification_key", headers=AUTH)
+    assert resp.status == 200
+    assert await resp.json() == orjson.loads((FIXTURES / curve / circuit / "vk.json").read_bytes())
+
+
+async def test_verification_key_of_an_unknown_key_is_404(client):
+    await expect_error(await client.get("/v1/keys/nope/verification_key", headers=AUTH), 404, "unknown_key", "nope")
+
+
 async def test_keys_lists_the_folder(client):
     body = await (await client.get("/v1/keys", headers=AUTH)).json()
     keys = {k["key_id"]: k for k in body["keys"]}
@@ -203,6 +248,23 @@ async def test_same_request_id_returns_the_same_job(client):
     assert job["request_id"] == "r-1" and job["state"] == "done"
 
 
+async def test_a_request_id_reused_for_another_key_or_size_is_refused_with_409(client):
+    first = await client.post("/v1/jobs", data=wtns_form("mult_bls12381", [("a.wtns", fixture_wtns(
+        "bls12381", "multiplier"))], request_id="r-2"), headers=AUTH)
+    job_id = (await first.json())["job_id"]
+    other_key = wtns_form("mult_bn128", [("a.wtns", fixture_wtns("bn128", "multiplier"))], request_id="r-2")
+    resp = await client.post("/v1/jobs", data=other_key, headers=AUTH)
+    await expect_error(resp, 409, "request_id_conflict", job_id)
+    assert "'mult_bls12381'" in (await resp.json())["error"]["message"]
+    two = fixture_wtns("bls12381", "multiplier")
+    resp = await client.post("/v1/jobs", data=wtns_form("mult_bls12381", [("a.wtns", two), ("b.wtns", two)],
+                                                        request_id="r-2"), headers=AUTH)
+    await expect_error(resp, 409, "request_id_conflict", "1 partition(s)")
+    assert (await wait_final(client, job_id))["state"] == "done"  # the first job is unharmed
+    listed = (await (await client.get("/v1/jobs", headers=AUTH)).json())["jobs"]
+    assert [j["job_id"] for j in listed] == [job_id]  # nothing was stored for the refused ones
+
+
 async def test_list_jobs_filters_by_state(client):
     wtns = fixture_wtns("bn128", "multiplier")
     job_id = (await (await client.post("/v1/jobs", data=wtns_form("mult_bn128", [("a.wtns", wtns)]),
@@ -238,14 +300,34 @@ async def test_unknown_job_and_bad_wait(client):
     await expect_error(await client.get("/v1/jobs/x", params={"wait": "-1"}, headers=AUTH), 400, "bad_wait")
 
 
-async def test_a_job_the_engine_fails_is_reported_failed(client):
-    body = {"key_id": "chain_bn128", "inputs": [{"no_such_signal": "1"}]}
-    resp = await client.post("/v1/jobs", data=orjson.dumps(body), headers={**AUTH, "Content-Type": "application/json"})
+async def test_a_job_the_engine_fails_is_reported_failed_without_server_paths(client, tmp_path):
+    from pipeline.curves import curve_by_name
+    from pipeline.formats.wtns import write_wtns
+
+    bad = tmp_path / "bad.wtns"
+    write_wtns(bad, curve_by_name("bn128"), [1, 36, 5, 7])  # a well-formed witness whose c is not a * b
+    resp = await client.post("/v1/jobs", data=wtns_form("mult_bn128", [("bad.wtns", bad.read_bytes())]),
+                             headers=AUTH)
     assert resp.status == 202
     job = await wait_final(client, (await resp.json())["job_id"])
     assert job["state"] == "failed" and "proofs" not in job
     assert job["error"]["code"] == "bad_input"  # the caller's fault, by the error tree
-    assert "partition 0" in job["error"]["message"] and "no_such_signal" in job["error"]["message"]
+    message = job["error"]["message"]
+    assert "partition 0" in message and str(tmp_path) not in message and "/spool/" not in message, message
+
+
+@pytest.mark.parametrize("inputs, words", [
+    ([{"x0": "1", "k": "2"}], ["inputs[0]: missing input signal(s) 'c'"]),
+    ([{"x0": "1", "k": "2", "c": "3", "d": "4"}], ["inputs[0]: 'd' is not an input signal"]),
+    ([{"x0": "1", "k": "2", "c": "3"}, {"x0": ["1", "2"], "k": "2", "c": "x"}],
+     ["inputs[1]: input signal 'x0' takes 1 value(s), got 2", "'x' is not an integer"]),
+])
+async def test_circuit_inputs_that_do_not_fit_are_refused_at_submit_naming_the_signal(client, tmp_path, inputs, words):
+    body = orjson.dumps({"key_id": "chain_bn128", "inputs": inputs})
+    resp = await client.post("/v1/jobs", data=body, headers={**AUTH, "Content-Type": "application/json"})
+    await expect_error(resp, 422, "bad_circuit_inputs", *words)
+    assert str(tmp_path) not in (await resp.json())["error"]["message"]
+    assert list((tmp_path / "state" / "spool" / "jobs").iterdir()) == []  # nothing accepted
 
 
 # -- jobs: every rejected request, and the service stays up ---------------------------------------------------

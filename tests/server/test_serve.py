@@ -89,6 +89,7 @@ def malformed_requests(load: Load) -> list[tuple[object, bool, int, str]]:
         (b'{"key_id": "mult_bn128", "inputs": [', True, 400, "malformed_json"),
         (b'{"key_id": "nope", "inputs": [{"a": 1}]}', True, 404, "unknown_key"),
         (b'{"key_id": "mult_bn128", "inputs": [{"a": 1}], "priority": "now"}', True, 400, "bad_priority"),
+        (b'{"key_id": "mult_bn128", "inputs": [{"a": 1}]}', True, 422, "bad_circuit_inputs"),
     ]
 
 

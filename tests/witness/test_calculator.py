@@ -1,6 +1,7 @@
 """The circom wasm witness calculator reproduces snarkjs's witness for every fixture, both curves."""
 from __future__ import annotations
 
+import gc
 import json
 
 import numpy as np
@@ -8,6 +9,7 @@ import pytest
 
 from pipeline.formats.wtns import read_wtns
 from pipeline.witness import WitnessCalculator, WitnessError, fnv1a_64
+from pipeline.witness.calculator import _Session
 from tests.conftest import CIRCUITS, CURVE_NAMES, fixture_dir
 
 
@@ -60,3 +62,61 @@ def test_a_failing_circuit_assert_names_the_template():
 def test_a_file_that_is_not_wasm_is_a_clear_error():
     with pytest.raises(WitnessError, match="cannot load the circuit's wasm"):
         WitnessCalculator(fixture_dir("bn128", "bits") / "input.json")
+
+
+# -- input_problems: inputs checked against the circuit without running it ----------------------------------
+@pytest.mark.parametrize("circuit", CIRCUITS)
+def test_the_fixture_inputs_have_no_problems(circuit):
+    d = fixture_dir("bn128", circuit)
+    assert WitnessCalculator(d / "circuit.wasm").input_problems(json.loads((d / "input.json").read_text())) == []
+
+
+def test_input_problems_name_unknown_signals_wrong_sizes_and_bad_values():
+    bits = WitnessCalculator(fixture_dir("bn128", "bits") / "circuit.wasm")
+    assert bits.input_problems({"x": ["1", "2"], "bound": "3", "extra": 1}) == [
+        "input signal 'x' takes 3 value(s), got 2", "'extra' is not an input signal of the circuit"]
+    assert bits.input_problems({"x": ["1", "2", "three"], "bound": "3"}) == [
+        "input signal 'x': 'three' is not an integer"]
+
+
+def test_missing_signals_are_named_with_the_sym_file_else_counted():
+    from pipeline.witness.symbols import main_signal_names
+
+    d = fixture_dir("bn128", "chain_2e8")
+    chain = WitnessCalculator(d / "circuit.wasm")
+    names = main_signal_names(d / "circuit.sym")
+    assert names == ["out", "x0", "k", "c", "x", "sq"]
+    assert chain.input_problems({"x0": "1"}, names) == ["missing input signal(s) 'k', 'c'"]
+    assert chain.input_problems({"x0": "1"}) == [
+        "missing input values: the circuit takes 3, these give 1 (signals given: 'x0')"]
+    assert chain.input_problems({"x0": "1", "k": "2", "c": "3"}, names) == []
+    assert "circuit.wasm" not in " ".join(chain.input_problems({"nope": 1}, names))  # no file names
+
+
+def test_a_missing_or_foreign_sym_file_gives_no_names(tmp_path):
+    from pipeline.witness.symbols import main_signal_names
+
+    assert main_signal_names(tmp_path / "none.sym") == []
+    (tmp_path / "odd.sym").write_text("garbage\n1,1,0,main.sub.inner\n2,2,0,main.a[3][1]\n")
+    assert main_signal_names(tmp_path / "odd.sym") == ["a"]
+
+
+def _live_sessions() -> int:
+    gc.collect()
+    return sum(1 for obj in gc.get_objects() if isinstance(obj, _Session))
+
+
+def test_no_wasmtime_store_outlives_its_call_whether_it_succeeds_or_fails():
+    """Each call's Store (and the host functions bound to its session) is freed when the call ends."""
+    d = fixture_dir("bn128", "bits")
+    inputs = json.loads((d / "input.json").read_text())
+    before = _live_sessions()
+    calc = WitnessCalculator(d / "circuit.wasm")
+    for _ in range(10):
+        calc.calculate(inputs)
+        with pytest.raises(WitnessError, match="assert failed"):  # the circuit traps
+            calc.calculate({"x": ["1", "2", str(2**70)], "bound": "1"})
+        with pytest.raises(WitnessError, match="not an input signal"):  # refused before the wasm runs
+            calc.calculate({"nope": 1})
+        assert calc.input_problems({"nope": 1}) == ["'nope' is not an input signal of the circuit"]
+    assert _live_sessions() == before

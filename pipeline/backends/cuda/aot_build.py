@@ -7,11 +7,9 @@ installed wheel proves on its first run with no NVRTC compile. In a checkout,
 
     python -m pipeline.backends.cuda.aot_build (--out DIR | --inplace) [--arch sm_80,sm_90] [--cache DIR]
 
-Architectures: ``SUPPORTED_ARCHS`` unless ``--arch`` (comma list; ``none`` builds nothing) says
-otherwise. Compiles go through the NVRTC disk cache (``--cache``, default ~/.cache/zkpipe/kernels),
-so a second wheel build is quick. The wheel build's environment (``ZKPIPE_KERNEL_ARCHS``,
-``ZKPIPE_ENGINE_CUDA_KERNEL_CACHE_DIR``) is read by setup.py and passed as these flags: nothing
-under pipeline/backends reads the environment.
+Architectures: ``SUPPORTED_ARCHS`` unless ``--arch`` or ``ZKPIPE_KERNEL_ARCHS`` (comma list;
+``none`` builds nothing) says otherwise. Compiles go through the NVRTC disk cache
+(``ZKPIPE_KERNEL_CACHE`` or ``--cache``), so a second wheel build is quick.
 """
 from __future__ import annotations
 
@@ -35,10 +33,13 @@ from .kernel_sources import DEFAULT_OPTIONS, source_digest
 # Turing (sm_75, T4) and anything newer still work through run-time NVRTC; CUDA 13 compiles
 # nothing older than sm_75.
 SUPPORTED_ARCHS = ("sm_80", "sm_90", "sm_100", "sm_120")
+ARCHS_ENV = "ZKPIPE_KERNEL_ARCHS"
 
 
 def archs_from(text: str | None) -> tuple[str, ...]:
-    """``"sm_80,sm_90"`` -> the tuple; None or empty -> ``SUPPORTED_ARCHS``; ``"none"`` -> ()."""
+    """``"sm_80,sm_90"`` -> the tuple; None or empty -> ``SUPPORTED_ARCHS``; "none" -> none. The
+    wheel build (setup.py) passes ``$ZKPIPE_KERNEL_ARCHS`` as ``--arch``: no module under
+    pipeline/backends reads the environment (CudaOptions carries run-time settings)."""
     if text is None or not text.strip():
         return SUPPORTED_ARCHS
     if text.strip().lower() == "none":
@@ -80,14 +81,14 @@ def main(argv: list[str] | None = None) -> int:
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--out", type=Path, help="folder to write (replaced)")
     where.add_argument("--inplace", action="store_true", help=f"write {PREBUILT_DIR} (a checkout's own)")
-    parser.add_argument("--arch", help=f"comma list, or none (default {','.join(SUPPORTED_ARCHS)})")
-    parser.add_argument("--cache", type=Path, help="NVRTC disk cache (default ~/.cache/zkpipe/kernels)")
+    parser.add_argument("--arch", help=f"comma list (default {','.join(SUPPORTED_ARCHS)}; setup.py passes ${ARCHS_ENV})")
+    parser.add_argument("--cache", type=Path, help="NVRTC disk cache (default $ZKPIPE_KERNEL_CACHE or ~/.cache)")
     parser.add_argument("--serial", action="store_true", help="compile in this process, one unit at a time")
     args = parser.parse_args(argv)
     archs = archs_from(args.arch)
     out = PREBUILT_DIR if args.inplace else args.out
     if not archs:
-        print("aot_build: no architectures asked for (--arch none): nothing built", file=sys.stderr)
+        print(f"aot_build: no architectures asked for ({ARCHS_ENV}=none): nothing built", file=sys.stderr)
         return 0
     manifest = build_prebuilt(out, archs, cache_dir=args.cache, parallel=not args.serial)
     compiled = sum(1 for e in manifest["binaries"] if e["compile_s"] > 0)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ... import progress
 from ...curves import CURVES, Curve
 from ...formats.types import MATRIX_A, MATRIX_B, Groth16Zkey
 from ..protocol import Backend, G2Jacobian, MsmResults, WitnessShape
@@ -128,14 +129,18 @@ class CudaBackend(Backend):
         up = self.allocator.upload
         d_points, d_csr = {}, {}
         try:
-            for name in ("a", "b1", "b2", "c", "h"):
-                d_points[name] = up(getattr(zkey, f"points_{name}"), f"key points {name}")
-            for tag, matrix in (("a", MATRIX_A), ("b", MATRIX_B)):
-                row_ptr, cols, vals = csr_by_row(zkey, matrix)
-                d_csr[f"{tag}_row_ptr"] = up(row_ptr, f"key csr {tag} row_ptr")
-                d_csr[f"{tag}_cols"] = up(cols, f"key csr {tag} cols")
-                d_csr[f"{tag}_vals_rr"] = up(vals, f"key csr {tag} values")
-            rt.ntt.ensure_twiddles(zkey.log_domain_size)
+            with progress.bar("preparing the key (cuda)", total=8, unit="part") as bar:
+                for name in ("a", "b1", "b2", "c", "h"):
+                    d_points[name] = up(getattr(zkey, f"points_{name}"), f"key points {name}")
+                    bar.update()
+                for tag, matrix in (("a", MATRIX_A), ("b", MATRIX_B)):
+                    row_ptr, cols, vals = csr_by_row(zkey, matrix)
+                    d_csr[f"{tag}_row_ptr"] = up(row_ptr, f"key csr {tag} row_ptr")
+                    d_csr[f"{tag}_cols"] = up(cols, f"key csr {tag} cols")
+                    d_csr[f"{tag}_vals_rr"] = up(vals, f"key csr {tag} values")
+                    bar.update()
+                rt.ntt.ensure_twiddles(zkey.log_domain_size)
+                bar.update()
         except BaseException:
             for buf in (*d_points.values(), *d_csr.values()):
                 buf.free()

@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from ... import progress
 from ...curves import Curve
 from ._bindings import driver
 from .constants import HEADER_NAME, curve_header
@@ -106,13 +107,22 @@ def compile_jobs(jobs: dict, cache_dir=None, parallel: bool = True) -> dict:
         if cached is not None:
             built[key] = cached
     missing = [key for key in jobs if key not in built]
+    if not missing:
+        return {key: built[key] for key in jobs}
     args = {key: (*jobs[key], cache_dir) for key in missing}
-    if not parallel or len(missing) <= 1:
-        built.update({key: _compile_one(args[key]) for key in missing})
-    else:
-        workers = min(len(missing), os.cpu_count() or 1)
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="zkpipe-nvrtc") as pool:
-            built.update(zip(missing, pool.map(_compile_one, [args[key] for key in missing])))
+    what = ", ".join(sorted({str(key[0]) for key in missing}))
+    with progress.bar(f"compiling CUDA kernels for {what} (first use; cached after)", total=len(missing),
+                      unit="unit") as bar:
+        if not parallel or len(missing) <= 1:
+            for key in missing:
+                built[key] = _compile_one(args[key])
+                bar.update()
+        else:
+            workers = min(len(missing), os.cpu_count() or 1)
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="zkpipe-nvrtc") as pool:
+                for key, unit in zip(missing, pool.map(_compile_one, [args[key] for key in missing])):
+                    built[key] = unit
+                    bar.update()
     return {key: built[key] for key in jobs}
 
 

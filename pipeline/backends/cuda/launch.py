@@ -23,10 +23,10 @@ SCAN_TILE = SCAN_THREADS * SCAN_PER_THREAD
 MSM_ACC_THREADS = 128
 # Occupancy variants of msm_accumulate<fq_t, true, B> the msm_g1 unit instantiates (the same rows).
 G1_MIN_BLOCKS_BUILT = (1, 3, 4, 5)
-# Every setup kernel's block (setup_kernels.py), and setup_fixed_base_mul's __launch_bounds__
-# (SETUP_MUL_THREADS, 2): two resident blocks per SM cap its registers at 128, the MSM's choice for
-# the same inlined mixed additions on BLS12-381 (bench/NOTES.md, MSM v3: min_blocks 4 at 128
-# threads). The setup itself is not yet measured on the H200 (NOTES, "Development setup").
+
+# Development setup's fixed-base multiplication (setup/fixed_base.cuh, __launch_bounds__(SETUP_MUL_THREADS, 2):
+# registers capped at 128, the MSM's choice for its inlined mixed additions on BLS12-381, above).
+# Not measured yet: bench/dev_setup.py times it per key section (bench/NOTES.md, development setup).
 SETUP_MUL_THREADS = 256
 
 IN_HEADER = {"SCAN_THREADS": SCAN_THREADS, "SCAN_PER_THREAD": SCAN_PER_THREAD, "SCAN_TILE": SCAN_TILE,
@@ -39,13 +39,15 @@ SPMV_BLOCK = 128  # spmv_abc: 3.9 / 4.2 ms at 2^24 BN254 / BLS12-381 (results/gp
 DIGIT_BLOCK = 256  # msm_count_digits, msm_scatter_digits: inside the 22 ms digit sort above
 CHUNK_COUNT_BLOCK = 256  # msm_chunk_counts: inside "partial combine 8-22 ms" (NOTES, MSM v3)
 REDUCE_BLOCK = 128  # msm_bucket_segments, msm_reduce_halves: running sums 13 ms at 2^24 (NOTES, MSM v3)
-SPLIT_BLOCK = 256  # msm_classify, msm_compact (split.py): the 0/1 split, not yet measured on the H200
 ELEMENTWISE_BLOCK = 256  # NTT helpers (bit reversal, coset scale, quotient, conversions): 1.5 of the
 # 8.3 ms of an NTT at 2^24 are the bit-reversal pass (bench/NOTES.md, NTT v1).
 # NTT radix passes: up to STAGES_PER_PASS butterfly stages per launch on 2^PASS_ELEMENTS_LOG
 # elements in shared memory (32 KiB a block, 512 threads): bench/NOTES.md, NTT v1 (2^24 8.3 ms).
 STAGES_PER_PASS = 8
 PASS_ELEMENTS_LOG = 10
+SPLIT_BLOCK = 256  # msm_classify, msm_compact (split.py): the 0/1 split, not yet measured on the H200
+SETUP_BLOCK = 256  # every other setup kernel (a multiple of 32: the counting sort aggregates whole warps);
+# unswept, their phases timed by bench/dev_setup.py
 
 # -- op codes of the test kernels (testing/arith_kernels.cuh) --------------------------------------
 FIELD_OPS = ("add", "sub", "mul", "sqr", "neg", "inv", "to_mont", "from_mont", "dbl")

@@ -1,0 +1,99 @@
+"""MSM and NTT time against size, per curve (and group for the MSM), with sppark beside ours.
+
+Ours: gpu_msm*.md (first table of each: one row per curve, group, size and scalar kind; the
+min_blocks variants are left out) and gpu_ntt.md. sppark: sppark_reference.md, where it has a
+point for that curve (``any``: drawn on both curves' panels).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .tables import RESULTS, log2_size, number, read_tables
+
+CURVES = ("bls12381", "bn128")
+SCALAR_STYLES = {"random": ("o-", "C0"), "80% {0,1}": ("s--", "C1")}
+NTT_COLUMNS = {"NTT ms": ("o-", "C0"), "iNTT ms": ("^:", "C2"), "odd coset (iNTT+shift+NTT) ms": ("s--", "C1")}
+SPPARK_STYLE = {"marker": "*", "markersize": 13, "color": "black", "linestyle": "none", "label": "sppark (same GPU)"}
+
+
+def sppark_points(kernel: str, curve: str, group: str) -> list[tuple[int, float]]:
+    path = RESULTS / "sppark_reference.md"
+    if not path.exists():
+        return []
+    rows = read_tables(path)[0]
+    return sorted((log2_size(r["n"]), number(r["ms"])) for r in rows
+                  if r["kernel"] == kernel and r["curve"] in (curve, "any") and r["group"] == group)
+
+
+def msm_rows() -> dict[tuple[str, str, str], dict[int, float]]:
+    """(curve, group, scalars) -> {log2 n: ms}; gpu_msm.md first, other runs only add sizes it lacks."""
+    series: dict[tuple[str, str, str], dict[int, float]] = {}
+    for path in [RESULTS / "gpu_msm.md", *sorted(RESULTS.glob("gpu_msm_*.md"))]:
+        for row in read_tables(path)[0]:
+            if row["group"] in ("G1", "G2"):
+                points = series.setdefault((row["curve"], row["group"], row["scalars"]), {})
+                points.setdefault(log2_size(row["n"]), number(row["ms"]))
+    return series
+
+
+def _axes_style(ax, title: str) -> None:
+    ax.set_title(title)
+    ax.set_xlabel("n (points / field elements)")
+    ax.set_ylabel("time, ms (log)")
+    ax.set_yscale("log")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+
+
+def _log2_ticks(ax, logs) -> None:
+    ax.set_xticks(sorted(logs), [f"$2^{{{k}}}$" for k in sorted(logs)])
+
+
+def plot_msm(out: Path, plt) -> Path:
+    series = msm_rows()
+    fig, axes = plt.subplots(2, 2, figsize=(11, 8.5), layout="constrained")
+    for col, curve in enumerate(CURVES):
+        for row, group in enumerate(("G1", "G2")):
+            ax = axes[row][col]
+            logs = set()
+            for scalars, (style, color) in SCALAR_STYLES.items():
+                points = sorted(series.get((curve, group, scalars), {}).items())
+                if points:
+                    logs |= {k for k, _ in points}
+                    ax.plot([k for k, _ in points], [ms for _, ms in points], style, color=color,
+                            label=f"zkpipe, {scalars} scalars")
+            sppark = sppark_points("msm", curve, group)
+            if sppark:
+                logs |= {k for k, _ in sppark}
+                ax.plot([k for k, _ in sppark], [ms for _, ms in sppark], **SPPARK_STYLE)
+            _log2_ticks(ax, logs)
+            _axes_style(ax, f"{curve} {group} MSM")
+    fig.suptitle("MSM on one NVIDIA H200: points resident, scalars from pinned host memory "
+                 "(bench/results/gpu_msm*.md)")
+    path = out / "msm_time_vs_size.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_ntt(out: Path, plt) -> Path:
+    rows = read_tables(RESULTS / "gpu_ntt.md")[0]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.8), layout="constrained")
+    for ax, curve in zip(axes, CURVES):
+        mine = [r for r in rows if r["curve"] == curve]
+        logs = {log2_size(r["n"]) for r in mine}
+        for column, (style, color) in NTT_COLUMNS.items():
+            ax.plot([log2_size(r["n"]) for r in mine], [number(r[column]) for r in mine], style, color=color,
+                    label=f"zkpipe {column.removesuffix(' ms')}")
+        sppark = sppark_points("ntt", curve, "Fr")
+        if sppark:
+            logs |= {k for k, _ in sppark}
+            ax.plot([k for k, _ in sppark], [ms for _, ms in sppark],
+                    **{**SPPARK_STYLE, "label": "sppark NTT (same GPU; which Fr not recorded)"})
+        _log2_ticks(ax, [k for k in logs if k % 2 == 0 or k == max(logs)])
+        _axes_style(ax, f"{curve} Fr NTT")
+    fig.suptitle("Fr NTT on one NVIDIA H200, data resident on the device (bench/results/gpu_ntt.md)")
+    path = out / "ntt_time_vs_size.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -1,0 +1,42 @@
+"""The ``zkpipe`` command's top-level parser: --version, and help that shows defaults and no markup.
+
+It lives beside the server's commands (not in ``cli``) so that ``python -m pipeline.server`` builds
+the same parser without importing upward.
+"""
+from __future__ import annotations
+
+import argparse
+import functools
+import sys
+
+DESCRIPTION = """Groth16 proofs from snarkjs files (.zkey, .wtns, .r1cs) on NVIDIA GPUs or the CPU.
+
+exit codes: 0 success (or a valid proof), 1 an invalid proof or a failed job, 2 bad input or usage,
+3 an internal error
+"""
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Descriptions kept as written; every option's help ends with its default when it has one."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if action.default not in (None, False, "", argparse.SUPPRESS) and action.option_strings \
+                and "default" not in text:
+            text += " (default: %(default)s)"
+        return text
+
+
+def version_text() -> str:
+    import pipeline
+
+    return f"zkpipe {pipeline.__version__} (Python {sys.version.split()[0]})"
+
+
+def new_parser(prog: str = "zkpipe") -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
+    """The top-level parser (with --version) and its subcommand table; every parser uses HelpFormatter."""
+    parser = argparse.ArgumentParser(prog=prog, description=DESCRIPTION, formatter_class=HelpFormatter)
+    parser.add_argument("--version", action="version", version=version_text())
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                parser_class=functools.partial(argparse.ArgumentParser, formatter_class=HelpFormatter))
+    return parser, sub
