@@ -29,8 +29,10 @@ class BuildPyWithKernels(build_py):
             print("warning: NVRTC cannot be loaded in the build environment: this wheel ships no prebuilt kernels "
                   "(they compile on first use)", file=sys.stderr)
             return
-        subprocess.run([sys.executable, "-m", "pipeline.backends.cuda.aot_build",
-                        "--out", os.path.join(build_lib, PREBUILT)], env=env, cwd=build_lib, check=True)
+        archs, cache = os.environ.get("ZKPIPE_KERNEL_ARCHS", ""), os.environ.get("ZKPIPE_KERNEL_CACHE", "")
+        subprocess.run([sys.executable, "-m", "pipeline.backends.cuda.aot_build", "--out", os.path.join(build_lib, PREBUILT),
+                        *(["--arch", archs] if archs.strip() else []), *(["--cache", cache] if cache else [])],
+                       env=env, cwd=build_lib, check=True)
 
 
 setup(cmdclass={"build_py": BuildPyWithKernels})

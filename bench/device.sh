@@ -20,6 +20,9 @@
 #            PostgreSQL), random BLS12-381 key of 2^[CLUSTER_LOG=20], [CLUSTER_JOBS=60] jobs, witnesses through
 #            a shared spool folder, then through the database rows    -> bench/results/cluster_cuda_*.md
 #            PostgreSQL: the pgserver wheel's binaries, carried in .whl/ with asyncpg's wheel
+#   devsetup bench.dev_setup: GPU development keys of synth circuits, phases, then one proof's GPU stage on
+#            each (circuit vs random witness) [DEVSETUP_SIZES=20 22 24] [DEVSETUP_CURVES=bls12381 bn128]
+#            -> bench/results/dev_setup_<sizes>_<curves>.md (2^26: its own call; 2^27: nvidia-h200-x2's host memory)
 #   seam     before/after of the backend seam (issue 9): engine at 2^14 and 2^20 (1 and all devices)
 #            and the GPU stage at 2^14/20/24, in this tree and in the tree of .anchors/before.tar;
 #            sppark's MSM bench if .anchors/bench_bls12381 is there. Carry .anchors.
@@ -96,6 +99,10 @@ cluster() {
       2>&1 | tee "$OUT/cluster_$travel.log" | grep -E "end to end|Error|error|wrote"
   done
 }
+devsetup() {
+  timeout "${DEVSETUP_TIMEOUT:-560}" python3 -m bench.dev_setup --sizes ${DEVSETUP_SIZES:-20 22 24} \
+    --curves ${DEVSETUP_CURVES:-bls12381 bn128} 2>&1 | tee "$OUT/dev_setup.log" | tail -n 25
+}
 
 # bench module $3.. in tree $2 with a time limit of $1 s: as a module here, by path in trees from
 # before bench/ was a package
@@ -124,7 +131,7 @@ seam() {
 
 for section in ${@:-tests demo prove stage msm engine server}; do
   case $section in
-    tests|demo|prove|ntt|msm|stage|memory|blocks|build|engine|scaling|server|cluster|seam) echo "== $section"; $section ;;
+    tests|demo|prove|ntt|msm|stage|memory|blocks|build|engine|scaling|server|cluster|seam|devsetup) echo "== $section"; $section ;;
     *) echo "bench/device.sh: unknown section '$section'" >&2; rc=2 ;;
   esac
 done

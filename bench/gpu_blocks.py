@@ -11,7 +11,8 @@ import statistics
 
 import numpy as np
 
-from bench.common import add_log_sizes, arg_parser, markdown_table, random_below, result_path, time_ms, write_result
+from bench.common import (add_log_sizes, arg_parser, bit_heavy, markdown_table, random_below, result_path, time_ms,
+                          write_result)
 from bench.gpu_stage import random_key
 from pipeline.backends.cuda import launch, msm as msm_module
 from pipeline.backends.cuda.backend import CudaBackend
@@ -37,6 +38,17 @@ def elementwise(backend, rt, log_n: int, rng) -> dict[str, dict[int, float]]:
             out[name] = {blk: time_ms(backend.stream, lambda: rt.kernels.launch(expr, grid_for(n, blk), blk, args,
                                                                                backend.stream)) for blk in SIZES}
     return out
+
+
+def split_classify(backend, rt, log_n: int, rng) -> dict[int, float]:
+    """SPLIT_BLOCK: msm_classify over a witness 80% in {0, 1}, the grid capped as split.py caps it."""
+    n, fr = 1 << log_n, rt.kernels.curve.fr
+    witness = bit_heavy(rng, random_below(rng, n, fr.limbs, fr.bits))
+    with backend.allocator.upload(witness, "witness") as d_w, backend.allocator.alloc(4 * (n + 1), "ones") as d_one, \
+            backend.allocator.alloc(4 * (n + 1), "others") as d_other:
+        args = (d_w.ptr, n, d_one.ptr, d_other.ptr)
+        return {blk: time_ms(backend.stream, lambda: rt.kernels.launch(
+            "msm_classify", min(grid_for(n, blk), 1 << 16), blk, args, backend.stream)) for blk in SIZES}
 
 
 def spmv(backend, curve, log_n: int) -> dict[int, float]:
@@ -84,13 +96,14 @@ def main() -> None:
     log_n = parser.parse_args().log_sizes[0]
     backend = CudaBackend()
     in_use = {"ff_to_mont": launch.ELEMENTWISE_BLOCK, "ntt_bit_reverse": launch.ELEMENTWISE_BLOCK,
-              "ntt_quotient": launch.ELEMENTWISE_BLOCK, "spmv_abc": launch.SPMV_BLOCK,
+              "ntt_quotient": launch.ELEMENTWISE_BLOCK, "spmv_abc": launch.SPMV_BLOCK, "msm_classify": launch.SPLIT_BLOCK,
               "DIGIT_BLOCK": launch.DIGIT_BLOCK, "CHUNK_COUNT_BLOCK": launch.CHUNK_COUNT_BLOCK,
               "REDUCE_BLOCK": launch.REDUCE_BLOCK}
     rows = []
     for curve in (BN254, BLS12_381):
         rt, rng = backend.runtime(curve), np.random.default_rng(log_n)
         results = {**elementwise(backend, rt, log_n, rng), "spmv_abc": spmv(backend, curve, log_n),
+                   "msm_classify": split_classify(backend, rt, log_n, rng),
                    **msm_phases(backend, rt, log_n, rng)}
         for name, by_block in results.items():
             base = by_block[in_use[name.split(":")[0]]]

@@ -39,12 +39,9 @@ import time
 import urllib.request
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from bench.common import REPO, RESULTS
+from bench.random_circuit import write_random_circuit
 
-from bench.random_circuit import write_random_circuit  # noqa: E402
-
-RESULTS = REPO / "bench" / "results"
 ZKPIPE = [sys.executable, "-m", "pipeline"]
 
 

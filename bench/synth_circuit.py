@@ -21,10 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from bench.gpu_common import markdown_table  # noqa: E402
+from bench.common import REPO, markdown_table, result_path, write_result
 
 GIB = 2**30
 
@@ -145,9 +142,8 @@ def main() -> None:
             f"{CircuitShape().describe()}.\n"
             f"Peak = the process's max RSS (one process per row); B/constraint = peak above the interpreter's own.\n"
             f"Files = circuit.r1cs + witness.wtns; check = synth.check.first_unsatisfied (numpy).\n\n{table}\n")
-    out = REPO / "bench" / "results" / f"{args.results}.md"
-    out.write_text(text)
-    print(f"wrote {out}")
+    out = result_path(f"{args.results}.md")
+    write_result(out, text, show=f"wrote {out}")
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ backend that cannot run included), 3 an internal error.
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import os
 import sys
@@ -90,9 +91,10 @@ def cmd_prove(args) -> int:
     if args.server:
         return _prove_on_server(args, timeline, proof_path, public_path)
     with timeline.step("import the prove path"):
-        from .oneshot.local import prove_local, wtns_file
+        from .oneshot.local import DeviceSetup, prove_local, wtns_file
     _quiet_backend_log()
-    result = prove_local(args.key, wtns_file(args.witness), args.backend, timeline)
+    device = DeviceSetup(args.backend, timeline)  # first: the driver and context take the longest
+    result = prove_local(args.key, wtns_file(args.witness), device, timeline)
     return _finish_local(args, result, timeline, proof_path, public_path)
 
 
@@ -114,10 +116,10 @@ def cmd_fullprove(args) -> int:
     timeline = Timeline()
     proof_path, public_path = _output_paths(args, args.parser_error)
     with timeline.step("import the prove path"):
-        from .oneshot.local import circuit_inputs, prove_local
-
+        from .oneshot.local import DeviceSetup, circuit_inputs, prove_local
     _quiet_backend_log()
-    result = prove_local(args.key, circuit_inputs(args.input, args.wasm), args.backend, timeline)
+    device = DeviceSetup(args.backend, timeline)
+    result = prove_local(args.key, circuit_inputs(args.input, args.wasm), device, timeline)
     return _finish_local(args, result, timeline, proof_path, public_path)
 
 
@@ -212,7 +214,27 @@ def _add_prove_parsers(sub) -> None:
         parser.set_defaults(parser_error=parser.error)
 
 
-def build_parser() -> argparse.ArgumentParser:
+# Subcommands whose parsers live with their code: command -> (module, function adding its parser).
+# Only the module of the command being run is imported, so `zkpipe prove` pays for no other
+# command's imports (setup and synth-circuit bring numpy and the curves in to build theirs); help
+# and usage errors import them all.
+OTHER_COMMANDS = {
+    "serve": ("pipeline.server.cli_commands", "add_server_commands"),
+    "submit": ("pipeline.server.cli_commands", "add_server_commands"),
+    "setup": ("pipeline.setup.command", "add_setup_command"),
+    "synth-circuit": ("pipeline.synth.cli_command", "add_synth_commands"),
+}
+OWN_COMMANDS = ("prove", "fullprove", "verify", "export-vk", "inspect", "demo")
+
+
+def _command_of(argv: list[str]) -> str | None:
+    """The subcommand ``argv`` runs (its first word), None for none (``zkpipe --help``)."""
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser, with every subcommand; with ``command`` (one of ours or of ``OTHER_COMMANDS``),
+    only the other modules that command needs are imported."""
     from .server.cli_parser import new_parser
 
     parser, sub = new_parser()
@@ -239,20 +261,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", default="auto", choices=["cpu", "cuda", "auto"], help=BACKEND_HELP)
     p.set_defaults(func=cmd_demo)
 
-    from .server.cli_commands import add_server_commands
-    from .setup.command import add_setup_command
-    from .synth.cli_command import add_synth_commands
-
-    add_server_commands(sub)
-    add_setup_command(sub)
-    add_synth_commands(sub)
+    if command in OWN_COMMANDS:
+        registrars = []
+    elif command in OTHER_COMMANDS:
+        registrars = [OTHER_COMMANDS[command]]
+    else:
+        registrars = list(dict.fromkeys(OTHER_COMMANDS.values()))
+    for module, function in registrars:
+        getattr(importlib.import_module(module), function)(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     from . import progress
 
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(_command_of(argv)).parse_args(argv)
     if args.command != "serve":  # the service logs; commands draw bars where a terminal watches
         progress.enable()
     try:

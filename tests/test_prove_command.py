@@ -14,9 +14,12 @@ import pytest
 from pipeline.cli import EXIT_BAD_INPUT, EXIT_OK, main
 from tests.conftest import REPO, fixture_dir, snarkjs_verify
 
-# Nothing the one-shot prove paths use: the verifier's pairings, circom's wasm runtime, the service.
+# Nothing the one-shot prove paths use: the verifier's pairings, circom's wasm runtime, the service,
+# the engine (only its settings module, engine.config, which holds the CUDA options' checks).
 NOT_FOR_PROVE = ("py_ecc", "wasmtime", "aiohttp", "asyncio", "uvloop", "multidict", "yarl",
-                 "pipeline.server.app", "pipeline.engine", "pipeline.groth16.verifier", "pipeline.witness")
+                 "pipeline.server.app", "pipeline.engine.engine", "pipeline.engine.pipeline",
+                 "pipeline.engine.stages", "pipeline.groth16.verifier", "pipeline.witness",
+                 "pipeline.setup", "pipeline.synth")
 # And what a proof handed to a server needs even less: no numpy, no curves, no CUDA.
 NOT_FOR_SERVER_PROVE = (*NOT_FOR_PROVE, "numpy", "pipeline.curves", "pipeline.formats.zkey", "cuda")
 
@@ -97,6 +100,17 @@ def test_prove_imports_only_what_it_needs_and_times_itself(tmp_path):
                  "write proof and public signals", "total, process start to exit"):
         assert any(step in line for line in steps), (step, err)
     assert snarkjs_verify(folder / "vk.json", tmp_path / "q.json", tmp_path / "p.json")
+
+
+def test_every_subcommand_is_known_to_the_lazy_parser():
+    """A command added elsewhere must be listed in cli.OTHER_COMMANDS (or be one of cli's own),
+    or `zkpipe THAT-COMMAND` would not find its parser."""
+    from pipeline import cli
+
+    sub = next(a for a in cli.build_parser()._actions if a.dest == "command")
+    assert set(sub.choices) == set(cli.OWN_COMMANDS) | set(cli.OTHER_COMMANDS)
+    for command in sub.choices:
+        assert command in next(a for a in cli.build_parser(command)._actions if a.dest == "command").choices
 
 
 def test_timeline_spans_start_at_the_process_start_and_are_ordered():

@@ -1,12 +1,28 @@
-"""The proving engine: jobs of partitions through synthesize -> prep_msm -> gpu -> epilogue."""
-from .budgets import BudgetTooSmall, ByteBudget
-from .config import EngineConfig
-from .engine import Engine, EngineNotRunning, IdempotencyConflict
-from .jobs import Job, JobCancelled, JobEvent, JobFailed, JobState, PartitionProof, Priority
-from .keystore import KeyInUse, KeyLoadError, UnknownKey
-from .metrics import Interval
-from .stages import MissingCircuit, WitnessUnsatisfied
+"""The proving engine: jobs of partitions through synthesize -> prep_msm -> gpu -> epilogue.
 
-__all__ = ["BudgetTooSmall", "ByteBudget", "Engine", "EngineConfig", "EngineNotRunning", "IdempotencyConflict",
-           "Interval", "Job", "JobCancelled", "JobEvent", "JobFailed", "JobState", "KeyInUse", "KeyLoadError",
-           "MissingCircuit", "PartitionProof", "Priority", "UnknownKey", "WitnessUnsatisfied"]
+The names below load on first use (PEP 562), so that importing one light module of the package
+(``pipeline.engine.config``, which ``zkpipe prove`` reads the CUDA settings through) does not
+import the whole engine, asyncio included.
+"""
+from __future__ import annotations
+
+from importlib import import_module
+
+_EXPORTS = {
+    "BudgetTooSmall": ".budgets", "ByteBudget": ".budgets", "EngineConfig": ".config",
+    "Engine": ".engine", "EngineNotRunning": ".engine", "IdempotencyConflict": ".engine",
+    "Job": ".jobs", "JobCancelled": ".jobs", "JobEvent": ".jobs", "JobFailed": ".jobs", "JobState": ".jobs",
+    "PartitionProof": ".jobs", "Priority": ".jobs",
+    "KeyInUse": ".keystore", "KeyLoadError": ".keystore", "UnknownKey": ".keystore",
+    "Interval": ".metrics", "MissingCircuit": ".stages", "WitnessUnsatisfied": ".stages",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(module, __name__), name)
+    globals()[name] = value
+    return value

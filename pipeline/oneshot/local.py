@@ -1,17 +1,18 @@
 """One proof in this process: the device is set up while the key and the witness are read.
 
-    main thread                         "device" thread
-    read the key's header (curve, size) ─┐
-    read the key, the witness (or        ├ backend: import cuda-python, driver, context;
-    compute it: fullprove), check it     │ the curve's kernel modules (prebuilt binaries,
-                                         │ else the NVRTC cache, else compiled), NTT twiddles
-                    wait for the device ─┘
+    main thread                         "device" thread (started first)
+    import numpy, the readers             ─┐ import cuda-python and the backend; driver, context
+    read the key's header (curve, size) ──┤→ the curve's kernel modules (prebuilt binaries,
+    read the key, the witness (or         │  else the NVRTC cache, else compiled), NTT twiddles
+    compute it: fullprove), check it      │
+                    wait for the device ──┘
     upload the key, H, MSMs, assemble
 
 The driver's calls and numpy's file reads release the GIL, so the two overlap.
 """
 from __future__ import annotations
 
+import queue
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,26 +30,51 @@ class LocalProof:
 
 
 class DeviceSetup:
-    """``create_backend`` and the curve's kernels on a thread of their own; ``result()`` joins it
-    and re-raises what it raised."""
+    """The backend on a thread of its own, started before anything else: the import of cuda-python
+    and the backend, then the driver and the context. Once the key's header names the curve and
+    the domain, ``prepare`` hands them over and the thread sets up the kernel modules and tables.
+    ``result()`` joins the thread and re-raises what it raised."""
 
-    def __init__(self, backend_name: str, curve, log_domain: int, timeline: Timeline) -> None:
-        self._name, self._curve, self._log_domain, self._timeline = backend_name, curve, log_domain, timeline
+    def __init__(self, backend_name: str, timeline: Timeline) -> None:
+        self._name, self._timeline = backend_name, timeline
         self._backend = None
         self._error: BaseException | None = None
+        self._target: queue.Queue = queue.Queue(maxsize=1)  # (curve, log_domain), or None: nothing
         self.kernel_origins: dict[str, str] = {}
+        self._prepared = False
         self._thread = threading.Thread(target=self._run, name="device", daemon=True)
         self._thread.start()
 
+    def prepare(self, curve, log_domain: int) -> None:
+        self._prepared = True
+        self._target.put((curve, log_domain))
+
+    def abandon(self) -> None:
+        """Called when the main thread is done with its part: if it stopped before ``prepare``
+        (bad input), the thread ends without preparing anything."""
+        if not self._prepared:
+            self._prepared = True
+            self._target.put(None)
+
     def _run(self) -> None:
         try:
-            with self._timeline.step(f"backend {self._name}: import, driver, context"):
+            if self._name in ("cuda", "auto"):
+                with self._timeline.step("import cuda-python and the CUDA backend"):
+                    try:
+                        from ..backends.cuda import backend as _cuda_backend  # noqa: F401
+                    except ImportError:  # no cuda-python: create_backend says so, or falls back
+                        pass
+            with self._timeline.step(f"backend {self._name}: driver, context"):
                 from ..backends import create_backend
+                from ..config import cuda_options_from_env
 
-                backend = create_backend(self._name)
-            with self._timeline.step(f"{backend.name}: prepare {self._curve.name}, 2^{self._log_domain} "
-                                     "(kernel modules, tables)"):
-                self.kernel_origins = backend.prepare(self._curve, self._log_domain)
+                backend = create_backend(self._name, options=cuda_options_from_env())
+            target = self._target.get()
+            if target is not None:
+                curve, log_domain = target
+                with self._timeline.step(f"{backend.name}: prepare {curve.name}, 2^{log_domain} "
+                                         "(kernel modules, tables)"):
+                    self.kernel_origins = backend.prepare(curve, log_domain)
             self._backend = backend
         except BaseException as exc:  # handed to the main thread by result()
             self._error = exc
@@ -83,21 +109,24 @@ def circuit_inputs(input_path: str, wasm_path: str) -> Callable[[Timeline], Any]
     return load
 
 
-def prove_local(key_path: str, witness: Callable[[Timeline], Any], backend_name: str,
+def prove_local(key_path: str, witness: Callable[[Timeline], Any], device: DeviceSetup,
                 timeline: Timeline) -> LocalProof:
     """Prove the witness ``witness(timeline)`` gives (``wtns_file``, ``circuit_inputs``) with
-    ``key_path`` on ``backend_name`` (cpu, cuda or auto)."""
-    with timeline.step("import readers (numpy, curves)"):
-        from ..backends import describe_backend
-        from ..formats.zkey import read_zkey, read_zkey_header
-        from ..groth16.prover import check_witness, prove
-    with timeline.step("read the key's header"):
-        header = read_zkey_header(key_path)
-    device = DeviceSetup(backend_name, header.curve, header.domain_size.bit_length() - 1, timeline)
-    with timeline.step("read the key"):
-        zkey = read_zkey(key_path)
-    witness = witness(timeline)
-    check_witness(zkey, witness)
+    ``key_path`` on the backend ``device`` is setting up (started by the caller, first thing)."""
+    try:
+        with timeline.step("import readers (numpy, curves)"):
+            from ..backends import describe_backend
+            from ..formats.zkey import read_zkey, read_zkey_header
+            from ..groth16.prover import check_witness, prove
+        with timeline.step("read the key's header"):
+            header = read_zkey_header(key_path)
+        device.prepare(header.curve, header.domain_size.bit_length() - 1)
+        with timeline.step("read the key"):
+            zkey = read_zkey(key_path)
+        witness = witness(timeline)
+        check_witness(zkey, witness)
+    finally:
+        device.abandon()
     with timeline.step("wait for the device"):
         backend = device.result()
     with timeline.step(f"load the key on {backend.name}"):

@@ -29,7 +29,8 @@ from .metrics import ServerMetrics
 from .routes import routes
 from .state import ENGINE, KEYS, METRICS, SERVER_CONFIG, SERVICE, STARTED_AT, UPLOADS
 from .storage_health import StorageHealth
-from .store import JobStore, Spool
+from .spool import Spool
+from .store import JobStore
 from .store_api import is_shared_store
 from .uploads import UploadParser
 

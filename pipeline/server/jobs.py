@@ -8,7 +8,8 @@
 
 At start, every stored job that is queued or running (the previous process died or stopped
 with it in flight) goes back on the dispatch queue and runs again, and every spool folder
-whose row the store lacks gets it back from its manifest: accepted work is never deleted.
+whose row the store lacks gets it back from its manifest (``recovery``): accepted work is
+never deleted.
 A cancel is final at once: it is stored before the answer, and a proof the engine finishes
 later is dropped.
 
@@ -31,15 +32,17 @@ from ..errors import BadInput
 from .engine_adapter import PRIORITIES, EngineAdapter, JobCancelled, JobFailed, partition_timings, proofs_to_json
 from .job_log import JobObserver
 from .keys import KeyFolder
+from . import storage_health
 from .messages import public_message
-from .storage_health import StorageHealth, StorageUnavailable
-from .store import JobRow, JobStore, Spool, manifest_of, row_from_manifest
+from .storage_health import StorageHealth, StorageUnavailable, health_problems
+from .recovery import unfinished_jobs
+from .spool import Spool
+from .store import JobRow, JobStore, manifest_of
 from .uploads import INPUTS_FILE, Upload, partition_file
 
 log = logging.getLogger("zkpipe.server.jobs")
 PRIORITY_RANK = {name: rank for rank, name in enumerate(PRIORITIES)}
 RETRY_FIRST_S, RETRY_MAX_S = 0.05, 5.0  # backoff of a final state the store refused
-PROBE_INTERVAL_S = 1.0  # how often a failing storage is probed
 
 
 class RequestIdConflict(BadInput):
@@ -62,14 +65,13 @@ class JobService:
         self.result_ttl_s = result_ttl_s
         self.janitor_interval_s = janitor_interval_s
         self.health = health or StorageHealth()
-        self.probe_interval_s = PROBE_INTERVAL_S if probe_interval_s is None else probe_interval_s
+        self.probe_interval_s = storage_health.PROBE_INTERVAL_S if probe_interval_s is None else probe_interval_s
         self._active: dict[str, JobRow] = {}  # accepted, not finished, in this process
         self._engine_jobs: dict[str, object] = {}
         self._finished_events: dict[str, asyncio.Event] = {}
         self._finishing: dict[str, asyncio.Event] = {}  # job id -> set once its final state is stored
         self._queue: asyncio.PriorityQueue[tuple[int, int, str]] = asyncio.PriorityQueue()
         self._tasks: asyncio.TaskGroup | None = None
-        self._storage_back = asyncio.Event()  # set (and renewed) each time a probe finds the storage working
         self.stopped: BaseException | None = None  # why run() ended, once it has
         self.closing = False
         self.observer = observer or JobObserver()  # a log line per job event, job histograms
@@ -78,31 +80,8 @@ class JobService:
 
     # -- lifecycle -------------------------------------------------------------------------------
     async def recover(self) -> int:
-        """Put every unfinished job back in line: the store's, then any spool folder the store lacks.
-
-        A full disk does not stop the start: jobs the store cannot mark queued again run anyway
-        (the store says running until they run), and a folder whose row cannot be restored now
-        stays in the spool for the next start.
-        """
-        try:
-            rows = await self.store.requeue_unfinished()
-        except StorageUnavailable as exc:
-            log.warning("cannot mark the unfinished jobs queued (%s); running them anyway", exc.message)
-            rows = await self.store.unfinished()
-            for row in rows:
-                row.state, row.started_at, row.partitions_done = "queued", None, 0
-        live = {row.job_id for row in rows}
-        await asyncio.to_thread(self.spool.clear_uploads)
-        spooled = [job_id for job_id in await asyncio.to_thread(self.spool.job_ids) if job_id not in live]
-        known = await self.store.states_of(spooled)
-        for job_id in spooled:
-            if job_id in known:  # finished: what is left of its folder
-                await asyncio.to_thread(self.spool.discard, job_id)
-                continue
-            restored = await self._restore_from_spool(job_id)
-            if restored is not None:
-                rows.append(restored)
-                self.restored_from_spool += 1
+        """Put every unfinished job back in line (``recovery.unfinished_jobs``); return how many."""
+        rows, self.restored_from_spool = await unfinished_jobs(self.store, self.spool)
         for row in rows:
             self._enqueue(row)
         self.counters["recovered"] = len(rows)
@@ -111,31 +90,6 @@ class JobService:
                      self.restored_from_spool, self.store.path)
         return len(rows)
 
-    async def _restore_from_spool(self, job_id: str) -> JobRow | None:
-        """The row of an accepted job the store lost, from its manifest; else the folder is set aside."""
-        manifest = await asyncio.to_thread(self.spool.manifest, job_id)
-        try:
-            row = row_from_manifest(manifest)
-            if row.job_id != job_id:
-                raise ValueError(f"its manifest names job {row.job_id!r}")
-        except (TypeError, ValueError) as exc:
-            where = await asyncio.to_thread(self.spool.quarantine, job_id)
-            log.warning("spool folder of job %s has no usable job.json (%s) and no row in the store: moved to %s",
-                        job_id, exc, where)
-            return None
-        try:
-            stored, created = await self.store.insert(row)
-        except StorageUnavailable as exc:
-            log.warning("spool folder of job %s has no row in the store, and it cannot be restored now (%s); "
-                        "it stays in the spool for the next start", job_id, exc.message)
-            return None
-        if not created:
-            where = await asyncio.to_thread(self.spool.quarantine, job_id)
-            log.warning("spool folder of job %s: its request_id is taken by job %s: moved to %s", job_id,
-                        stored.job_id, where)
-            return None
-        return stored
-
     async def run(self) -> None:
         """The background work; cancel the task running it to stop (jobs in flight stay stored)."""
         try:
@@ -143,7 +97,9 @@ class JobService:
                 self._tasks = tasks
                 tasks.create_task(self._dispatch_loop(), name="zkpipe-dispatcher")
                 tasks.create_task(self._janitor_loop(), name="zkpipe-janitor")
-                tasks.create_task(self._probe_loop(), name="zkpipe-storage-probe")
+                probes = [lambda: asyncio.to_thread(self.spool.probe), self.store.probe]
+                tasks.create_task(self.health.probe_while_failing(probes, self.probe_interval_s),
+                                  name="zkpipe-storage-probe")
         except BaseException as exc:
             self.stopped = exc
             raise
@@ -156,28 +112,19 @@ class JobService:
 
     def problems(self) -> list[dict[str, str]]:
         """Why the service cannot take or run jobs now (empty when healthy), as ``{"code", "message"}``."""
-        found = []
-        if self.stopped is not None:
-            reason = "cancelled" if isinstance(self.stopped, asyncio.CancelledError) else repr(self.stopped)
-            found.append({"code": "job_service_stopped", "message": f"the job service stopped: {reason}"})
-        problem = self.health.problem
-        if problem is not None:
-            code = "insufficient_storage" if problem.disk_full else "storage_unavailable"
-            found.append({"code": code, "message": problem.message})
-        return found
+        return health_problems(self.stopped, self.health)
 
     # -- accepting -------------------------------------------------------------------------------
     def check_accepting(self) -> None:
         """Raise the recorded ``StorageUnavailable`` while the storage is failing (before reading a body)."""
-        if self.health.problem is not None:
-            raise self.health.problem
+        self.health.raise_if_failing()
 
     async def accept(self, upload: Upload) -> tuple[JobRow, bool]:
         """Make an upload a durable job: ``(row, True)``; ``(existing, False)`` for a known request_id."""
         row = JobRow(job_id=upload.job_id, key_id=upload.key.key_id, priority=upload.priority,
                      input_kind=upload.input_kind, n_partitions=upload.n_partitions, request_id=upload.request_id)
         try:
-            self.check_accepting()
+            self.health.raise_if_failing()
             await asyncio.to_thread(self.spool.commit, upload.job_id, manifest_of(row))
             stored, created = await self.store.insert(row)
         except BaseException:
@@ -331,7 +278,8 @@ class JobService:
             return
         finished = self._finishing[row.job_id] = asyncio.Event()
         try:
-            final = self._final_row(row, state, code, message, timings)
+            # the client learns file names, never the server's folders
+            final = row.finished(state, code, public_message(message), timings)
             await self._store_final(final, result, retry)
             for f in fields(JobRow):
                 setattr(row, f.name, getattr(final, f.name))
@@ -346,20 +294,6 @@ class JobService:
         if event is not None:
             event.set()
 
-    @staticmethod
-    def _final_row(row: JobRow, state: str, code: str | None, message: str | None, timings: dict | None) -> JobRow:
-        now = time.time()
-        start = row.started_at or now
-        message = public_message(message)  # the client learns file names, never the server's folders
-        final = replace(row, state=state, finished_at=now, error_code=code, error_message=message,
-                        timings={**row.timings, **(timings or {})})
-        if state == "done":
-            final.partitions_done = row.n_partitions
-        final.timings.update(queued_ms=round((start - row.created_at) * 1e3, 3),
-                             run_ms=round((now - start) * 1e3, 3) if row.started_at else 0.0,
-                             total_ms=round((now - row.created_at) * 1e3, 3))
-        return final
-
     async def _store_final(self, final: JobRow, result: list | None, retry: bool) -> None:
         delay = RETRY_FIRST_S
         while True:
@@ -371,8 +305,7 @@ class JobService:
                     raise
                 log.warning("job %s: cannot store its final state %s (%s); retrying in %.2f s", final.job_id,
                             final.state, exc.message, delay)
-            with contextlib.suppress(TimeoutError):  # or as soon as a probe finds the storage working
-                await asyncio.wait_for(self._storage_back.wait(), delay)
+            await self.health.wait_recovered(delay)  # or as soon as a probe finds the storage working
             delay = min(delay * 2, RETRY_MAX_S)
 
     async def _janitor_loop(self) -> None:
@@ -384,21 +317,3 @@ class JobService:
                     log.info("deleted %d finished job(s) older than %.0f s", len(expired), self.result_ttl_s)
             except Exception:
                 log.exception("janitor pass failed")
-
-    async def _probe_loop(self) -> None:
-        """While a write has failed: probe the spool's disk and the store's lock until both work."""
-        while True:
-            await asyncio.sleep(self.probe_interval_s)
-            if self.health.problem is None:
-                continue
-            try:
-                await asyncio.to_thread(self.spool.probe)
-                await self.store.probe()
-            except StorageUnavailable:
-                continue  # recorded by the store or the spool; probe again
-            except Exception:
-                log.exception("storage probe failed")
-                continue
-            self.health.recovered()
-            self._storage_back.set()
-            self._storage_back = asyncio.Event()

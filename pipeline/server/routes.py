@@ -81,9 +81,6 @@ async def status(request: web.Request) -> web.Response:
         "jobs_active": service.active_count(),
         "dispatch_queue": service.queue_depth(),
         "counters": dict(service.counters),
-        "restored_from_spool": service.restored_from_spool,
-        "problems": service.problems(),
-        "storage_failures": service.health.failures,
         "keys_dir": str(app[KEYS].root),
         "state_dir": app[SERVER_CONFIG].state_dir,
         "key_errors": app[KEYS].errors,
@@ -93,6 +90,9 @@ async def status(request: web.Request) -> web.Response:
         server["worker_id"] = worker.worker_id
         server["workers"] = await worker.registry.list(worker.settings.lease_s)
         server["partitions"] = await service.store.partition_counts()
+    else:  # the single-host job service: its local spool and storage health
+        server.update(restored_from_spool=service.restored_from_spool, problems=service.problems(),
+                      storage_failures=service.health.failures)
     return json_response({"server": server, "engine": app[ENGINE].status()})
 
 

@@ -1,15 +1,11 @@
-"""Durable jobs: one SQLite table (the job store) and a spool folder (what each job proves).
+"""The job store: one SQLite table, one row per job (key, priority, state, timings, result JSON).
 
-    state_dir/jobs.sqlite3          one row per job: key, priority, state, timings, result JSON
-    state_dir/spool/tmp/<job_id>/   an upload being received (swept at start: never accepted)
-    state_dir/spool/jobs/<job_id>/  an accepted job's partitions: part-00000.wtns ... or inputs.json,
-                                    and job.json (its row's fields: enough to rebuild the row)
-    state_dir/spool/orphaned/       job folders that could not be put back in the store (kept, not deleted)
+    state_dir/jobs.sqlite3          the table; its schema version in PRAGMA user_version
+    state_dir/spool/...             what each job proves (``spool.Spool``)
 
-A job is accepted when its spool folder has been renamed out of tmp/ (files and folder fsynced)
-and its row committed (WAL, synchronous=FULL); only then does the client get its 202. The
-spool is the record of accepted work: at start, a job folder without a row (the store was lost,
-or a crash came between the two steps) gets its row back from its ``job.json``.
+A job is accepted when its spool folder has been committed and its row committed (WAL,
+synchronous=FULL); only then does the client get its 202. ``manifest_of`` is what the spool
+keeps of a row, so that a row the store loses can be put back (``recovery``).
 
 SQLite is reached from one dedicated thread, so no call blocks the event loop and the
 connection never crosses threads. A failed read or write is a ``StorageUnavailable``
@@ -18,9 +14,6 @@ connection never crosses threads. A failed read or write is a ``StorageUnavailab
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
-import shutil
 import sqlite3
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -32,12 +25,10 @@ import orjson
 
 from ..errors import BadInput
 from .errors import StartupError
-from .storage_health import StorageHealth, StorageUnavailable, from_os_error, from_sqlite_error
+from .storage_health import StorageHealth, from_sqlite_error
 
 SCHEMA_VERSION = 1  # PRAGMA user_version of the job store this code reads and writes
-MANIFEST_FILE = "job.json"
 BUSY_TIMEOUT_S = 5.0  # how long a write waits for SQLite's lock before it fails (and is retried)
-PROBE_BYTES = 1 << 16  # the storage probe writes this much: enough to tell a full disk from a working one
 STATES = ("queued", "running", "done", "failed", "cancelled")
 FINAL_STATES = frozenset({"done", "failed", "cancelled"})
 
@@ -96,6 +87,19 @@ class JobRow:
     def is_final(self) -> bool:
         return self.state in FINAL_STATES
 
+    def finished(self, state: str, code: str | None, message: str | None, timings: dict | None = None) -> "JobRow":
+        """A copy in a final state, its timings completed (the row itself is unchanged)."""
+        now = time.time()
+        start = self.started_at or now
+        final = replace(self, state=state, finished_at=now, error_code=code, error_message=message,
+                        timings={**self.timings, **(timings or {})})
+        if state == "done":
+            final.partitions_done = self.n_partitions
+        final.timings.update(queued_ms=round((start - self.created_at) * 1e3, 3),
+                             run_ms=round((now - start) * 1e3, 3) if self.started_at else 0.0,
+                             total_ms=round((now - self.created_at) * 1e3, 3))
+        return final
+
 
 def manifest_of(row: JobRow) -> dict[str, Any]:
     """What the spool keeps of an accepted job: enough to put its row back if the store loses it."""
@@ -117,131 +121,6 @@ def _row(values: tuple) -> JobRow:
     data = dict(zip(COLUMNS, values))
     data["timings"] = orjson.loads(data["timings"]) if data["timings"] else {}
     return JobRow(**data)
-
-
-def fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-class SpoolFile:
-    """One file being written into an upload's tmp folder; a failed write is ``StorageUnavailable``."""
-
-    def __init__(self, spool: "Spool", path: Path) -> None:
-        self._spool = spool
-        self.path = path
-        with spool.errors(f"spool file {path.name}"):
-            path.parent.mkdir(exist_ok=True)
-            self._fh = open(path, "wb")
-
-    def write(self, data: bytes) -> None:
-        with self._spool.errors(f"spool file {self.path.name}"):
-            self._fh.write(data)
-
-    def close(self) -> None:
-        with self._spool.errors(f"spool file {self.path.name}"):
-            self._fh.close()
-
-
-class Spool:
-    """Per-job folders of partition files, made durable before the job is."""
-
-    def __init__(self, root: Path, fsync: bool = True, health: StorageHealth | None = None) -> None:
-        self.root = root
-        self.tmp_root = root / "tmp"
-        self.jobs_root = root / "jobs"
-        self.orphans_root = root / "orphaned"
-        self.fsync = fsync
-        self.health = health or StorageHealth()
-        with self.errors("spool"):
-            self.tmp_root.mkdir(parents=True, exist_ok=True)
-            self.jobs_root.mkdir(parents=True, exist_ok=True)
-
-    @contextlib.contextmanager
-    def errors(self, what: str):
-        """An OSError in the block becomes a ``StorageUnavailable`` (reported to the health record)."""
-        try:
-            yield
-        except OSError as exc:
-            error = from_os_error(what, exc)
-            self.health.failed(error)
-            raise error from exc
-
-    def job_dir(self, job_id: str) -> Path:
-        return self.jobs_root / job_id
-
-    # -- an upload, then a job ---------------------------------------------------------------------
-    def create_file(self, job_id: str, name: str) -> SpoolFile:
-        """A new file in the upload's tmp folder (made on first use)."""
-        return SpoolFile(self, self.tmp_root / job_id / name)
-
-    def write_file(self, job_id: str, name: str, data: bytes) -> None:
-        out = self.create_file(job_id, name)
-        try:
-            out.write(data)
-        finally:
-            out.close()
-
-    def commit(self, job_id: str, manifest: dict[str, Any]) -> Path:
-        """Move a fully written upload into jobs/ with its manifest (fsynced: the files, then both folders)."""
-        src, dst = self.tmp_root / job_id, self.jobs_root / job_id
-        self.write_file(job_id, MANIFEST_FILE, orjson.dumps(manifest))
-        with self.errors(f"spool folder of job {job_id}"):
-            if self.fsync:
-                for child in src.iterdir():
-                    with open(child, "rb") as fh:
-                        os.fsync(fh.fileno())
-                fsync_dir(src)
-            os.rename(src, dst)
-            if self.fsync:
-                fsync_dir(self.jobs_root)
-        return dst
-
-    def discard(self, job_id: str) -> None:
-        shutil.rmtree(self.tmp_root / job_id, ignore_errors=True)
-        shutil.rmtree(self.jobs_root / job_id, ignore_errors=True)
-
-    # -- at start ----------------------------------------------------------------------------------
-    def clear_uploads(self) -> int:
-        """Delete every upload never accepted (tmp/); return how many."""
-        children = list(self.tmp_root.iterdir())
-        for child in children:
-            shutil.rmtree(child, ignore_errors=True)
-        return len(children)
-
-    def job_ids(self) -> list[str]:
-        return sorted(child.name for child in self.jobs_root.iterdir() if child.is_dir())
-
-    def manifest(self, job_id: str) -> dict[str, Any] | None:
-        """The job's ``job.json``; None when it is missing or unreadable."""
-        try:
-            return orjson.loads((self.jobs_root / job_id / MANIFEST_FILE).read_bytes())
-        except (OSError, orjson.JSONDecodeError):
-            return None
-
-    def quarantine(self, job_id: str) -> Path:
-        """Move a job folder aside (spool/orphaned/), for an operator to look at: never delete accepted work."""
-        self.orphans_root.mkdir(exist_ok=True)
-        dst = self.orphans_root / job_id
-        os.rename(self.jobs_root / job_id, dst)
-        return dst
-
-    # -- health ------------------------------------------------------------------------------------
-    def probe(self) -> None:
-        """Write, fsync and delete a small file: raises ``StorageUnavailable`` while the disk refuses."""
-        path = self.tmp_root / ".probe"
-        with self.errors("spool probe"):
-            try:
-                with open(path, "wb") as fh:
-                    fh.write(bytes(PROBE_BYTES))
-                    fh.flush()
-                    os.fsync(fh.fileno())
-            finally:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(path)
 
 
 class JobStore:

@@ -32,7 +32,7 @@ from .errors import ApiError, one_line
 from .input_check import check_circuit_inputs
 from .keys import KeyFolder, KeyInfo
 from .request_body import CHUNK, BodyClock, UploadSlots, count_leaves, read_limited, too_large
-from .store import Spool
+from .spool import Spool
 
 FIELD_LIMIT = 4096  # bytes of a non-file multipart field
 WRITE_BATCH = 1 << 20  # bytes of a file part gathered before one write to the spool (in a worker thread)

@@ -21,8 +21,8 @@ from ..formats.types import MATRIX_A, MATRIX_B
 
 @dataclass(frozen=True, eq=False)
 class RecordLayout:
-    positions_a: np.ndarray  # (A terms,) int64: record index of each A term
-    positions_b: np.ndarray  # (B terms,) int64
+    positions_a: np.ndarray  # (A terms,) uint32: record index of each A term (records < 2^32: check_for_setup)
+    positions_b: np.ndarray  # (B terms,) uint32
     first_public_record: int  # records of the public rows start here
     n_records: int
     matrix: np.ndarray  # (n_records,) uint32
@@ -31,14 +31,15 @@ class RecordLayout:
 
     @property
     def positions_public(self) -> np.ndarray:
-        return np.arange(self.first_public_record, self.n_records, dtype=np.int64)
+        return np.arange(self.first_public_record, self.n_records, dtype=np.uint32)
 
 
 def record_layout(r1cs: CompactR1cs) -> RecordLayout:
     a, b, n_rows = r1cs.a, r1cs.b, r1cs.n_constraints
     count_a, count_b = a.row_lengths(), b.row_lengths()
-    positions_a = np.arange(a.n_terms, dtype=np.int64) + np.repeat(b.starts[:-1], count_a)
-    positions_b = np.arange(b.n_terms, dtype=np.int64) + np.repeat(a.starts[1:], count_b)
+    # uint32 throughout (half the memory traffic of int64 at 2^27): every record index is below 2^32
+    positions_a = np.arange(a.n_terms, dtype=np.uint32) + np.repeat(b.starts[:-1].astype(np.uint32), count_a)
+    positions_b = np.arange(b.n_terms, dtype=np.uint32) + np.repeat(a.starts[1:].astype(np.uint32), count_b)
     n_ab = a.n_terms + b.n_terms
     publics = np.arange(r1cs.n_public + 1, dtype=np.uint32)
     n_records = n_ab + publics.shape[0]

@@ -13,7 +13,8 @@ Phases (each timed with CUDA events; ``DevKey.timings_ms``):
     h_scalars              L'_(2i+1)(tau) / delta on the 2n-point domain
     tables                 the fixed-base tables of the G1 and G2 generators (once per runner)
     points_<section>       one fixed-base pass per section (a, b1, b2, c, ic, h), affine stored form
-    download_points        the point arrays to host memory (the Groth16Zkey's arrays)
+    download_points        the point arrays to host memory (the Groth16Zkey's arrays), through
+                           pinned staging (transfer.py): the coefficients too
     assemble, total        the vk points and the key object; everything from the first phase on
 
 Device memory: the scalars of each section are freed as soon as its points exist, so the peak is
@@ -37,6 +38,7 @@ from .coefficients import record_layout
 from .dev_secrets import DevSecrets
 from .key import POINT_SECTIONS, assemble_zkey
 from .scalars import lagrange_scale
+from .transfer import STAGING_BYTES, HostDownloader
 
 
 @dataclass(eq=False)
@@ -92,8 +94,12 @@ class GpuDevSetup:
         d_points: dict[str, DeviceBuffer] = {}
         with ExitStack() as scratch:
             scratch.callback(clock.close)
+            largest = max(rt.fr_bytes * layout.n_records, rt.point_bytes(curve.g2) * r1cs.n_wires,
+                          rt.point_bytes(curve.g1) * r1cs.domain_size)
+            downloader = scratch.enter_context(HostDownloader(self.backend.device, rt.stream,
+                                                              min(STAGING_BYTES, largest)))
             try:
-                scalars, values = self._scalars(rt, r1cs, secrets, layout, clock, scratch)
+                scalars, values = self._scalars(rt, r1cs, secrets, layout, clock, scratch, downloader)
                 rt.generator_table(curve.g1)
                 rt.generator_table(curve.g2)
                 clock.mark("tables_ms")
@@ -101,7 +107,7 @@ class GpuDevSetup:
                 clock.last.synchronize()
                 timings.update(clock.elapsed_ms())
                 t1 = time.perf_counter()
-                points = self._download_points(rt, r1cs, d_points)
+                points = self._download_points(r1cs, d_points, downloader)
                 timings["download_points_ms"] = (time.perf_counter() - t1) * 1e3
             except BaseException:
                 rt.stream.synchronize()  # nothing queued may still use a buffer we free
@@ -114,7 +120,8 @@ class GpuDevSetup:
         timings["total_ms"] = (time.perf_counter() - t0) * 1e3
         return DevKey(zkey, d_points, self.backend, timings)
 
-    def _scalars(self, rt: SetupRunner, r1cs: CompactR1cs, secrets: DevSecrets, layout, clock, scratch):
+    def _scalars(self, rt: SetupRunner, r1cs: CompactR1cs, secrets: DevSecrets, layout, clock, scratch,
+                 downloader: HostDownloader):
         """Every section's scalars on the device ({a, b, ic_c, h} buffers, owned by ``scratch``), and
         the coefficient section in host memory."""
         fr, alloc, fb = r1cs.curve.fr, rt.allocator, rt.fr_bytes
@@ -135,7 +142,7 @@ class GpuDevSetup:
                 self._evaluate_matrix(rt, parts, n_vars, d_table.ptr, d_lagrange.ptr, d_uvw[name].ptr, d_coeff.ptr)
             d_lagrange.free()
             clock.mark("evaluations_ms")
-            values = d_coeff.download(np.empty((layout.n_records, fr.limbs), dtype=np.uint64), rt.stream)
+            values = downloader.download(d_coeff.ptr, np.empty((layout.n_records, fr.limbs), dtype=np.uint64))
         clock.mark("download_coefficients_ms")
         d_u, d_v, d_w = (d_uvw[k] for k in "uvw")
         first_private, off = r1cs.n_public + 1, (r1cs.n_public + 1) * fb
@@ -190,7 +197,7 @@ class GpuDevSetup:
                 d_signals.upload(signals, rt.stream, offset=4 * start)
                 d_codes.upload(codes, rt.stream, offset=CODE_BYTES * start)
                 if positions is not None:
-                    with alloc.upload(positions.astype(np.uint32), "setup record positions", rt.stream) as d_pos:
+                    with alloc.upload(positions, "setup record positions (uint32)", rt.stream) as d_pos:
                         rt.stored_coefficients(d_coeff, d_codes.ptr + CODE_BYTES * start, d_table, d_pos.ptr, k)
                 start += k
             grouped = rt.group_by_signal(d_signals.ptr, d_rows.ptr, d_codes.ptr, m, n_vars)
@@ -201,11 +208,11 @@ class GpuDevSetup:
                     buf.free()
 
     @staticmethod
-    def _download_points(rt: SetupRunner, r1cs: CompactR1cs, d_points: dict) -> dict[str, np.ndarray]:
+    def _download_points(r1cs: CompactR1cs, d_points: dict, downloader: HostDownloader) -> dict[str, np.ndarray]:
         fq_limbs = r1cs.curve.fq.limbs
         points = {}
         for name in POINT_SECTIONS:
             shape = (2, 2, fq_limbs) if name == "b2" else (2, fq_limbs)
             count = d_points[name].nbytes // (8 * int(np.prod(shape)))
-            points[name] = d_points[name].download(np.empty((count, *shape), dtype=np.uint64), rt.stream)
+            points[name] = downloader.download(d_points[name].ptr, np.empty((count, *shape), dtype=np.uint64))
         return points

@@ -4,7 +4,7 @@ No small filesystem can be mounted on the test machines, so the fault is injecte
 operating system or SQLite would raise it, with the same error they raise:
 
 - spool files: ``open(..., "w...")`` and every ``write`` on such a file raise
-  ``OSError(ENOSPC)`` while the disk is full (``open`` is shadowed in ``pipeline.server.store``
+  ``OSError(ENOSPC)`` while the disk is full (``open`` is shadowed in ``pipeline.server.spool``
   only);
 - the job store: every statement that writes (INSERT, UPDATE, DELETE, BEGIN IMMEDIATE) raises
   ``sqlite3.OperationalError("database or disk is full")`` with ``sqlite_errorcode`` SQLITE_FULL,
@@ -22,6 +22,7 @@ import os
 import sqlite3
 from collections.abc import Callable
 
+from pipeline.server import spool as spool_module
 from pipeline.server import store as store_module
 from pipeline.server.storage_health import SQLITE_FULL
 
@@ -97,9 +98,9 @@ class FaultyDisk:
             store._db = FaultyConnection(store._db, is_full)
 
         if set_attribute is setattr:
-            setattr(store_module, "open", faulty_open)
+            setattr(spool_module, "open", faulty_open)
         else:  # pytest's monkeypatch: the module has no global named open to restore
-            set_attribute(store_module, "open", faulty_open, raising=False)
+            set_attribute(spool_module, "open", faulty_open, raising=False)
         set_attribute(store_module.JobStore, "_open", open_store)
         return self
 

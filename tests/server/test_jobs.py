@@ -12,11 +12,12 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from pipeline.server import create_app
-from pipeline.server import jobs as jobs_module
+from pipeline.server import storage_health
 from pipeline.server import store as store_module
 from pipeline.server.jobs import JobService
 from pipeline.server.state import SERVICE
-from pipeline.server.store import JobRow, JobStore, Spool, manifest_of
+from pipeline.server.spool import Spool
+from pipeline.server.store import JobRow, JobStore, manifest_of
 from pipeline.server.uploads import partition_file
 from tests.server.faults import DiskSwitch, FaultyDisk
 from tests.server.server_helpers import AUTH, check_proof, make_config, multiplier_witness, vk_for
@@ -26,7 +27,7 @@ pytestmark = pytest.mark.usefixtures("fast_probes")
 
 @pytest.fixture
 def fast_probes(monkeypatch):
-    monkeypatch.setattr(jobs_module, "PROBE_INTERVAL_S", 0.05)
+    monkeypatch.setattr(storage_health, "PROBE_INTERVAL_S", 0.05)
 
 
 def witness_form(tmp_path: Path, a: int, b: int) -> aiohttp.FormData:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import shutil
 import sys
 import time
@@ -38,8 +37,9 @@ ARCHS_ENV = "ZKPIPE_KERNEL_ARCHS"
 
 
 def archs_from(text: str | None) -> tuple[str, ...]:
-    """``"sm_80,sm_90"`` -> the tuple; None -> the environment's list or ``SUPPORTED_ARCHS``."""
-    text = os.environ.get(ARCHS_ENV) if text is None else text
+    """``"sm_80,sm_90"`` -> the tuple; None or empty -> ``SUPPORTED_ARCHS``; "none" -> none. The
+    wheel build (setup.py) passes ``$ZKPIPE_KERNEL_ARCHS`` as ``--arch``: no module under
+    pipeline/backends reads the environment (CudaOptions carries run-time settings)."""
     if text is None or not text.strip():
         return SUPPORTED_ARCHS
     if text.strip().lower() == "none":
@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--out", type=Path, help="folder to write (replaced)")
     where.add_argument("--inplace", action="store_true", help=f"write {PREBUILT_DIR} (a checkout's own)")
-    parser.add_argument("--arch", help=f"comma list (default ${ARCHS_ENV} or {','.join(SUPPORTED_ARCHS)})")
+    parser.add_argument("--arch", help=f"comma list (default {','.join(SUPPORTED_ARCHS)}; setup.py passes ${ARCHS_ENV})")
     parser.add_argument("--cache", type=Path, help="NVRTC disk cache (default $ZKPIPE_KERNEL_CACHE or ~/.cache)")
     parser.add_argument("--serial", action="store_true", help="compile in this process, one unit at a time")
     args = parser.parse_args(argv)

@@ -24,8 +24,13 @@ MSM_ACC_THREADS = 128
 # Occupancy variants of msm_accumulate<fq_t, true, B> the msm_g1 unit instantiates (the same rows).
 G1_MIN_BLOCKS_BUILT = (1, 3, 4, 5)
 
+# Development setup's fixed-base multiplication (setup/fixed_base.cuh, __launch_bounds__(SETUP_MUL_THREADS, 2):
+# registers capped at 128, the MSM's choice for its inlined mixed additions on BLS12-381, above).
+# Not measured yet: bench/dev_setup.py times it per key section (bench/NOTES.md, development setup).
+SETUP_MUL_THREADS = 256
+
 IN_HEADER = {"SCAN_THREADS": SCAN_THREADS, "SCAN_PER_THREAD": SCAN_PER_THREAD, "SCAN_TILE": SCAN_TILE,
-             "MSM_ACC_THREADS": MSM_ACC_THREADS}
+             "MSM_ACC_THREADS": MSM_ACC_THREADS, "SETUP_MUL_THREADS": SETUP_MUL_THREADS}
 
 # -- launch arguments only (grid-stride kernels) --------------------------------------------------
 # Their sweep is `python3 -m bench.gpu_blocks` (bench/results/gpu_blocks_2e22.md), not yet run on
@@ -40,6 +45,9 @@ ELEMENTWISE_BLOCK = 256  # NTT helpers (bit reversal, coset scale, quotient, con
 # elements in shared memory (32 KiB a block, 512 threads): bench/NOTES.md, NTT v1 (2^24 8.3 ms).
 STAGES_PER_PASS = 8
 PASS_ELEMENTS_LOG = 10
+SPLIT_BLOCK = 256  # msm_classify, msm_compact (split.py): the 0/1 split, not yet measured on the H200
+SETUP_BLOCK = 256  # every other setup kernel (a multiple of 32: the counting sort aggregates whole warps);
+# unswept, their phases timed by bench/dev_setup.py
 
 # -- op codes of the test kernels (testing/arith_kernels.cuh) --------------------------------------
 FIELD_OPS = ("add", "sub", "mul", "sqr", "neg", "inv", "to_mont", "from_mont", "dbl")

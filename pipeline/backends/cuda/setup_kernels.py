@@ -1,4 +1,4 @@
-"""Host side of the development setup's kernels (cuda_src/setup/): build units, launches, buffers.
+"""Host side of the development setup's kernels (pipeline/cuda_src/setup/): build units, launches, buffers.
 
 ``SetupKernels`` is ``CurveKernels`` over the setup's own build units (programs/setup_fr.cu,
 setup_g1.cu, setup_g2.cu), so the backend's units are neither rebuilt nor touched.
@@ -17,7 +17,9 @@ import numpy as np
 from ...curves import Curve
 from ...curves.encoding import encode_g1_mont, encode_g2_mont
 from ...curves.points import CurveGroup
+from ...curves.scalar_mul import batch_to_affine
 from .kernels import I32, PTR, SIGNATURES, U32, U64, CurveKernels, grid_for
+from .launch import SETUP_BLOCK, SETUP_MUL_THREADS
 from .msm import MsmRunner
 
 SETUP_UNITS: dict[str, tuple[str, ...]] = {
@@ -27,8 +29,8 @@ SETUP_UNITS: dict[str, tuple[str, ...]] = {
         "setup_combine<fr_t>", "setup_stored_coefficients<fr_t>",
         "scan_tile_sums", "scan_tile_offsets", "scan_apply", "msm_chunk_counts",
     ),
-    "setup_g1": ("setup_table_multiples<fq_t>", "setup_fixed_base_mul<fq_t>", "setup_xyzz_to_affine<fq_t>"),
-    "setup_g2": ("setup_table_multiples<fq2_t>", "setup_fixed_base_mul<fq2_t>", "setup_xyzz_to_affine<fq2_t>"),
+    "setup_g1": ("setup_fixed_base_mul<fq_t>", "setup_xyzz_to_affine<fq_t>"),
+    "setup_g2": ("setup_fixed_base_mul<fq2_t>", "setup_xyzz_to_affine<fq2_t>"),
 }
 SETUP_SIGNATURES: dict[str, tuple[str, ...]] = {
     **{name: SIGNATURES[name] for name in ("scan_tile_sums", "scan_tile_offsets", "scan_apply", "msm_chunk_counts")},
@@ -40,23 +42,23 @@ SETUP_SIGNATURES: dict[str, tuple[str, ...]] = {
     "setup_signal_values": (PTR, PTR, PTR, U32),
     "setup_combine": (PTR, PTR, PTR, PTR, U64, "fr", "fr", "fr"),
     "setup_stored_coefficients": (PTR, PTR, PTR, PTR, U64),
-    "setup_table_multiples": (PTR, PTR, U32, U32),
     "setup_fixed_base_mul": (PTR, PTR, U64, PTR, I32, I32),
     "setup_xyzz_to_affine": (PTR, PTR, U64),
 }
 
-CODE_BYTES = 2  # coefficient codes are uint16 (cuda_src/setup/codes.cuh)
-BLOCK = 256  # threads per block of every setup kernel (setup_fixed_base_mul's launch bounds assume it)
+CODE_BYTES = 2  # coefficient codes are uint16 (pipeline/cuda_src/setup/codes.cuh)
 BATCH_INVERSE_THREADS = 1 << 17  # threads of a batch inversion: enough to fill an H200, >= 8 elements each at 2^20
 EVAL_CHUNK = 32  # terms per thread at level 0 of the per-signal sums (field products)
 LEVEL_CHUNK = 64  # partials per thread at the later levels (field additions)
 FIXED_BASE_CHUNK = 1 << 22  # points per fixed-base pass: bounds the XYZZ scratch (0.8 GB on BLS12-381 G1)
 TABLE_BUDGET_BYTES = 32 << 20  # fixed-base table: the largest window whose table fits here (L2-sized)
+BOOTSTRAP_WINDOW = 4  # the device table is multiplied out of a host-made one of this window (512 points)
 
 
 class SetupKernels(CurveKernels):
     units = SETUP_UNITS
     signatures = SETUP_SIGNATURES
+    default_units = None  # all three setup units at once (built in parallel); none of the prover's
     default_units = None  # all three setup units at once
 
 
@@ -98,6 +100,31 @@ def window_bases(group: CurveGroup, plan: TablePlan) -> list:
     return out
 
 
+def host_table(group: CurveGroup, plan: TablePlan) -> list:
+    """The table's entries d 2^(c win) G in table order, affine, with Python ints (small plans)."""
+    multiples = []
+    for base in window_bases(group, plan):
+        b = group.from_affine(base)
+        acc = b
+        for _ in range(plan.half):
+            multiples.append(acc)
+            acc = group.add(acc, b)
+    return batch_to_affine(group, multiples)
+
+
+def table_scalars(fr, plan: TablePlan) -> np.ndarray:
+    """d 2^(c win) mod r for every entry, in table order, Montgomery limbs (the fixed-base kernel's
+    scalar form): multiplying G by them gives the table."""
+    p, values = fr.modulus, []
+    for win in range(plan.n_windows):
+        step = fr.to_mont(pow(2, plan.window * win, p))
+        acc = 0
+        for _ in range(plan.half):
+            acc = (acc + step) % p
+            values.append(acc)
+    return fr.limbs_from_ints(values)
+
+
 class SetupRunner:
     """The setup's device steps for one curve, on ``stream`` with ``allocator``."""
 
@@ -123,13 +150,13 @@ class SetupRunner:
         fr = self.curve.fr
         return fr.limbs_from_ints([fr.to_mont(value % fr.modulus)])[0]
 
-    def _launch(self, expr: str, n_threads: int, args: tuple) -> None:
-        """Enough blocks of BLOCK threads for ``n_threads`` (grid-stride kernels loop beyond the cap)."""
-        self.kernels.launch(expr, grid_for(n_threads, BLOCK), BLOCK, args, self.stream)
+    def _launch(self, expr: str, n_threads: int, args: tuple, block: int = SETUP_BLOCK) -> None:
+        """Enough blocks for ``n_threads`` (grid-stride kernels loop beyond the cap)."""
+        self.kernels.launch(expr, grid_for(n_threads, block), block, args, self.stream)
 
     def _launch_exact(self, expr: str, n_threads: int, args: tuple) -> None:
         """Exactly ``n_threads`` threads: the batch inversions give each thread ceil(n / threads) elements."""
-        block = max(1, min(BLOCK, n_threads))
+        block = max(1, min(SETUP_BLOCK, n_threads))
         self.kernels.launch(expr, -(-n_threads // block), block, args, self.stream)
 
     def _read_u32(self, buf, index: int) -> int:
@@ -228,20 +255,21 @@ class SetupRunner:
         self._launch_exact(f"setup_xyzz_to_affine<{field}>", min(n, threads), (d_out, d_xyzz, n))
 
     def generator_table(self, group: CurveGroup, plan: TablePlan | None = None):
-        """(plan, device table) of the generator's multiples (setup/fixed_base.cuh), kept resident."""
+        """(plan, device table) of the generator's multiples (setup/fixed_base.cuh), kept resident.
+        Made by the fixed-base kernel itself, out of a small table built on the host: the entries
+        are G times known scalars (no extra kernel, and the unit compiles no doubling code)."""
         if group.name in self._tables and (plan is None or self._tables[group.name][0] == plan):
             return self._tables[group.name]
-        plan = plan or table_plan(self.curve.fr.bits, self.point_bytes(group))
-        field = "fq2_t" if is_g2(group) else "fq_t"
+        fr = self.curve.fr
+        plan = plan or table_plan(fr.bits, self.point_bytes(group))
+        boot = TablePlan(BOOTSTRAP_WINDOW, math.ceil((fr.bits + 1) / BOOTSTRAP_WINDOW))
         encode = encode_g2_mont if is_g2(group) else encode_g1_mont
         d_table = self.allocator.alloc(plan.entries * self.point_bytes(group), f"setup {group.name} table")
-        bases = encode(self.curve, window_bases(group, plan))
+        boot_points = encode(self.curve, host_table(group, boot))
         try:
-            with self.allocator.upload(bases, "setup window bases") as d_bases, \
-                    self.allocator.alloc(plan.entries * self.xyzz_bytes(group), "setup table scratch") as d_xyzz:
-                self._launch(f"setup_table_multiples<{field}>", plan.entries,
-                             (d_xyzz.ptr, d_bases.ptr, plan.half, plan.n_windows))
-                self.to_affine(group, d_table.ptr, d_xyzz.ptr, plan.entries)
+            with self.allocator.upload(boot_points, "setup bootstrap table") as d_boot, \
+                    self.allocator.upload(table_scalars(fr, plan), "setup table scalars") as d_k:
+                self._multiply(group, boot, d_boot.ptr, d_table.ptr, d_k.ptr, plan.entries)
                 self.stream.synchronize()
         except BaseException:
             d_table.free()
@@ -258,14 +286,18 @@ class SetupRunner:
         if n == 0:
             return
         plan, d_table = self.generator_table(group)
+        self._multiply(group, plan, d_table.ptr, d_out, d_scalars, n, chunk, affine_threads)
+
+    def _multiply(self, group: CurveGroup, plan: TablePlan, d_table: int, d_out: int, d_scalars: int, n: int,
+                  chunk: int = FIXED_BASE_CHUNK, affine_threads: int = BATCH_INVERSE_THREADS) -> None:
         field = "fq2_t" if is_g2(group) else "fq_t"
         chunk = min(n, chunk)
         with self.allocator.alloc(chunk * self.xyzz_bytes(group), "setup fixed-base scratch") as d_xyzz:
             for first in range(0, n, chunk):
                 count = min(chunk, n - first)
                 self._launch(f"setup_fixed_base_mul<{field}>", count,
-                             (d_xyzz.ptr, d_scalars + first * self.fr_bytes, count, d_table.ptr, plan.window,
-                              plan.n_windows))
+                             (d_xyzz.ptr, d_scalars + first * self.fr_bytes, count, d_table, plan.window,
+                              plan.n_windows), block=SETUP_MUL_THREADS)  # its launch bounds
                 self.to_affine(group, d_out + first * self.point_bytes(group), d_xyzz.ptr, count, affine_threads)
 
     def close(self) -> None:

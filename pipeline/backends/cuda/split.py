@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from ..protocol import WitnessShape
 from ._bindings import driver
 from .errors import check
-
-SPLIT_BLOCK = 256
+from .launch import SPLIT_BLOCK
 
 
 def split_worth_it(shape: WitnessShape | None, min_bits: float) -> bool:

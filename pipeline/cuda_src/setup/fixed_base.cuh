@@ -5,27 +5,17 @@
 // carry: n_windows = ceil((bits + 1) / c)), so k G = sum_win digit_win 2^(c win) G is one mixed
 // addition per nonzero digit and no doubling; a negative digit adds the negated entry. The
 // table index of a digit is exactly the MSM's bucket key (signed_digit_key in msm/pippenger.cuh).
-// Window sizes: the table should fit the L2 cache (pipeline/backends/cuda/setup_kernels.py).
+// Window sizes: the table should fit the L2 cache. The table itself is made by this kernel from a
+// small host-made table (entries are G times known scalars; pipeline/backends/cuda/setup_kernels.py).
 #pragma once
 
-// d_out[e] = d * base_win for e = win * half + (d - 1): the table before its affine conversion.
-template <class F>
-__global__ void setup_table_multiples(xyzz_t<F>* __restrict__ d_out, const affine_t<F>* __restrict__ d_window_bases,
-                                      uint32_t half, uint32_t n_windows) {
-    const uint64_t total = (uint64_t)half * n_windows;
-    for (uint64_t e = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; e < total; e += (uint64_t)gridDim.x * blockDim.x) {
-        const uint32_t win = (uint32_t)(e / half), d = (uint32_t)(e % half) + 1;
-        d_out[e] = xyzz_t<F>::from_affine(d_window_bases[win]).mul_u32(d);
-    }
-}
-
 // d_out[i] = k_i G (XYZZ), k_i = d_scalars[i] (Fr, Montgomery). Launched in blocks of
-// SETUP_MUL_THREADS; two resident blocks per SM cap the registers at 128, the MSM's choice for
-// its inlined mixed additions on BLS12-381 (bench/NOTES.md, MSM v2 and v3).
-static constexpr int SETUP_MUL_THREADS = 256;
+// SETUP_MUL_THREADS (generated header, pipeline/backends/cuda/launch.py); two resident blocks
+// per SM cap the registers at 128, the MSM's choice for its inlined mixed additions on BLS12-381.
 template <class F>
-__global__ void __launch_bounds__(SETUP_MUL_THREADS, 2) setup_fixed_base_mul(xyzz_t<F>* __restrict__ d_out, const fr_t* __restrict__ d_scalars, uint64_t n,
-                                     const affine_t<F>* __restrict__ d_table, int c, int n_windows) {
+__global__ void __launch_bounds__(SETUP_MUL_THREADS, 2)
+setup_fixed_base_mul(xyzz_t<F>* __restrict__ d_out, const fr_t* __restrict__ d_scalars, uint64_t n,
+                     const affine_t<F>* __restrict__ d_table, int c, int n_windows) {
     for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x) {
         const fr_t k = d_scalars[i].from_mont();
         xyzz_t<F> acc = xyzz_t<F>::inf();

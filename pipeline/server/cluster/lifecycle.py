@@ -20,7 +20,7 @@ from ...engine.config import EngineConfig
 from ..engine_adapter import PRIORITIES, EngineAdapter
 from ..keys import KeyFolder
 from ..state import CLUSTER, ENGINE, KEYS, METRICS, SERVICE, STARTED_AT, UPLOADS
-from ..store import Spool
+from ..spool import Spool
 from ..uploads import UploadParser
 from .notify import Notifications
 from .pg_store import PostgresJobStore
@@ -94,7 +94,7 @@ async def cluster_worker(app: web.Application, config: Config, keys: KeyFolder, 
                 metrics.unwatch_service()
                 await worker.drain(server.drain_timeout_s)
                 background.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
+                with contextlib.suppress(asyncio.CancelledError, Exception):  # a crash was logged already
                     await background
     finally:
         await store.close()

@@ -20,7 +20,10 @@ from pathlib import Path
 import orjson
 
 from ..errors import ApiError
-from ..store import JobRow, Spool
+from .. import storage_health
+from ..spool import Spool
+from ..storage_health import health_problems
+from ..store import JobRow
 from ..uploads import INPUTS_FILE, Upload, partition_file
 from .notify import Notifications
 from .pg_store import PartitionInput, PostgresJobStore
@@ -65,6 +68,9 @@ class ClusterJobService:
         self.poll_s = worker.settings.claim_poll_interval_s
         self.closing = False
         self._counters = {"accepted": 0, "duplicates": 0, "cancelled": 0}
+        self.health = spool.health  # this worker's disk: uploads land in its spool before the database has them
+        self.stopped: BaseException | None = None  # why run() ended, once it has
+        self.restored_from_spool = 0  # the database is the queue: nothing comes back from a local spool
 
     @property
     def counters(self) -> dict[str, int]:
@@ -73,15 +79,29 @@ class ClusterJobService:
 
     # -- lifecycle -------------------------------------------------------------------------------
     async def recover(self) -> int:
-        """Nothing to put back in line (the store is the queue); clear this worker's local spool."""
-        await asyncio.to_thread(self.spool.sweep, set())
+        """Nothing to put back in line (the store is the queue); drop uploads this worker never finished."""
+        await asyncio.to_thread(self.spool.clear_uploads)
         return 0
 
     async def run(self) -> None:
-        async with asyncio.TaskGroup() as tasks:
-            tasks.create_task(self.notifications.run(), name="zkpipe-listen")
-            tasks.create_task(self.worker.run(), name="zkpipe-worker")
-            tasks.create_task(self._janitor_loop(), name="zkpipe-janitor")
+        try:
+            async with asyncio.TaskGroup() as tasks:
+                tasks.create_task(self.notifications.run(), name="zkpipe-listen")
+                tasks.create_task(self.worker.run(), name="zkpipe-worker")
+                tasks.create_task(self._janitor_loop(), name="zkpipe-janitor")
+                tasks.create_task(self.health.probe_while_failing([lambda: asyncio.to_thread(self.spool.probe)],
+                                                                  storage_health.PROBE_INTERVAL_S),
+                                  name="zkpipe-storage-probe")
+        except BaseException as exc:
+            self.stopped = exc
+            raise
+
+    def problems(self) -> list[dict[str, str]]:
+        """As on the one-host service: the worker's background work ended, or its disk refuses writes."""
+        return health_problems(self.stopped, self.health)
+
+    def check_accepting(self) -> None:
+        self.health.raise_if_failing()
 
     def wake_waiters(self) -> None:
         self.closing = True

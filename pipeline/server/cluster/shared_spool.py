@@ -16,7 +16,7 @@ import shutil
 import time
 from pathlib import Path
 
-from ..store import fsync_dir
+from ..spool import fsync_dir
 from ..uploads import partition_file
 
 

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import nvrtc_or_skip
+
 REPO = Path(__file__).resolve().parents[3]
 
 # Two units small enough to compile in about a second; they read the generated curve header,
@@ -18,15 +20,6 @@ PROBE = """typedef unsigned int uint32_t;
 #include "curve_params.cuh"
 template <int K> __global__ void probe(uint32_t* out) { out[threadIdx.x] = fr_params::N + K; }
 """
-
-
-def _nvrtc_or_skip():
-    try:
-        from pipeline.backends.cuda.nvrtc_build import nvrtc_version
-
-        return nvrtc_version()
-    except Exception as exc:  # ImportError, or the shared library missing
-        pytest.skip(f"NVRTC library cannot be loaded ({exc}): kernels not compiled")
 
 
 def host_lines(src: Path, cache: Path) -> list[str]:
@@ -45,7 +38,7 @@ def host_lines(src: Path, cache: Path) -> list[str]:
 
 @pytest.fixture
 def probe_tree(tmp_path):
-    _nvrtc_or_skip()
+    nvrtc_or_skip()
     programs = tmp_path / "src" / "programs"
     programs.mkdir(parents=True)
     for unit in ("probe_a", "probe_b"):

@@ -102,3 +102,23 @@ def test_build_units_compiles_only_what_no_binary_covers(tmp_path, monkeypatch):
     assert sorted(asked) == sorted(("bls12381", u) for u in kernels.UNITS)
     assert {built[("bn128", u)].origin for u in kernels.UNITS} == {"prebuilt"}
     assert {built[("bls12381", u)].origin for u in kernels.UNITS} == {"nvrtc"}
+
+
+def test_the_ahead_of_time_build_writes_what_the_loader_takes(tmp_path, monkeypatch):
+    """aot_build's manifest, over a stand-in compiler: every unit, curve and arch, found again."""
+    from pipeline.backends.cuda import aot_build, nvrtc_build
+
+    def fake_compile(jobs, cache_dir=None, parallel=True):
+        return {key: kernels.BuiltUnit(unit, arch, f"{key}".encode(), {e: f"_Z{e}" for e in exprs}, 0.0, True, "")
+                for key, (unit, exprs, _, arch) in jobs.items()}
+
+    monkeypatch.setattr(kernels, "compile_jobs", fake_compile)
+    monkeypatch.setattr(nvrtc_build, "nvrtc_version", lambda: (13, 0))
+    manifest = aot_build.build_prebuilt(tmp_path / "prebuilt", ("sm_80", "sm_90"))
+    assert len(manifest["binaries"]) == 2 * 2 * len(kernels.UNITS)
+    for curve in CURVES:
+        for unit in kernels.UNITS:
+            got = find(tmp_path / "prebuilt", "sm_90", curve, unit)
+            assert got.cubin == f"{(curve.name, unit, 'sm_90')}".encode() and got.origin == "prebuilt"
+            assert find(tmp_path / "prebuilt", "sm_86", curve, unit).arch == "sm_80"
+    assert aot_build.archs_from("none") == () and aot_build.archs_from("sm_90, sm_100") == ("sm_90", "sm_100")

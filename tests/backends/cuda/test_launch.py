@@ -5,15 +5,15 @@ of every unit's cache key. That every kernel still compiles is test_compile.py."
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
-from pipeline.backends.cuda import launch
+from pipeline.backends.cuda import kernel_sources, launch
 from pipeline.backends.cuda.constants import HEADER_NAME, curve_header
 from pipeline.curves import BLS12_381, BN254
+from tests.conftest import nvrtc_or_skip
 
-CUDA_SRC = Path(__file__).resolve().parents[3] / "cuda_src"
+CUDA_SRC = kernel_sources.CUDA_SRC
 ENUMS = {"FieldOp": ("OP_", launch.FIELD_OPS), "PointOp": ("PT_", launch.POINT_OPS)}
 
 
@@ -59,12 +59,9 @@ def test_the_header_is_part_of_the_cache_key():
 
 def test_nvrtc_compiles_the_python_values(tmp_path):
     """A program that includes the real headers and static_asserts every Python value."""
+    nvrtc_or_skip()
     from pipeline.backends.cuda import nvrtc_build
 
-    try:
-        nvrtc_build.nvrtc_version()
-    except Exception as exc:  # ImportError, or the shared library missing
-        pytest.skip(f"NVRTC library cannot be loaded ({exc})")
     asserts = "\n".join(f'static_assert({name} == {value}, "{name}");' for name, value in expected_values().items())
     programs = tmp_path / "programs"
     programs.mkdir()

@@ -47,3 +47,14 @@ def test_window_bases_are_powers_of_two_times_the_generator():
     bases = window_bases(g1, TablePlan(5, 3))
     for win, base in enumerate(bases):
         assert base == g1.to_affine(g1.mul(g1.from_affine(g1.generator), 1 << (5 * win)))
+
+
+def test_table_scalars_times_the_generator_give_the_host_table():
+    """The device table is G times these scalars (Montgomery form), so they must give host_table."""
+    from pipeline.backends.cuda.setup_kernels import TablePlan, host_table, table_scalars
+
+    g1, fr = BN254.g1, BN254.fr
+    plan = TablePlan(3, 4)
+    scalars = [fr.from_mont(k) for k in fr.ints_from_limbs(table_scalars(fr, plan))]
+    assert host_table(g1, plan) == [g1.to_affine(g1.mul(g1.from_affine(g1.generator), k)) for k in scalars]
+    assert scalars[:4] == [1, 2, 3, 4] and scalars[4] == 8  # window 1 starts at 2^3
