@@ -33,6 +33,7 @@ from .spool import Spool
 from .store import JobStore
 from .store_api import is_shared_store
 from .uploads import UploadParser
+from .background import crash_reporter
 
 log = logging.getLogger("zkpipe.server")
 LOCK_FILE = "zkpipe.lock"
@@ -108,7 +109,7 @@ async def lifecycle(app: web.Application, config: Config) -> AsyncIterator[None]
                 app[UPLOADS] = UploadParser(keys, spool, PRIORITIES, server)
                 app[STARTED_AT] = time.time()
                 background = asyncio.create_task(service.run(), name="zkpipe-jobs")
-                background.add_done_callback(_report_crash)
+                background.add_done_callback(crash_reporter("the job service"))
                 metrics.watch_service(service)
                 log.info("serving %d key(s) from %s; state in %s", len(keys.all()), keys_dir, state_dir)
                 try:
@@ -121,10 +122,6 @@ async def lifecycle(app: web.Application, config: Config) -> AsyncIterator[None]
         finally:
             await store.close()
 
-
-def _report_crash(task: asyncio.Task) -> None:
-    if not task.cancelled() and task.exception() is not None:
-        log.critical("the job service stopped: %r", task.exception(), exc_info=task.exception())
 
 
 async def _wake_long_polls(app: web.Application) -> None:

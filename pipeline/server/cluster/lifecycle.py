@@ -27,6 +27,7 @@ from .pg_store import PostgresJobStore
 from .service import ClusterJobService
 from .shared_spool import SharedSpool
 from .worker import ClusterWorker, WorkerSettings
+from ..background import crash_reporter
 
 log = logging.getLogger("zkpipe.cluster")
 WORKER_ID_FILE = "worker_id"
@@ -84,7 +85,7 @@ async def cluster_worker(app: web.Application, config: Config, keys: KeyFolder, 
             app[UPLOADS] = UploadParser(keys, spool, PRIORITIES, server)
             app[STARTED_AT] = time.time()
             background = asyncio.create_task(service.run(), name="zkpipe-cluster")
-            background.add_done_callback(_report_crash)
+            background.add_done_callback(crash_reporter("the cluster worker"))
             metrics.watch_service(service)
             metrics.watch_cluster(worker)
             log.info("worker %s: %d key(s), store %s", worker_id, len(keys.all()), store.path)
@@ -99,7 +100,3 @@ async def cluster_worker(app: web.Application, config: Config, keys: KeyFolder, 
     finally:
         await store.close()
 
-
-def _report_crash(task: asyncio.Task) -> None:
-    if not task.cancelled() and task.exception() is not None:
-        log.critical("the cluster worker stopped: %r", task.exception(), exc_info=task.exception())
