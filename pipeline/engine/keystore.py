@@ -82,6 +82,7 @@ class _Entry:
     load_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     device_handles: dict[int, Any] = field(default_factory=dict)  # device index -> backend handle
     device_bytes: dict[int, int] = field(default_factory=dict)
+    device_placement: dict[int, str] = field(default_factory=dict)  # "resident" | "streamed" | "partly resident"
 
 
 def load_host_key(spec: KeySpec, decode_g2: bool) -> HostKey:
@@ -257,19 +258,21 @@ class KeyStore:
         handle = entry.device_handles.get(device.index)
         if handle is not None:
             return handle
-        needed = device.key_device_bytes(host.zkey)
+        placement = device.place_key(host.zkey)  # all resident, or some sections streamed from the host
+        needed = placement.device_bytes
         device.vram.check(needed, f"key {key_id!r}")
         await self.make_device_room(device, needed, keep=key_id, run=run)
         if not device.vram.try_acquire(needed):
             raise BudgetTooSmall(f"device {device.index}: VRAM budget {device.vram.capacity} cannot hold key "
                                  f"{key_id!r} ({needed} bytes) next to {device.vram.used} bytes in use")
         try:
-            handle = await run(device.backend.load_key, host.zkey)
+            handle = await run(device.backend.load_key, host.zkey, placement)
         except BaseException:
             device.vram.release(needed)
             raise
         entry.device_handles[device.index] = handle
         entry.device_bytes[device.index] = needed
+        entry.device_placement[device.index] = placement.mode
         self.loads += 1
         return handle
 
@@ -295,6 +298,7 @@ class KeyStore:
             await run(device.backend.unload_key, handle)
         finally:
             device.vram.release(entry.device_bytes.pop(device.index, 0))
+            entry.device_placement.pop(device.index, None)
             self.evictions += 1
         return True
 
@@ -308,6 +312,7 @@ class KeyStore:
         for key_id, e in self._entries.items():
             keys[key_id] = {"zkey_path": e.spec.zkey_path, "host_resident": e.host is not None,
                             "host_bytes": e.host.host_bytes if e.host else 0, "refs": e.refs,
-                            "devices": sorted(e.device_handles)}
+                            "devices": sorted(e.device_handles),
+                            "placement": {str(d): mode for d, mode in sorted(e.device_placement.items())}}
         return {"keys": keys, "host_budget": self.host_budget.snapshot(), "loads": self.loads,
                 "evictions": self.evictions}
