@@ -258,7 +258,7 @@ class KeyStore:
         handle = entry.device_handles.get(device.index)
         if handle is not None:
             return handle
-        placement = device.place_key(host.zkey)  # all resident, or some sections streamed from the host
+        placement = await run(device.place_key, host.zkey)  # all resident, or some sections streamed
         needed = placement.device_bytes
         device.vram.check(needed, f"key {key_id!r}")
         await self.make_device_room(device, needed, keep=key_id, run=run)

@@ -185,3 +185,28 @@ class PinnedHostBuffer:
             self.device.activate()  # callers may be threads that never touched the device
             check(driver.cuMemFreeHost(self.ptr), "cuMemFreeHost")
             self.ptr = 0
+
+
+class HostRegistration:
+    """Existing host memory (a key's point arrays) page-locked in place for asynchronous copies,
+    without a second copy of tens of GB; ``close`` unlocks it. Where the driver refuses (limits
+    on locked memory), ``registered`` is False and copies from it are pageable (slower, correct)."""
+
+    def __init__(self, device, array: np.ndarray) -> None:
+        if not array.flags.c_contiguous:
+            raise ValueError("only a C-contiguous array can be registered")
+        device.activate()
+        self.device = device
+        self.array = array
+        self.ptr = int(array.ctypes.data)
+        self.nbytes = int(array.nbytes)
+        flags = driver.CU_MEMHOSTREGISTER_PORTABLE
+        self.registered = self.nbytes > 0 and driver.cuMemHostRegister(self.ptr, self.nbytes, flags)[0] == \
+            driver.CUresult.CUDA_SUCCESS
+
+    def close(self) -> None:
+        if self.registered:
+            self.device.activate()
+            check(driver.cuMemHostUnregister(self.ptr), "cuMemHostUnregister")
+            self.registered = False
+        self.array = None
