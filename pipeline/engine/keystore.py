@@ -46,12 +46,29 @@ class KeyLoadError(BadInput):
     """A registered key's files could not be loaded or do not agree with each other."""
 
 
+IN_MEMORY = "<in memory>"
+
+
 @dataclass(frozen=True)
 class KeySpec:
     key_id: str
     zkey_path: str
     r1cs_path: str | None = None
     wasm_path: str | None = None
+    # A key given as an object (embedded use: a key just made by the development setup, too large
+    # to write out): zkey_path is IN_MEMORY and the spec keeps the key alive while registered.
+    zkey: Groth16Zkey | None = field(default=None, compare=False, repr=False)
+
+    def files(self) -> list[str]:
+        """The files the key is read from (checked at registration)."""
+        paths = (self.r1cs_path, self.wasm_path) if self.zkey is not None else \
+            (self.zkey_path, self.r1cs_path, self.wasm_path)
+        return [p for p in paths if p is not None]
+
+    def check_files(self) -> None:
+        for path in self.files():
+            if not Path(path).is_file():
+                raise FileNotFoundError(f"key {self.key_id!r}: no such file {path}")
 
 
 @dataclass(frozen=True, eq=False)
@@ -90,7 +107,7 @@ def load_host_key(spec: KeySpec, decode_g2: bool) -> HostKey:
     from ..formats.r1cs import read_r1cs
     from ..formats.zkey import read_zkey
 
-    zkey = read_zkey(spec.zkey_path)
+    zkey = spec.zkey if spec.zkey is not None else read_zkey(spec.zkey_path)
     size = zkey.host_bytes()
     r1cs, checker = None, None
     if spec.r1cs_path:
@@ -127,19 +144,20 @@ def load_host_key(spec: KeySpec, decode_g2: bool) -> HostKey:
 
 
 class KeyStore:
-    def __init__(self, host_budget_bytes: int | None, executor: Executor, decode_g2: bool) -> None:
+    def __init__(self, host_budget_bytes: int | None, executor: Executor, g2_executor: str | None = None) -> None:
+        """``g2_executor``: where the host G2 MSM runs ("thread", "process"; None: on the device).
+        Threads use the key's decoded B2 points; processes read the key file themselves, so only
+        a key given in memory (no file) is decoded here for them."""
         self._entries: dict[str, _Entry] = {}
         self.host_budget = ByteBudget("key host memory", host_budget_bytes)
         self._executor = executor
-        self._decode_g2 = decode_g2
+        self._g2_executor = g2_executor
         self.loads = 0
         self.evictions = 0
 
     # -- registration ----------------------------------------------------------------------
     def register(self, spec: KeySpec) -> None:
-        for path in (spec.zkey_path, spec.r1cs_path, spec.wasm_path):
-            if path is not None and not Path(path).is_file():
-                raise FileNotFoundError(f"key {spec.key_id!r}: no such file {path}")
+        spec.check_files()
         old = self._entries.get(spec.key_id)
         if old is not None:
             if old.spec == spec:
@@ -207,7 +225,8 @@ class KeyStore:
     async def _load_host(self, entry: _Entry) -> None:
         loop = asyncio.get_running_loop()
         try:
-            host = await loop.run_in_executor(self._executor, load_host_key, entry.spec, self._decode_g2)
+            decode_g2 = self._g2_executor == "thread" or (self._g2_executor == "process" and entry.spec.zkey is not None)
+            host = await loop.run_in_executor(self._executor, load_host_key, entry.spec, decode_g2)
         except (KeyLoadError, BudgetTooSmall):
             raise
         except Exception as exc:

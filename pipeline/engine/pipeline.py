@@ -151,7 +151,7 @@ class Pipeline:
         scalars = await self._run("prep_msm", stages.prep_msm, item.witness, buffer, part.key.zkey.n_public + 1)
         g2_msm = None
         if self.config.g2_msm_placement == "cpu":
-            if self.config.g2_msm_executor == "process":
+            if self.config.g2_msm_executor == "process" and part.key.spec.zkey is None:  # a process reads the file
                 fn, args = g2_msm_from_path, (part.key.spec.zkey_path, scalars.staged)
             else:
                 fn, args = stages.g2_msm_cpu, (part.key, scalars.staged)

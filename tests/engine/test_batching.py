@@ -97,3 +97,22 @@ async def test_a_cancelled_job_leaves_the_pass_and_the_other_job_of_the_batch_co
     assert backend.batches[1] == 8  # one pass took both jobs' partitions
     assert backend.calls < 9  # the cancelled job's partitions not yet started took no step
     assert allocator.used == 0 and backend.closed_works == backend.calls  # scratch and keys all given back
+
+
+async def test_a_key_registered_as_an_object_proves_like_its_file():
+    """Embedded use: a key already in memory (the development setup's) needs no .zkey file."""
+    from pipeline.formats.zkey import read_zkey
+
+    files = key_files("bn128", "multiplier")
+    config = EngineConfig(backend="cpu", verify_proofs=True, check_r1cs=False, g2_msm_placement="cpu")
+    async with Engine(config) as engine:
+        engine.register_key("mem", zkey=read_zkey(files["zkey_path"]))
+        proofs = await (await engine.submit("mem", [WTNS] * 2)).result()
+        status = engine.status()
+    assert all(p.verified for p in proofs)
+    assert status["keys"]["keys"]["mem"]["zkey_path"] == "<in memory>"
+    try:
+        Engine(config).register_key("both", zkey_path=files["zkey_path"], zkey=read_zkey(files["zkey_path"]))
+        raise AssertionError("a key given twice was accepted")
+    except ValueError as exc:
+        assert "either zkey_path or zkey" in str(exc)
