@@ -32,6 +32,9 @@ class KeyPlacement:
     chunk_signals: int = 0
     chunk_h: int = 0
     device_bytes: int = 0
+    # The coefficient matrices (CSR) stay in host memory too, and H's sparse products stream them
+    # in row chunks of about this many bytes (0: the CSR is resident).
+    csr_chunk_bytes: int = 0
 
     def __post_init__(self) -> None:
         unknown = set(self.resident) - set(SECTIONS)
@@ -49,7 +52,7 @@ class KeyPlacement:
     @property
     def mode(self) -> str:
         """"resident", "streamed" (no points on the device) or "partly resident"."""
-        if not self.streamed:
+        if not self.streamed and not self.csr_chunk_bytes:
             return "resident"
         return "streamed" if not self.resident else "partly resident"
 

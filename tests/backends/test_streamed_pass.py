@@ -99,3 +99,22 @@ def test_placement_rejects_unknown_sections_and_missing_chunk_sizes():
     assert KeyPlacement().mode == "resident"
     assert KeyPlacement(("h",), 8, 0).mode == "partly resident"
     assert KeyPlacement((), 8, 8).mode == "streamed"
+
+
+def test_csr_row_chunks_cover_every_entry_once_and_split_between_rows():
+    from pipeline.backends.cuda.csr_stream import plan_csr_chunks
+
+    rng = np.random.default_rng(3)
+    counts_a = rng.integers(0, 6, size=1000)
+    counts_b = rng.integers(0, 4, size=1000)
+    counts_a[500] = 400  # one row larger than a chunk
+    a = np.concatenate([[0], np.cumsum(counts_a)]).astype(np.uint32)
+    b = np.concatenate([[0], np.cumsum(counts_b)]).astype(np.uint32)
+    chunks = plan_csr_chunks(a, b, max_bytes=36 * 50, elem=32)
+    assert chunks[0].r0 == 0 and chunks[-1].r1 == 1000
+    for prev, ch in zip(chunks, chunks[1:]):
+        assert prev.r1 == ch.r0 and prev.a1 == ch.a0 and prev.b1 == ch.b0
+    for ch in chunks:
+        assert (ch.a0, ch.a1, ch.b0, ch.b1) == (a[ch.r0], a[ch.r1], b[ch.r0], b[ch.r1])
+        assert ch.nbytes(32) <= 36 * 50 or ch.r1 - ch.r0 == 1  # only a single huge row goes over
+    assert any(ch.r1 - ch.r0 == 1 and ch.r0 == 500 for ch in chunks)

@@ -128,3 +128,28 @@ def test_engine_proves_with_a_key_larger_than_its_vram_budget(cuda_backend, curv
     assert status["devices"][0]["vram"]["peak_bytes"] <= budget
     vk = VerificationKey.from_zkey(zkey)
     assert all(verify(vk, p.public_signals, p.pi_a, p.pi_b, p.pi_c) for p in proofs)
+
+
+def test_h_with_the_csr_streamed_in_row_chunks_equals_the_resident_h(cuda_backend, gpu_curve):
+    """The sparse products read the CSR in row chunks of a few hundred bytes (many chunks, rows
+    split anywhere), with every point section resident or streamed."""
+    zkey, items = witnesses(gpu_curve.name)
+    resident = cuda_backend.load_key(zkey)
+    try:
+        expected_h = cuda_backend.h_to_host(h := cuda_backend.compute_h(resident, items[0]))
+        h.free()
+        expected = cuda_backend.start_partition(resident, items[1], True, None).result()
+    finally:
+        cuda_backend.unload_key(resident)
+    for points in (("a", "b1", "b2", "c", "h"), ()):
+        placement = KeyPlacement(points, 300, 200, csr_chunk_bytes=1 << 12)
+        key = cuda_backend.load_key(zkey, placement)
+        try:
+            assert len(key.csr_chunks) > 10
+            h = cuda_backend.compute_h(key, items[0])
+            assert np.array_equal(cuda_backend.h_to_host(h), expected_h)
+            h.free()
+            got = run_batch(cuda_backend, key, [items[1]])[0]
+        finally:
+            cuda_backend.unload_key(key)
+        assert gpu_curve.g1.eq(got.h_g1, expected.h_g1) and gpu_curve.g2.eq(got.b_g2, expected.b_g2)

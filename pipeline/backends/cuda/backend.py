@@ -25,6 +25,7 @@ from ..placement import SECTIONS, KeyPlacement, section_bytes
 from ..protocol import Backend, G2Jacobian, MsmResults, WitnessShape
 from ._bindings import driver
 from .device import CudaDevice
+from .csr_stream import CsrChunk, enqueue_spmv_chunks, plan_csr_chunks
 from .errors import check
 from .kernels import CurveKernels, build_units, grid_for
 from .launch import SPMV_BLOCK
@@ -54,6 +55,9 @@ class CudaKey:
     resident_bytes: int = 0
     placement: KeyPlacement = field(default_factory=KeyPlacement)
     host_points: dict[str, HostRegistration] = field(default_factory=dict)  # streamed sections, page-locked
+    host_csr: dict[str, HostRegistration] = field(default_factory=dict)  # {a,b}_{cols,vals_rr} when streamed
+    csr_chunks: list[CsrChunk] | None = None  # row chunks of a streamed CSR
+    csr_chunk_max: int = 0  # bytes of the largest one
 
 
 @dataclass(eq=False)
@@ -150,7 +154,8 @@ class CudaBackend(Backend):
         placement = placement or KeyPlacement()
         rt = self.runtime(zkey.curve)
         up = self.allocator.upload
-        d_points, d_csr, host_points = {}, {}, {}
+        d_points, d_csr, host_points, host_csr = {}, {}, {}, {}
+        csr_chunks, csr_chunk_max = None, 0
         try:
             with progress.bar("preparing the key (cuda)", total=8, unit="part") as bar:
                 for name in SECTIONS:
@@ -160,29 +165,40 @@ class CudaBackend(Backend):
                     else:  # page-locked in place: the pass's copies run at full speed, beside the kernels
                         host_points[name] = HostRegistration(self.device, np.ascontiguousarray(points))
                     bar.update()
+                row_ptrs = {}
                 for tag, matrix in (("a", MATRIX_A), ("b", MATRIX_B)):
                     row_ptr, cols, vals = csr_by_row(zkey, matrix)
                     d_csr[f"{tag}_row_ptr"] = up(row_ptr, f"key csr {tag} row_ptr")
-                    d_csr[f"{tag}_cols"] = up(cols, f"key csr {tag} cols")
-                    d_csr[f"{tag}_vals_rr"] = up(vals, f"key csr {tag} values")
+                    row_ptrs[tag] = row_ptr
+                    if placement.csr_chunk_bytes:  # page-locked in place; H streams it in row chunks
+                        host_csr[f"{tag}_cols"] = HostRegistration(self.device, cols)
+                        host_csr[f"{tag}_vals_rr"] = HostRegistration(self.device, vals)
+                    else:
+                        d_csr[f"{tag}_cols"] = up(cols, f"key csr {tag} cols")
+                        d_csr[f"{tag}_vals_rr"] = up(vals, f"key csr {tag} values")
                     bar.update()
+                if placement.csr_chunk_bytes:
+                    elem = 8 * zkey.curve.fr.limbs
+                    csr_chunks = plan_csr_chunks(row_ptrs["a"], row_ptrs["b"], placement.csr_chunk_bytes, elem)
+                    csr_chunk_max = max(c.nbytes(elem) for c in csr_chunks)
                 rt.ntt.ensure_twiddles(zkey.log_domain_size)
                 bar.update()
         except BaseException:
             for buf in (*d_points.values(), *d_csr.values()):
                 buf.free()
-            for reg in host_points.values():
+            for reg in (*host_points.values(), *host_csr.values()):
                 reg.close()
             raise
         resident = sum(b.nbytes for b in (*d_points.values(), *d_csr.values()))
-        return CudaKey(zkey, rt, d_points, d_csr, resident, placement, host_points)
+        return CudaKey(zkey, rt, d_points, d_csr, resident, placement, host_points, host_csr, csr_chunks,
+                       csr_chunk_max)
 
     def unload_key(self, key: CudaKey) -> None:
         for buf in (*key.d_points.values(), *key.d_csr.values()):
             buf.free()
-        if key.host_points:
+        if key.host_points or key.host_csr:
             self.stream.synchronize()  # no copy of a pass may still read the registered arrays
-            for reg in key.host_points.values():
+            for reg in (*key.host_points.values(), *key.host_csr.values()):
                 reg.close()
         self.allocator.trim()  # an evicted key's memory goes back to the driver, not only to our pool
 
@@ -208,10 +224,15 @@ class CudaBackend(Backend):
             with self.allocator.alloc(n * elem, "a") as d_a, self.allocator.alloc(n * elem, "b") as d_b, \
                     self.allocator.alloc(n * elem, "c") as d_c:
                 csr = key.d_csr
-                rt.kernels.launch("spmv_abc<fr_t>", grid_for(n, SPMV_BLOCK), SPMV_BLOCK,
-                                  (d_a.ptr, d_b.ptr, d_c.ptr, csr["a_row_ptr"].ptr, csr["a_cols"].ptr,
-                                   csr["a_vals_rr"].ptr, csr["b_row_ptr"].ptr, csr["b_cols"].ptr,
-                                   csr["b_vals_rr"].ptr, d_w.ptr, n), self.stream)
+                if key.csr_chunks is not None:
+                    with self.allocator.alloc(key.csr_chunk_max, "streamed CSR chunk") as d_buf:
+                        enqueue_spmv_chunks(rt.kernels, self.stream, key.csr_chunks, key.host_csr, csr, d_buf.ptr,
+                                            d_w.ptr, d_a.ptr, d_b.ptr, d_c.ptr, elem)
+                else:
+                    rt.kernels.launch("spmv_abc<fr_t>", grid_for(n, SPMV_BLOCK), SPMV_BLOCK,
+                                      (d_a.ptr, d_b.ptr, d_c.ptr, csr["a_row_ptr"].ptr, csr["a_cols"].ptr,
+                                       csr["a_vals_rr"].ptr, csr["b_row_ptr"].ptr, csr["b_cols"].ptr,
+                                       csr["b_vals_rr"].ptr, d_w.ptr, n), self.stream)
                 if events is not None:
                     events.mark("spmv_ms")
                 rt.ntt.quotient(d_h.ptr, d_a.ptr, d_b.ptr, d_c.ptr, log_n)
@@ -258,7 +279,7 @@ class CudaBackend(Backend):
     def start_batch(self, key: CudaKey, items, with_b_g2: bool):
         """A resident key: one partition after another (``SequentialBatch``); a streamed key: one
         pass of its streamed points for every partition of the batch (``CudaStreamedPass``)."""
-        if not key.placement.streamed:
+        if key.placement.mode == "resident":
             return super().start_batch(key, items, with_b_g2)
         self.device.activate()
         return CudaStreamedPass(self, key, items, with_b_g2)
@@ -369,8 +390,8 @@ class CudaBackend(Backend):
     def scratch_bytes(self, key: CudaKey, batch: int = 1) -> int:
         """Upper bound of a pass's device scratch, from the bounds the kernels are sized by. The
         allocator's budget stays the hard limit."""
-        if key.placement.streamed:
-            return pass_scratch_bytes(key.runtime.msm, key.zkey, key.placement, batch)
+        if key.placement.mode != "resident":
+            return pass_scratch_bytes(key.runtime.msm, key.zkey, key.placement, batch, key.csr_chunk_max)
         return self._resident_scratch_bytes(key.zkey, key.runtime.msm)
 
     def _resident_scratch_bytes(self, zkey: Groth16Zkey, msm: MsmRunner) -> int:

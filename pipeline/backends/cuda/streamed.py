@@ -50,20 +50,21 @@ def slot_block_bytes(slot: int, chunks: list[Chunk]) -> int:
     return results_bytes(slot) + slot * sum(len(c.slices) for c in chunks)
 
 
-def prologue_scratch_bytes(msm, zkey, resident: tuple[str, ...]) -> int:
-    """One partition's prologue: witness and H, then a, b, c and the NTT's own, or the largest
-    resident MSM's scratch."""
+def prologue_scratch_bytes(msm, zkey, resident: tuple[str, ...], csr_chunk: int = 0) -> int:
+    """One partition's prologue: witness and H, then a, b, c and the NTT's own (and a chunk of
+    the CSR when it streams), or the largest resident MSM's scratch."""
     elem = SCALAR_BYTES
     held = zkey.n_vars * elem + zkey.domain_size * elem
-    h_phase = 4 * zkey.domain_size * elem
+    h_phase = 4 * zkey.domain_size * elem + csr_chunk
     msm_phase = max([msm.scratch_bytes(zkey.n_vars, is_g2(s)) for s in resident if s != "h"]
                     + [msm.scratch_bytes(zkey.domain_size, False) if "h" in resident else 0])
     return held + max(h_phase, msm_phase)
 
 
-def pass_scratch_bytes(msm, zkey, placement: KeyPlacement, batch: int) -> int:
+def pass_scratch_bytes(msm, zkey, placement: KeyPlacement, batch: int, csr_chunk: int | None = None) -> int:
     """A whole pass of ``batch`` partitions: result slots throughout, and the larger of one
-    prologue and the chunk phase (two point buffers, the scalars of a chunk, one chunk MSM)."""
+    prologue and the chunk phase (two point buffers, the scalars of a chunk, one chunk MSM).
+    ``csr_chunk``: the loaded key's largest CSR chunk (default: the placement's target)."""
     chunks = plan_chunks(zkey, placement)
     slot = msm.xyzz_bytes(True)
     point_buf = max((chunk_point_bytes(zkey.curve, c) for c in chunks), default=0)
@@ -71,7 +72,8 @@ def pass_scratch_bytes(msm, zkey, placement: KeyPlacement, batch: int) -> int:
     chunk_msm = max([msm.scratch_bytes(placement.chunk_signals, is_g2(s)) for s in placement.streamed if s != "h"]
                     + [msm.scratch_bytes(placement.chunk_h, False) if "h" in placement.streamed else 0])
     chunk_phase = 2 * point_buf + scalars + chunk_msm
-    return batch * slot_block_bytes(slot, chunks) + max(prologue_scratch_bytes(msm, zkey, placement.resident),
+    csr = placement.csr_chunk_bytes if csr_chunk is None else csr_chunk
+    return batch * slot_block_bytes(slot, chunks) + max(prologue_scratch_bytes(msm, zkey, placement.resident, csr),
                                                         chunk_phase)
 
 
@@ -80,28 +82,34 @@ def chunk_point_bytes(curve: Curve, chunk: Chunk) -> int:
 
 
 def place_streamed(msm, zkey, budget: int, csr_bytes: int, chunk_bytes: int) -> KeyPlacement:
-    """The most sections resident (hot first) such that CSR + resident points + a pass of one
-    partition fit ``budget``; ``DeviceBudgetError`` if not even an all-streamed key does."""
-    def placement(resident: list[str]) -> KeyPlacement:
+    """The most sections resident (hot first) such that the CSR (resident if it fits, else
+    streamed: its row pointers stay), the resident points and a pass of one partition fit
+    ``budget``; ``DeviceBudgetError`` if not even a key with everything streamed does."""
+    row_ptr_bytes = 2 * 4 * (zkey.domain_size + 1)
+
+    def placement(resident: list[str], csr_streamed: bool) -> KeyPlacement:
         kept = tuple(s for s in SECTIONS if s in resident)
         streamed = tuple(s for s in SECTIONS if s not in kept)
         signals, h = chunk_sizes(zkey, streamed, chunk_bytes)
-        return KeyPlacement(kept, signals, h, csr_bytes + sum(section_bytes(zkey, s) for s in kept))
+        csr = row_ptr_bytes if csr_streamed else csr_bytes
+        return KeyPlacement(kept, signals, h, csr + sum(section_bytes(zkey, s) for s in kept),
+                            chunk_bytes if csr_streamed else 0)
 
     def fits(p: KeyPlacement) -> bool:
         return p.device_bytes + pass_scratch_bytes(msm, zkey, p, 1) <= budget
 
-    chosen: list[str] = []
-    for section in HOT_ORDER:
-        if fits(placement(chosen + [section])):
-            chosen.append(section)
-    best = placement(chosen)
-    if not fits(best):
-        need = best.device_bytes + pass_scratch_bytes(msm, zkey, best, 1)
-        raise DeviceBudgetError(f"a {zkey.curve.name} key of 2^{zkey.log_domain_size} constraints needs at least "
-                                f"{need} bytes of device memory even with every point streamed (its CSR matrices, "
-                                f"one partition's quotient and a chunk); the budget is {budget}")
-    return best
+    for csr_streamed in (False, True):
+        chosen: list[str] = []
+        for section in HOT_ORDER:
+            if fits(placement(chosen + [section], csr_streamed)):
+                chosen.append(section)
+        best = placement(chosen, csr_streamed)
+        if fits(best):
+            return best
+    need = best.device_bytes + pass_scratch_bytes(msm, zkey, best, 1)
+    raise DeviceBudgetError(f"a {zkey.curve.name} key of 2^{zkey.log_domain_size} constraints needs at least {need} "
+                            f"bytes of device memory even with every point and its CSR streamed (one partition's "
+                            f"witness, quotient and NTT buffers, and a chunk); the budget is {budget}")
 
 
 class CudaStreamedPass(StreamedPass):
