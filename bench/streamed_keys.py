@@ -116,7 +116,13 @@ def main() -> None:
     for budget_gib in args.budgets_gib:
         budget = int(budget_gib * GIB) or None
         for batch in (args.batches if budget else [1]):
-            r = asyncio.run(run_config(zkey, witness, budget, batch, args.partitions, args.jobs))
+            try:
+                r = asyncio.run(run_config(zkey, witness, budget, batch, args.partitions, args.jobs))
+            except Exception as exc:  # a budget too small for the key is a result, not a crash
+                rows.append([f"{budget_gib:g}", batch, f"refused: {type(exc).__name__}: {str(exc)[:160]}",
+                             *["-"] * 8])
+                print(rows[-1], flush=True)
+                break
             share = r["h2d_gbps"] / copy_rate if r["h2d_gbps"] else float("nan")
             rows.append([f"{budget_gib:g}" if budget else "none", batch, r["placement"], f"{r['load_s']:.1f}",
                          f"{r['s_per_proof']:.2f}", f"{r['batch_mean']:.1f}", f"{r['busy']:.3f}",
@@ -125,7 +131,7 @@ def main() -> None:
             print(rows[-1], flush=True)
     resident = next((float(r[4]) for r in rows if r[0] == "none"), None)
     for row in rows:
-        row.insert(5, f"{float(row[4]) / resident:.2f}" if resident else "")
+        row.insert(5, f"{float(row[4]) / resident:.2f}" if resident and row[4] != "-" else "")
     table = markdown_table(["VRAM budget GiB", "batch max", "placement", "key load s", "s/proof", "vs resident",
                             "mean batch", "GPU lock busy", "VRAM peak GB", "H2D GB/s (passes)", "of pinned rate",
                             "verifies"], rows)
