@@ -7,8 +7,10 @@ Two levels, each under its own budget:
   Loaded once in the "keys" executor, counted against ``key_host_budget_bytes``. A key with
   partitions in flight (reference count > 0) is never evicted; idle keys go least recently
   used first when a load needs room.
-- device: ``backend.load_key`` per device, counted against that device's VRAM budget
-  (``backend.key_device_bytes(zkey)`` if the backend has it, else 0). Device copies are made
+- device: ``backend.load_key`` per device, counted against that device's VRAM budget, placed
+  by ``backend.place_key(zkey, budget)``: all resident when the key and a partition's scratch
+  fit, else hot sections resident and the rest streamed from host memory (the snapshot says
+  which: "resident", "partly resident", "streamed"). Device copies are made
   and dropped only by the holder of that device's GPU lock (DESIGN rule 1: VRAM belongs to
   whoever holds the lock), so a copy is never dropped while its kernels run. Idle keys' copies
   go first; then, if still short, copies of other keys (their next partition reloads them).
