@@ -82,6 +82,14 @@ class DeviceBuffer:
             check(driver.cuMemsetD32Async(self.ptr, value, n, stream.handle), "cuMemsetD32Async")
 
 
+class DeviceAddress:
+    """A raw device address (inside some buffer) where a ``DeviceBuffer`` is expected: only
+    ``.ptr`` is read, and nothing is freed through it."""
+
+    def __init__(self, ptr: int) -> None:
+        self.ptr = ptr
+
+
 class DeviceAllocator:
     """Allocates device memory up to ``budget_bytes`` in all (tracked, thread-safe); stream-ordered
     from the device's memory pool when given a stream (see the module docstring)."""

@@ -28,7 +28,7 @@ from ..batch import StreamedPass
 from ..placement import SECTIONS, WITNESS_SECTIONS, Chunk, KeyPlacement, is_g2, plan_chunks, point_bytes, section_bytes
 from ._bindings import driver
 from .errors import DeviceBudgetError, check
-from .memory import PinnedHostBuffer
+from .memory import DeviceAddress, PinnedHostBuffer
 from .msm import xyzz_to_jacobian
 from .streams import Event, Stream, event_ready
 from .work import MSM_SLOTS, results_bytes
@@ -45,9 +45,15 @@ def chunk_sizes(zkey, streamed: tuple[str, ...], chunk_bytes: int) -> tuple[int,
     return min(signals, zkey.n_vars), min(h, zkey.domain_size)
 
 
+def resident_slots_bytes(slot: int) -> int:
+    """The resident MSMs' result slots (work.py's layout), padded to whole slots so that every
+    chunk slice's slot after them is aligned like the first."""
+    return -(-results_bytes(slot) // slot) * slot
+
+
 def slot_block_bytes(slot: int, chunks: list[Chunk]) -> int:
     """Result bytes per partition of a pass: the resident MSMs' slots, then one per chunk slice."""
-    return results_bytes(slot) + slot * sum(len(c.slices) for c in chunks)
+    return resident_slots_bytes(slot) + slot * sum(len(c.slices) for c in chunks)
 
 
 def prologue_scratch_bytes(msm, zkey, resident: tuple[str, ...], csr_chunk: int = 0) -> int:
@@ -151,8 +157,8 @@ class CudaStreamedPass(StreamedPass):
             d_w = b._upload_witness(witness)
             d_h = b._enqueue_h(key, d_w)
             resident = tuple(s for s in key.placement.resident if s != "b2" or self.with_b_g2)
-            b._enqueue_msms(key, d_w, d_h, _At(self.d_results.ptr + index * self.block), self.with_b_g2, None,
-                            sections=resident)
+            b._enqueue_msms(key, d_w, d_h, DeviceAddress(self.d_results.ptr + index * self.block), self.with_b_g2,
+                            None, sections=resident)
             if "h" in key.placement.streamed:
                 n = key.zkey.domain_size
                 self.h_host[index] = PinnedHostBuffer(b.device, n * SCALAR_BYTES)
@@ -203,7 +209,7 @@ class CudaStreamedPass(StreamedPass):
 
     def slice_offset(self, n: int) -> int:
         """Byte offset, in a partition's result block, of the n-th chunk slice's partial sum."""
-        return results_bytes(self.slot) + n * self.slot
+        return resident_slots_bytes(self.slot) + n * self.slot
 
     def _scalars_ptr(self, index: int, scalars: str) -> int:
         if scalars == "h":
@@ -289,13 +295,6 @@ class CudaStreamedPass(StreamedPass):
                    *(e for pair in self.copy_marks for e in pair)):
             ev.close()
         self.step_events, self.copy_marks = [], []
-
-
-class _At:
-    """A raw device address where a results buffer is expected (only ``.ptr`` is read)."""
-
-    def __init__(self, ptr: int) -> None:
-        self.ptr = ptr
 
 
 class _OnDevice:
