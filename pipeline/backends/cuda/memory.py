@@ -199,8 +199,9 @@ class PinnedHostBuffer:
 
 
 class HostRegistration:
-    """Existing host memory (a key's point arrays) page-locked in place for asynchronous copies,
-    without a second copy of tens of GB; ``close`` unlocks it. Where the driver refuses (limits
+    """Existing host memory (a key's point arrays, possibly mapped read-only from the key file)
+    page-locked in place for asynchronous copies, without a second copy of tens of GB; ``close``
+    unlocks it. Where the driver refuses (limits
     on locked memory), ``registered`` is False and copies from it are pageable (slower, correct)."""
 
     def __init__(self, device, array: np.ndarray) -> None:
@@ -212,6 +213,8 @@ class HostRegistration:
         self.ptr = int(array.ctypes.data)
         self.nbytes = int(array.nbytes)
         flags = driver.CU_MEMHOSTREGISTER_PORTABLE
+        if not array.flags.writeable:  # a key's points mapped read-only from its file
+            flags |= driver.CU_MEMHOSTREGISTER_READ_ONLY
         self.registered = self.nbytes > 0 and driver.cuMemHostRegister(self.ptr, self.nbytes, flags)[0] == \
             driver.CUresult.CUDA_SUCCESS
 
