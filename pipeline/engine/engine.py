@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from ..backends import backend_choice_json
-from ..formats.types import Witness
+from ..formats.types import Groth16Zkey, Witness
 from .config import EngineConfig
 from .cpu_workers import G2Workers, warm_up
 from .devices import BackendFactory, Device, make_devices
@@ -178,13 +178,41 @@ class Engine:
         """Make a key known by id (nothing is read until first use or ``preload``)."""
         spec = KeySpec(key_id, str(zkey_path), None if r1cs_path is None else str(r1cs_path),
                        None if wasm_path is None else str(wasm_path))
+        self._register(spec)
+
+    def _register(self, spec: KeySpec) -> None:
         if self.keystore is None:
-            for path in (spec.zkey_path, spec.r1cs_path, spec.wasm_path):
+            for path in (spec.zkey_path if spec.zkey is None else None, spec.r1cs_path, spec.wasm_path):
                 if path is not None and not Path(path).is_file():
-                    raise FileNotFoundError(f"key {key_id!r}: no such file {path}")
-            self._pending_specs = [s for s in self._pending_specs if s.key_id != key_id] + [spec]
+                    raise FileNotFoundError(f"key {spec.key_id!r}: no such file {path}")
+            self._pending_specs = [s for s in self._pending_specs if s.key_id != spec.key_id] + [spec]
         else:
             self.keystore.register(spec)
+
+    def register_loaded_key(self, key_id: str, zkey: Groth16Zkey, r1cs_path: str | Path | None = None,
+                            wasm_path: str | Path | None = None) -> None:
+        """Make a key that is already in memory known by id (a development key from
+        ``pipeline.setup``: a key that size may never exist as a file). It stays referenced."""
+        c = self.config
+        if c.g2_msm_placement == "cpu" and c.g2_msm_executor == "process":
+            raise ValueError(f"key {key_id!r}: the G2 MSM's worker processes read keys from their .zkey files; an "
+                             f"in-memory key needs g2_msm_executor='thread' (or the G2 MSM on the GPU)")
+        spec = KeySpec(key_id, zkey.path, None if r1cs_path is None else str(r1cs_path),
+                       None if wasm_path is None else str(wasm_path), zkey=zkey)
+        self._register(spec)
+
+    async def adopt_device_key(self, key_id: str, handle: Any, device: int = 0) -> None:
+        """Take ``handle``, the key already resident on device ``device`` through that device's own
+        backend (``engine.devices[device].backend``; ``setup.adopt_dev_key`` makes one without an
+        upload), as the key's copy there. The engine owns it from now on (unloads it at shutdown)."""
+        self._check_running()
+        (target,) = self._devices([device])
+        host = await self.keystore.acquire(key_id)
+        try:
+            async with target.gpu_lock:
+                await self.keystore.adopt_device_copy(key_id, target, host, handle, self._runner_for(target))
+        finally:
+            self.keystore.release(key_id)
 
     async def preload(self, key_id: str, devices: Iterable[int] | None = None) -> None:
         """Load the key on the host and upload it to the given device indices (default: all)."""

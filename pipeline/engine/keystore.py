@@ -49,9 +49,10 @@ class KeyLoadError(BadInput):
 @dataclass(frozen=True)
 class KeySpec:
     key_id: str
-    zkey_path: str
+    zkey_path: str  # the .zkey file, or only the name of an in-memory ``zkey``
     r1cs_path: str | None = None
     wasm_path: str | None = None
+    zkey: Groth16Zkey | None = field(default=None, repr=False)  # a key already in memory (a development key)
 
 
 @dataclass(frozen=True, eq=False)
@@ -89,7 +90,7 @@ def load_host_key(spec: KeySpec, decode_g2: bool) -> HostKey:
     from ..formats.r1cs import read_r1cs
     from ..formats.zkey import read_zkey
 
-    zkey = read_zkey(spec.zkey_path)
+    zkey = read_zkey(spec.zkey_path) if spec.zkey is None else spec.zkey
     size = zkey.host_bytes()
     r1cs, checker = None, None
     if spec.r1cs_path:
@@ -136,7 +137,7 @@ class KeyStore:
 
     # -- registration ----------------------------------------------------------------------
     def register(self, spec: KeySpec) -> None:
-        for path in (spec.zkey_path, spec.r1cs_path, spec.wasm_path):
+        for path in (spec.zkey_path if spec.zkey is None else None, spec.r1cs_path, spec.wasm_path):
             if path is not None and not Path(path).is_file():
                 raise FileNotFoundError(f"key {spec.key_id!r}: no such file {path}")
         old = self._entries.get(spec.key_id)
@@ -272,6 +273,22 @@ class KeyStore:
         entry.device_bytes[device.index] = needed
         self.loads += 1
         return handle
+
+    async def adopt_device_copy(self, key_id: str, device: Device, host: HostKey, handle: Any, run: Runner) -> None:
+        """Take ``handle``, the key already resident on ``device`` (made by its backend outside the
+        store: ``setup.adopt_dev_key``), as the key's copy there, counted as an upload would be."""
+        entry = self._entry(key_id)
+        if device.index in entry.device_handles:
+            raise KeyInUse(f"key {key_id!r} already has a copy on device {device.index}")
+        needed = device.key_device_bytes(host.zkey)
+        device.vram.check(needed, f"key {key_id!r}")
+        await self.make_device_room(device, needed, keep=key_id, run=run)
+        if not device.vram.try_acquire(needed):
+            raise BudgetTooSmall(f"device {device.index}: VRAM budget {device.vram.capacity} cannot hold key "
+                                 f"{key_id!r} ({needed} bytes) next to {device.vram.used} bytes in use")
+        entry.device_handles[device.index] = handle
+        entry.device_bytes[device.index] = needed
+        entry.last_used = time.monotonic()
 
     async def make_device_room(self, device: Device, needed: int, keep: str, run: Runner) -> None:
         """Evict other keys' copies on ``device`` (idle keys first, then LRU) until ``needed`` fits."""

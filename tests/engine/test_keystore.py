@@ -103,3 +103,33 @@ async def test_files_that_do_not_belong_together_are_refused_at_load(fake_device
         engine.register_key("mixed", zkey_path=key_files(*A)["zkey_path"], r1cs_path=key_files(*B)["r1cs_path"])
         with pytest.raises(KeyLoadError, match="does not match the key"):
             await engine.submit("mixed", [wtns(*A)])
+
+
+async def test_a_key_in_memory_with_a_copy_its_backend_made_is_proved_from_without_a_load(fake_device):
+    """A development key never written to a file: registered from memory, its device copy made
+    outside the store (setup.adopt_dev_key does so on the GPU) taken as is, counted, unloaded at shutdown."""
+    from pipeline.formats.zkey import read_zkey
+
+    allocator, backend = fake_device
+    zkey = read_zkey(key_files(*A)["zkey_path"])
+    async with engine_with(backend) as engine:
+        engine.register_loaded_key("mem", zkey)
+        handle = engine.devices[0].backend.load_key(zkey)
+        await engine.adopt_device_key("mem", handle)
+        with pytest.raises(KeyInUse, match="already has a copy on device 0"):
+            await engine.adopt_device_key("mem", handle)
+        await (await engine.submit("mem", [wtns(*A)] * 2)).result()
+        status = engine.status()
+        assert backend.loaded == 1 and status["keys"]["loads"] == 1  # the host level only: no upload
+        assert status["devices"][0]["vram"]["used_bytes"] == 1000
+        assert status["keys"]["keys"]["mem"]["zkey_path"] == zkey.path
+    assert backend.loaded == 0 and allocator.used == 0
+
+
+async def test_an_in_memory_key_needs_the_g2_msm_off_worker_processes(fake_device):
+    from pipeline.formats.zkey import read_zkey
+
+    allocator, backend = fake_device
+    async with engine_with(backend, g2_msm_placement="cpu", g2_msm_executor="process") as engine:
+        with pytest.raises(ValueError, match="g2_msm_executor='thread'"):
+            engine.register_loaded_key("mem", read_zkey(key_files(*A)["zkey_path"]))
