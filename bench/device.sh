@@ -23,6 +23,11 @@
 #   devsetup bench.dev_setup: GPU development keys of synth circuits, phases, then one proof's GPU stage on
 #            each (circuit vs random witness) [DEVSETUP_SIZES=20 22 24] [DEVSETUP_CURVES=bls12381 bn128]
 #            -> bench/results/dev_setup_<sizes>_<curves>.md (2^26: its own call; 2^27: nvidia-h200-x2's host memory)
+#   seed     bench.seed_scale: development keys of seed-shaped circuits of 2^[SEED_SIZES=24 26] ([SEED_CURVE=bls12381]),
+#            [SEED_JOBS=2] jobs of 10 partitions ([SEED_WITNESS=circuit] witness) through the engine on
+#            [SEED_DEVICES=1] device(s), sppark's stage beside it (.anchors/bench_<curve>: carry .anchors)
+#            -> bench/results/seed_scale_cuda_<curve>_<sizes>_<witness>.md + .timeline.json/.png per size
+#            (2^27: its own call on nvidia-h200-x2, for the 256 GiB host: SEED_SIZES=27 SEED_JOBS=1)
 #   seam     before/after of the backend seam (issue 9): engine at 2^14 and 2^20 (1 and all devices)
 #            and the GPU stage at 2^14/20/24, in this tree and in the tree of .anchors/before.tar;
 #            sppark's MSM bench if .anchors/bench_bls12381 is there. Carry .anchors.
@@ -103,6 +108,11 @@ devsetup() {
   timeout "${DEVSETUP_TIMEOUT:-560}" python3 -m bench.dev_setup --sizes ${DEVSETUP_SIZES:-20 22 24} \
     --curves ${DEVSETUP_CURVES:-bls12381 bn128} 2>&1 | tee "$OUT/dev_setup.log" | tail -n 25
 }
+seed() {
+  timeout "${SEED_TIMEOUT:-570}" python3 -m bench.seed_scale --sizes ${SEED_SIZES:-24 26} --curve "${SEED_CURVE:-bls12381}" \
+    --witness "${SEED_WITNESS:-circuit}" --jobs "${SEED_JOBS:-2}" --devices "${SEED_DEVICES:-1}" 2>&1 \
+    | tee "$OUT/seed_scale.log" | grep -vE "^\| [0-9]+ \|" | tail -n 40
+}
 
 # bench module $3.. in tree $2 with a time limit of $1 s: as a module here, by path in trees from
 # before bench/ was a package
@@ -131,7 +141,7 @@ seam() {
 
 for section in ${@:-tests demo prove stage msm engine server}; do
   case $section in
-    tests|demo|prove|ntt|msm|stage|memory|blocks|build|engine|scaling|server|cluster|seam|devsetup) echo "== $section"; $section ;;
+    tests|demo|prove|ntt|msm|stage|memory|blocks|build|engine|scaling|server|cluster|seam|devsetup|seed) echo "== $section"; $section ;;
     *) echo "bench/device.sh: unknown section '$section'" >&2; rc=2 ;;
   esac
 done
