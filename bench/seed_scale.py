@@ -26,6 +26,7 @@ import gc
 import platform
 import statistics
 import time
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +39,7 @@ from pipeline.backends import create_backend
 from pipeline.curves import curve_by_name
 from pipeline.engine import Engine, EngineConfig, JobFailed
 from pipeline.engine.stages import partition_host_bytes
+from pipeline.errors import ZkpipeError
 from pipeline.formats.types import Groth16Zkey, VerificationKey, Witness
 from pipeline.groth16.verifier import verify
 
@@ -163,22 +165,24 @@ async def run_size(args, backends: dict, setups: dict, log_n: int) -> dict:
               "shape": work.shape, "key_s": dict(work.timings_s), "proofs": [], "error": None}
     async with Engine(config, backend_factory=lambda ordinal: backends[ordinal]) as engine:
         engine.register_loaded_key("seed", zkey)
-        t0 = time.perf_counter()
-        if work.device_handle is not None:
-            await engine.adopt_device_key("seed", work.device_handle, 0)
-        uploads = [d for d in range(args.devices) if work.device_handle is None or d > 0]
-        if uploads:
-            await engine.preload("seed", uploads)
-            result["key_s"]["load s" if work.device_handle is None else "upload (other devices) s"] = \
-                time.perf_counter() - t0
-        warm = args.warmup if args.warmup is not None else min(args.partitions, in_flight)
         try:
+            t0 = time.perf_counter()
+            if work.device_handle is not None:
+                await engine.adopt_device_key("seed", work.device_handle, 0)
+            uploads = [d for d in range(args.devices) if work.device_handle is None or d > 0]
+            if uploads:
+                await engine.preload("seed", uploads)
+                result["key_s"]["load s" if work.device_handle is None else "upload (other devices) s"] = \
+                    time.perf_counter() - t0
+            warm = args.warmup if args.warmup is not None else min(args.partitions, in_flight)
             if warm:
                 await (await engine.submit("seed", [work.witness] * warm)).result()  # kernels, twiddles, pinned buffers
             await stream(args, engine, work, result)
-        except JobFailed as exc:
-            result["error"] = str(exc)
-            print(f"2^{log_n}: {exc}", flush=True)
+        except Exception as exc:  # a size that fails (2^27 on one GPU today) is a row of the table, not the end
+            if not isinstance(exc, (JobFailed, ZkpipeError)):
+                traceback.print_exc()
+            result["error"] = f"{type(exc).__name__}: {exc}"
+            print(f"2^{log_n}: {result['error']}", flush=True)
     result["verdict"] = check_proof(zkey, result["proofs"], work.verifiable)
     return result
 
@@ -231,6 +235,8 @@ async def main_async(args) -> None:
                   f"s/proof, lock busy {r.get('lock_busy', 0) * 100:.0f}%, verifies {r['verdict']}", flush=True)
             gc.collect()
     finally:
+        device = getattr(backends[0], "device", None)
+        machine = f"{platform.node()}, {getattr(device, 'name', args.backend)}"
         for setup in setups.values():
             setup.close()
         for backend in backends.values():
@@ -240,8 +246,6 @@ async def main_async(args) -> None:
         f"{'_random_key' if args.key == 'random' else ''}.md")
     pictures = write_timelines(out, results, f"{args.backend}, {args.curve}, {args.partitions} partitions per job")
     out.parent.mkdir(parents=True, exist_ok=True)
-    device = getattr(backends[0], "device", None)
-    machine = f"{platform.node()}, {getattr(device, 'name', args.backend)}"
     out.write_text(markdown(args, machine, results, sppark, pictures))
     print(out.read_text())
     print(f"wrote {out}" + "".join(f" and {p}" for p in pictures))

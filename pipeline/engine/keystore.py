@@ -258,12 +258,7 @@ class KeyStore:
         handle = entry.device_handles.get(device.index)
         if handle is not None:
             return handle
-        needed = device.key_device_bytes(host.zkey)
-        device.vram.check(needed, f"key {key_id!r}")
-        await self.make_device_room(device, needed, keep=key_id, run=run)
-        if not device.vram.try_acquire(needed):
-            raise BudgetTooSmall(f"device {device.index}: VRAM budget {device.vram.capacity} cannot hold key "
-                                 f"{key_id!r} ({needed} bytes) next to {device.vram.used} bytes in use")
+        needed = await self._reserve_vram(key_id, device, host, run)
         try:
             handle = await run(device.backend.load_key, host.zkey)
         except BaseException:
@@ -280,15 +275,19 @@ class KeyStore:
         entry = self._entry(key_id)
         if device.index in entry.device_handles:
             raise KeyInUse(f"key {key_id!r} already has a copy on device {device.index}")
+        entry.device_bytes[device.index] = await self._reserve_vram(key_id, device, host, run)
+        entry.device_handles[device.index] = handle
+        entry.last_used = time.monotonic()
+
+    async def _reserve_vram(self, key_id: str, device: Device, host: HostKey, run: Runner) -> int:
+        """The key's device bytes, taken from ``device``'s VRAM budget (other copies evicted for room)."""
         needed = device.key_device_bytes(host.zkey)
         device.vram.check(needed, f"key {key_id!r}")
         await self.make_device_room(device, needed, keep=key_id, run=run)
         if not device.vram.try_acquire(needed):
             raise BudgetTooSmall(f"device {device.index}: VRAM budget {device.vram.capacity} cannot hold key "
                                  f"{key_id!r} ({needed} bytes) next to {device.vram.used} bytes in use")
-        entry.device_handles[device.index] = handle
-        entry.device_bytes[device.index] = needed
-        entry.last_used = time.monotonic()
+        return needed
 
     async def make_device_room(self, device: Device, needed: int, keep: str, run: Runner) -> None:
         """Evict other keys' copies on ``device`` (idle keys first, then LRU) until ``needed`` fits."""

@@ -95,17 +95,10 @@ def test_engine_on_cuda_reports_its_backend_choice_and_gpu_metrics_in_seconds(cu
 
 
 async def _prove_from_an_adopted_dev_key(cuda_backend, curve, log_n: int, partitions: int):
-    from pipeline.setup import DevSecrets
     from pipeline.setup.adopt import adopt_dev_key
-    from pipeline.setup.gpu import GpuDevSetup
-    from pipeline.synth import generate_circuit
+    from tests.gpu.helpers import seed_dev_key
 
-    r1cs, witness = generate_circuit(log_n, 4, curve, seed=log_n)
-    setup = GpuDevSetup(cuda_backend)
-    try:
-        dev_key = setup.run(r1cs, DevSecrets.draw(curve, r1cs.domain_size, seed=log_n))
-    finally:
-        setup.close()
+    dev_key, witness = seed_dev_key(cuda_backend, curve, log_n)
     config = EngineConfig(backend="cuda", devices=(0,), gpu_workers_per_device=2)
     async with Engine(config, backend_factory=lambda ordinal: cuda_backend) as engine:
         engine.register_loaded_key("dev", dev_key.zkey)
