@@ -28,6 +28,9 @@
 #            [SEED_DEVICES=1] device(s), sppark's stage beside it (.anchors/bench_<curve>: carry .anchors)
 #            -> bench/results/seed_scale_cuda_<curve>_<sizes>_<witness>.md + .timeline.json/.png per size
 #            (2^27: its own call on nvidia-h200-x2, for the 256 GiB host: SEED_SIZES=27 SEED_JOBS=1)
+#   streamed bench.streamed_keys: a 2^[STREAMED_LOG=26] BLS12-381 development key resident, then streamed under
+#            [STREAMED_BUDGETS=0 16 8] GiB with batches of [STREAMED_BATCHES=1 2 5 10], [STREAMED_PARTITIONS=10]
+#            partitions per row; pinned copy rate of the same call   -> bench/results/streamed_keys_*.md
 #   seam     before/after of the backend seam (issue 9): engine at 2^14 and 2^20 (1 and all devices)
 #            and the GPU stage at 2^14/20/24, in this tree and in the tree of .anchors/before.tar;
 #            sppark's MSM bench if .anchors/bench_bls12381 is there. Carry .anchors.
@@ -113,6 +116,11 @@ seed() {
     --witness "${SEED_WITNESS:-circuit}" --jobs "${SEED_JOBS:-2}" --devices "${SEED_DEVICES:-1}" 2>&1 \
     | tee "$OUT/seed_scale.log" | grep -vE "^\| [0-9]+ \|" | tail -n 40
 }
+streamed() {
+  timeout "${STREAMED_TIMEOUT:-560}" python3 -m bench.streamed_keys --log "${STREAMED_LOG:-26}" --curve bls12381 \
+    --budgets-gib ${STREAMED_BUDGETS:-0 16 8} --batches ${STREAMED_BATCHES:-1 2 5 10} \
+    --partitions "${STREAMED_PARTITIONS:-10}" 2>&1 | tee "$OUT/streamed.log" | tail -n 16
+}
 
 # bench module $3.. in tree $2 with a time limit of $1 s: as a module here, by path in trees from
 # before bench/ was a package
@@ -141,7 +149,7 @@ seam() {
 
 for section in ${@:-tests demo prove stage msm engine server}; do
   case $section in
-    tests|demo|prove|ntt|msm|stage|memory|blocks|build|engine|scaling|server|cluster|seam|devsetup|seed) echo "== $section"; $section ;;
+    tests|demo|prove|ntt|msm|stage|memory|blocks|build|engine|scaling|server|cluster|seam|devsetup|seed|streamed) echo "== $section"; $section ;;
     *) echo "bench/device.sh: unknown section '$section'" >&2; rc=2 ;;
   esac
 done

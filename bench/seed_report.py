@@ -68,14 +68,17 @@ def partition_table(jobs: list) -> str:
 
 def summary_row(r: dict) -> list:
     size, key = f"2^{r['log_n']}", ", ".join(f"{k} {v:.1f}" for k, v in r["key_s"].items())
+    placement = ", ".join(f"{d}: {mode}" for d, mode in r["placement"].items()) or "-"
     if "s_per_proof" not in r:
-        return [size, r["n_vars"], "-", "-", "-", "-", "-", "-", "-", "-", f"{r['key_gb']:.1f}", key, r["verdict"]]
+        return [size, r["n_vars"], "-", "-", "-", "-", "-", "-", "-", "-", f"{r['key_gb']:.1f}", placement, key,
+                r["verdict"]]
     every = [p for job in r["proofs"] for p in job]
     share = statistics.median((p.timings_ms["n_zero"] + p.timings_ms["n_one"]) / r["n_vars"] for p in every)
     vram = "-" if r["peak_vram"] is None else f"{r['peak_vram'] / GIB:.1f}"
     return [size, r["n_vars"], f"{share * 100:.1f}%", f"{len(r['proofs'])} x {len(r['proofs'][0])}",
             f"{r['s_per_proof']:.2f}", f"{r['gpu_s_per_proof']:.2f}", f"{r['s_per_proof'] / r['gpu_s_per_proof']:.3f}",
-            f"{r['lock_busy'] * 100:.1f}%", f"{r['peak_rss'] / GIB:.1f}", vram, f"{r['key_gb']:.1f}", key, r["verdict"]]
+            f"{r['lock_busy'] * 100:.1f}%", f"{r['peak_rss'] / GIB:.1f}", vram, f"{r['key_gb']:.1f}", placement, key,
+            r["verdict"]]
 
 
 def sppark_row(r: dict, sppark, bit_heavy: bool) -> list:
@@ -93,7 +96,8 @@ def markdown(args, machine: str, results: list, sppark: dict, pictures: list[Pat
     bit_heavy = args.witness != "random"
     lines = [f"# Seed-scale proving: {args.backend} backend, {args.curve}, {args.partitions} partitions per job, "
              f"{args.witness} witness", "",
-             f"{machine}; {time.strftime('%Y-%m-%d %H:%M')}. Key: --key {args.key} ({results[0]['shape'] if results else ''}). "
+             f"{machine}; {time.strftime('%Y-%m-%d %H:%M')}. Key: --key {args.key} "
+             f"({results[0]['shape'] if results else ''}). "
              f"Engine: {args.devices} device(s), {args.gpu_workers} GPU workers each, G2 MSM on the {args.g2}, the "
              f"0/1 split as the backend chooses. {args.jobs} jobs of {args.partitions} partitions submitted at once "
              f"after a warm-up job; every partition proves the same witness.", "",
@@ -103,11 +107,13 @@ def markdown(args, machine: str, results: list, sppark: dict, pictures: list[Pat
              "device memory the backend's allocator tracked (key + scratch), peak over the stream. Key times in "
              "seconds: circuit generation (host), the development setup (GPU: including the points' download into "
              "the host key), adopt (CSR upload and twiddles; the points stay where the setup left them), load "
-             "(the backend's load_key). Verifies: our verifier on one proof, and it rejects the proof with a public "
-             "input changed.", "",
+             "(the engine's placement and the backend's load_key; a key that does not fit a device whole has its "
+             "setup copy freed and some sections streamed from host memory). Verifies: our verifier on one proof, "
+             "and it rejects the proof with a public input changed.", "",
              markdown_table(["size", "n_vars", "0/1 share", "jobs x partitions", "s/proof", "gpu s/proof",
                              "s/proof ÷ gpu", "lock busy", "peak RSS GiB", "peak VRAM GiB", "key GB",
-                             "key s", "verifies / rejects"], [summary_row(r) for r in results]), ""]
+                             "key placement (device: mode)", "key s", "verifies / rejects"],
+                            [summary_row(r) for r in results]), ""]
     errors = [f"- 2^{r['log_n']}: {r['error']}" for r in results if r["error"]]
     if errors:
         lines += ["Failed:", "", *errors, ""]
@@ -115,7 +121,8 @@ def markdown(args, machine: str, results: list, sppark: dict, pictures: list[Pat
               "Ours: medians over every partition of the stream (gpu stage under the lock; the MSMs including the "
               "0/1 split; the NTTs of H). sppark: bench/sppark_stage.py, the harness of shared/anchors/sppark "
               f"run at each size before our process touched the GPU: 4 G1 + 1 G2 MSMs of 2^k and 6 NTTs of 2^k, "
-              f"{'its 80% {0,1} rows for the witness MSMs (ours see this witness: fewer full-width scalars)' if bit_heavy else 'its random-scalar rows'}"
+              + ("its 80% {0,1} rows for the witness MSMs (ours see this witness: fewer full-width scalars)"
+                 if bit_heavy else "its random-scalar rows") +
               ", H's MSM random; its NTT is the NR transform (no bit reversal).", "",
               markdown_table(["size", "ours stage ms", "ours MSMs ms", "ours NTTs ms", "sppark stage ms",
                               "sppark MSMs ms", "sppark NTTs ms", "ratio stage", "ratio MSMs", "ratio NTTs"],

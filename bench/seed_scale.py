@@ -8,7 +8,9 @@ Per size 2^k: a seed-shaped circuit and its witness (pipeline.synth, N_PUBLIC pu
 development key for it (--key dev: on the GPU, pipeline/setup/gpu.py, its points handed to the
 engine's device without an upload by setup.adopt_dev_key; on the CPU backend pipeline/setup/cpu.py;
 --key random: random points in memory, uploaded by the backend's load_key). The key goes to the
-engine from memory (Engine.register_loaded_key): a 2^27 key does not fit the host's disk as a file.
+engine from memory (Engine.register_key(zkey=...)): a 2^27 key does not fit the host's disk as a
+file. Where the whole key does not fit the device next to a partition's scratch (2^27 on one H200),
+the setup's device points are freed and the engine places the key itself (streamed sections).
 Then a warm-up job, then --jobs jobs of --partitions partitions, all submitted at once, every
 partition the same witness (--witness circuit: the circuit's own, whose proofs verify; random:
 full-width values; bits95: 95% in {0, 1}). Table: s/proof (one proof = one job), the sum of
@@ -52,15 +54,16 @@ GIB = 1 << 30
 class Workload:
     zkey: Groth16Zkey
     witness: Witness
-    device_handle: object | None  # the key already on device 0 (adopted from the GPU setup), or None
+    dev_key: object | None  # setup.gpu.DevKey: the GPU setup's key, its points still on device 0; or None
     verifiable: bool  # the witness satisfies the key's circuit: its proofs must verify
     timings_s: dict[str, float]
     shape: str
 
 
 def make_workload(args, curve, log_n: int, backend, setups: dict) -> Workload:
-    """The key (on device 0 already when the GPU setup made it) and the witness every partition uses."""
-    timings, rng, handle = {}, np.random.default_rng(log_n), None
+    """The key (its points on device 0 still when the GPU setup made it) and the witness every
+    partition uses."""
+    timings, rng, dev_key = {}, np.random.default_rng(log_n), None
     if args.key == "random":
         from bench.gpu_stage import random_key
 
@@ -79,17 +82,14 @@ def make_workload(args, curve, log_n: int, backend, setups: dict) -> Workload:
         secrets = DevSecrets.draw(curve, r1cs.domain_size, seed=log_n)
         t1 = time.perf_counter()
         if backend.name == "cuda":
-            from pipeline.setup.adopt import adopt_dev_key
             from pipeline.setup.gpu import GpuDevSetup
 
             if id(backend) not in setups:
                 setups[id(backend)] = GpuDevSetup(backend)  # kernels built once per curve, kept across sizes
             setup = setups[id(backend)]
             dev_key = setup.run(r1cs, secrets, path=f"<dev key 2^{log_n}>")
+            zkey = dev_key.zkey
             timings["setup s"] = time.perf_counter() - t1
-            t2 = time.perf_counter()
-            zkey, handle = dev_key.zkey, adopt_dev_key(backend, dev_key)
-            timings["adopt s"] = time.perf_counter() - t2
         else:
             zkey = dev_setup_cpu(r1cs, secrets, path=f"<dev key 2^{log_n}>")
             timings["setup s"] = time.perf_counter() - t1
@@ -106,8 +106,31 @@ def make_workload(args, curve, log_n: int, backend, setups: dict) -> Workload:
         values[0, 0] = 1  # signal 0 is the constant one
     verifiable = args.witness == "circuit"
     gc.collect()
-    return Workload(zkey, Witness(f"<{args.witness} witness 2^{log_n}>", curve, values), handle, verifiable, timings,
+    return Workload(zkey, Witness(f"<{args.witness} witness 2^{log_n}>", curve, values), dev_key, verifiable, timings,
                     shape)
+
+
+async def put_key_on_devices(args, engine: Engine, work: Workload, timings: dict) -> None:
+    """Device 0: the setup's points adopted (setup.adopt_dev_key: only the CSR is uploaded) when the
+    engine would keep the whole key there; otherwise they are freed and the engine places the key
+    itself (sections streamed from host memory, issue 12). Other devices: the engine loads it."""
+    uploads = list(range(args.devices))
+    if work.dev_key is not None:
+        from pipeline.setup.adopt import adopt_dev_key
+
+        device = engine.devices[0]
+        if (await asyncio.to_thread(device.place_key, work.zkey)).mode == "resident":
+            t0 = time.perf_counter()
+            handle = await asyncio.to_thread(adopt_dev_key, device.backend, work.dev_key)
+            await engine.adopt_device_key("seed", handle, 0)
+            timings["adopt s"] = time.perf_counter() - t0
+            uploads = uploads[1:]
+        else:
+            work.dev_key.free()  # in the way of the engine's own placement
+    if uploads:
+        t0 = time.perf_counter()
+        await engine.preload("seed", uploads)
+        timings["load s" if len(uploads) == args.devices else "load (other devices) s"] = time.perf_counter() - t0
 
 
 def available_host_bytes() -> int | None:
@@ -164,18 +187,12 @@ async def run_size(args, backends: dict, setups: dict, log_n: int) -> dict:
                           host_memory_budget_bytes=host_budget, staging_buffers_kept=in_flight,
                           key_host_budget_bytes=zkey.host_bytes() + (64 << 20), check_r1cs=False)
     result = {"log_n": log_n, "n_vars": zkey.n_vars, "key_gb": zkey.host_bytes() / 1e9, "budgets": why,
-              "shape": work.shape, "key_s": dict(work.timings_s), "proofs": [], "error": None}
+              "shape": work.shape, "key_s": dict(work.timings_s), "proofs": [], "error": None, "placement": {}}
     async with Engine(config, backend_factory=lambda ordinal: backends[ordinal]) as engine:
-        engine.register_loaded_key("seed", zkey)
+        engine.register_key("seed", zkey=zkey)
         try:
-            t0 = time.perf_counter()
-            if work.device_handle is not None:
-                await engine.adopt_device_key("seed", work.device_handle, 0)
-            uploads = [d for d in range(args.devices) if work.device_handle is None or d > 0]
-            if uploads:
-                await engine.preload("seed", uploads)
-                result["key_s"]["load s" if work.device_handle is None else "upload (other devices) s"] = \
-                    time.perf_counter() - t0
+            await put_key_on_devices(args, engine, work, result["key_s"])
+            result["placement"] = engine.status()["keys"]["keys"]["seed"]["placement"]
             warm = args.warmup if args.warmup is not None else min(args.partitions, in_flight)
             if warm:
                 await (await engine.submit("seed", [work.witness] * warm)).result()  # kernels, twiddles, pinned buffers
@@ -185,6 +202,9 @@ async def run_size(args, backends: dict, setups: dict, log_n: int) -> dict:
                 traceback.print_exc()
             result["error"] = f"{type(exc).__name__}: {exc}"
             print(f"2^{log_n}: {result['error']}", flush=True)
+        finally:
+            if work.dev_key is not None:
+                work.dev_key.free()  # points not adopted (an error before): nothing once adopted
     result["verdict"] = check_proof(zkey, result["proofs"], work.verifiable)
     return result
 
@@ -267,7 +287,8 @@ def main() -> None:
     p.add_argument("--g2", choices=("gpu", "cpu"), default="gpu", help="where the G2 MSM of B runs")
     p.add_argument("--in-flight", type=int, default=None, help="partitions in flight wanted (default devices x "
                    "(gpu workers + 2) + 1; fewer if host memory says so)")
-    p.add_argument("--warmup", type=int, default=None, help="partitions of the warm-up job (default: as many as in flight; 0: none)")
+    p.add_argument("--warmup", type=int, default=None,
+                   help="partitions of the warm-up job (default: as many as in flight; 0: none)")
     p.add_argument("--anchors", type=Path, default=REPO / ".anchors", help="folder of the sppark harness binaries")
     p.add_argument("--sppark-timeout", type=float, default=240.0, help="seconds per sppark harness call")
     p.add_argument("--out", default=None, help="markdown path (default bench/results/seed_scale_<...>.md)")

@@ -71,7 +71,8 @@ def run(binary: Path, log_n: int, timeout_s: float) -> SpparkStage:
     """One harness call for 2^log_n: G1 and G2 MSMs of that size, NTTs up to it."""
     done = subprocess.run([str(binary), *(str(log_n),) * 4], capture_output=True, text=True, timeout=timeout_s)
     if done.returncode != 0:
-        raise RuntimeError(f"{binary.name} {log_n} exited with {done.returncode}: {done.stderr[-400:] or done.stdout[-400:]}")
+        raise RuntimeError(f"{binary.name} {log_n} exited with {done.returncode}: "
+                           f"{done.stderr[-400:] or done.stdout[-400:]}")
     return parse(done.stdout, log_n)
 
 

@@ -132,5 +132,6 @@ def test_sppark_stage_reads_the_harness_and_sums_a_groth16_stage(tmp_path):
     fake.write_text(f"#!/bin/sh\n[ \"$*\" = '20 20 20 20' ] || exit 3\ncat <<'X'\n{SPPARK_OUTPUT}X\n")
     fake.chmod(0o755)
     assert sppark_stage.measure("bls12381", [20], tmp_path, 30) == {20: stage}
-    assert sppark_stage.measure("bls12381", [22], tmp_path, 30)[22].startswith("not run (RuntimeError: bench_bls12381 22 exited with 3")
+    failed = sppark_stage.measure("bls12381", [22], tmp_path, 30)[22]
+    assert failed.startswith("not run (RuntimeError: bench_bls12381 22 exited with 3")
     assert sppark_stage.measure("bn128", [20], tmp_path, 30)[20].startswith("not run (no ")

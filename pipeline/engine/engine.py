@@ -28,7 +28,7 @@ from .config import EngineConfig
 from .cpu_workers import G2Workers, warm_up
 from .devices import BackendFactory, Device, make_devices
 from .jobs import Job, JobEvent, JobState, Priority
-from .keystore import KeySpec, KeyStore
+from .keystore import IN_MEMORY, KeySpec, KeyStore
 from .metrics import Interval, Metrics, lock_busy_fraction, lock_held_seconds
 from .pipeline import Pipeline, StageListener
 from .staging import StagingPool
@@ -91,8 +91,8 @@ class Engine:
         self._g2_workers = G2Workers(c.g2_msm_executor, c.g2_msm_workers)
         if c.g2_msm_placement == "cpu":
             await asyncio.to_thread(warm_up, self._g2_workers.executor, c.g2_msm_workers)
-        decode_g2 = c.g2_msm_placement == "cpu" and c.g2_msm_executor == "thread"
-        self.keystore = KeyStore(c.key_host_budget_bytes, self._executors["keys"], decode_g2)
+        g2_executor = c.g2_msm_executor if c.g2_msm_placement == "cpu" else None
+        self.keystore = KeyStore(c.key_host_budget_bytes, self._executors["keys"], g2_executor)
         for spec in self._pending_specs:
             self.keystore.register(spec)
         # Pinned staging memory from the first device's backend, when it offers it (portable to every device).
@@ -173,33 +173,19 @@ class Engine:
             raise EngineNotRunning(f"the engine is {self._state}; use it inside 'async with Engine(...)'")
 
     # -- keys ------------------------------------------------------------------------------
-    def register_key(self, key_id: str, zkey_path: str | Path, r1cs_path: str | Path | None = None,
-                     wasm_path: str | Path | None = None) -> None:
-        """Make a key known by id (nothing is read until first use or ``preload``)."""
-        spec = KeySpec(key_id, str(zkey_path), None if r1cs_path is None else str(r1cs_path),
-                       None if wasm_path is None else str(wasm_path))
-        self._register(spec)
-
-    def _register(self, spec: KeySpec) -> None:
+    def register_key(self, key_id: str, zkey_path: str | Path | None = None, r1cs_path: str | Path | None = None,
+                     wasm_path: str | Path | None = None, zkey: Groth16Zkey | None = None) -> None:
+        """Make a key known by id (nothing is read until first use or ``preload``): a .zkey file,
+        or a key object already in memory (``zkey=``, e.g. from the development setup)."""
+        if (zkey_path is None) == (zkey is None):
+            raise ValueError(f"key {key_id!r}: give either zkey_path or zkey")
+        spec = KeySpec(key_id, IN_MEMORY if zkey is not None else str(zkey_path),
+                       None if r1cs_path is None else str(r1cs_path), None if wasm_path is None else str(wasm_path), zkey)
         if self.keystore is None:
-            for path in (spec.zkey_path if spec.zkey is None else None, spec.r1cs_path, spec.wasm_path):
-                if path is not None and not Path(path).is_file():
-                    raise FileNotFoundError(f"key {spec.key_id!r}: no such file {path}")
-            self._pending_specs = [s for s in self._pending_specs if s.key_id != spec.key_id] + [spec]
+            spec.check_files()
+            self._pending_specs = [s for s in self._pending_specs if s.key_id != key_id] + [spec]
         else:
             self.keystore.register(spec)
-
-    def register_loaded_key(self, key_id: str, zkey: Groth16Zkey, r1cs_path: str | Path | None = None,
-                            wasm_path: str | Path | None = None) -> None:
-        """Make a key that is already in memory known by id (a development key from
-        ``pipeline.setup``: a key that size may never exist as a file). It stays referenced."""
-        c = self.config
-        if c.g2_msm_placement == "cpu" and c.g2_msm_executor == "process":
-            raise ValueError(f"key {key_id!r}: the G2 MSM's worker processes read keys from their .zkey files; an "
-                             f"in-memory key needs g2_msm_executor='thread' (or the G2 MSM on the GPU)")
-        spec = KeySpec(key_id, zkey.path, None if r1cs_path is None else str(r1cs_path),
-                       None if wasm_path is None else str(wasm_path), zkey=zkey)
-        self._register(spec)
 
     async def adopt_device_key(self, key_id: str, handle: Any, device: int = 0) -> None:
         """Take ``handle``, the key already resident on device ``device`` through that device's own

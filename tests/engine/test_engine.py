@@ -195,12 +195,3 @@ async def test_the_g2_msm_in_a_worker_process_gives_verifying_proofs():
         engine.register_key("mult", **key_files("bn128", "multiplier"))
         proofs = await (await engine.submit("mult", [wtns("bn128", "multiplier")] * 2)).result()
     assert all(p.verified for p in proofs) and all(p.timings_ms["b_g2_msm_ms"] >= 0 for p in proofs)
-
-
-async def test_a_key_registered_from_memory_proves_and_its_proofs_verify():
-    files = key_files("bls12381", "multiplier")
-    zkey = read_zkey(files["zkey_path"])
-    async with Engine(EngineConfig(**CPU, verify_proofs=True)) as engine:
-        engine.register_loaded_key("mem", zkey, r1cs_path=files["r1cs_path"])
-        (proof,) = await (await engine.submit("mem", [wtns("bls12381", "multiplier")])).result()
-    assert proof.verified and proof.public_json == ["33"]

@@ -7,6 +7,7 @@ import threading
 import pytest
 
 from pipeline.engine import Engine, EngineConfig, KeyInUse, KeyLoadError
+from pipeline.engine.budgets import BudgetTooSmall
 from pipeline.engine.keystore import KeySpec, load_host_key
 from tests.engine.conftest import factory_for, key_files, until, wtns
 
@@ -105,15 +106,17 @@ async def test_files_that_do_not_belong_together_are_refused_at_load(fake_device
             await engine.submit("mixed", [wtns(*A)])
 
 
-async def test_a_key_in_memory_with_a_copy_its_backend_made_is_proved_from_without_a_load(fake_device):
-    """A development key never written to a file: registered from memory, its device copy made
-    outside the store (setup.adopt_dev_key does so on the GPU) taken as is, counted, unloaded at shutdown."""
+
+async def test_a_device_copy_made_outside_the_store_is_adopted_without_a_load(fake_device):
+    """A development key never written to a file: registered from memory, its device copy made by
+    the device's backend outside the store (setup.adopt_dev_key does so on the GPU) taken as is,
+    counted, and unloaded at shutdown."""
     from pipeline.formats.zkey import read_zkey
 
     allocator, backend = fake_device
     zkey = read_zkey(key_files(*A)["zkey_path"])
     async with engine_with(backend) as engine:
-        engine.register_loaded_key("mem", zkey)
+        engine.register_key("mem", zkey=zkey)
         handle = engine.devices[0].backend.load_key(zkey)
         await engine.adopt_device_key("mem", handle)
         with pytest.raises(KeyInUse, match="already has a copy on device 0"):
@@ -122,14 +125,19 @@ async def test_a_key_in_memory_with_a_copy_its_backend_made_is_proved_from_witho
         status = engine.status()
         assert backend.loaded == 1 and status["keys"]["loads"] == 1  # the host level only: no upload
         assert status["devices"][0]["vram"]["used_bytes"] == 1000
-        assert status["keys"]["keys"]["mem"]["zkey_path"] == zkey.path
+        assert status["keys"]["keys"]["mem"]["placement"] == {"0": "resident"}
     assert backend.loaded == 0 and allocator.used == 0
 
 
-async def test_an_in_memory_key_needs_the_g2_msm_off_worker_processes(fake_device):
+async def test_a_resident_copy_is_refused_where_the_key_must_stream(fake_device):
+    from pipeline.backends.placement import KeyPlacement
     from pipeline.formats.zkey import read_zkey
 
     allocator, backend = fake_device
-    async with engine_with(backend, g2_msm_placement="cpu", g2_msm_executor="process") as engine:
-        with pytest.raises(ValueError, match="g2_msm_executor='thread'"):
-            engine.register_loaded_key("mem", read_zkey(key_files(*A)["zkey_path"]))
+    backend.place_key = lambda zkey, budget: KeyPlacement(resident=(), chunk_signals=64, chunk_h=64, device_bytes=10)
+    zkey = read_zkey(key_files(*A)["zkey_path"])
+    async with engine_with(backend) as engine:
+        engine.register_key("mem", zkey=zkey)
+        with pytest.raises(BudgetTooSmall, match="only streamed, not as the resident copy offered; preload it"):
+            await engine.adopt_device_key("mem", object())
+        assert engine.status()["devices"][0]["vram"]["used_bytes"] == 0

@@ -101,7 +101,7 @@ async def _prove_from_an_adopted_dev_key(cuda_backend, curve, log_n: int, partit
     dev_key, witness = seed_dev_key(cuda_backend, curve, log_n)
     config = EngineConfig(backend="cuda", devices=(0,), gpu_workers_per_device=2)
     async with Engine(config, backend_factory=lambda ordinal: cuda_backend) as engine:
-        engine.register_loaded_key("dev", dev_key.zkey)
+        engine.register_key("dev", zkey=dev_key.zkey)
         await engine.adopt_device_key("dev", adopt_dev_key(cuda_backend, dev_key))
         proofs = await (await engine.submit("dev", [witness] * partitions)).result()
         status = engine.status()
