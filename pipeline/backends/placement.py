@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 SECTIONS = ("a", "b1", "b2", "c", "h")
 WITNESS_SECTIONS = ("a", "b1", "b2", "c")
 
@@ -128,3 +130,27 @@ def plan_chunks(zkey, placement: KeyPlacement) -> list[Chunk]:
             hi = min(lo + placement.chunk_h, zkey.domain_size)
             chunks.append(Chunk("h", lo, hi, (SectionSlice("h", lo, hi, 0),)))
     return chunks
+
+
+class HostSplit:
+    """A witness's 0 / 1 split on the host, for a streamed pass: ascending signal indices of its
+    ones and of its other nonzero values (with those values). A chunk slice then sums the points
+    of its ones (a batch addition) and runs a tail MSM over its others; zeros cost nothing."""
+
+    def __init__(self, witness: np.ndarray) -> None:
+        high_zero = ~witness[:, 1:].any(axis=1)
+        low = witness[:, 0]
+        self.ones = np.flatnonzero(high_zero & (low == 1)).astype(np.uint32)
+        self.others = np.flatnonzero(~(high_zero & (low <= 1))).astype(np.uint32)
+        self.other_scalars = np.ascontiguousarray(witness[self.others])
+
+    def ranges(self, lo: int, hi: int) -> tuple[tuple[int, int], tuple[int, int]]:
+        """Positions [o0, o1) in ``ones`` and [t0, t1) in ``others`` of the signals in [lo, hi)."""
+        o0, o1 = np.searchsorted(self.ones, [lo, hi])
+        t0, t1 = np.searchsorted(self.others, [lo, hi])
+        return (int(o0), int(o1)), (int(t0), int(t1))
+
+    def slice_signals(self, chunk: Chunk, s: SectionSlice) -> tuple[int, int]:
+        """The signals [lo, hi) whose scalars multiply the slice's points (its point k: signal lo + k)."""
+        lo = chunk.lo + s.scalar_offset
+        return lo, lo + s.count

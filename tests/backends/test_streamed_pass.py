@@ -22,7 +22,10 @@ def key_and_witnesses(curve_name: str, circuit: str = "chain_2e8"):
     other = w.copy()
     other[:, :] = rng.integers(0, 2**63, size=other.shape, dtype=np.uint64)
     other[:, -1] >>= 8
-    return zkey, [np.ascontiguousarray(w), other]
+    heavy = np.zeros_like(w)  # bit-heavy: the split walk's ones and a short tail
+    heavy[:, 0] = rng.random(len(w)) < 0.9
+    heavy[::7] = other[::7]
+    return zkey, [np.ascontiguousarray(w), other, heavy]
 
 
 @pytest.mark.parametrize("resident,chunk_signals,chunk_h", [((), 37, 50), (("h",), 100, 0), (("a", "c"), 1, 64),
@@ -58,7 +61,7 @@ def test_streamed_pass_equals_resident_msms(curve_name):
         assert backend.max_batch(key) > 1
         work = backend.start_batch(key, [(w, None) for w in witnesses], with_b_g2=True)
         steps = 0
-        while work.enqueue_next([True, True]):
+        while work.enqueue_next([True] * len(witnesses)):
             steps += 1
         assert steps == len(witnesses) + len(plan_chunks(zkey, placement))
         got = work.results()

@@ -28,7 +28,10 @@ async def test_partitions_of_a_streamed_key_share_passes_and_their_proofs_verify
         engine.register_key("chain", **key_files("bn128", "chain_2e8"))
         proofs = await (await engine.submit("chain", [wtns("bn128", "chain_2e8")] * 6)).result()
         status = engine.status()
+        text = engine.prometheus()
     assert all(p.verified for p in proofs) and len(proofs) == 6
+    assert 'zkpipe_engine_key_device_copies{device="0",placement="streamed"} 1.0' in text
+    assert 'zkpipe_engine_key_device_copies{device="0",placement="resident"} 0.0' in text
     sizes = [p.timings_ms["gpu_batch"] for p in proofs]
     assert max(sizes) > 1 and max(sizes) <= 3, sizes
     assert status["keys"]["keys"]["chain"]["placement"] == {"0": "streamed"}

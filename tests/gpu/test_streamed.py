@@ -12,6 +12,7 @@ import pytest
 
 from pipeline.backends.cuda.errors import DeviceBudgetError
 from pipeline.backends.placement import KeyPlacement, plan_chunks
+from pipeline.backends.protocol import WitnessShape
 from pipeline.engine import Engine, EngineConfig
 from pipeline.formats.types import VerificationKey
 from pipeline.formats.wtns import read_wtns
@@ -37,8 +38,11 @@ def witnesses(curve_name: str, circuit: str = "chain_2e10"):
     return zkey, [w, other, heavy]
 
 
-def run_batch(backend, key, items, with_b_g2=True, leave_at=None):
-    work = backend.start_batch(key, [(w, None) for w in items], with_b_g2)
+def run_batch(backend, key, items, with_b_g2=True, leave_at=None, shapes=False):
+    """The pass, as the engine drives it; ``shapes``: with each witness's WitnessShape, so that the
+    bit-heavy ones take the 0 / 1 split."""
+    prefix = key.zkey.n_public + 1
+    work = backend.start_batch(key, [(w, WitnessShape.of(w, prefix) if shapes else None) for w in items], with_b_g2)
     active = [True] * len(items)
     steps = 0
     while work.enqueue_next(active):
@@ -50,8 +54,9 @@ def run_batch(backend, key, items, with_b_g2=True, leave_at=None):
     return work.results()
 
 
+@pytest.mark.parametrize("shapes", [False, True], ids=["plain", "split"])
 @pytest.mark.parametrize("placement", PLACEMENTS, ids=lambda p: f"{p.mode}-{p.chunk_signals}-{p.chunk_h}")
-def test_streamed_pass_equals_resident_partitions(cuda_backend, gpu_curve, placement):
+def test_streamed_pass_equals_resident_partitions(cuda_backend, gpu_curve, placement, shapes):
     zkey, items = witnesses(gpu_curve.name)
     resident = cuda_backend.load_key(zkey)
     try:
@@ -62,7 +67,7 @@ def test_streamed_pass_equals_resident_partitions(cuda_backend, gpu_curve, place
     in_use = cuda_backend.allocator.in_use_bytes
     key = cuda_backend.load_key(zkey, placement)
     try:
-        got = run_batch(cuda_backend, key, items)
+        got = run_batch(cuda_backend, key, items, shapes=shapes)
         assert cuda_backend.allocator.in_use_bytes == in_use + key.resident_bytes  # the pass gave back its scratch
     finally:
         cuda_backend.unload_key(key)

@@ -9,7 +9,7 @@ import numpy as np
 from ...curves.encoding import decode_g1_mont, decode_g2_mont
 from ...formats.types import Groth16Zkey
 from ..batch import StreamedPass
-from ..placement import KeyPlacement, is_g2, plan_chunks
+from ..placement import HostSplit, KeyPlacement, is_g2, plan_chunks
 from ..protocol import Backend, G1Jacobian, G2Jacobian, MsmResults
 from .msm import msm
 from .ntt import quotient_on_coset
@@ -102,6 +102,7 @@ class CpuStreamedPass(StreamedPass):
         self.partials: list[dict[str, list] | None] = [None] * len(items)
         self.scalars: list[dict[str, list[int]] | None] = [None] * len(items)
         self.timings: list[dict[str, float]] = [{} for _ in items]
+        self.splits: list[HostSplit | None] = [None] * len(items)
 
     def _prologue(self, index: int) -> None:
         t0 = time.perf_counter()
@@ -117,6 +118,7 @@ class CpuStreamedPass(StreamedPass):
             values = scalars["h"] if section == "h" else scalars["witness"][first_private if section == "c" else 0:]
             partials[section] = [self._msm(section, key.points(section), values)]
         self.partials[index], self.scalars[index] = partials, scalars
+        self.splits[index] = HostSplit(witness)
         self.timings[index]["prologue_ms"] = (time.perf_counter() - t0) * 1e3
 
     def _chunk(self, chunk, live: list[int]) -> None:
@@ -127,9 +129,22 @@ class CpuStreamedPass(StreamedPass):
             for i in live:
                 t0 = time.perf_counter()
                 lo = chunk.lo + s.scalar_offset
-                values = self.scalars[i][chunk.scalars][lo:lo + s.count]
-                self.partials[i].setdefault(s.section, []).append(self._msm(s.section, points, values))
+                if chunk.scalars == "witness":  # the split walk the CUDA pass takes: ones, then the tail
+                    self.partials[i].setdefault(s.section, []).extend(self._split_sums(i, chunk, s, points))
+                else:
+                    values = self.scalars[i][chunk.scalars][lo:lo + s.count]
+                    self.partials[i].setdefault(s.section, []).append(self._msm(s.section, points, values))
                 self.timings[i]["stream_ms"] = self.timings[i].get("stream_ms", 0.0) + (time.perf_counter() - t0) * 1e3
+
+    def _split_sums(self, index: int, chunk, s, points: list) -> list:
+        """The slice's ones summed, and its other scalars' MSM (point k of the slice: signal lo + k)."""
+        split, fr = self.splits[index], self.key.zkey.curve.fr
+        lo, hi = split.slice_signals(chunk, s)
+        (o0, o1), (t0, t1) = split.ranges(lo, hi)
+        ones = [points[int(x) - lo] for x in split.ones[o0:o1]]
+        others = [points[int(x) - lo] for x in split.others[t0:t1]]
+        return [self._msm(s.section, ones, [1] * len(ones)),
+                self._msm(s.section, others, fr.ints_from_limbs(split.other_scalars[t0:t1]))]
 
     def _msm(self, section: str, points: list, values: list[int]):
         curve = self.key.zkey.curve

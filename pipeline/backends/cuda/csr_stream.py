@@ -18,6 +18,7 @@ from ._bindings import driver
 from .errors import check
 from .kernels import grid_for
 from .launch import SPMV_BLOCK
+from .memory import ADDRESS_MASK
 
 COL_BYTES = 4
 
@@ -72,6 +73,7 @@ def enqueue_spmv_chunks(kernels, stream, chunks: list[CsrChunk], host: dict, d_r
         # Shifted pointers: entry e of the chunk's rows is at base + (e - first entry).
         kernels.launch("spmv_abc<fr_t>", grid_for(rows, SPMV_BLOCK), SPMV_BLOCK,
                        (d_a + ch.r0 * elem, d_b + ch.r0 * elem, d_c + ch.r0 * elem,
-                        d_row_ptr["a_row_ptr"].ptr + ch.r0 * COL_BYTES, a_cols - ch.a0 * COL_BYTES,
-                        a_vals - ch.a0 * elem, d_row_ptr["b_row_ptr"].ptr + ch.r0 * COL_BYTES,
-                        b_cols - ch.b0 * COL_BYTES, b_vals - ch.b0 * elem, d_w, rows), stream)
+                        d_row_ptr["a_row_ptr"].ptr + ch.r0 * COL_BYTES, (a_cols - ch.a0 * COL_BYTES) & ADDRESS_MASK,
+                        (a_vals - ch.a0 * elem) & ADDRESS_MASK, d_row_ptr["b_row_ptr"].ptr + ch.r0 * COL_BYTES,
+                        (b_cols - ch.b0 * COL_BYTES) & ADDRESS_MASK, (b_vals - ch.b0 * elem) & ADDRESS_MASK, d_w,
+                        rows), stream)

@@ -82,6 +82,9 @@ class DeviceBuffer:
             check(driver.cuMemsetD32Async(self.ptr, value, n, stream.handle), "cuMemsetD32Async")
 
 
+ADDRESS_MASK = (1 << 64) - 1  # a base address shifted before a buffer's start wraps like the kernel's arithmetic
+
+
 class DeviceAddress:
     """A raw device address (inside some buffer) where a ``DeviceBuffer`` is expected: only
     ``.ptr`` is read, and nothing is freed through it."""

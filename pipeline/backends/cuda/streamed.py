@@ -25,11 +25,13 @@ import numpy as np
 
 from ...curves import Curve
 from ..batch import StreamedPass
-from ..placement import SECTIONS, WITNESS_SECTIONS, Chunk, KeyPlacement, is_g2, plan_chunks, point_bytes, section_bytes
+from ..placement import (SECTIONS, WITNESS_SECTIONS, Chunk, HostSplit, KeyPlacement, is_g2, plan_chunks, point_bytes,
+                         section_bytes)
 from ._bindings import driver
 from .errors import DeviceBudgetError, check
-from .memory import DeviceAddress, PinnedHostBuffer
+from .memory import ADDRESS_MASK, DeviceAddress, PinnedHostBuffer
 from .msm import xyzz_to_jacobian
+from .split import split_worth_it
 from .streams import Event, Stream, event_ready
 from .work import MSM_SLOTS, results_bytes
 
@@ -52,8 +54,9 @@ def resident_slots_bytes(slot: int) -> int:
 
 
 def slot_block_bytes(slot: int, chunks: list[Chunk]) -> int:
-    """Result bytes per partition of a pass: the resident MSMs' slots, then one per chunk slice."""
-    return resident_slots_bytes(slot) + slot * sum(len(c.slices) for c in chunks)
+    """Result bytes per partition of a pass: the resident MSMs' slots, then two per chunk slice
+    (the batch sum of a split witness's ones, and the MSM of the other scalars)."""
+    return resident_slots_bytes(slot) + 2 * slot * sum(len(c.slices) for c in chunks)
 
 
 def prologue_scratch_bytes(msm, zkey, resident: tuple[str, ...], csr_chunk: int = 0) -> int:
@@ -77,7 +80,8 @@ def pass_scratch_bytes(msm, zkey, placement: KeyPlacement, batch: int, csr_chunk
     scalars = max(((c.hi - c.lo) * SCALAR_BYTES for c in chunks), default=0)
     chunk_msm = max([msm.scratch_bytes(placement.chunk_signals, is_g2(s)) for s in placement.streamed if s != "h"]
                     + [msm.scratch_bytes(placement.chunk_h, False) if "h" in placement.streamed else 0])
-    chunk_phase = 2 * point_buf + scalars + chunk_msm
+    split_idx = 2 * 4 * max(placement.chunk_signals, placement.chunk_h)  # a chunk's one and other indices
+    chunk_phase = 2 * point_buf + scalars + split_idx + chunk_msm
     csr = placement.csr_chunk_bytes if csr_chunk is None else csr_chunk
     return batch * slot_block_bytes(slot, chunks) + max(prologue_scratch_bytes(msm, zkey, placement.resident, csr),
                                                         chunk_phase)
@@ -134,6 +138,9 @@ class CudaStreamedPass(StreamedPass):
                 self.slice_slot[j, k] = len(self.slice_slot)
         self.step_events: list[Event] = []
         self.h_host: list[PinnedHostBuffer | None] = [None] * len(items)
+        # the 0 / 1 split of each bit-heavy witness, on the host (None: plain MSMs over its scalars)
+        self.splits: list[HostSplit | None] = [None] * len(items)
+        self.d_one_idx = self.d_other_idx = None
         self.buffers: list = []
         self.copied = [Event(timing=False), Event(timing=False)]
         self.freed = [Event(timing=False), Event(timing=False)]
@@ -159,6 +166,9 @@ class CudaStreamedPass(StreamedPass):
             resident = tuple(s for s in key.placement.resident if s != "b2" or self.with_b_g2)
             b._enqueue_msms(key, d_w, d_h, DeviceAddress(self.d_results.ptr + index * self.block), self.with_b_g2,
                             None, sections=resident)
+            if split_worth_it(self.items[index][1], b.msm_split_min_bits) and \
+                    any(s in key.placement.streamed for s in WITNESS_SECTIONS):
+                self.splits[index] = HostSplit(witness)  # host work while the device runs queued steps
             if "h" in key.placement.streamed:
                 n = key.zkey.domain_size
                 self.h_host[index] = PinnedHostBuffer(b.device, n * SCALAR_BYTES)
@@ -193,19 +203,38 @@ class CudaStreamedPass(StreamedPass):
         self.copy_marks.append((copy_start, Event().record(self.copy_stream)))
         self.streamed_bytes += at
         check(driver.cuStreamWaitEvent(self.stream.handle, self.copied[which].handle, 0), "cuStreamWaitEvent")
-        n_scalars = chunk.hi - chunk.lo
         for i in live:
-            src = self._scalars_ptr(i, chunk.scalars) + chunk.lo * SCALAR_BYTES
-            check(driver.cuMemcpyHtoDAsync(self.d_scalars.ptr, src, n_scalars * SCALAR_BYTES, self.stream.handle),
-                  "cuMemcpyHtoDAsync")
+            split = self.splits[i] if chunk.scalars == "witness" else None
+            if split is None:
+                self._upload(self.d_scalars.ptr, self._scalars_ptr(i, chunk.scalars) + chunk.lo * SCALAR_BYTES,
+                             (chunk.hi - chunk.lo) * SCALAR_BYTES)
+            else:
+                (o0, o1), (t0, t1) = split.ranges(chunk.lo, chunk.hi)
+                self._upload(self.d_one_idx.ptr, split.ones[o0:o1].ctypes.data, 4 * (o1 - o0))
+                self._upload(self.d_other_idx.ptr, split.others[t0:t1].ctypes.data, 4 * (t1 - t0))
+                self._upload(self.d_scalars.ptr, split.other_scalars[t0:t1].ctypes.data, SCALAR_BYTES * (t1 - t0))
             for k, (s, off) in enumerate(zip(chunk.slices, offsets)):
                 if s.section == "b2" and not self.with_b_g2:
                     continue
-                out = self.d_results.ptr + i * self.block + self.slice_offset(self.slice_slot[j, k])
-                self.msm.enqueue(is_g2(s.section), buf.ptr + off, self.d_scalars.ptr + s.scalar_offset * SCALAR_BYTES,
-                                 s.count, out)
+                g2, n = is_g2(s.section), self.slice_slot[j, k]
+                out = self.d_results.ptr + i * self.block + self.slice_offset(2 * n)
+                if split is None:
+                    self.msm.enqueue(g2, buf.ptr + off, self.d_scalars.ptr + s.scalar_offset * SCALAR_BYTES, s.count,
+                                     out)
+                    continue
+                lo, hi = split.slice_signals(chunk, s)
+                (so0, so1), (st0, st1) = split.ranges(lo, hi)
+                # indices are signals: the point of signal x is at base + x * (point bytes), modulo 2^64
+                base = (buf.ptr + off - lo * point_bytes(curve, s.section)) & ADDRESS_MASK
+                self.msm.enqueue_point_sum(g2, base, self.d_one_idx.ptr + 4 * (so0 - o0), so1 - so0, out)
+                self.msm.enqueue(g2, base, self.d_scalars.ptr + SCALAR_BYTES * (st0 - t0), st1 - st0,
+                                 out + self.slot, d_point_index=self.d_other_idx.ptr + 4 * (st0 - t0))
         self.freed[which].record(self.stream)
         self._step_done()
+
+    def _upload(self, d_dst: int, src: int, nbytes: int) -> None:
+        if nbytes:
+            check(driver.cuMemcpyHtoDAsync(d_dst, src, nbytes, self.stream.handle), "cuMemcpyHtoDAsync")
 
     def slice_offset(self, n: int) -> int:
         """Byte offset, in a partition's result block, of the n-th chunk slice's partial sum."""
@@ -220,7 +249,10 @@ class CudaStreamedPass(StreamedPass):
         alloc = self.backend.allocator
         size = max(chunk_point_bytes(self.curve, c) for c in self.chunks)
         self.buffers = [alloc.alloc(size, "streamed points (buffer 0)"), alloc.alloc(size, "streamed points (buffer 1)")]
-        self.d_scalars = alloc.alloc(max((c.hi - c.lo) for c in self.chunks) * SCALAR_BYTES, "streamed chunk scalars")
+        widest = max((c.hi - c.lo) for c in self.chunks)
+        self.d_scalars = alloc.alloc(widest * SCALAR_BYTES, "streamed chunk scalars")
+        self.d_one_idx = alloc.alloc(4 * widest, "streamed chunk one indices")
+        self.d_other_idx = alloc.alloc(4 * widest, "streamed chunk other indices")
         for ev in self.freed:  # the buffers exist in the compute stream's order: the copy stream starts after
             ev.record(self.stream)
 
@@ -272,7 +304,8 @@ class CudaStreamedPass(StreamedPass):
                                          for s in self.key.placement.resident}
                 for (j, k), n in self.slice_slot.items():
                     section = self.chunks[j].slices[k].section
-                    sums.setdefault(section, []).append(point(self.slice_offset(n), section))
+                    for half in (2 * n, 2 * n + 1):  # ones (infinity when not split), then the rest
+                        sums.setdefault(section, []).append(point(self.slice_offset(half), section))
                 partials.append(sums)
             timings = self.pass_timings()
             return self.combine(partials, [dict(timings) for _ in range(self.n_items)])
@@ -283,10 +316,11 @@ class CudaStreamedPass(StreamedPass):
         self.backend.device.activate()
         self.copy_stream.synchronize()  # no copy still reads the key or fills a buffer
         self.stream.synchronize()  # the device is done with every buffer (pinned H included)
-        for buf in (*self.buffers, self.d_scalars, self.d_results):
+        for buf in (*self.buffers, self.d_scalars, self.d_one_idx, self.d_other_idx, self.d_results):
             if buf is not None:
                 buf.free()
-        self.buffers, self.d_scalars, self.d_results = [], None, None
+        self.buffers, self.d_scalars, self.d_one_idx, self.d_other_idx, self.d_results = [], None, None, None, None
+        self.splits = [None] * self.n_items
         for i, h in enumerate(self.h_host):
             if h is not None:
                 h.free()
