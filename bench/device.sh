@@ -23,6 +23,11 @@
 #   devsetup bench.dev_setup: GPU development keys of synth circuits, phases, then one proof's GPU stage on
 #            each (circuit vs random witness) [DEVSETUP_SIZES=20 22 24] [DEVSETUP_CURVES=bls12381 bn128]
 #            -> bench/results/dev_setup_<sizes>_<curves>.md (2^26: its own call; 2^27: nvidia-h200-x2's host memory)
+#   seed     bench.seed_scale: development keys of seed-shaped circuits of 2^[SEED_SIZES=24 26] ([SEED_CURVE=bls12381]),
+#            [SEED_JOBS=2] jobs of 10 partitions ([SEED_WITNESS=circuit] witness) through the engine on
+#            [SEED_DEVICES=1] device(s), sppark's stage beside it (.anchors/bench_<curve>: carry .anchors)
+#            -> bench/results/seed_scale_cuda_<curve>_<sizes>_<witness>.md + .timeline.json/.png per size
+#            (2^27: its own call on nvidia-h200-x2, for the 256 GiB host: SEED_SIZES=27 SEED_JOBS=1)
 #   streamed bench.streamed_keys: a 2^[STREAMED_LOG=26] BLS12-381 development key resident, then streamed under
 #            [STREAMED_BUDGETS=0 16 8] GiB with batches of [STREAMED_BATCHES=1 2 5 10], [STREAMED_PARTITIONS=10]
 #            partitions per row; pinned copy rate of the same call   -> bench/results/streamed_keys_*.md
@@ -107,7 +112,11 @@ devsetup() {
   timeout "${DEVSETUP_TIMEOUT:-560}" python3 -m bench.dev_setup --sizes ${DEVSETUP_SIZES:-20 22 24} \
     --curves ${DEVSETUP_CURVES:-bls12381 bn128} 2>&1 | tee "$OUT/dev_setup.log" | tail -n 25
 }
-
+seed() {
+  timeout "${SEED_TIMEOUT:-570}" python3 -m bench.seed_scale --sizes ${SEED_SIZES:-24 26} --curve "${SEED_CURVE:-bls12381}" \
+    --witness "${SEED_WITNESS:-circuit}" --jobs "${SEED_JOBS:-2}" --devices "${SEED_DEVICES:-1}" 2>&1 \
+    | tee "$OUT/seed_scale.log" | grep -vE "^\| [0-9]+ \|" | tail -n 40
+}
 streamed() {
   timeout "${STREAMED_TIMEOUT:-560}" python3 -m bench.streamed_keys --log "${STREAMED_LOG:-26}" --curve bls12381 \
     --budgets-gib ${STREAMED_BUDGETS:-0 16 8} --batches ${STREAMED_BATCHES:-1 2 5 10} \
@@ -141,7 +150,7 @@ seam() {
 
 for section in ${@:-tests demo prove stage msm engine server}; do
   case $section in
-    tests|demo|prove|ntt|msm|stage|memory|blocks|build|engine|scaling|server|cluster|seam|devsetup|streamed) echo "== $section"; $section ;;
+    tests|demo|prove|ntt|msm|stage|memory|blocks|build|engine|scaling|server|cluster|seam|devsetup|seed|streamed) echo "== $section"; $section ;;
     *) echo "bench/device.sh: unknown section '$section'" >&2; rc=2 ;;
   esac
 done

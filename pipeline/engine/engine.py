@@ -187,6 +187,19 @@ class Engine:
         else:
             self.keystore.register(spec)
 
+    async def adopt_device_key(self, key_id: str, handle: Any, device: int = 0) -> None:
+        """Take ``handle``, the key already resident on device ``device`` through that device's own
+        backend (``engine.devices[device].backend``; ``setup.adopt_dev_key`` makes one without an
+        upload), as the key's copy there. The engine owns it from now on (unloads it at shutdown)."""
+        self._check_running()
+        (target,) = self._devices([device])
+        host = await self.keystore.acquire(key_id)
+        try:
+            async with target.gpu_lock:
+                await self.keystore.adopt_device_copy(key_id, target, host, handle, self._runner_for(target))
+        finally:
+            self.keystore.release(key_id)
+
     async def preload(self, key_id: str, devices: Iterable[int] | None = None) -> None:
         """Load the key on the host and upload it to the given device indices (default: all)."""
         self._check_running()

@@ -54,7 +54,7 @@ IN_MEMORY = "<in memory>"
 @dataclass(frozen=True)
 class KeySpec:
     key_id: str
-    zkey_path: str
+    zkey_path: str  # the .zkey file, or only the name of an in-memory ``zkey``
     r1cs_path: str | None = None
     wasm_path: str | None = None
     # A key given as an object (embedded use: a key just made by the development setup, too large
@@ -280,12 +280,7 @@ class KeyStore:
         if handle is not None:
             return handle
         placement = await run(device.place_key, host.zkey)  # all resident, or some sections streamed
-        needed = placement.device_bytes
-        device.vram.check(needed, f"key {key_id!r}")
-        await self.make_device_room(device, needed, keep=key_id, run=run)
-        if not device.vram.try_acquire(needed):
-            raise BudgetTooSmall(f"device {device.index}: VRAM budget {device.vram.capacity} cannot hold key "
-                                 f"{key_id!r} ({needed} bytes) next to {device.vram.used} bytes in use")
+        needed = await self._reserve_vram(key_id, device, placement.device_bytes, run)
         try:
             handle = await run(device.backend.load_key, host.zkey, placement)
         except BaseException:
@@ -296,6 +291,30 @@ class KeyStore:
         entry.device_placement[device.index] = placement.mode
         self.loads += 1
         return handle
+
+    async def adopt_device_copy(self, key_id: str, device: Device, host: HostKey, handle: Any, run: Runner) -> None:
+        """Take ``handle``, the key already resident on ``device`` (made by its backend outside the
+        store: ``setup.adopt_dev_key``), as the key's copy there, counted as an upload would be."""
+        entry = self._entry(key_id)
+        if device.index in entry.device_handles:
+            raise KeyInUse(f"key {key_id!r} already has a copy on device {device.index}")
+        placement = await run(device.place_key, host.zkey)
+        if placement.mode != "resident":
+            raise BudgetTooSmall(f"device {device.index}: key {key_id!r} fits its VRAM budget only {placement.mode}, "
+                                 f"not as the resident copy offered; preload it instead (its backend streams the rest)")
+        entry.device_bytes[device.index] = await self._reserve_vram(key_id, device, placement.device_bytes, run)
+        entry.device_handles[device.index] = handle
+        entry.device_placement[device.index] = placement.mode
+        entry.last_used = time.monotonic()
+
+    async def _reserve_vram(self, key_id: str, device: Device, needed: int, run: Runner) -> int:
+        """``needed`` bytes of ``device``'s VRAM budget for the key's copy (other copies evicted for room)."""
+        device.vram.check(needed, f"key {key_id!r}")
+        await self.make_device_room(device, needed, keep=key_id, run=run)
+        if not device.vram.try_acquire(needed):
+            raise BudgetTooSmall(f"device {device.index}: VRAM budget {device.vram.capacity} cannot hold key "
+                                 f"{key_id!r} ({needed} bytes) next to {device.vram.used} bytes in use")
+        return needed
 
     async def make_device_room(self, device: Device, needed: int, keep: str, run: Runner) -> None:
         """Evict other keys' copies on ``device`` (idle keys first, then LRU) until ``needed`` fits."""

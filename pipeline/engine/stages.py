@@ -22,6 +22,7 @@ import numpy as np
 from ..formats.types import Witness
 from ..backends.protocol import MsmResults, WitnessShape
 from ..groth16.prover import Blinding, assemble, check_witness, public_signals
+from ..groth16.witness_scan import scan_witness
 from .jobs import Job, PartitionProof
 from .keystore import HostKey
 from .resources import PartitionResources
@@ -127,14 +128,17 @@ def synthesize(key: HostKey, source: Any, check_r1cs: bool) -> Witness:
 
 
 def prep_msm(witness: Witness, staging: Any = None, prefix_len: int = 1) -> ScalarClasses:
-    """Stage the scalars (into ``staging``, a pinned buffer, when given) and count the 0 / 1 / other,
-    over all signals and over the first ``prefix_len`` (the constant and the public signals)."""
+    """Stage the scalars (into ``staging``, a pinned buffer, when given), count the 0 / 1 / other,
+    over all signals and over the first ``prefix_len`` (the constant and the public signals), and
+    check every value is below r, in one pass (``WitnessOutOfRange`` names the signal)."""
     if staging is not None:
         values = staging.view(np.uint64, witness.values.shape)
-        np.copyto(values, witness.values)
+        source = witness.values
     else:
-        values = np.ascontiguousarray(witness.values, dtype=np.uint64)
-    return ScalarClasses(WitnessShape.of(values, prefix_len), values)
+        values = source = np.ascontiguousarray(witness.values, dtype=np.uint64)
+    shape = scan_witness(source, witness.curve.fr.modulus, prefix_len, witness.path,
+                         out=values if staging is not None else None)
+    return ScalarClasses(shape, values)
 
 
 def g2_msm_cpu(key: HostKey, staged: np.ndarray) -> tuple[tuple, float, float]:

@@ -235,8 +235,9 @@ class SectionCursor:
 def first_not_below(values: np.ndarray, modulus: int) -> int | None:
     """Index of the first row of ``values`` ((n, limbs) uint64, little-endian) that is >= modulus.
 
-    Vectorized: a lexicographic compare from the top limb down, a few numpy passes per block
-    of rows, blocks on the worker pool.
+    Vectorized: a block whose top limbs all lie below the modulus's top limb is below it (one
+    maximum: the common case); other blocks get a lexicographic compare from the top limb
+    down. Blocks on the worker pool.
     """
     limbs = values.shape[-1]
     if values.shape[0] == 0 or modulus >= 1 << (64 * limbs):
@@ -245,6 +246,8 @@ def first_not_below(values: np.ndarray, modulus: int) -> int | None:
 
     def first_bad(a: int, b: int) -> int | None:
         rows = values[a:b]
+        if rows[:, -1].max() < mod_limbs[-1]:
+            return None
         below = np.zeros(b - a, dtype=bool)
         equal = np.ones(b - a, dtype=bool)
         for i in reversed(range(limbs)):

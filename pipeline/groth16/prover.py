@@ -20,6 +20,7 @@ from ..curves.scalar_mul import FixedBaseTable, mul_sum2
 from ..formats.types import Groth16Zkey, Witness
 from ..backends.protocol import Backend, MsmResults
 from ..errors import BadInput
+from .witness_scan import check_below_r
 
 
 class WitnessMismatch(BadInput):
@@ -107,6 +108,7 @@ def assemble(zkey: Groth16Zkey, msms: MsmResults, blinding: Blinding, b_g2=None,
 def prove(backend: Backend, key, zkey: Groth16Zkey, witness: Witness, blinding: Blinding | None = None) -> Proof:
     """The whole proof on one backend (``key`` is ``backend.load_key(zkey)``)."""
     check_witness(zkey, witness)
+    check_below_r(witness)  # the engine fuses this check into prep_msm's pass; here it is its own
     blinding = blinding or Blinding.random(zkey.curve.fr.modulus)
     with progress.bar(f"proving on {getattr(backend, 'name', 'the backend')}", total=3, unit="step") as bar:
         t0 = time.perf_counter()

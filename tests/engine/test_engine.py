@@ -78,6 +78,27 @@ async def test_one_bad_witness_fails_its_job_with_the_constraint_named_and_other
     assert status["keys"]["keys"]["mult"]["refs"] == 0
 
 
+@pytest.mark.parametrize("curve", ["bn128", "bls12381"])
+async def test_a_witness_value_at_or_above_r_fails_its_job_in_prep_msm_and_others_complete(curve):
+    """v + r satisfies every constraint mod r (the R1CS check passes) but would be a wrong MSM scalar."""
+    good = wtns(curve, "multiplier")
+    witness = read_wtns(good)
+    values = witness.values.copy()
+    r = witness.curve.fr.modulus
+    plus_r = int.from_bytes(values[3].tobytes(), "little") + r
+    values[3] = [(plus_r >> (64 * i)) & (2**64 - 1) for i in range(4)]
+    shifted = dataclasses.replace(witness, path="plus_r", values=values)
+    async with Engine(EngineConfig(**CPU)) as engine:
+        engine.register_key("mult", **key_files(curve, "multiplier"))
+        bad_job = await engine.submit("mult", [good, shifted])
+        other = await engine.submit("mult", [good])
+        with pytest.raises(JobFailed, match=rf"partition 1 \(prep_msm\): WitnessOutOfRange: plus_r: signal 3 is {plus_r},"):
+            await bad_job.result()
+        assert len(await other.result()) == 1
+        status = engine.status()
+    assert status["partitions_in_flight"] == 0 and status["host_budget"]["used_bytes"] == 0
+
+
 async def test_inputs_for_a_key_without_wasm_and_unknown_keys_are_clear_errors():
     files = key_files("bn128", "multiplier")
     async with Engine(EngineConfig(**CPU)) as engine:

@@ -7,6 +7,7 @@ import threading
 import pytest
 
 from pipeline.engine import Engine, EngineConfig, KeyInUse, KeyLoadError
+from pipeline.engine.budgets import BudgetTooSmall
 from pipeline.engine.keystore import KeySpec, load_host_key
 from tests.engine.conftest import factory_for, key_files, until, wtns
 
@@ -103,3 +104,40 @@ async def test_files_that_do_not_belong_together_are_refused_at_load(fake_device
         engine.register_key("mixed", zkey_path=key_files(*A)["zkey_path"], r1cs_path=key_files(*B)["r1cs_path"])
         with pytest.raises(KeyLoadError, match="does not match the key"):
             await engine.submit("mixed", [wtns(*A)])
+
+
+
+async def test_a_device_copy_made_outside_the_store_is_adopted_without_a_load(fake_device):
+    """A development key never written to a file: registered from memory, its device copy made by
+    the device's backend outside the store (setup.adopt_dev_key does so on the GPU) taken as is,
+    counted, and unloaded at shutdown."""
+    from pipeline.formats.zkey import read_zkey
+
+    allocator, backend = fake_device
+    zkey = read_zkey(key_files(*A)["zkey_path"])
+    async with engine_with(backend) as engine:
+        engine.register_key("mem", zkey=zkey)
+        handle = engine.devices[0].backend.load_key(zkey)
+        await engine.adopt_device_key("mem", handle)
+        with pytest.raises(KeyInUse, match="already has a copy on device 0"):
+            await engine.adopt_device_key("mem", handle)
+        await (await engine.submit("mem", [wtns(*A)] * 2)).result()
+        status = engine.status()
+        assert backend.loaded == 1 and status["keys"]["loads"] == 1  # the host level only: no upload
+        assert status["devices"][0]["vram"]["used_bytes"] == 1000
+        assert status["keys"]["keys"]["mem"]["placement"] == {"0": "resident"}
+    assert backend.loaded == 0 and allocator.used == 0
+
+
+async def test_a_resident_copy_is_refused_where_the_key_must_stream(fake_device):
+    from pipeline.backends.placement import KeyPlacement
+    from pipeline.formats.zkey import read_zkey
+
+    allocator, backend = fake_device
+    backend.place_key = lambda zkey, budget: KeyPlacement(resident=(), chunk_signals=64, chunk_h=64, device_bytes=10)
+    zkey = read_zkey(key_files(*A)["zkey_path"])
+    async with engine_with(backend) as engine:
+        engine.register_key("mem", zkey=zkey)
+        with pytest.raises(BudgetTooSmall, match="only streamed, not as the resident copy offered; preload it"):
+            await engine.adopt_device_key("mem", object())
+        assert engine.status()["devices"][0]["vram"]["used_bytes"] == 0

@@ -60,3 +60,18 @@ def encode_points(curve, group, points) -> np.ndarray:
 
 def scalar_words(fr, values) -> np.ndarray:
     return fr.limbs_from_ints(values).view(np.uint32).reshape(-1, 8)
+
+
+def seed_dev_key(cuda_backend, curve, log_n: int, n_public: int = 4):
+    """(the GPU development key, its points on the device, and the witness) of pipeline.synth's
+    seed-shaped circuit of 2^log_n constraints (seeded by log_n)."""
+    from pipeline.setup import DevSecrets
+    from pipeline.setup.gpu import GpuDevSetup
+    from pipeline.synth import generate_circuit
+
+    r1cs, witness = generate_circuit(log_n, n_public, curve, seed=log_n)
+    setup = GpuDevSetup(cuda_backend)
+    try:
+        return setup.run(r1cs, DevSecrets.draw(curve, r1cs.domain_size, seed=log_n)), witness
+    finally:
+        setup.close()

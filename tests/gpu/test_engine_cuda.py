@@ -92,3 +92,32 @@ def test_engine_on_cuda_reports_its_backend_choice_and_gpu_metrics_in_seconds(cu
         assert f'zkpipe_engine_gpu_step_seconds_count{{step="{step}"}} 2.0' in text
     held = [line for line in text.splitlines() if line.startswith('zkpipe_engine_gpu_lock_held_seconds_total{device="0"}')]
     assert held and float(held[0].split()[-1]) > 0
+
+
+async def _prove_from_an_adopted_dev_key(cuda_backend, curve, log_n: int, partitions: int):
+    from pipeline.setup.adopt import adopt_dev_key
+    from tests.gpu.helpers import seed_dev_key
+
+    dev_key, witness = seed_dev_key(cuda_backend, curve, log_n)
+    config = EngineConfig(backend="cuda", devices=(0,), gpu_workers_per_device=2)
+    async with Engine(config, backend_factory=lambda ordinal: cuda_backend) as engine:
+        engine.register_key("dev", zkey=dev_key.zkey)
+        await engine.adopt_device_key("dev", adopt_dev_key(cuda_backend, dev_key))
+        proofs = await (await engine.submit("dev", [witness] * partitions)).result()
+        status = engine.status()
+    return dev_key.zkey, proofs, status
+
+
+@pytest.mark.parametrize("curve", ["bn128", "bls12381"])
+def test_a_development_key_adopted_from_the_setup_proves_through_the_engine_without_an_upload(cuda_backend, curve):
+    """bench/seed_scale.py's path at a small size: the setup's device points become the engine's
+    copy (Engine.adopt_device_key); the partitions' proofs verify and reject a changed public input."""
+    from pipeline.curves import curve_by_name
+
+    zkey, proofs, status = asyncio.run(_prove_from_an_adopted_dev_key(cuda_backend, curve_by_name(curve), 14, 3))
+    vk = VerificationKey.from_zkey(zkey)
+    for p in proofs:
+        assert verify(vk, p.public_signals, p.pi_a, p.pi_b, p.pi_c)
+    assert not verify(vk, (p.public_signals[0] + 1,) + tuple(p.public_signals[1:]), p.pi_a, p.pi_b, p.pi_c)
+    assert status["keys"]["loads"] == 1  # the host level only: the device copy was adopted, not uploaded
+    assert status["devices"][0]["vram"]["used_bytes"] > 0

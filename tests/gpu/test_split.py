@@ -73,17 +73,10 @@ def test_split_equals_plain_on_a_seed_shaped_key_past_the_chunking(cuda_backend,
     """A real key (the GPU development setup: points of a real setup, so sums in any order agree)
     and the seed-shaped circuit's 95%-bit witness, at a size where the ones and the tail both go
     through several partial-sum levels."""
-    from pipeline.setup import DevSecrets
     from pipeline.setup.adopt import adopt_dev_key
-    from pipeline.setup.gpu import GpuDevSetup
-    from pipeline.synth import generate_circuit
+    from tests.gpu.helpers import seed_dev_key
 
-    r1cs, witness = generate_circuit(log_n, 4, gpu_curve, seed=log_n)
-    setup = GpuDevSetup(cuda_backend)
-    try:
-        dev_key = setup.run(r1cs, DevSecrets.draw(gpu_curve, r1cs.domain_size, seed=log_n))
-    finally:
-        setup.close()
+    dev_key, witness = seed_dev_key(cuda_backend, gpu_curve, log_n)
     shape = WitnessShape.of(witness.values, dev_key.zkey.n_public + 1)
     assert shape.n_one > 1000 and shape.n_other > 100
     key = adopt_dev_key(cuda_backend, dev_key)
