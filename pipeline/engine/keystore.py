@@ -162,7 +162,7 @@ class KeyStore:
         spec.check_files()
         old = self._entries.get(spec.key_id)
         if old is not None:
-            if old.spec == spec:
+            if old.spec == spec and old.spec.zkey is spec.zkey:  # the same files, or the same key object
                 return
             if old.refs or old.device_handles:
                 raise KeyInUse(f"key {spec.key_id!r} is registered with other files and is loaded; evict it first")

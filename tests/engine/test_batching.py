@@ -119,3 +119,16 @@ async def test_a_key_registered_as_an_object_proves_like_its_file():
         raise AssertionError("a key given twice was accepted")
     except ValueError as exc:
         assert "either zkey_path or zkey" in str(exc)
+
+
+async def test_registering_another_key_object_under_the_same_id_replaces_the_first():
+    from pipeline.formats.zkey import read_zkey
+
+    config = EngineConfig(backend="cpu", check_r1cs=False)
+    mult = read_zkey(key_files("bn128", "multiplier")["zkey_path"])
+    chain = read_zkey(key_files("bn128", "chain_2e8")["zkey_path"])
+    async with Engine(config) as engine:
+        engine.register_key("k", zkey=mult)
+        engine.register_key("k", zkey=chain)  # not loaded yet: replaced, not ignored
+        proofs = await (await engine.submit("k", [wtns("bn128", "chain_2e8")])).result()
+    assert len(proofs[0].public_signals) == chain.n_public
