@@ -20,7 +20,8 @@ import numpy as np
 
 from ... import progress
 from ...curves import CURVES, Curve
-from ...formats.types import MATRIX_A, MATRIX_B, Groth16Zkey
+from ...formats.types import Groth16Zkey
+from ...keycache.csr import csr_matrices
 from ..protocol import Backend, G2Jacobian, MsmResults, WitnessShape
 from ._bindings import driver
 from .device import CudaDevice
@@ -71,16 +72,20 @@ class DeviceH:
         self.witness_host = None
 
 
-def csr_by_row(zkey: Groth16Zkey, matrix: int):
-    """(row_ptr, cols, vals_rr) of one matrix, rows = constraints (domain_size of them)."""
-    mask = zkey.coeff_matrix == matrix
-    rows = zkey.coeff_constraint[mask].astype(np.int64)
-    order = np.argsort(rows, kind="stable")
-    row_ptr = np.zeros(zkey.domain_size + 1, dtype=np.uint32)
-    np.cumsum(np.bincount(rows, minlength=zkey.domain_size), out=row_ptr[1:])
-    cols = np.ascontiguousarray(zkey.coeff_signal[mask][order], dtype=np.uint32)
-    vals = np.ascontiguousarray(zkey.coeff_values_stored[mask][order], dtype=np.uint64)
-    return row_ptr, cols, vals
+def upload_csr(allocator: DeviceAllocator, zkey: Groth16Zkey) -> dict[str, DeviceBuffer]:
+    """A and B by row on the device ({a,b}_{row_ptr,cols,vals_rr}): the prepared CSR when the key
+    came from the key cache, else built now (keycache.csr_matrices: a parallel counting sort)."""
+    d_csr = {}
+    try:
+        for tag, matrix in zip("ab", csr_matrices(zkey)):
+            d_csr[f"{tag}_row_ptr"] = allocator.upload(matrix.row_ptr, f"key csr {tag} row_ptr")
+            d_csr[f"{tag}_cols"] = allocator.upload(matrix.cols, f"key csr {tag} cols")
+            d_csr[f"{tag}_vals_rr"] = allocator.upload(matrix.vals, f"key csr {tag} values")
+    except BaseException:
+        for buf in d_csr.values():
+            buf.free()
+        raise
+    return d_csr
 
 
 class CudaBackend(Backend):
@@ -133,12 +138,8 @@ class CudaBackend(Backend):
                 for name in ("a", "b1", "b2", "c", "h"):
                     d_points[name] = up(getattr(zkey, f"points_{name}"), f"key points {name}")
                     bar.update()
-                for tag, matrix in (("a", MATRIX_A), ("b", MATRIX_B)):
-                    row_ptr, cols, vals = csr_by_row(zkey, matrix)
-                    d_csr[f"{tag}_row_ptr"] = up(row_ptr, f"key csr {tag} row_ptr")
-                    d_csr[f"{tag}_cols"] = up(cols, f"key csr {tag} cols")
-                    d_csr[f"{tag}_vals_rr"] = up(vals, f"key csr {tag} values")
-                    bar.update()
+                d_csr = upload_csr(self.allocator, zkey)
+                bar.update(2)
                 rt.ntt.ensure_twiddles(zkey.log_domain_size)
                 bar.update()
         except BaseException:
