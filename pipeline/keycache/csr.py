@@ -114,26 +114,25 @@ def _row_pass(rows: np.ndarray, by_bucket: np.ndarray | None, bucket_start: np.n
     over_chunks(len(groups), 1, sort_buckets)
 
 
-def combined_rows(zkey: Groth16Zkey) -> np.ndarray:
+def combined_rows(matrix: np.ndarray, constraint: np.ndarray, domain_size: int) -> np.ndarray:
     """Each coefficient's row in the stacked matrix [A; B]: ``matrix * domain_size + constraint``."""
-    if 2 * zkey.domain_size > 1 << 32:
-        raise ValueError(f"domain size {zkey.domain_size}: A and B rows must fit 32 bits")
-    n = zkey.coeff_matrix.shape[0]
-    rows = np.empty(n, dtype=np.uint32)
+    if 2 * domain_size > 1 << 32:
+        raise ValueError(f"domain size {domain_size}: A and B rows must fit 32 bits")
+    rows = np.empty(matrix.shape[0], dtype=np.uint32)
 
     def fill(a: int, b: int) -> None:
-        np.multiply(zkey.coeff_matrix[a:b], np.uint32(zkey.domain_size), out=rows[a:b])
-        rows[a:b] += zkey.coeff_constraint[a:b]
+        np.multiply(matrix[a:b], np.uint32(domain_size), out=rows[a:b])
+        rows[a:b] += constraint[a:b]
 
-    over_chunks(n, CHUNK_ENTRIES, fill)
+    over_chunks(matrix.shape[0], CHUNK_ENTRIES, fill)
     return rows
 
 
-def coefficient_order(zkey: Groth16Zkey) -> tuple[np.ndarray, np.ndarray]:
+def coefficient_order(matrix: np.ndarray, constraint: np.ndarray, domain_size: int) -> tuple[np.ndarray, np.ndarray]:
     """(order, row_ptr) of the coefficients by stacked row: A's rows 0..domain_size - 1, then B's."""
-    rows, n_rows = combined_rows(zkey), 2 * zkey.domain_size
+    rows, n_rows = combined_rows(matrix, constraint, domain_size), 2 * domain_size
     # snarkjs lists each matrix's terms by constraint: then splitting A from B (stably) is the whole sort
-    by_matrix = _split_by_matrix(zkey.coeff_matrix)
+    by_matrix = _split_by_matrix(matrix)
     sorted_rows = gather(rows, by_matrix)
     if non_decreasing(sorted_rows):
         return by_matrix, _row_ptr(np.bincount(sorted_rows, minlength=n_rows))
@@ -168,7 +167,7 @@ def csr_matrices(zkey: Groth16Zkey) -> tuple[CsrMatrix, CsrMatrix]:
     """A and B by row: the prepared ones (``zkey.csr``) if the key has them, else built now in memory."""
     if zkey.csr is not None:
         return zkey.csr
-    order, row_ptr = coefficient_order(zkey)
+    order, row_ptr = coefficient_order(zkey.coeff_matrix, zkey.coeff_constraint, zkey.domain_size)
     cols = gather(zkey.coeff_signal, order)
     vals = gather(zkey.coeff_values_stored, order)
     del order

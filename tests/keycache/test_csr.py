@@ -78,10 +78,10 @@ def test_snarkjs_order_takes_the_split_only_path_and_random_order_the_sort(monke
     calls = []
     monkeypatch.setattr(csr_module, "row_order", lambda *a: calls.append(a) or row_order(*a))
     rng = np.random.default_rng(9)
-    coefficient_order(random_coefficients(rng, 1 << 10, 5000, sorted_per_matrix=True))
-    assert calls == []
-    coefficient_order(random_coefficients(rng, 1 << 10, 5000))
-    assert len(calls) == 1
+    for sorted_per_matrix in (True, False):
+        key = random_coefficients(rng, 1 << 10, 5000, sorted_per_matrix)
+        coefficient_order(key.coeff_matrix, key.coeff_constraint, key.domain_size)
+        assert len(calls) == (0 if sorted_per_matrix else 1)
 
 
 def test_non_decreasing_sees_a_drop_at_a_chunk_boundary(monkeypatch):
