@@ -2,7 +2,8 @@
 
 Two levels, each under its own budget:
 
-- host: the parsed zkey (numpy arrays), the optional .r1cs (witness checks), the compiled
+- host: the parsed zkey (numpy arrays; read-only maps of its files when it came prepared from
+  the key cache, ``pipeline.keycache``, which the ``keys`` executor consults), the optional .r1cs (witness checks), the compiled
   circom wasm (witness synthesis) and, with the G2 MSM on the CPU, the decoded B2 points.
   Loaded once in the "keys" executor, counted against ``key_host_budget_bytes``. A key with
   partitions in flight (reference count > 0) is never evicted; idle keys go least recently
@@ -26,6 +27,7 @@ from ..backends import host_backend
 from ..backends.protocol import Backend
 from ..errors import BadInput, ZkpipeError
 from ..formats.types import Groth16Zkey, R1cs
+from ..keycache import KeyCacheSettings
 from .budgets import BudgetTooSmall, ByteBudget
 from .devices import Device
 
@@ -66,6 +68,7 @@ class HostKey:
     host_bytes: int
     delta_tables: Any = None  # groth16.prover.DeltaTables: the epilogue's blinding terms by table lookup
     r1cs_checker: Any = None  # groth16.r1cs_check.R1csChecker, prepared once when the key has an .r1cs
+    prepared: dict | None = None  # keycache.PreparedKey.summary(): from the cache or prepared now, how long
 
     @property
     def host_backend(self) -> Backend:
@@ -84,12 +87,15 @@ class _Entry:
     device_bytes: dict[int, int] = field(default_factory=dict)
 
 
-def load_host_key(spec: KeySpec, decode_g2: bool) -> HostKey:
-    """Blocking: read and cross-check the key's files (runs in the keys executor)."""
+def load_host_key(spec: KeySpec, decode_g2: bool, key_cache: KeyCacheSettings = KeyCacheSettings()
+                  ) -> HostKey:
+    """Blocking: read (or open prepared from the key cache) and cross-check the key's files (runs
+    in the keys executor)."""
     from ..formats.r1cs import read_r1cs
-    from ..formats.zkey import read_zkey
+    from ..keycache import prepare_key
 
-    zkey = read_zkey(spec.zkey_path)
+    prepared = prepare_key(spec.zkey_path, key_cache)
+    zkey = prepared.zkey
     size = zkey.host_bytes()
     r1cs, checker = None, None
     if spec.r1cs_path:
@@ -122,12 +128,14 @@ def load_host_key(spec: KeySpec, decode_g2: bool) -> HostKey:
 
         tables = DeltaTables.for_key(zkey)
         size += 2 << 20  # ~2.7k G1 + 2.7k G2 affine points as Python ints
-    return HostKey(spec, zkey, r1cs, calculator, host_g2, size, tables, checker)
+    return HostKey(spec, zkey, r1cs, calculator, host_g2, size, tables, checker, prepared.summary())
 
 
 class KeyStore:
-    def __init__(self, host_budget_bytes: int | None, executor: Executor, decode_g2: bool) -> None:
+    def __init__(self, host_budget_bytes: int | None, executor: Executor, decode_g2: bool,
+                 key_cache: KeyCacheSettings = KeyCacheSettings()) -> None:
         self._entries: dict[str, _Entry] = {}
+        self._key_cache = key_cache
         self.host_budget = ByteBudget("key host memory", host_budget_bytes)
         self._executor = executor
         self._decode_g2 = decode_g2
@@ -206,7 +214,8 @@ class KeyStore:
     async def _load_host(self, entry: _Entry) -> None:
         loop = asyncio.get_running_loop()
         try:
-            host = await loop.run_in_executor(self._executor, load_host_key, entry.spec, self._decode_g2)
+            host = await loop.run_in_executor(self._executor, load_host_key, entry.spec, self._decode_g2,
+                                              self._key_cache)
         except (KeyLoadError, BudgetTooSmall):
             raise
         except Exception as exc:
@@ -309,5 +318,6 @@ class KeyStore:
             keys[key_id] = {"zkey_path": e.spec.zkey_path, "host_resident": e.host is not None,
                             "host_bytes": e.host.host_bytes if e.host else 0, "refs": e.refs,
                             "devices": sorted(e.device_handles)}
+            keys[key_id]["prepared"] = e.host.prepared if e.host else None  # keycache: from the cache? how long
         return {"keys": keys, "host_budget": self.host_budget.snapshot(), "loads": self.loads,
                 "evictions": self.evictions}
