@@ -21,7 +21,7 @@ def adopt_dev_key(backend: CudaBackend, dev_key: DevKey) -> CudaKey:
     if not dev_key.d_points:
         raise ValueError("the development key's device points were freed or adopted already")
     rt = backend.runtime(zkey.curve)
-    d_csr = upload_csr(backend.allocator, zkey)
+    d_csr = upload_csr(backend.upload_key_array, zkey)
     try:
         rt.ntt.ensure_twiddles(zkey.log_domain_size)
     except BaseException:

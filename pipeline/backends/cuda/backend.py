@@ -34,6 +34,7 @@ from .ntt import NttRunner
 from .options import CudaOptions
 from .streams import Stream
 from .split import DeviceSplit, enqueue_split, split_scratch_bytes, split_worth_it
+from .staged_upload import staged_upload
 from .work import MSM_SLOTS, CudaPartitionWork, PhaseEvents, PinnedResultPool, results_bytes
 
 
@@ -72,15 +73,16 @@ class DeviceH:
         self.witness_host = None
 
 
-def upload_csr(allocator: DeviceAllocator, zkey: Groth16Zkey) -> dict[str, DeviceBuffer]:
-    """A and B by row on the device ({a,b}_{row_ptr,cols,vals_rr}): the prepared CSR when the key
-    came from the key cache, else built now (keycache.csr_matrices: a parallel counting sort)."""
+def upload_csr(upload, zkey: Groth16Zkey) -> dict[str, DeviceBuffer]:
+    """A and B by row on the device ({a,b}_{row_ptr,cols,vals_rr}) through ``upload(array, what)``:
+    the prepared CSR when the key came from the key cache, else built now (keycache.csr_matrices:
+    a parallel counting sort)."""
     d_csr = {}
     try:
         for tag, matrix in zip("ab", csr_matrices(zkey)):
-            d_csr[f"{tag}_row_ptr"] = allocator.upload(matrix.row_ptr, f"key csr {tag} row_ptr")
-            d_csr[f"{tag}_cols"] = allocator.upload(matrix.cols, f"key csr {tag} cols")
-            d_csr[f"{tag}_vals_rr"] = allocator.upload(matrix.vals, f"key csr {tag} values")
+            d_csr[f"{tag}_row_ptr"] = upload(matrix.row_ptr, f"key csr {tag} row_ptr")
+            d_csr[f"{tag}_cols"] = upload(matrix.cols, f"key csr {tag} cols")
+            d_csr[f"{tag}_vals_rr"] = upload(matrix.vals, f"key csr {tag} values")
     except BaseException:
         for buf in d_csr.values():
             buf.free()
@@ -131,14 +133,14 @@ class CudaBackend(Backend):
     # -- the key ---------------------------------------------------------------------------------
     def load_key(self, zkey: Groth16Zkey) -> CudaKey:
         rt = self.runtime(zkey.curve)
-        up = self.allocator.upload
+        up = self.upload_key_array
         d_points, d_csr = {}, {}
         try:
             with progress.bar("preparing the key (cuda)", total=8, unit="part") as bar:
                 for name in ("a", "b1", "b2", "c", "h"):
                     d_points[name] = up(getattr(zkey, f"points_{name}"), f"key points {name}")
                     bar.update()
-                d_csr = upload_csr(self.allocator, zkey)
+                d_csr = upload_csr(up, zkey)
                 bar.update(2)
                 rt.ntt.ensure_twiddles(zkey.log_domain_size)
                 bar.update()
@@ -148,6 +150,11 @@ class CudaBackend(Backend):
             raise
         resident = sum(b.nbytes for b in (*d_points.values(), *d_csr.values()))
         return CudaKey(zkey, rt, d_points, d_csr, resident)
+
+    def upload_key_array(self, h_array: np.ndarray, what: str) -> DeviceBuffer:
+        """A key array in a new device buffer, staged through pinned pieces filled on all cores (a
+        key mapped from its files pages in in parallel: staged_upload.py)."""
+        return staged_upload(self.allocator, self.stream, h_array, what)
 
     def unload_key(self, key: CudaKey) -> None:
         for buf in (*key.d_points.values(), *key.d_csr.values()):
