@@ -23,10 +23,15 @@
 #   devsetup bench.dev_setup: GPU development keys of synth circuits, phases, then one proof's GPU stage on
 #            each (circuit vs random witness) [DEVSETUP_SIZES=20 22 24] [DEVSETUP_CURVES=bls12381 bn128]
 #            -> bench/results/dev_setup_<sizes>_<curves>.md (2^26: its own call; 2^27: nvidia-h200-x2's host memory)
+#   keyprep  bench.key_prepare --upload (issue 11 item 2): the old parse + argsort CSR vs the key cache's first and
+#            next start, each into CudaBackend.load_key, random BLS12-381 keys of 2^[KEYPREP_SIZES=24] written to
+#            [KEYPREP_DIR=/tmp]; [KEYPREP_ARGS] e.g. "--cold" (page cache dropped per timing), "--order snarkjs".
+#            2^26 (~45 GB key + ~6 GB cache, ~45 GB of RAM for the old path): its own call, on nvidia-h200-x2
+#            (disk)                                                                   -> bench/results/key_prepare_*.md
 #   seam     before/after of the backend seam (issue 9): engine at 2^14 and 2^20 (1 and all devices)
 #            and the GPU stage at 2^14/20/24, in this tree and in the tree of .anchors/before.tar;
 #            sppark's MSM bench if .anchors/bench_bls12381 is there. Carry .anchors.
-# Wheels the host lacks (orjson, py_ecc, wasmtime) travel in .whl/. Every file a section writes
+# Wheels the host lacks (orjson, py_ecc, wasmtime, xxhash) travel in .whl/. Every file a section writes
 # under bench/results/ is copied to $OUT at the end, with gpu.txt and the logs.
 set -o pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -99,6 +104,10 @@ cluster() {
       2>&1 | tee "$OUT/cluster_$travel.log" | grep -E "end to end|Error|error|wrote"
   done
 }
+keyprep() {
+  timeout "${KEYPREP_TIMEOUT:-570}" python3 -m bench.key_prepare ${KEYPREP_SIZES:-24} --upload ${KEYPREP_ARGS:-} \
+    --dir "${KEYPREP_DIR:-/tmp}" 2>&1 | tee "$OUT/keyprep.log" | tail -n 12
+}
 devsetup() {
   timeout "${DEVSETUP_TIMEOUT:-560}" python3 -m bench.dev_setup --sizes ${DEVSETUP_SIZES:-20 22 24} \
     --curves ${DEVSETUP_CURVES:-bls12381 bn128} 2>&1 | tee "$OUT/dev_setup.log" | tail -n 25
@@ -131,7 +140,7 @@ seam() {
 
 for section in ${@:-tests demo prove stage msm engine server}; do
   case $section in
-    tests|demo|prove|ntt|msm|stage|memory|blocks|build|engine|scaling|server|cluster|seam|devsetup) echo "== $section"; $section ;;
+    tests|demo|prove|ntt|msm|stage|memory|blocks|build|engine|scaling|server|cluster|seam|devsetup|keyprep) echo "== $section"; $section ;;
     *) echo "bench/device.sh: unknown section '$section'" >&2; rc=2 ;;
   esac
 done

@@ -93,38 +93,42 @@ def prepare_key(zkey_path: str | os.PathLike, settings: KeyCacheSettings = KeyCa
     with progress.bar(f"preparing {Path(zkey_path).name}", total=4, unit="step") as bar:
         header = read_zkey_header(zkey_path)
         bar.update()
-        lock = folder.with_name(folder.name + ".lock")
-        content = None
-        with _locked(lock, exclusive=False):
-            opened, reason, content = _try_open(folder, header, content)
-        if opened is None:
-            with _locked(lock, exclusive=True):  # another process may have built it meanwhile
-                opened, reason, content = _try_open(folder, header, content)
-                if opened is None:
-                    bar.set_postfix_str("building")
-                    log.info("key cache %s: %s; preparing the key", folder, reason)
-                    opened = _build(folder, header, bar)
-                    source = "built" if opened is not None else "uncached"
-                else:
-                    source, reason = "cache", ""
-        else:
-            source, reason = "cache", ""
+        opened, source, reason = _open_or_build(folder, header, bar)
         bar.update(bar.total - bar.n)
     if opened is None:  # the cache could not be written: the key as read, CSR built at load
-        return _done(read_zkey(zkey_path), "uncached", t0, None, "writing the cache failed")
+        return _done(read_zkey(zkey_path), "uncached", t0, None, reason)
     coefficients, csr = opened
     vk, ic = read_vk_points(header)
     zkey = zkey_from_parts(header, vk, ic, coefficients, read_points(header, map_points=True), csr)
     return _done(zkey, source, t0, str(folder), reason)
 
 
+def _open_or_build(folder: Path, header, bar):
+    """(opened or None, source, reason): the valid cache, else one built now under the exclusive lock."""
+    lock = folder.with_name(folder.name + ".lock")
+    bar.set_postfix_str("checking the cache")
+    with _locked(lock, exclusive=False):
+        opened, reason, content = _try_open(folder, header, None)
+    if opened is not None:
+        return opened, "cache", ""
+    with _locked(lock, exclusive=True):
+        opened, reason, content = _try_open(folder, header, content)  # another process may have built it meanwhile
+        if opened is not None:
+            return opened, "cache", ""
+        log.info("key cache %s: %s; preparing the key", folder, reason)
+        built = _build(folder, header, bar)
+    if built is None:
+        return None, "uncached", "writing the cache failed"
+    return built, "built", reason
+
+
 def _done(zkey: Groth16Zkey, source: str, t0: float, folder: str | None, reason: str) -> PreparedKey:
     prepared = PreparedKey(zkey, source, time.perf_counter() - t0, os.path.getsize(zkey.path), folder, reason)
-    seconds = prepared.seconds
-    what = {"cache": "opened its cache", "built": "prepared and cached", "uncached": "read (no cache)"}[prepared.source]
-    log.info("key %s: %s in %.2f s (%.2f GB key, %.2f GB/s)%s", prepared.zkey.path, what, seconds,
-             prepared.key_bytes / 1e9, prepared.key_bytes / 1e9 / max(seconds, 1e-9),
-             f"; {prepared.reason}" if prepared.source != "cache" and prepared.reason else "")
+    what = {"cache": "opened its cache", "built": "prepared and cached", "uncached": "read (no cache)"}[source]
+    mapped = "; its points are mapped, read when uploaded" if source != "uncached" else ""
+    why = f"; {reason}" if source != "cache" and reason else ""
+    log.info("key %s: %s in %.2f s (%.2f GB, %.2f GB/s of key bytes%s)%s", zkey.path, what, prepared.seconds,
+             prepared.key_bytes / 1e9, prepared.key_bytes / 1e9 / max(prepared.seconds, 1e-9), mapped, why)
     return prepared
 
 
@@ -144,12 +148,15 @@ def _build(folder: Path, header, bar):
     when the cache could not be written (logged)."""
     bf = header.binfile
     _, size = bf.require(4)
+    bar.set_postfix_str("reading the coefficients")
     raw = read_array(bf, 4, 0, np.uint8, (size,))  # read once: hashed, then parsed
     content = zkey_content_digest(header, raw)
     coefficients = read_coefficients(header, raw)
     del raw
+    bar.set_postfix_str("sorting A and B by row")
     order, row_ptr = coefficient_order(coefficients[0], coefficients[1], header.domain_size)
     bar.update()
+    bar.set_postfix_str("writing the cache")
     for stale in folder.parent.glob(f".{folder.name}.*"):  # dead builders' leftovers (we hold the lock)
         shutil.rmtree(stale, ignore_errors=True)
     tmp = folder.with_name(f".{folder.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")

@@ -247,3 +247,20 @@ def test_concurrent_builders_in_processes_leave_one_whole_cache(tmp_path):
     assert prepare_key(path).source == "cache"
     folders = list((tmp_path / ".zkpipe-keycache").iterdir())
     assert sorted(f.name.endswith(".lock") for f in folders) == [False, True]  # one folder, its lock, no leftovers
+
+
+def test_a_cache_that_cannot_be_written_costs_only_the_caching(key_copy, monkeypatch, caplog):
+    path = key_copy()
+
+    def disk_full(folder, *args):
+        (folder / "coeff_values.bin").write_bytes(b"partial")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(prepare_module, "write_folder", disk_full)
+    with caplog.at_level(logging.WARNING, logger="zkpipe.keycache"):
+        prepared = prepare_key(path)
+    assert prepared.source == "uncached" and prepared.reason == "writing the cache failed"
+    assert "No space left on device" in caplog.text
+    assert np.array_equal(csr_matrices(prepared.zkey)[0].vals, csr_matrices(read_zkey(path))[0].vals)
+    root = path.parent / ".zkpipe-keycache"
+    assert sorted(p.suffix for p in root.iterdir()) == [".lock"]  # no folder, no temp left behind
