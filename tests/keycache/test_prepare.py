@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import pipeline
 from pipeline.curves import curve_by_name
 from pipeline.formats.errors import FormatError
 from pipeline.formats.zkey import read_zkey
@@ -147,7 +148,7 @@ def test_changed_points_need_no_rebuild_and_are_seen(key_copy):
 
 @pytest.mark.parametrize("change, reason", [
     (lambda m: m.setattr(folder_module, "CACHE_FORMAT", 99), "cache format 1), this is zkpipe"),
-    (lambda m: m.setattr(folder_module, "__version__", "9.9.9"), "this is zkpipe 9.9.9"),
+    (lambda m: m.setattr(pipeline, "__version__", "9.9.9"), "this is zkpipe 9.9.9"),
 ])
 def test_a_cache_of_another_version_is_rebuilt(key_copy, caplog, monkeypatch, change, reason):
     path = key_copy()
