@@ -42,7 +42,7 @@ def digest_file_range(path: str | os.PathLike, offset: int, size: int) -> str:
     fd = os.open(path, os.O_RDONLY)
     try:
         def leaf(a: int, b: int) -> bytes:
-            view = _buffer(b - a)
+            view = scratch(b - a)
             done = 0
             while done < b - a:
                 got = os.preadv(fd, [view[done:]], offset + a + done)
@@ -56,8 +56,8 @@ def digest_file_range(path: str | os.PathLike, offset: int, size: int) -> str:
         os.close(fd)
 
 
-def _buffer(nbytes: int) -> memoryview:
-    """This thread's read buffer (kept: fresh 64 MiB each time would cost page faults), cut to ``nbytes``."""
+def scratch(nbytes: int) -> memoryview:
+    """This thread's block buffer (kept: a fresh 64 MiB each time would cost page faults), cut to ``nbytes``."""
     buf = getattr(_buffers, "buf", None)
     if buf is None or len(buf) < nbytes:
         buf = _buffers.buf = bytearray(max(nbytes, BLOCK_BYTES))

@@ -151,7 +151,9 @@ def gather(src: np.ndarray, order: np.ndarray, out: np.ndarray | None = None) ->
     """``src[order]`` along the first axis, in chunks on the worker pool."""
     if out is None:
         out = np.empty((order.shape[0], *src.shape[1:]), dtype=src.dtype)
-    over_chunks(order.shape[0], CHUNK_ENTRIES, lambda a, b: np.take(src, order[a:b], axis=0, out=out[a:b]))
+    # mode="clip": take writes straight into out (mode="raise" buffers a copy); order is always in range
+    over_chunks(order.shape[0], CHUNK_ENTRIES,
+                lambda a, b: np.take(src, order[a:b], axis=0, out=out[a:b], mode="clip"))
     return out
 
 

@@ -33,8 +33,8 @@ import pipeline  # its __version__ (the layering test reads `from .. import` as 
 from ..formats.binfile import over_chunks
 from ..formats.types import CsrMatrix
 from ..formats.zkey import ZkeyHeader
-from .checksum import BLOCK_BYTES, digest_file_range, tree_digest
-from .csr import gather, split_row_ptr
+from .checksum import BLOCK_BYTES, digest_file_range, scratch, tree_digest
+from .csr import split_row_ptr
 
 CACHE_FORMAT = 1  # bump when what a file holds or how it is laid out changes
 MANIFEST = "manifest.json"
@@ -48,7 +48,7 @@ def write_folder(folder: Path, header: ZkeyHeader, content: str, coefficients: t
                  row_ptr: np.ndarray) -> None:
     """Write the prepared key into ``folder`` (new, empty): the coefficients gathered through
     ``order`` (their CSR order), the split row pointers, then the manifest."""
-    matrix, constraint, signal, values = coefficients
+    _, _, signal, values = coefficients  # matrix and constraint follow from the order
     d = header.domain_size
     ptr_a, ptr_b = split_row_ptr(row_ptr, d)
     n, n_a = order.shape[0], int(ptr_a[-1])
@@ -60,34 +60,50 @@ def write_folder(folder: Path, header: ZkeyHeader, content: str, coefficients: t
         starts = np.clip(row_ptr[first : last + 2], a, b)
         return np.repeat(np.arange(first, last + 1, dtype=np.int64), np.diff(starts))
 
-    makers: dict[str, tuple[np.dtype, tuple, Callable[[int, int], np.ndarray]]] = {
-        "coeff_matrix": (np.dtype("<u4"), (n,), lambda a, b: (np.arange(a, b) >= n_a).astype("<u4")),
-        "coeff_constraint": (np.dtype("<u4"), (n,), lambda a, b: (stacked_rows(a, b) % d).astype("<u4")),
-        "coeff_signal": (np.dtype("<u4"), (n,), lambda a, b: gather(signal, order[a:b])),
-        "coeff_values": (np.dtype("<u8"), values.shape, lambda a, b: gather(values, order[a:b])),
-        "row_ptr_a": (np.dtype("<u4"), ptr_a.shape, lambda a, b: ptr_a[a:b]),
-        "row_ptr_b": (np.dtype("<u4"), ptr_b.shape, lambda a, b: ptr_b[a:b]),
-    }
+    # Each fills rows a..b-1 of its file into ``out``. take(mode="clip") writes straight into out
+    # (mode="raise" would buffer a copy); the indices are a permutation, always in range.
+    def matrix_rows(out, a, b):
+        out[:] = np.arange(a, b) >= n_a
+
+    def constraint_rows(out, a, b):
+        out[:] = stacked_rows(a, b) % d
+
+    def signal_rows(out, a, b):
+        np.take(signal, order[a:b], out=out, mode="clip")
+
+    def value_rows(out, a, b):
+        np.take(values, order[a:b], axis=0, out=out, mode="clip")
+
+    def row_ptr_rows(ptr):
+        def rows(out, a, b):
+            out[:] = ptr[a:b]
+        return rows
+
+    u4, u8 = np.dtype("<u4"), np.dtype("<u8")
+    makers = {"coeff_matrix": (u4, (n,), matrix_rows), "coeff_constraint": (u4, (n,), constraint_rows),
+              "coeff_signal": (u4, (n,), signal_rows), "coeff_values": (u8, values.shape, value_rows),
+              "row_ptr_a": (u4, ptr_a.shape, row_ptr_rows(ptr_a)), "row_ptr_b": (u4, ptr_b.shape, row_ptr_rows(ptr_b))}
     arrays = {}
-    for name, (dtype, shape, make) in makers.items():
-        arrays[name] = {"dtype": dtype.str, "shape": list(shape), "digest": _write_array(folder / f"{name}.bin",
-                                                                                           dtype, shape, make)}
+    for name, (dtype, shape, fill) in makers.items():
+        digest = _write_array(folder / f"{name}.bin", dtype, shape, fill)
+        arrays[name] = {"dtype": dtype.str, "shape": list(shape), "digest": digest}
     manifest = {"format": CACHE_FORMAT, "zkpipe": pipeline.__version__, "content": content, "curve": header.curve.name,
                 "n_vars": header.n_vars, "n_public": header.n_public, "domain_size": d, "n_coefficients": n,
                 "n_a": n_a, "key_path": header.binfile.path, "arrays": arrays}
     (folder / MANIFEST).write_text(json.dumps(manifest, indent=1))
 
 
-def _write_array(path: Path, dtype: np.dtype, shape: tuple, make: Callable[[int, int], np.ndarray]) -> str:
-    """Write rows ``make(a, b)`` of an array to ``path`` block by block on the worker threads; its digest."""
+def _write_array(path: Path, dtype: np.dtype, shape: tuple, fill: Callable[[np.ndarray, int, int], object]) -> str:
+    """Write an array to ``path`` block by block on the worker threads, ``fill(out, a, b)`` putting
+    rows a..b-1 into the thread's block buffer; the array's digest."""
     row_bytes = dtype.itemsize * math.prod(shape[1:])
     rows_per_block = BLOCK_BYTES // row_bytes
     assert rows_per_block * row_bytes == BLOCK_BYTES, "a row must divide the checksum block"
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
         def block(a: int, b: int) -> bytes:
-            data = np.ascontiguousarray(make(a, b), dtype=dtype)
-            view = memoryview(data.reshape(-1).view(np.uint8))
+            view = scratch((b - a) * row_bytes)
+            fill(np.frombuffer(view, dtype=dtype).reshape(b - a, *shape[1:]), a, b)
             done, offset = 0, a * row_bytes
             while done < len(view):
                 done += os.pwrite(fd, view[done:], offset + done)

@@ -45,7 +45,8 @@ async def test_proofs_from_a_prepared_and_from_a_cached_key_verify(curve, tmp_pa
         assert not verify(vk, wrong, proof.pi_a, proof.pi_b, proof.pi_c)
     (tmp_path / "proof.json").write_bytes(orjson.dumps(proof.proof_json))
     (tmp_path / "public.json").write_bytes(orjson.dumps(proof.public_json))
-    assert snarkjs_verify(fixture_dir(curve, "chain_2e8") / "vk.json", tmp_path / "public.json", tmp_path / "proof.json")
+    vk_json = fixture_dir(curve, "chain_2e8") / "vk.json"
+    assert snarkjs_verify(vk_json, tmp_path / "public.json", tmp_path / "proof.json")
 
 
 async def test_the_cache_is_beside_the_key_by_default_and_can_be_turned_off(tmp_path):

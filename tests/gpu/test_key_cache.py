@@ -36,7 +36,8 @@ def test_load_key_from_the_cache_gives_the_proof_of_the_zkey(cuda_backend, gpu_c
     for _, zkey in keys:
         key = cuda_backend.load_key(zkey)
         try:
-            arrays.append({name: device_bytes(cuda_backend, buf) for name, buf in {**key.d_points, **key.d_csr}.items()})
+            buffers = {**key.d_points, **key.d_csr}
+            arrays.append({name: device_bytes(cuda_backend, buf) for name, buf in buffers.items()})
             proof = prove(cuda_backend, key, zkey, witness, blinding)
         finally:
             cuda_backend.unload_key(key)

@@ -128,7 +128,8 @@ def test_changed_vk_rebuilds_the_cache(key_copy, caplog):
     n8q = int.from_bytes(header[:4], "little")
     alpha = 4 + n8q + 4 + 32 + 12  # n8q, q, n8r, r, nVars nPublic domainSize
     g1 = 2 * n8q
-    header[alpha : alpha + 2 * g1] = header[alpha + g1 : alpha + 2 * g1] + header[alpha : alpha + g1]  # alpha1 <-> beta1
+    alpha1, beta1 = header[alpha : alpha + g1], header[alpha + g1 : alpha + 2 * g1]
+    header[alpha : alpha + 2 * g1] = beta1 + alpha1  # swapped: both valid points, another key
     path.write_bytes(patch_sections(data, {2: bytes(header)}))
     assert "changed" in _rebuilt_because(caplog, path)
     assert prepare_key(path).zkey.alpha1 == read_zkey(path).alpha1
