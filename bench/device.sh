@@ -28,6 +28,9 @@
 #            [KEYPREP_DIR=/tmp]; [KEYPREP_ARGS] e.g. "--cold" (page cache dropped per timing), "--order snarkjs".
 #            2^26 (~45 GB key + ~6 GB cache, ~45 GB of RAM for the old path): its own call, on nvidia-h200-x2
 #            (disk)                                                                   -> bench/results/key_prepare_*.md
+#   streamed bench.streamed_keys: a 2^[STREAMED_LOG=26] BLS12-381 development key resident, then streamed under
+#            [STREAMED_BUDGETS=0 16 8] GiB with batches of [STREAMED_BATCHES=1 2 5 10], [STREAMED_PARTITIONS=10]
+#            partitions per row; pinned copy rate of the same call   -> bench/results/streamed_keys_*.md
 #   seam     before/after of the backend seam (issue 9): engine at 2^14 and 2^20 (1 and all devices)
 #            and the GPU stage at 2^14/20/24, in this tree and in the tree of .anchors/before.tar;
 #            sppark's MSM bench if .anchors/bench_bls12381 is there. Carry .anchors.
@@ -113,6 +116,12 @@ devsetup() {
     --curves ${DEVSETUP_CURVES:-bls12381 bn128} 2>&1 | tee "$OUT/dev_setup.log" | tail -n 25
 }
 
+streamed() {
+  timeout "${STREAMED_TIMEOUT:-560}" python3 -m bench.streamed_keys --log "${STREAMED_LOG:-26}" --curve bls12381 \
+    --budgets-gib ${STREAMED_BUDGETS:-0 16 8} --batches ${STREAMED_BATCHES:-1 2 5 10} \
+    --partitions "${STREAMED_PARTITIONS:-10}" 2>&1 | tee "$OUT/streamed.log" | tail -n 16
+}
+
 # bench module $3.. in tree $2 with a time limit of $1 s: as a module here, by path in trees from
 # before bench/ was a package
 bench_in() {
@@ -140,7 +149,8 @@ seam() {
 
 for section in ${@:-tests demo prove stage msm engine server}; do
   case $section in
-    tests|demo|prove|ntt|msm|stage|memory|blocks|build|engine|scaling|server|cluster|seam|devsetup|keyprep) echo "== $section"; $section ;;
+    tests|demo|prove|ntt|msm|stage|memory|blocks|build|engine|scaling|server|cluster|seam|devsetup|streamed|keyprep)
+      echo "== $section"; $section ;;
     *) echo "bench/device.sh: unknown section '$section'" >&2; rc=2 ;;
   esac
 done

@@ -13,7 +13,9 @@ Buffers and forms, for every member:
   alive and unchanged until the call's work has completed (``PartitionWork.wait``).
 - key handles: whatever ``load_key`` returns; opaque to the caller, owned by the caller, freed
   only through ``unload_key``. The CUDA backend keeps the key's points on the device (affine,
-  Montgomery form, as the zkey stores them) and its coefficients as CSR rows.
+  Montgomery form, as the zkey stores them) and its coefficients as CSR rows; a key larger than
+  the device budget keeps some point sections in host memory instead and streams them through
+  the device once per batch of partitions (``place_key``, ``start_batch``; placement.py, batch.py).
 - H handles: whatever ``compute_h`` returns; opaque. Only ``msms`` of the same backend consumes
   one (and frees it); ``h_to_host`` copies it out for checks without consuming it.
 - results: points cross the boundary as ``G1Jacobian`` / ``G2Jacobian``: Jacobian coordinates,
@@ -40,6 +42,8 @@ import numpy as np
 from ..curves import Curve
 from ..errors import Unavailable
 from ..formats.types import Groth16Zkey
+from .batch import BatchItem, BatchWork, SequentialBatch
+from .placement import KeyPlacement
 
 
 class G1Jacobian(NamedTuple):
@@ -157,10 +161,18 @@ class Backend(abc.ABC):
         prove``). Returns where each kernel unit came from ({} for none). Idempotent."""
         return {}
 
+    def place_key(self, zkey: Groth16Zkey, budget_bytes: int | None) -> KeyPlacement:
+        """Where ``load_key`` would keep the key's points on a device with ``budget_bytes`` of
+        memory (None: unbounded) so that a partition's scratch fits next to it: every section
+        resident when it fits, else some streamed from host memory (``placement.py``). The
+        default: everything resident, ``key_device_bytes(zkey)`` bytes."""
+        return KeyPlacement(device_bytes=self.key_device_bytes(zkey))
+
     @abc.abstractmethod
-    def load_key(self, zkey: Groth16Zkey) -> Any:
-        """Make the key resident for this backend; returns the handle the other members take.
-        Raises ``Unavailable`` (``DeviceBudgetError``) when it does not fit; frees what it took."""
+    def load_key(self, zkey: Groth16Zkey, placement: KeyPlacement | None = None) -> Any:
+        """Make the key usable for this backend as ``placement`` says (None: all resident);
+        returns the handle the other members take. Raises ``Unavailable`` (``DeviceBudgetError``)
+        when it does not fit; frees what it took."""
 
     @abc.abstractmethod
     def unload_key(self, key: Any) -> None:
@@ -201,14 +213,25 @@ class Backend(abc.ABC):
         timings = {**msms.timings_ms, "h_ms": (t1 - t0) * 1e3, "msm_ms": (t2 - t1) * 1e3}
         return CompletedWork(dataclasses.replace(msms, timings_ms=timings))
 
+    def start_batch(self, key: Any, items: list[BatchItem], with_b_g2: bool) -> BatchWork:
+        """Several partitions of one key in one pass (``batch.py``: the engine queues it step by
+        step and awaits it). The default runs them one after the other (``start_partition``)."""
+        return SequentialBatch(self, key, items, with_b_g2)
+
+    def max_batch(self, key: Any) -> int:
+        """How many partitions one pass over ``key`` may take (1: batching gains nothing, as for
+        a key whose points are all resident)."""
+        return 1
+
     # -- capabilities for the engine's budgets and placement --------------------------------
     def key_device_bytes(self, zkey: Groth16Zkey) -> int:
-        """Device memory ``load_key(zkey)`` will hold (0: none of a device's own)."""
+        """Device memory ``load_key(zkey)`` will hold with every section resident (0: none of a
+        device's own)."""
         return 0
 
-    def scratch_bytes(self, key: Any) -> int:
-        """Upper bound of the device memory one partition takes beyond its key, from the moment
-        it takes the GPU lock until it gives it back (0: none)."""
+    def scratch_bytes(self, key: Any, batch: int = 1) -> int:
+        """Upper bound of the device memory a pass of ``batch`` partitions takes beyond its key,
+        from the moment it takes the GPU lock until it gives it back (0: none)."""
         return 0
 
     def memory_budget_bytes(self) -> int | None:

@@ -30,7 +30,10 @@ class EngineConfig:
     host_memory_budget_bytes: int | None = None  # partitions in flight (witness, buffers); None: unbounded
     staging_buffers_kept: int = 4  # idle pinned staging buffers kept for reuse (pinning is slow)
     key_host_budget_bytes: int | None = None  # resident keys on the host (LRU); None: unbounded
-    vram_budget_bytes: int | None = None  # per device: resident keys + one partition's scratch; None: unbounded
+    vram_budget_bytes: int | None = None  # per device: resident keys + one pass's scratch; None: unbounded
+    # Partitions of one streamed key (points larger than the VRAM budget) that share a pass of its
+    # points: the gpu stage takes up to this many waiting partitions of the key at once.
+    gpu_batch_max: int = 10
 
     # -- what a proof includes -------------------------------------------------------------
     g2_msm_placement: str = "gpu"  # "gpu": in the backend's msms; "cpu": started in prep_msm, joined in the epilogue
@@ -52,7 +55,7 @@ class EngineConfig:
 
     def __post_init__(self) -> None:
         positive = ("gpu_workers_per_device", "synthesize_workers", "prep_msm_workers", "epilogue_workers",
-                    "g2_msm_workers", "queue_size", "max_partitions_in_flight", "finished_jobs_kept",
+                    "g2_msm_workers", "gpu_batch_max", "queue_size", "max_partitions_in_flight", "finished_jobs_kept",
                     "timeline_events_kept")
         for name in positive:
             value = getattr(self, name)

@@ -49,8 +49,12 @@ class Device:
         self.lock_held_since: float | None = None
         self.partitions_in_gpu = 0
 
-    def scratch_bytes(self, key_handle: Any) -> int:
-        return int(self.backend.scratch_bytes(key_handle))
+    def scratch_bytes(self, key_handle: Any, batch: int = 1) -> int:
+        return int(self.backend.scratch_bytes(key_handle, batch))
+
+    def place_key(self, zkey: Any):
+        """Where the backend would keep ``zkey`` under this device's whole VRAM budget."""
+        return self.backend.place_key(zkey, self.vram.capacity)
 
     def key_device_bytes(self, zkey: Any) -> int:
         return int(self.backend.key_device_bytes(zkey))

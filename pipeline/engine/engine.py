@@ -23,13 +23,13 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from ..backends import backend_choice_json
-from ..formats.types import Witness
+from ..formats.types import Groth16Zkey, Witness
 from ..keycache import KeyCacheSettings
 from .config import EngineConfig
 from .cpu_workers import G2Workers, warm_up
 from .devices import BackendFactory, Device, make_devices
 from .jobs import Job, JobEvent, JobState, Priority
-from .keystore import KeySpec, KeyStore
+from .keystore import IN_MEMORY, KeySpec, KeyStore
 from .metrics import Interval, Metrics, lock_busy_fraction, lock_held_seconds
 from .pipeline import Pipeline, StageListener
 from .staging import StagingPool
@@ -92,8 +92,8 @@ class Engine:
         self._g2_workers = G2Workers(c.g2_msm_executor, c.g2_msm_workers)
         if c.g2_msm_placement == "cpu":
             await asyncio.to_thread(warm_up, self._g2_workers.executor, c.g2_msm_workers)
-        decode_g2 = c.g2_msm_placement == "cpu" and c.g2_msm_executor == "thread"
-        self.keystore = KeyStore(c.key_host_budget_bytes, self._executors["keys"], decode_g2,
+        g2_executor = c.g2_msm_executor if c.g2_msm_placement == "cpu" else None
+        self.keystore = KeyStore(c.key_host_budget_bytes, self._executors["keys"], g2_executor,
                                  KeyCacheSettings(c.key_cache, c.key_cache_dir))
         for spec in self._pending_specs:
             self.keystore.register(spec)
@@ -175,15 +175,16 @@ class Engine:
             raise EngineNotRunning(f"the engine is {self._state}; use it inside 'async with Engine(...)'")
 
     # -- keys ------------------------------------------------------------------------------
-    def register_key(self, key_id: str, zkey_path: str | Path, r1cs_path: str | Path | None = None,
-                     wasm_path: str | Path | None = None) -> None:
-        """Make a key known by id (nothing is read until first use or ``preload``)."""
-        spec = KeySpec(key_id, str(zkey_path), None if r1cs_path is None else str(r1cs_path),
-                       None if wasm_path is None else str(wasm_path))
+    def register_key(self, key_id: str, zkey_path: str | Path | None = None, r1cs_path: str | Path | None = None,
+                     wasm_path: str | Path | None = None, zkey: Groth16Zkey | None = None) -> None:
+        """Make a key known by id (nothing is read until first use or ``preload``): a .zkey file,
+        or a key object already in memory (``zkey=``, e.g. from the development setup)."""
+        if (zkey_path is None) == (zkey is None):
+            raise ValueError(f"key {key_id!r}: give either zkey_path or zkey")
+        spec = KeySpec(key_id, IN_MEMORY if zkey is not None else str(zkey_path),
+                       None if r1cs_path is None else str(r1cs_path), None if wasm_path is None else str(wasm_path), zkey)
         if self.keystore is None:
-            for path in (spec.zkey_path, spec.r1cs_path, spec.wasm_path):
-                if path is not None and not Path(path).is_file():
-                    raise FileNotFoundError(f"key {key_id!r}: no such file {path}")
+            spec.check_files()
             self._pending_specs = [s for s in self._pending_specs if s.key_id != key_id] + [spec]
         else:
             self.keystore.register(spec)

@@ -8,8 +8,10 @@ Two levels, each under its own budget:
   Loaded once in the "keys" executor, counted against ``key_host_budget_bytes``. A key with
   partitions in flight (reference count > 0) is never evicted; idle keys go least recently
   used first when a load needs room.
-- device: ``backend.load_key`` per device, counted against that device's VRAM budget
-  (``backend.key_device_bytes(zkey)`` if the backend has it, else 0). Device copies are made
+- device: ``backend.load_key`` per device, counted against that device's VRAM budget, placed
+  by ``backend.place_key(zkey, budget)``: all resident when the key and a partition's scratch
+  fit, else hot sections resident and the rest streamed from host memory (the snapshot says
+  which: "resident", "partly resident", "streamed"). Device copies are made
   and dropped only by the holder of that device's GPU lock (DESIGN rule 1: VRAM belongs to
   whoever holds the lock), so a copy is never dropped while its kernels run. Idle keys' copies
   go first; then, if still short, copies of other keys (their next partition reloads them).
@@ -48,12 +50,29 @@ class KeyLoadError(BadInput):
     """A registered key's files could not be loaded or do not agree with each other."""
 
 
+IN_MEMORY = "<in memory>"
+
+
 @dataclass(frozen=True)
 class KeySpec:
     key_id: str
     zkey_path: str
     r1cs_path: str | None = None
     wasm_path: str | None = None
+    # A key given as an object (embedded use: a key just made by the development setup, too large
+    # to write out): zkey_path is IN_MEMORY and the spec keeps the key alive while registered.
+    zkey: Groth16Zkey | None = field(default=None, compare=False, repr=False)
+
+    def files(self) -> list[str]:
+        """The files the key is read from (checked at registration)."""
+        paths = (self.r1cs_path, self.wasm_path) if self.zkey is not None else \
+            (self.zkey_path, self.r1cs_path, self.wasm_path)
+        return [p for p in paths if p is not None]
+
+    def check_files(self) -> None:
+        for path in self.files():
+            if not Path(path).is_file():
+                raise FileNotFoundError(f"key {self.key_id!r}: no such file {path}")
 
 
 @dataclass(frozen=True, eq=False)
@@ -85,6 +104,7 @@ class _Entry:
     load_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     device_handles: dict[int, Any] = field(default_factory=dict)  # device index -> backend handle
     device_bytes: dict[int, int] = field(default_factory=dict)
+    device_placement: dict[int, str] = field(default_factory=dict)  # "resident" | "streamed" | "partly resident"
 
 
 def load_host_key(spec: KeySpec, decode_g2: bool, key_cache: KeyCacheSettings = KeyCacheSettings()
@@ -94,8 +114,11 @@ def load_host_key(spec: KeySpec, decode_g2: bool, key_cache: KeyCacheSettings = 
     from ..formats.r1cs import read_r1cs
     from ..keycache import prepare_key
 
-    prepared = prepare_key(spec.zkey_path, key_cache)
-    zkey = prepared.zkey
+    if spec.zkey is not None:
+        zkey, prepared = spec.zkey, {"source": "in memory"}
+    else:
+        from_file = prepare_key(spec.zkey_path, key_cache)
+        zkey, prepared = from_file.zkey, from_file.summary()
     size = zkey.host_bytes()
     r1cs, checker = None, None
     if spec.r1cs_path:
@@ -128,25 +151,27 @@ def load_host_key(spec: KeySpec, decode_g2: bool, key_cache: KeyCacheSettings = 
 
         tables = DeltaTables.for_key(zkey)
         size += 2 << 20  # ~2.7k G1 + 2.7k G2 affine points as Python ints
-    return HostKey(spec, zkey, r1cs, calculator, host_g2, size, tables, checker, prepared.summary())
+    return HostKey(spec, zkey, r1cs, calculator, host_g2, size, tables, checker, prepared)
 
 
 class KeyStore:
-    def __init__(self, host_budget_bytes: int | None, executor: Executor, decode_g2: bool,
+    def __init__(self, host_budget_bytes: int | None, executor: Executor, g2_executor: str | None = None,
                  key_cache: KeyCacheSettings = KeyCacheSettings()) -> None:
+        """``g2_executor``: where the host G2 MSM runs ("thread", "process"; None: on the device).
+        Threads use the key's decoded B2 points; processes read the key file themselves, so only
+        a key given in memory (no file) is decoded here for them. ``key_cache``: how keys read
+        from files are prepared (pipeline.keycache)."""
         self._entries: dict[str, _Entry] = {}
         self._key_cache = key_cache
         self.host_budget = ByteBudget("key host memory", host_budget_bytes)
         self._executor = executor
-        self._decode_g2 = decode_g2
+        self._g2_executor = g2_executor
         self.loads = 0
         self.evictions = 0
 
     # -- registration ----------------------------------------------------------------------
     def register(self, spec: KeySpec) -> None:
-        for path in (spec.zkey_path, spec.r1cs_path, spec.wasm_path):
-            if path is not None and not Path(path).is_file():
-                raise FileNotFoundError(f"key {spec.key_id!r}: no such file {path}")
+        spec.check_files()
         old = self._entries.get(spec.key_id)
         if old is not None:
             if old.spec == spec:
@@ -214,8 +239,8 @@ class KeyStore:
     async def _load_host(self, entry: _Entry) -> None:
         loop = asyncio.get_running_loop()
         try:
-            host = await loop.run_in_executor(self._executor, load_host_key, entry.spec, self._decode_g2,
-                                              self._key_cache)
+            decode_g2 = self._g2_executor == "thread" or (self._g2_executor == "process" and entry.spec.zkey is not None)
+            host = await loop.run_in_executor(self._executor, load_host_key, entry.spec, decode_g2, self._key_cache)
         except (KeyLoadError, BudgetTooSmall):
             raise
         except Exception as exc:
@@ -266,19 +291,21 @@ class KeyStore:
         handle = entry.device_handles.get(device.index)
         if handle is not None:
             return handle
-        needed = device.key_device_bytes(host.zkey)
+        placement = await run(device.place_key, host.zkey)  # all resident, or some sections streamed
+        needed = placement.device_bytes
         device.vram.check(needed, f"key {key_id!r}")
         await self.make_device_room(device, needed, keep=key_id, run=run)
         if not device.vram.try_acquire(needed):
             raise BudgetTooSmall(f"device {device.index}: VRAM budget {device.vram.capacity} cannot hold key "
                                  f"{key_id!r} ({needed} bytes) next to {device.vram.used} bytes in use")
         try:
-            handle = await run(device.backend.load_key, host.zkey)
+            handle = await run(device.backend.load_key, host.zkey, placement)
         except BaseException:
             device.vram.release(needed)
             raise
         entry.device_handles[device.index] = handle
         entry.device_bytes[device.index] = needed
+        entry.device_placement[device.index] = placement.mode
         self.loads += 1
         return handle
 
@@ -304,6 +331,7 @@ class KeyStore:
             await run(device.backend.unload_key, handle)
         finally:
             device.vram.release(entry.device_bytes.pop(device.index, 0))
+            entry.device_placement.pop(device.index, None)
             self.evictions += 1
         return True
 
@@ -317,7 +345,8 @@ class KeyStore:
         for key_id, e in self._entries.items():
             keys[key_id] = {"zkey_path": e.spec.zkey_path, "host_resident": e.host is not None,
                             "host_bytes": e.host.host_bytes if e.host else 0, "refs": e.refs,
-                            "devices": sorted(e.device_handles)}
-            keys[key_id]["prepared"] = e.host.prepared if e.host else None  # keycache: from the cache? how long
+                            "devices": sorted(e.device_handles),
+                            "placement": {str(d): mode for d, mode in sorted(e.device_placement.items())},
+                            "prepared": e.host.prepared if e.host else None}  # keycache: from the cache? how long
         return {"keys": keys, "host_budget": self.host_budget.snapshot(), "loads": self.loads,
                 "evictions": self.evictions}

@@ -198,6 +198,17 @@ class _StatusCollector:
         host.add_metric(["partitions"], status.get("host_budget", {}).get("used_bytes", 0))
         host.add_metric(["keys"], status.get("keys", {}).get("host_budget", {}).get("used_bytes", 0))
         yield host
+        placed = GaugeMetricFamily("zkpipe_engine_key_device_copies",
+                                   "Keys loaded on each device, by placement (resident, partly resident, streamed)",
+                                   labels=["device", "placement"])
+        counts: dict[tuple[str, str], int] = {}
+        for key in status.get("keys", {}).get("keys", {}).values():
+            for device, mode in key.get("placement", {}).items():
+                counts[device, mode] = counts.get((device, mode), 0) + 1
+        for d in devices:
+            for mode in ("resident", "partly resident", "streamed"):
+                placed.add_metric([str(d["index"]), mode], counts.get((str(d["index"]), mode), 0))
+        yield placed
         yield GaugeMetricFamily("zkpipe_engine_staging_pinned_bytes",
                                 "Page-locked witness staging memory held (in use and idle)",
                                 value=(status.get("staging") or {}).get("pinned_bytes", 0))

@@ -151,7 +151,7 @@ class Pipeline:
         scalars = await self._run("prep_msm", stages.prep_msm, item.witness, buffer, part.key.zkey.n_public + 1)
         g2_msm = None
         if self.config.g2_msm_placement == "cpu":
-            if self.config.g2_msm_executor == "process":
+            if self.config.g2_msm_executor == "process" and part.key.spec.zkey is None:  # a process reads the file
                 fn, args = g2_msm_from_path, (part.key.spec.zkey_path, scalars.staged)
             else:
                 fn, args = stages.g2_msm_cpu, (part.key, scalars.staged)
@@ -164,61 +164,126 @@ class Pipeline:
 
     def _gpu_for(self, device: Device, worker: str):
         async def run_on_device(prepared: Prepared) -> None:
-            part = prepared.partition
             loop = asyncio.get_running_loop()
 
             def run(fn, *args):
                 return loop.run_in_executor(device.executor, fn, *args)
 
             t_wait = time.perf_counter()
+            batch = [prepared]  # _gpu_locked adds waiting partitions of a streamed key
             device.partitions_in_gpu += 1
             try:
                 async with device.gpu_lock:
                     t0 = time.perf_counter()
                     device.lock_held_since = t0
                     try:
-                        result = await self._gpu_locked(device, prepared, run)
+                        results = await self._gpu_locked(device, batch, run)
                     finally:
                         t1 = time.perf_counter()
                         device.lock_busy_s += t1 - t0
                         device.lock_held_since = None
+            except asyncio.CancelledError:
+                self._settle_mates(device, batch, None)
+                raise
+            except Exception as exc:
+                self._settle_mates(device, batch, exc)
+                raise
             finally:
                 device.partitions_in_gpu -= 1
-            if result is None:
-                return self._drop(prepared)
-            part.timings_ms["gpu_lock_wait_ms"] = (t0 - t_wait) * 1e3
-            part.timings_ms["gpu_total_ms"] = (t1 - t0) * 1e3
-            self.metrics.record(Interval(part.job.id, part.index, "gpu", worker, device.index, t0, t1))
-            await self._put(self.epilogue_queue, part, result)  # after the lock is given back
+            for i, (item, result) in enumerate(zip(batch, results)):
+                part = item.partition
+                if result is None:
+                    self._drop(item)
+                else:
+                    part.timings_ms["gpu_lock_wait_ms"] = (t0 - (t_wait if i == 0 else part.marks["gpu_taken"])) * 1e3
+                    part.timings_ms["gpu_total_ms"] = (t1 - t0) * 1e3
+                    part.timings_ms["gpu_batch"] = len(batch)
+                    self.metrics.record(Interval(part.job.id, part.index, "gpu", worker, device.index, t0, t1))
+                    await self._put(self.epilogue_queue, part, result)  # after the lock is given back
+                if i:
+                    device.queue.task_done()  # a mate taken from the queue by _take_mates
         return run_on_device
 
-    async def _gpu_locked(self, device: Device, prepared: Prepared, run) -> DeviceResult | None:
-        """Under the GPU lock: key copy, scratch VRAM taken and given back, kernels. None if cancelled."""
-        part = prepared.partition
+    async def _gpu_locked(self, device: Device, batch: list[Prepared], run) -> list[DeviceResult | None]:
+        """Under the GPU lock: key copy, the batch (more waiting partitions of a streamed key),
+        scratch VRAM taken and given back, kernels. None for a partition that left."""
+        first = batch[0]
+        part = first.partition
         if part.job.finished:
-            return None
-        handle = await self.keystore.device_copy(part.job.key_id, device, part.key, run)
-        scratch = device.scratch_bytes(handle)
-        await self.keystore.make_device_room(device, scratch, keep=part.job.key_id, run=run)
-        device.vram.check(scratch, "one partition's scratch next to its key")
+            return [None]
+        key_id = part.job.key_id
+        handle = await self.keystore.device_copy(key_id, device, part.key, run)
+        await self.keystore.make_device_room(device, device.scratch_bytes(handle), keep=key_id, run=run)
+        device.vram.check(device.scratch_bytes(handle), "one partition's scratch next to its key")
+        limit = min(device.backend.max_batch(handle), self.config.gpu_batch_max)
+        capacity = device.vram.capacity
+        while limit > 1 and capacity is not None and device.vram.used + device.scratch_bytes(handle, limit) > capacity:
+            limit -= 1  # the largest batch whose scratch fits next to the resident keys
+        batch.extend(self._take_mates(device, first, limit - 1))
+        scratch = device.scratch_bytes(handle, len(batch))
         if not device.vram.try_acquire(scratch):
             raise RuntimeError(f"device {device.index}: VRAM budget accounting broken: {scratch} bytes of scratch "
                                f"do not fit under the GPU lock ({device.vram.used}/{device.vram.capacity} used)")
         try:
-            msms = await self._device_work(device, handle, prepared, run)
+            msms = await self._device_work(device, handle, batch, run)
         finally:
             device.vram.release(scratch)
-        part.timings_ms.update(stages.gpu_timings(msms))
-        return DeviceResult(prepared, msms, device.index)
+        results: list[DeviceResult | None] = []
+        for item, m in zip(batch, msms):
+            if m is None:
+                results.append(None)
+                continue
+            item.partition.timings_ms.update(stages.gpu_timings(m))
+            results.append(DeviceResult(item, m, device.index))
+        return results
 
-    async def _device_work(self, device: Device, handle: Any, prepared: Prepared, run):
-        """Enqueue the partition's device work in the device's thread, then await it on the loop
-        (CUDA events): no thread waits on the device."""
-        scalars = prepared.scalars
-        work = await run(device.backend.start_partition, handle, scalars.staged, prepared.g2_msm is None, scalars.shape)
+    def _take_mates(self, device: Device, first: Prepared, limit: int) -> list[Prepared]:
+        """Up to ``limit`` partitions of ``first``'s key waiting in the device's queue (priority
+        order), taken out of it; the others stay. No await: nothing else touches the queue."""
+        if limit <= 0:
+            return []
+        queue, key_id, g2_here = device.queue, first.partition.job.key_id, first.g2_msm is None
+        taken, kept = [], []
+        while not queue.empty():
+            entry = queue.get_nowait()
+            item = entry[-1]
+            if (len(taken) < limit and isinstance(item, Prepared) and item.partition.job.key_id == key_id
+                    and not item.partition.job.finished and (item.g2_msm is None) == g2_here):
+                taken.append(item)
+            else:
+                kept.append(entry)
+        for entry in kept:
+            queue.put_nowait(entry)
+            queue.task_done()  # the get above and this put are one stay in the queue
+        now = time.perf_counter()
+        for item in taken:
+            p = item.partition
+            p.timings_ms["gpu_queue_ms"] = (now - p.marks.pop("queued")) * 1e3
+            p.marks["gpu_taken"] = now
+            self._notify("gpu", p)
+        return taken
+
+    def _settle_mates(self, device: Device, batch: list[Prepared], exc: Exception | None) -> None:
+        """The pass failed (``exc``) or the engine stops (None): the batch's other partitions fail
+        with it or are dropped; the first one is the stage loop's."""
+        for item in batch[1:]:
+            if exc is None:
+                self._drop(item)
+            else:
+                self._fail(item.partition, "gpu", exc)
+            device.queue.task_done()
+
+    async def _device_work(self, device: Device, handle: Any, batch: list[Prepared], run) -> list:
+        """Queue the batch's device work step by step in the device's thread and await each step on
+        the loop (CUDA events): no thread waits on the device, and a partition whose job finished
+        takes no further step (it leaves the pass at the next chunk)."""
+        items = [(p.scalars.staged, p.scalars.shape) for p in batch]
+        work = await run(device.backend.start_batch, handle, items, batch[0].g2_msm is None)
         try:
+            while await run(work.enqueue_next, [not p.partition.job.finished for p in batch]):
+                await work.wait_for_room()
             await work.wait()
-            return work.result()
+            return await run(work.results)
         except BaseException:
             # The device may still use the buffers: give them back off the loop, once it is done.
             await asyncio.shield(run(work.close))

@@ -9,6 +9,7 @@ backend keeps (affine, Montgomery), so only the CSR is uploaded here. Until the 
 from __future__ import annotations
 
 from ..backends.cuda.backend import CudaBackend, CudaKey, upload_csr
+from ..keycache import csr_matrices
 from .gpu import DevKey
 
 
@@ -21,7 +22,7 @@ def adopt_dev_key(backend: CudaBackend, dev_key: DevKey) -> CudaKey:
     if not dev_key.d_points:
         raise ValueError("the development key's device points were freed or adopted already")
     rt = backend.runtime(zkey.curve)
-    d_csr = upload_csr(backend.upload_key_array, zkey)
+    d_csr = upload_csr(backend.upload_key_array, csr_matrices(zkey))
     try:
         rt.ntt.ensure_twiddles(zkey.log_domain_size)
     except BaseException:

@@ -75,8 +75,11 @@ class FakeBackend(Backend):
     name = "fake"
 
     def __init__(self, allocator: FakeDeviceAllocator, key_bytes: int = 1000, scratch: int = 500,
-                 gpu_s: float = 0.01, enqueue: bool = False) -> None:
+                 gpu_s: float = 0.01, enqueue: bool = False, batch: int = 1) -> None:
         self.allocator = allocator
+        self.batch = batch  # max_batch: > 1 stands for a streamed key (a pass shared by partitions)
+        self.batches: list[int] = []  # the size of every batch started
+        self.paused = False  # while set, enqueued work does not complete (a device busy elsewhere)
         self.enqueue = enqueue
         self.closed_works = 0
         self.shapes = []  # the WitnessShape each partition came with
@@ -93,10 +96,17 @@ class FakeBackend(Backend):
     def key_device_bytes(self, zkey) -> int:
         return self.key_bytes
 
-    def scratch_bytes(self, key) -> int:
-        return self.scratch
+    def scratch_bytes(self, key, batch=1) -> int:
+        return self.scratch * batch
 
-    def load_key(self, zkey):
+    def max_batch(self, key) -> int:
+        return self.batch
+
+    def start_batch(self, key, items, with_b_g2):
+        self.batches.append(len(items))
+        return super().start_batch(key, items, with_b_g2)
+
+    def load_key(self, zkey, placement=None):
         self.allocator.alloc(self.key_bytes)
         self.loaded += 1
         return FakeKey(zkey)
@@ -153,11 +163,11 @@ class FakeWork:
         self.closed = False
 
     def done(self) -> bool:
-        return time.monotonic() >= self.deadline
+        return not self.backend.paused and time.monotonic() >= self.deadline
 
     async def wait(self) -> None:
         while not self.done():
-            await asyncio.sleep(max(0.0, self.deadline - time.monotonic()))
+            await asyncio.sleep(max(0.005, self.deadline - time.monotonic()))
 
     def result(self):
         assert self.done(), "result() before the work completed"

@@ -20,21 +20,24 @@ import numpy as np
 
 from ... import progress
 from ...curves import CURVES, Curve
-from ...formats.types import Groth16Zkey
+from ...formats.types import CsrMatrix, Groth16Zkey
 from ...keycache.csr import csr_matrices
+from ..placement import SECTIONS, KeyPlacement, section_bytes
 from ..protocol import Backend, G2Jacobian, MsmResults, WitnessShape
 from ._bindings import driver
 from .device import CudaDevice
+from .csr_stream import CsrChunk, enqueue_spmv_chunks, plan_csr_chunks
 from .errors import check
 from .kernels import CurveKernels, build_units, grid_for
 from .launch import SPMV_BLOCK
-from .memory import DeviceAllocator, DeviceBuffer, PinnedHostBuffer
+from .memory import DeviceAllocator, DeviceBuffer, HostRegistration, PinnedHostBuffer
 from .msm import MsmRunner
 from .ntt import NttRunner
 from .options import CudaOptions
 from .streams import Stream
 from .split import DeviceSplit, enqueue_split, split_scratch_bytes, split_worth_it
 from .staged_upload import staged_upload
+from .streamed import CudaStreamedPass, pass_scratch_bytes, place_streamed
 from .work import MSM_SLOTS, CudaPartitionWork, PhaseEvents, PinnedResultPool, results_bytes
 
 
@@ -49,9 +52,14 @@ class CurveRuntime:
 class CudaKey:
     zkey: Groth16Zkey
     runtime: CurveRuntime
-    d_points: dict[str, DeviceBuffer]  # a, b1, b2, c, h: affine, Montgomery
+    d_points: dict[str, DeviceBuffer]  # resident sections (a, b1, b2, c, h): affine, Montgomery
     d_csr: dict[str, DeviceBuffer]  # {a,b}_{row_ptr,cols,vals_rr}
     resident_bytes: int = 0
+    placement: KeyPlacement = field(default_factory=KeyPlacement)
+    host_points: dict[str, HostRegistration] = field(default_factory=dict)  # streamed sections, page-locked
+    host_csr: dict[str, HostRegistration] = field(default_factory=dict)  # {a,b}_{cols,vals_rr} when streamed
+    csr_chunks: list[CsrChunk] | None = None  # row chunks of a streamed CSR
+    csr_chunk_max: int = 0  # bytes of the largest one
 
 
 @dataclass(eq=False)
@@ -73,13 +81,12 @@ class DeviceH:
         self.witness_host = None
 
 
-def upload_csr(upload, zkey: Groth16Zkey) -> dict[str, DeviceBuffer]:
-    """A and B by row on the device ({a,b}_{row_ptr,cols,vals_rr}) through ``upload(array, what)``:
-    the prepared CSR when the key came from the key cache, else built now (keycache.csr_matrices:
-    a parallel counting sort)."""
+def upload_csr(upload, matrices: tuple[CsrMatrix, CsrMatrix]) -> dict[str, DeviceBuffer]:
+    """A and B by row (``keycache.csr_matrices``: prepared by the key cache, else built by a
+    parallel counting sort) on the device ({a,b}_{row_ptr,cols,vals_rr}) through ``upload(array, what)``."""
     d_csr = {}
     try:
-        for tag, matrix in zip("ab", csr_matrices(zkey)):
+        for tag, matrix in zip("ab", matrices):
             d_csr[f"{tag}_row_ptr"] = upload(matrix.row_ptr, f"key csr {tag} row_ptr")
             d_csr[f"{tag}_cols"] = upload(matrix.cols, f"key csr {tag} cols")
             d_csr[f"{tag}_vals_rr"] = upload(matrix.vals, f"key csr {tag} values")
@@ -107,6 +114,12 @@ class CudaBackend(Backend):
         max_fq_limbs = max(c.fq.limbs for c in CURVES)  # one slot fits a G2 XYZZ point of any curve
         self._results = PinnedResultPool(self.device, results_bytes(4 * 2 * 8 * max_fq_limbs))
         self.msm_split_min_bits = 0.5  # split A, B1, B2, C when >= this share of the witness is 0 or 1
+        self._copy_stream: Stream | None = None  # streamed keys: host-to-device copies beside the kernels
+
+    def copy_stream(self) -> Stream:
+        if self._copy_stream is None:
+            self._copy_stream = Stream(self.device)
+        return self._copy_stream
 
     def prebuild(self, curves) -> dict[str, float]:
         """Compile every unit of ``curves`` at once (parallel processes) into the on-disk cache;
@@ -131,25 +144,57 @@ class CudaBackend(Backend):
         rt.ntt.ensure_twiddles(log_domain)
         return {unit: built.origin for unit, built in rt.kernels.built.items()}
     # -- the key ---------------------------------------------------------------------------------
-    def load_key(self, zkey: Groth16Zkey) -> CudaKey:
+    def place_key(self, zkey: Groth16Zkey, budget_bytes: int | None) -> KeyPlacement:
+        """Every section resident when key + one partition's scratch fit ``budget_bytes``; else the
+        hot sections that fit, the others streamed (streamed.py)."""
+        full = self.key_device_bytes(zkey)
+        if budget_bytes is None:
+            return KeyPlacement(device_bytes=full)
+        msm = self.runtime(zkey.curve).msm
+        if full + self._resident_scratch_bytes(zkey, msm) <= budget_bytes:
+            return KeyPlacement(device_bytes=full)
+        csr = full - sum(section_bytes(zkey, s) for s in SECTIONS)
+        return place_streamed(msm, zkey, budget_bytes, csr, self.options.stream_chunk_bytes)
+
+    def load_key(self, zkey: Groth16Zkey, placement: KeyPlacement | None = None) -> CudaKey:
+        placement = placement or KeyPlacement()
         rt = self.runtime(zkey.curve)
         up = self.upload_key_array
-        d_points, d_csr = {}, {}
+        d_points, d_csr, host_points, host_csr = {}, {}, {}, {}
+        csr_chunks, csr_chunk_max = None, 0
         try:
             with progress.bar("preparing the key (cuda)", total=8, unit="part") as bar:
-                for name in ("a", "b1", "b2", "c", "h"):
-                    d_points[name] = up(getattr(zkey, f"points_{name}"), f"key points {name}")
+                for name in SECTIONS:
+                    points = getattr(zkey, f"points_{name}")
+                    if name in placement.resident:
+                        d_points[name] = up(points, f"key points {name}")
+                    else:  # page-locked in place: the pass's copies run at full speed, beside the kernels
+                        host_points[name] = HostRegistration(self.device, np.ascontiguousarray(points))
                     bar.update()
-                d_csr = upload_csr(up, zkey)
+                matrices = csr_matrices(zkey)  # prepared by the key cache, else built now
+                if placement.csr_chunk_bytes:  # cols and values page-locked in place; H streams them in row chunks
+                    for tag, matrix in zip("ab", matrices):
+                        d_csr[f"{tag}_row_ptr"] = up(matrix.row_ptr, f"key csr {tag} row_ptr")
+                        host_csr[f"{tag}_cols"] = HostRegistration(self.device, matrix.cols)
+                        host_csr[f"{tag}_vals_rr"] = HostRegistration(self.device, matrix.vals)
+                    elem = 8 * zkey.curve.fr.limbs
+                    csr_chunks = plan_csr_chunks(matrices[0].row_ptr, matrices[1].row_ptr, placement.csr_chunk_bytes,
+                                                 elem)
+                    csr_chunk_max = max(c.nbytes(elem) for c in csr_chunks)
+                else:
+                    d_csr = upload_csr(up, matrices)
                 bar.update(2)
                 rt.ntt.ensure_twiddles(zkey.log_domain_size)
                 bar.update()
         except BaseException:
             for buf in (*d_points.values(), *d_csr.values()):
                 buf.free()
+            for reg in (*host_points.values(), *host_csr.values()):
+                reg.close()
             raise
         resident = sum(b.nbytes for b in (*d_points.values(), *d_csr.values()))
-        return CudaKey(zkey, rt, d_points, d_csr, resident)
+        return CudaKey(zkey, rt, d_points, d_csr, resident, placement, host_points, host_csr, csr_chunks,
+                       csr_chunk_max)
 
     def upload_key_array(self, h_array: np.ndarray, what: str) -> DeviceBuffer:
         """A key array in a new device buffer, staged through pinned pieces filled on all cores (a
@@ -159,6 +204,10 @@ class CudaBackend(Backend):
     def unload_key(self, key: CudaKey) -> None:
         for buf in (*key.d_points.values(), *key.d_csr.values()):
             buf.free()
+        if key.host_points or key.host_csr:
+            self.stream.synchronize()  # no copy of a pass may still read the registered arrays
+            for reg in (*key.host_points.values(), *key.host_csr.values()):
+                reg.close()
         self.allocator.trim()  # an evicted key's memory goes back to the driver, not only to our pool
 
     # -- H and the MSMs: everything queued on the stream, nothing waited for -----------------------
@@ -183,10 +232,15 @@ class CudaBackend(Backend):
             with self.allocator.alloc(n * elem, "a") as d_a, self.allocator.alloc(n * elem, "b") as d_b, \
                     self.allocator.alloc(n * elem, "c") as d_c:
                 csr = key.d_csr
-                rt.kernels.launch("spmv_abc<fr_t>", grid_for(n, SPMV_BLOCK), SPMV_BLOCK,
-                                  (d_a.ptr, d_b.ptr, d_c.ptr, csr["a_row_ptr"].ptr, csr["a_cols"].ptr,
-                                   csr["a_vals_rr"].ptr, csr["b_row_ptr"].ptr, csr["b_cols"].ptr,
-                                   csr["b_vals_rr"].ptr, d_w.ptr, n), self.stream)
+                if key.csr_chunks is not None:
+                    with self.allocator.alloc(key.csr_chunk_max, "streamed CSR chunk") as d_buf:
+                        enqueue_spmv_chunks(rt.kernels, self.stream, key.csr_chunks, key.host_csr, csr, d_buf.ptr,
+                                            d_w.ptr, d_a.ptr, d_b.ptr, d_c.ptr, elem)
+                else:
+                    rt.kernels.launch("spmv_abc<fr_t>", grid_for(n, SPMV_BLOCK), SPMV_BLOCK,
+                                      (d_a.ptr, d_b.ptr, d_c.ptr, csr["a_row_ptr"].ptr, csr["a_cols"].ptr,
+                                       csr["a_vals_rr"].ptr, csr["b_row_ptr"].ptr, csr["b_cols"].ptr,
+                                       csr["b_vals_rr"].ptr, d_w.ptr, n), self.stream)
                 if events is not None:
                     events.mark("spmv_ms")
                 rt.ntt.quotient(d_h.ptr, d_a.ptr, d_b.ptr, d_c.ptr, log_n)
@@ -198,7 +252,7 @@ class CudaBackend(Backend):
         return d_h
 
     def _enqueue_msms(self, key: CudaKey, d_w, d_h, d_results, with_b_g2: bool, events: PhaseEvents | None,
-                      split: DeviceSplit | None = None) -> None:
+                      split: DeviceSplit | None = None, sections: tuple[str, ...] = SECTIONS) -> None:
         """The five MSMs, queued; slot MSM_SLOTS.index(name) of ``d_results`` gets each (XYZZ
         words). With ``split``, A, B1, B2 and C are a batch sum of the ones' points (slot
         name_ones) plus a tail MSM over the other scalars (slot name)."""
@@ -209,7 +263,7 @@ class CudaBackend(Backend):
         p = key.d_points
         witness_msms = {"a": (False, 0), "b1": (False, 0), "b2": (True, 0), "c": (False, first_private)}
         for name in ("a", "b1", "b2", "c", "h"):
-            if name == "b2" and not with_b_g2:
+            if (name == "b2" and not with_b_g2) or name not in sections:
                 continue
             out = d_results.ptr + MSM_SLOTS.index(name) * slot
             if name == "h":
@@ -229,6 +283,17 @@ class CudaBackend(Backend):
                             d_point_index=split.d_other_idx.ptr + 4 * skip_other)
             if events is not None:
                 events.mark(f"msm_{name}_ms")
+
+    def start_batch(self, key: CudaKey, items, with_b_g2: bool):
+        """A resident key: one partition after another (``SequentialBatch``); a streamed key: one
+        pass of its streamed points for every partition of the batch (``CudaStreamedPass``)."""
+        if key.placement.mode == "resident":
+            return super().start_batch(key, items, with_b_g2)
+        self.device.activate()
+        return CudaStreamedPass(self, key, items, with_b_g2)
+
+    def max_batch(self, key: CudaKey) -> int:
+        return 64 if key.placement.streamed else 1
 
     def start_partition(self, key: CudaKey, witness: np.ndarray, with_b_g2: bool = True,
                         shape: WitnessShape | None = None) -> CudaPartitionWork:
@@ -330,11 +395,16 @@ class CudaBackend(Backend):
         csr = zkey.coeff_values_stored.nbytes + 4 * len(zkey.coeff_signal) + 8 * (zkey.domain_size + 1)
         return points + csr
 
-    def scratch_bytes(self, key: CudaKey) -> int:
-        """Upper bound of one partition's device scratch, from the bounds the kernels are sized by:
-        witness and H throughout; a, b, c while H is computed; then the largest MSM's scratch and
-        the result slots. The allocator's budget stays the hard limit."""
-        zkey, msm = key.zkey, key.runtime.msm
+    def scratch_bytes(self, key: CudaKey, batch: int = 1) -> int:
+        """Upper bound of a pass's device scratch, from the bounds the kernels are sized by. The
+        allocator's budget stays the hard limit."""
+        if key.placement.mode != "resident":
+            return pass_scratch_bytes(key.runtime.msm, key.zkey, key.placement, batch, key.csr_chunk_max)
+        return self._resident_scratch_bytes(key.zkey, key.runtime.msm)
+
+    def _resident_scratch_bytes(self, zkey: Groth16Zkey, msm: MsmRunner) -> int:
+        """One partition of a resident key: witness and H throughout; a, b, c while H is computed;
+        then the largest MSM's scratch, the split's and the result slots."""
         elem = 8 * zkey.curve.fr.limbs
         held = zkey.n_vars * elem + zkey.domain_size * elem
         h_phase = 3 * zkey.domain_size * elem + zkey.domain_size * elem  # a, b, c and the NTT's own
@@ -354,6 +424,9 @@ class CudaBackend(Backend):
         return list(range(device_count()))
 
     def close(self) -> None:
+        if self._copy_stream is not None:
+            self._copy_stream.close()
+            self._copy_stream = None
         for rt in self._runtimes.values():
             rt.ntt.close()
             rt.kernels.close()

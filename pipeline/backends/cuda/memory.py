@@ -82,6 +82,17 @@ class DeviceBuffer:
             check(driver.cuMemsetD32Async(self.ptr, value, n, stream.handle), "cuMemsetD32Async")
 
 
+ADDRESS_MASK = (1 << 64) - 1  # a base address shifted before a buffer's start wraps like the kernel's arithmetic
+
+
+class DeviceAddress:
+    """A raw device address (inside some buffer) where a ``DeviceBuffer`` is expected: only
+    ``.ptr`` is read, and nothing is freed through it."""
+
+    def __init__(self, ptr: int) -> None:
+        self.ptr = ptr
+
+
 class DeviceAllocator:
     """Allocates device memory up to ``budget_bytes`` in all (tracked, thread-safe); stream-ordered
     from the device's memory pool when given a stream (see the module docstring)."""
@@ -185,3 +196,31 @@ class PinnedHostBuffer:
             self.device.activate()  # callers may be threads that never touched the device
             check(driver.cuMemFreeHost(self.ptr), "cuMemFreeHost")
             self.ptr = 0
+
+
+class HostRegistration:
+    """Existing host memory (a key's point arrays, possibly mapped read-only from the key file)
+    page-locked in place for asynchronous copies, without a second copy of tens of GB; ``close``
+    unlocks it. Where the driver refuses (limits
+    on locked memory), ``registered`` is False and copies from it are pageable (slower, correct)."""
+
+    def __init__(self, device, array: np.ndarray) -> None:
+        if not array.flags.c_contiguous:
+            raise ValueError("only a C-contiguous array can be registered")
+        device.activate()
+        self.device = device
+        self.array = array
+        self.ptr = int(array.ctypes.data)
+        self.nbytes = int(array.nbytes)
+        flags = driver.CU_MEMHOSTREGISTER_PORTABLE
+        if not array.flags.writeable:  # a key's points mapped read-only from its file
+            flags |= driver.CU_MEMHOSTREGISTER_READ_ONLY
+        self.registered = self.nbytes > 0 and driver.cuMemHostRegister(self.ptr, self.nbytes, flags)[0] == \
+            driver.CUresult.CUDA_SUCCESS
+
+    def close(self) -> None:
+        if self.registered:
+            self.device.activate()
+            check(driver.cuMemHostUnregister(self.ptr), "cuMemHostUnregister")
+            self.registered = False
+        self.array = None

@@ -14,6 +14,7 @@ import numpy as np
 from ...curves.points import CurveGroup
 from ._bindings import driver
 from .errors import check
+from .memory import DeviceAddress
 from .kernels import CurveKernels, grid_for
 from .launch import CHUNK_COUNT_BLOCK, DIGIT_BLOCK, MSM_ACC_THREADS as ACC_BLOCK, REDUCE_BLOCK, SCAN_THREADS, SCAN_TILE
 
@@ -221,7 +222,7 @@ class MsmRunner:
         with self.allocator.alloc(8, "point-sum offsets") as d_offsets:
             d_offsets.memset32(0, self.stream)
             check(driver.cuMemsetD32Async(d_offsets.ptr + 4, count, 1, self.stream.handle), "cuMemsetD32Async")
-            d_partials, d_chunk_off = self._bucket_sums(g2, d_points, _Address(d_indices), d_offsets, 1, count,
+            d_partials, d_chunk_off = self._bucket_sums(g2, d_points, DeviceAddress(d_indices), d_offsets, 1, count,
                                                         count, chunk)
         try:
             self.kernels.launch_copy(d_out, d_partials.ptr, xyzz_bytes, self.stream)  # the one partial left
@@ -243,13 +244,6 @@ class MsmRunner:
         g2 = group.ops.degree == 2
         raw = self.run_xyzz(g2, d_points, d_scalars, n, c)
         return xyzz_to_jacobian(group, self.curve.fq, raw)
-
-
-class _Address:
-    """A raw device address where ``_bucket_sums`` expects a buffer (only ``.ptr`` is read)."""
-
-    def __init__(self, ptr: int) -> None:
-        self.ptr = ptr
 
 
 def check_memset_zero(d_ptr: int, nbytes: int, stream) -> None:

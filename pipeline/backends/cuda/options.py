@@ -26,6 +26,9 @@ class CudaOptions:
     msm_g1_min_blocks: int | None = None
     # Where compiled kernels are cached on disk; None: ~/.cache/zkpipe/kernels.
     kernel_cache_dir: str | None = None
+    # A key larger than the VRAM budget streams its points through two device buffers of about
+    # this many bytes each (streamed.py): larger chunks mean fewer launches per pass, more VRAM.
+    stream_chunk_bytes: int = 1 << 30
 
     def __post_init__(self) -> None:
         for name in ("stream_ordered_memory", "sync_after_launch"):
@@ -35,5 +38,9 @@ class CudaOptions:
         if blocks is not None and (isinstance(blocks, bool) or blocks not in G1_MIN_BLOCKS_BUILT):
             raise ValueError(f"CudaOptions.msm_g1_min_blocks must be one of {G1_MIN_BLOCKS_BUILT} "
                              f"(the variants built), got {blocks!r}")
+        if isinstance(self.stream_chunk_bytes, bool) or not isinstance(self.stream_chunk_bytes, int) \
+                or self.stream_chunk_bytes < (1 << 20):
+            raise ValueError(f"CudaOptions.stream_chunk_bytes must be an integer of at least 1 MiB, "
+                             f"got {self.stream_chunk_bytes!r}")
         if self.kernel_cache_dir is not None and (not isinstance(self.kernel_cache_dir, str) or not self.kernel_cache_dir):
             raise ValueError(f"CudaOptions.kernel_cache_dir must be a folder path, got {self.kernel_cache_dir!r}")

@@ -1,0 +1,146 @@
+"""Keys larger than the VRAM budget (issue 12): the same key resident, then streamed under smaller
+budgets, with batches of partitions sharing each pass of its points; one call, one key.
+
+    python3 -m bench.streamed_keys --log 26 --curve bls12381 --budgets-gib 0 16 8 --batches 1 2 5 10
+
+The key is a GPU development key of a seed-shaped circuit (pipeline/setup, pipeline/synth) kept in
+host memory and registered with the engine as an object (no .zkey file: a 2^26 key is ~40 GB);
+witnesses are the circuit's own (bit-heavy). For each budget (0: none, the key resident) and batch
+size: one engine, the key preloaded (its placement and load time), then ``--jobs`` jobs of
+``--partitions`` partitions; s/proof over the whole stream, GPU lock busy, peak VRAM of the
+engine's accounting and of the allocator, and the streamed passes' host-to-device rate (bytes of
+points over the time the copy stream spent copying them, CUDA events) against the pinned copy
+rate measured at the start of the same call. One proof per row is checked with our verifier.
+Writes bench/results/streamed_keys_<curve>_2e<log>.md.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import time
+
+from bench.common import RESULTS, markdown_table, write_result
+from pipeline.backends.cuda import CudaBackend
+from pipeline.backends.cuda.memory import PinnedHostBuffer
+from pipeline.backends.cuda.streams import Event
+from pipeline.curves import curve_by_name
+from pipeline.engine import Engine, EngineConfig
+from pipeline.groth16.verifier import verify
+from pipeline.setup import DevSecrets
+from pipeline.setup.gpu import GpuDevSetup
+from pipeline.synth import generate_circuit
+
+GIB = 1 << 30
+
+
+def pinned_copy_gbps(backend: CudaBackend, nbytes: int = 2 * GIB, repeat: int = 3) -> float:
+    """Host-to-device rate of one large copy from page-locked memory (the copy engine's rate)."""
+    from pipeline.backends.cuda._bindings import driver
+    from pipeline.backends.cuda.errors import check
+
+    backend.device.activate()
+    times = []
+    with PinnedHostBuffer(backend.device, nbytes) as host, backend.allocator.alloc(nbytes, "copy rate") as dev:
+        for _ in range(repeat + 1):
+            start = Event().record(backend.stream)
+            check(driver.cuMemcpyHtoDAsync(dev.ptr, host.ptr, nbytes, backend.stream.handle), "cuMemcpyHtoDAsync")
+            end = Event().record(backend.stream)
+            end.synchronize()
+            times.append(end.elapsed_ms(start))
+            start.close()
+            end.close()
+    return nbytes / statistics.median(times[1:]) / 1e6
+
+
+def make_key(curve, log_n: int):
+    backend = CudaBackend()
+    setup = GpuDevSetup(backend)
+    try:
+        r1cs, witness = generate_circuit(log_n, 8, curve, seed=log_n)  # witness: a Witness, bit-heavy
+        dev_key = setup.run(r1cs, DevSecrets.draw(curve, r1cs.domain_size, seed=log_n), path=f"<dev key 2^{log_n}>")
+        dev_key.free()  # the engine loads the key itself, as its budget allows
+        return dev_key.zkey, witness
+    finally:
+        setup.close()
+        backend.close()
+
+
+async def run_config(zkey, witness, budget: int | None, batch: int, partitions: int, jobs: int) -> dict:
+    config = EngineConfig(backend="cuda", devices=(0,), gpu_workers_per_device=2, vram_budget_bytes=budget,
+                          gpu_batch_max=batch, queue_size=max(2, batch), max_partitions_in_flight=batch + 4,
+                          epilogue_workers=2)
+    async with Engine(config) as engine:
+        engine.register_key("k", zkey=zkey)
+        t0 = time.perf_counter()
+        await engine.preload("k")
+        load_s = time.perf_counter() - t0
+        gpu = engine.pipeline.devices[0]
+        busy0, t0 = gpu.lock_busy_s, time.perf_counter()
+        submitted = [await engine.submit("k", [witness] * partitions) for _ in range(jobs)]
+        proofs = [p for job in submitted for p in await job.result()]
+        wall = time.perf_counter() - t0
+        busy = (gpu.lock_busy_s - busy0) / wall  # over the job stream only, not the preload
+        status = engine.status()
+    device = status["devices"][0]
+    rates = [p.timings_ms.get("stream_h2d_gbps", 0.0) for p in proofs]
+    vk = zkey.verification_key()
+    p = proofs[-1]
+    return {"placement": status["keys"]["keys"]["k"]["placement"].get("0", "?"), "load_s": load_s,
+            "s_per_proof": wall / len(proofs), "busy": busy,
+            "vram_peak_gb": device["vram"]["peak_bytes"] / 1e9,
+            "batch_mean": statistics.mean(q.timings_ms.get("gpu_batch", 1) for q in proofs),
+            "h2d_gbps": statistics.median(rates) if any(rates) else 0.0,
+            "verifies": verify(vk, p.public_signals, p.pi_a, p.pi_b, p.pi_c)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--log", type=int, default=26)
+    parser.add_argument("--curve", default="bls12381")
+    parser.add_argument("--budgets-gib", type=float, nargs="+", default=[0, 16, 8])
+    parser.add_argument("--batches", type=int, nargs="+", default=[1, 2, 5, 10])
+    parser.add_argument("--partitions", type=int, default=10)
+    parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args()
+    curve = curve_by_name(args.curve)
+    zkey, witness = make_key(curve, args.log)
+    probe = CudaBackend()
+    try:
+        copy_rate = pinned_copy_gbps(probe)
+        device_name = probe.device.name
+    finally:
+        probe.close()
+    rows = []
+    for budget_gib in args.budgets_gib:
+        budget = int(budget_gib * GIB) or None
+        for batch in (args.batches if budget else [1]):
+            try:
+                r = asyncio.run(run_config(zkey, witness, budget, batch, args.partitions, args.jobs))
+            except Exception as exc:  # a budget too small for the key is a result, not a crash
+                rows.append([f"{budget_gib:g}", batch, f"refused: {type(exc).__name__}: {str(exc)[:160]}",
+                             *["-"] * 8])
+                print(rows[-1], flush=True)
+                break
+            share = r["h2d_gbps"] / copy_rate if r["h2d_gbps"] else float("nan")
+            rows.append([f"{budget_gib:g}" if budget else "none", batch, r["placement"], f"{r['load_s']:.1f}",
+                         f"{r['s_per_proof']:.2f}", f"{r['batch_mean']:.1f}", f"{r['busy']:.3f}",
+                         f"{r['vram_peak_gb']:.1f}", f"{r['h2d_gbps']:.1f}", f"{share:.2f}",
+                         "yes" if r["verifies"] else "NO"])
+            print(rows[-1], flush=True)
+    resident = next((float(r[4]) for r in rows if r[0] == "none"), None)
+    for row in rows:
+        row.insert(5, f"{float(row[4]) / resident:.2f}" if resident and row[4] != "-" else "")
+    table = markdown_table(["VRAM budget GiB", "batch max", "placement", "key load s", "s/proof", "vs resident",
+                            "mean batch", "GPU lock busy", "VRAM peak GB", "H2D GB/s (passes)", "of pinned rate",
+                            "verifies"], rows)
+    note = (f"\n{args.curve} 2^{args.log} development key ({zkey.host_bytes() / 1e9:.1f} GB), circuit witness; "
+            f"{args.jobs} job(s) of {args.partitions} partitions per row, gpu_workers 2, on {device_name}. "
+            f"Pinned host-to-device copy rate measured in the same call: {copy_rate:.1f} GB/s.\n")
+    out = args.out or RESULTS / f"streamed_keys_{args.curve}_2e{args.log}.md"
+    write_result(out, "# Streamed keys and batched passes\n" + note + "\n" + table + "\n", show=table)
+
+
+if __name__ == "__main__":
+    main()

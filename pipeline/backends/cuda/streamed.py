@@ -1,0 +1,342 @@
+"""Keys larger than the VRAM budget: point sections streamed from page-locked host memory.
+
+``place_streamed`` decides which sections stay on the device (hot ones first: H, then A, B1, C,
+B2) and the chunk sizes, so that the CSR matrices, the resident sections and one pass's scratch
+fit the budget. ``CudaStreamedPass`` runs a pass (batch.py's ``StreamedPass``) for several
+partitions at once:
+
+- prologue, per partition: witness upload, H (spmv, NTTs), the MSMs of resident sections, and
+  H copied to pinned host memory when the H section is streamed; the witness and H then leave
+  the device.
+- chunks, in order: the copy stream fills one of two device buffers with the chunk's points
+  (host -> device, from the registered key arrays) while the compute stream runs the previous
+  chunk's MSMs; for every partition still in the pass, its scalars of the chunk are copied in
+  and one MSM per section slice writes a partial sum into the partition's result slots.
+- results: the slots come back in one copy; partial sums are added on the host.
+
+Buffers cross streams only through events: the copy stream waits for ``freed[b]`` (the compute
+stream is done with buffer b) before refilling it, the compute stream waits for ``copied[b]``.
+Not done yet: the 0/1 split inside a streamed pass (plain MSMs over each chunk), and the H
+section's chunk scalars are copied from pinned host memory rather than kept on the device.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...curves import Curve
+from ..batch import StreamedPass
+from ..placement import (SECTIONS, WITNESS_SECTIONS, Chunk, HostSplit, KeyPlacement, is_g2, plan_chunks, point_bytes,
+                         section_bytes)
+from ._bindings import driver
+from .errors import DeviceBudgetError, check
+from .memory import ADDRESS_MASK, DeviceAddress, PinnedHostBuffer
+from .msm import xyzz_to_jacobian
+from .split import split_worth_it
+from .streams import Event, Stream, event_ready
+from .work import MSM_SLOTS, results_bytes
+
+HOT_ORDER = ("h", "a", "b1", "c", "b2")  # which sections stay on the device first when some must go
+SCALAR_BYTES = 32
+
+
+def chunk_sizes(zkey, streamed: tuple[str, ...], chunk_bytes: int) -> tuple[int, int]:
+    """(signals per chunk, H points per chunk) so that one chunk's points are about ``chunk_bytes``."""
+    per_signal = sum(point_bytes(zkey.curve, s) for s in WITNESS_SECTIONS if s in streamed)
+    signals = max(1024, chunk_bytes // per_signal) if per_signal else 0
+    h = max(1024, chunk_bytes // point_bytes(zkey.curve, "h")) if "h" in streamed else 0
+    return min(signals, zkey.n_vars), min(h, zkey.domain_size)
+
+
+def resident_slots_bytes(slot: int) -> int:
+    """The resident MSMs' result slots (work.py's layout), padded to whole slots so that every
+    chunk slice's slot after them is aligned like the first."""
+    return -(-results_bytes(slot) // slot) * slot
+
+
+def slot_block_bytes(slot: int, chunks: list[Chunk]) -> int:
+    """Result bytes per partition of a pass: the resident MSMs' slots, then two per chunk slice
+    (the batch sum of a split witness's ones, and the MSM of the other scalars)."""
+    return resident_slots_bytes(slot) + 2 * slot * sum(len(c.slices) for c in chunks)
+
+
+def prologue_scratch_bytes(msm, zkey, resident: tuple[str, ...], csr_chunk: int = 0) -> int:
+    """One partition's prologue: witness and H, then a, b, c and the NTT's own (and a chunk of
+    the CSR when it streams), or the largest resident MSM's scratch."""
+    elem = SCALAR_BYTES
+    held = zkey.n_vars * elem + zkey.domain_size * elem
+    h_phase = 4 * zkey.domain_size * elem + csr_chunk
+    msm_phase = max([msm.scratch_bytes(zkey.n_vars, is_g2(s)) for s in resident if s != "h"]
+                    + [msm.scratch_bytes(zkey.domain_size, False) if "h" in resident else 0])
+    return held + max(h_phase, msm_phase)
+
+
+def pass_scratch_bytes(msm, zkey, placement: KeyPlacement, batch: int, csr_chunk: int | None = None) -> int:
+    """A whole pass of ``batch`` partitions: result slots throughout, and the larger of one
+    prologue and the chunk phase (two point buffers, the scalars of a chunk, one chunk MSM).
+    ``csr_chunk``: the loaded key's largest CSR chunk (default: the placement's target)."""
+    chunks = plan_chunks(zkey, placement)
+    slot = msm.xyzz_bytes(True)
+    point_buf = max((chunk_point_bytes(zkey.curve, c) for c in chunks), default=0)
+    scalars = max(((c.hi - c.lo) * SCALAR_BYTES for c in chunks), default=0)
+    chunk_msm = max([msm.scratch_bytes(placement.chunk_signals, is_g2(s)) for s in placement.streamed if s != "h"]
+                    + [msm.scratch_bytes(placement.chunk_h, False) if "h" in placement.streamed else 0])
+    split_idx = 2 * 4 * max(placement.chunk_signals, placement.chunk_h)  # a chunk's one and other indices
+    chunk_phase = 2 * point_buf + scalars + split_idx + chunk_msm
+    csr = placement.csr_chunk_bytes if csr_chunk is None else csr_chunk
+    return batch * slot_block_bytes(slot, chunks) + max(prologue_scratch_bytes(msm, zkey, placement.resident, csr),
+                                                        chunk_phase)
+
+
+def chunk_point_bytes(curve: Curve, chunk: Chunk) -> int:
+    return sum(s.count * point_bytes(curve, s.section) for s in chunk.slices)
+
+
+def place_streamed(msm, zkey, budget: int, csr_bytes: int, chunk_bytes: int) -> KeyPlacement:
+    """The most sections resident (hot first) such that the CSR (resident if it fits, else
+    streamed: its row pointers stay), the resident points and a pass of one partition fit
+    ``budget``; ``DeviceBudgetError`` if not even a key with everything streamed does."""
+    row_ptr_bytes = 2 * 4 * (zkey.domain_size + 1)
+
+    def placement(resident: list[str], csr_streamed: bool) -> KeyPlacement:
+        kept = tuple(s for s in SECTIONS if s in resident)
+        streamed = tuple(s for s in SECTIONS if s not in kept)
+        signals, h = chunk_sizes(zkey, streamed, chunk_bytes)
+        csr = row_ptr_bytes if csr_streamed else csr_bytes
+        return KeyPlacement(kept, signals, h, csr + sum(section_bytes(zkey, s) for s in kept),
+                            chunk_bytes if csr_streamed else 0)
+
+    def fits(p: KeyPlacement) -> bool:
+        return p.device_bytes + pass_scratch_bytes(msm, zkey, p, 1) <= budget
+
+    for csr_streamed in (False, True):
+        chosen: list[str] = []
+        for section in HOT_ORDER:
+            if fits(placement(chosen + [section], csr_streamed)):
+                chosen.append(section)
+        best = placement(chosen, csr_streamed)
+        if fits(best):
+            return best
+    need = best.device_bytes + pass_scratch_bytes(msm, zkey, best, 1)
+    raise DeviceBudgetError(f"a {zkey.curve.name} key of 2^{zkey.log_domain_size} constraints needs at least {need} "
+                            f"bytes of device memory even with every point and its CSR streamed (one partition's "
+                            f"witness, quotient and NTT buffers, and a chunk); the budget is {budget}")
+
+
+class CudaStreamedPass(StreamedPass):
+    def __init__(self, backend, key, items, with_b_g2: bool) -> None:
+        zkey = key.zkey
+        super().__init__(zkey.curve, len(items), plan_chunks(zkey, key.placement), with_b_g2)
+        self.backend, self.key, self.items = backend, key, list(items)
+        self.msm = key.runtime.msm
+        self.stream: Stream = backend.stream
+        self.copy_stream: Stream = backend.copy_stream()
+        self.slot = self.msm.xyzz_bytes(True)
+        self.block = slot_block_bytes(self.slot, self.chunks)
+        self.slice_slot: dict[tuple[int, int], int] = {}  # (chunk, slice) -> slot after the resident ones
+        for j, chunk in enumerate(self.chunks):
+            for k in range(len(chunk.slices)):
+                self.slice_slot[j, k] = len(self.slice_slot)
+        self.step_events: list[Event] = []
+        self.h_host: list[PinnedHostBuffer | None] = [None] * len(items)
+        # the 0 / 1 split of each bit-heavy witness, on the host (None: plain MSMs over its scalars)
+        self.splits: list[HostSplit | None] = [None] * len(items)
+        self.d_one_idx = self.d_other_idx = None
+        self.buffers: list = []
+        self.copied = [Event(timing=False), Event(timing=False)]
+        self.freed = [Event(timing=False), Event(timing=False)]
+        self.d_scalars = None
+        self.d_results = None
+        self._chunk_index = {id(c): j for j, c in enumerate(self.chunks)}
+        self.copy_marks: list[tuple[Event, Event]] = []  # around each chunk's host-to-device copies
+        self.streamed_bytes = 0
+        backend.device.activate()
+        self.started = Event().record(self.stream)
+        self.d_results = backend.allocator.alloc(self.block * len(items), "streamed pass results")
+        self.d_results.memset32(0, self.stream)  # a slot never written reads as infinity
+
+    # -- steps ---------------------------------------------------------------------------------
+    def _prologue(self, index: int) -> None:
+        b, key = self.backend, self.key
+        b.device.activate()
+        witness = self.items[index][0]
+        d_w = d_h = None
+        try:
+            d_w = b._upload_witness(witness)
+            d_h = b._enqueue_h(key, d_w)
+            resident = tuple(s for s in key.placement.resident if s != "b2" or self.with_b_g2)
+            b._enqueue_msms(key, d_w, d_h, DeviceAddress(self.d_results.ptr + index * self.block), self.with_b_g2,
+                            None, sections=resident)
+            if split_worth_it(self.items[index][1], b.msm_split_min_bits) and \
+                    any(s in key.placement.streamed for s in WITNESS_SECTIONS):
+                self.splits[index] = HostSplit(witness)  # host work while the device runs queued steps
+            if "h" in key.placement.streamed:
+                n = key.zkey.domain_size
+                self.h_host[index] = PinnedHostBuffer(b.device, n * SCALAR_BYTES)
+                check(driver.cuMemcpyDtoHAsync(self.h_host[index].ptr, d_h.ptr, n * SCALAR_BYTES, self.stream.handle),
+                      "cuMemcpyDtoHAsync")
+        finally:
+            for buf in (d_w, d_h):
+                if buf is not None:
+                    buf.free()  # stream-ordered: after the work queued above
+        self._step_done()
+
+    def _chunk(self, chunk: Chunk, live: list[int]) -> None:
+        b, curve = self.backend, self.curve
+        b.device.activate()
+        j = self._chunk_index[id(chunk)]
+        if not self.buffers:
+            self._allocate_chunk_buffers()
+        which = j % 2
+        buf = self.buffers[which]
+        # copy stream: wait until the compute stream is done with this buffer, then refill it
+        check(driver.cuStreamWaitEvent(self.copy_stream.handle, self.freed[which].handle, 0), "cuStreamWaitEvent")
+        offsets, at = [], 0
+        copy_start = Event().record(self.copy_stream)
+        for s in chunk.slices:
+            pb = point_bytes(curve, s.section)
+            src = self.key.host_points[s.section].ptr + s.point_lo * pb
+            check(driver.cuMemcpyHtoDAsync(buf.ptr + at, src, s.count * pb, self.copy_stream.handle),
+                  "cuMemcpyHtoDAsync")
+            offsets.append(at)
+            at += s.count * pb
+        self.copied[which].record(self.copy_stream)
+        self.copy_marks.append((copy_start, Event().record(self.copy_stream)))
+        self.streamed_bytes += at
+        check(driver.cuStreamWaitEvent(self.stream.handle, self.copied[which].handle, 0), "cuStreamWaitEvent")
+        for i in live:
+            split = self.splits[i] if chunk.scalars == "witness" else None
+            if split is None:
+                self._upload(self.d_scalars.ptr, self._scalars_ptr(i, chunk.scalars) + chunk.lo * SCALAR_BYTES,
+                             (chunk.hi - chunk.lo) * SCALAR_BYTES)
+            else:
+                (o0, o1), (t0, t1) = split.ranges(chunk.lo, chunk.hi)
+                self._upload(self.d_one_idx.ptr, split.ones[o0:o1].ctypes.data, 4 * (o1 - o0))
+                self._upload(self.d_other_idx.ptr, split.others[t0:t1].ctypes.data, 4 * (t1 - t0))
+                self._upload(self.d_scalars.ptr, split.other_scalars[t0:t1].ctypes.data, SCALAR_BYTES * (t1 - t0))
+            for k, (s, off) in enumerate(zip(chunk.slices, offsets)):
+                if s.section == "b2" and not self.with_b_g2:
+                    continue
+                g2, n = is_g2(s.section), self.slice_slot[j, k]
+                out = self.d_results.ptr + i * self.block + self.slice_offset(2 * n)
+                if split is None:
+                    self.msm.enqueue(g2, buf.ptr + off, self.d_scalars.ptr + s.scalar_offset * SCALAR_BYTES, s.count,
+                                     out)
+                    continue
+                lo, hi = split.slice_signals(chunk, s)
+                (so0, so1), (st0, st1) = split.ranges(lo, hi)
+                # indices are signals: the point of signal x is at base + x * (point bytes), modulo 2^64
+                base = (buf.ptr + off - lo * point_bytes(curve, s.section)) & ADDRESS_MASK
+                self.msm.enqueue_point_sum(g2, base, self.d_one_idx.ptr + 4 * (so0 - o0), so1 - so0, out)
+                self.msm.enqueue(g2, base, self.d_scalars.ptr + SCALAR_BYTES * (st0 - t0), st1 - st0,
+                                 out + self.slot, d_point_index=self.d_other_idx.ptr + 4 * (st0 - t0))
+        self.freed[which].record(self.stream)
+        self._step_done()
+
+    def _upload(self, d_dst: int, src: int, nbytes: int) -> None:
+        if nbytes:
+            check(driver.cuMemcpyHtoDAsync(d_dst, src, nbytes, self.stream.handle), "cuMemcpyHtoDAsync")
+
+    def slice_offset(self, n: int) -> int:
+        """Byte offset, in a partition's result block, of the n-th chunk slice's partial sum."""
+        return resident_slots_bytes(self.slot) + n * self.slot
+
+    def _scalars_ptr(self, index: int, scalars: str) -> int:
+        if scalars == "h":
+            return self.h_host[index].ptr
+        return int(self.items[index][0].ctypes.data)
+
+    def _allocate_chunk_buffers(self) -> None:
+        alloc = self.backend.allocator
+        size = max(chunk_point_bytes(self.curve, c) for c in self.chunks)
+        self.buffers = [alloc.alloc(size, "streamed points (buffer 0)"), alloc.alloc(size, "streamed points (buffer 1)")]
+        widest = max((c.hi - c.lo) for c in self.chunks)
+        self.d_scalars = alloc.alloc(widest * SCALAR_BYTES, "streamed chunk scalars")
+        self.d_one_idx = alloc.alloc(4 * widest, "streamed chunk one indices")
+        self.d_other_idx = alloc.alloc(4 * widest, "streamed chunk other indices")
+        for ev in self.freed:  # the buffers exist in the compute stream's order: the copy stream starts after
+            ev.record(self.stream)
+
+    def _step_done(self) -> None:
+        self.step_events.append(Event().record(self.stream))
+
+    def pass_timings(self) -> dict[str, float]:
+        """The pass as a whole (every partition of the batch shares it): device time, time the
+        copy stream spent copying points, and the rate of those copies."""
+        pass_ms = self.step_events[-1].elapsed_ms(self.started) if self.step_events else 0.0
+        copy_ms = sum(end.elapsed_ms(start) for start, end in self.copy_marks)
+        gbps = self.streamed_bytes / copy_ms / 1e6 if copy_ms else 0.0
+        return {"stream_pass_ms": pass_ms, "stream_copy_ms": copy_ms, "stream_bytes": float(self.streamed_bytes),
+                "stream_h2d_gbps": gbps, "msm_ms": pass_ms}
+
+    # -- awaiting and results ------------------------------------------------------------------
+    def query(self) -> bool:
+        self.backend.device.activate()
+        return not self.step_events or self.step_events[-1].query()
+
+    async def wait_for_room(self) -> None:
+        if len(self.step_events) > self.depth:
+            await event_ready(_OnDevice(self.backend.device, self.step_events[-self.depth - 1]))
+
+    async def wait(self) -> None:
+        await event_ready(self)
+
+    def results(self):
+        try:
+            self.backend.device.activate()
+            words = np.zeros(self.block * self.n_items // 4, dtype=np.uint32)
+            self.d_results.download(words, self.stream)  # after every step (stream order)
+            per_item = self.block // 4
+            g1_words = self.slot // 8
+            partials: list = []
+            for i in range(self.n_items):
+                if self.left[i]:
+                    partials.append(None)
+                    continue
+                block = words[i * per_item:(i + 1) * per_item]
+
+                def point(offset: int, section: str):
+                    raw = block[offset // 4:(offset + self.slot) // 4]
+                    if is_g2(section):
+                        return xyzz_to_jacobian(self.curve.g2, self.curve.fq, raw.copy())
+                    return xyzz_to_jacobian(self.curve.g1, self.curve.fq, raw[:g1_words].copy())
+
+                sums: dict[str, list] = {s: [point(MSM_SLOTS.index(s) * self.slot, s)]
+                                         for s in self.key.placement.resident}
+                for (j, k), n in self.slice_slot.items():
+                    section = self.chunks[j].slices[k].section
+                    for half in (2 * n, 2 * n + 1):  # ones (infinity when not split), then the rest
+                        sums.setdefault(section, []).append(point(self.slice_offset(half), section))
+                partials.append(sums)
+            timings = self.pass_timings()
+            return self.combine(partials, [dict(timings) for _ in range(self.n_items)])
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        self.backend.device.activate()
+        self.copy_stream.synchronize()  # no copy still reads the key or fills a buffer
+        self.stream.synchronize()  # the device is done with every buffer (pinned H included)
+        for buf in (*self.buffers, self.d_scalars, self.d_one_idx, self.d_other_idx, self.d_results):
+            if buf is not None:
+                buf.free()
+        self.buffers, self.d_scalars, self.d_one_idx, self.d_other_idx, self.d_results = [], None, None, None, None
+        self.splits = [None] * self.n_items
+        for i, h in enumerate(self.h_host):
+            if h is not None:
+                h.free()
+                self.h_host[i] = None
+        for ev in (*self.step_events, *self.copied, *self.freed, self.started,
+                   *(e for pair in self.copy_marks for e in pair)):
+            ev.close()
+        self.step_events, self.copy_marks = [], []
+
+
+class _OnDevice:
+    """An event polled from the loop's thread, with the device's context made current first."""
+
+    def __init__(self, device, event: Event) -> None:
+        self.device, self.event = device, event
+
+    def query(self) -> bool:
+        self.device.activate()
+        return self.event.query()

@@ -1,0 +1,156 @@
+"""Where a key's points live for a backend, and the chunks a streamed pass walks through.
+
+A key whose points do not fit the device budget keeps some sections (``a``, ``b1``, ``b2``,
+``c``, ``h``) in host memory and streams them through the device in chunks, once per batch of
+partitions (``Backend.start_batch``). The plan of a pass is backend-independent and lives here,
+so that the CPU backend (the reference) and the CUDA backend walk the same chunks.
+
+Sections and the scalars they take:
+
+- ``a``, ``b1``, ``b2``: point i goes with signal i (all ``n_vars`` signals);
+- ``c``: point k goes with signal ``n_public + 1 + k`` (the private signals);
+- ``h``: point k goes with the quotient's value k (``domain_size`` of them).
+
+The witness sections share one walk over the signals, so a chunk uploads each partition's
+scalars of its signal range once for up to four sections.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+SECTIONS = ("a", "b1", "b2", "c", "h")
+WITNESS_SECTIONS = ("a", "b1", "b2", "c")
+
+
+@dataclass(frozen=True)
+class KeyPlacement:
+    """Which point sections a loaded key keeps on the device (``resident``); the others are
+    streamed from host memory, ``chunk_signals`` signals (witness sections) or ``chunk_h`` H
+    points per chunk. ``device_bytes``: what ``load_key`` holds on the device."""
+
+    resident: tuple[str, ...] = SECTIONS
+    chunk_signals: int = 0
+    chunk_h: int = 0
+    device_bytes: int = 0
+    # The coefficient matrices (CSR) stay in host memory too, and H's sparse products stream them
+    # in row chunks of about this many bytes (0: the CSR is resident).
+    csr_chunk_bytes: int = 0
+
+    def __post_init__(self) -> None:
+        unknown = set(self.resident) - set(SECTIONS)
+        if unknown:
+            raise ValueError(f"unknown key sections {sorted(unknown)}; sections are {SECTIONS}")
+        if any(s in WITNESS_SECTIONS for s in self.streamed) and self.chunk_signals <= 0:
+            raise ValueError("a placement that streams witness sections needs chunk_signals > 0")
+        if "h" in self.streamed and self.chunk_h <= 0:
+            raise ValueError("a placement that streams the H section needs chunk_h > 0")
+
+    @property
+    def streamed(self) -> tuple[str, ...]:
+        return tuple(s for s in SECTIONS if s not in self.resident)
+
+    @property
+    def mode(self) -> str:
+        """"resident", "streamed" (no points on the device) or "partly resident"."""
+        if not self.streamed and not self.csr_chunk_bytes:
+            return "resident"
+        return "streamed" if not self.resident else "partly resident"
+
+
+def is_g2(section: str) -> bool:
+    return section == "b2"
+
+
+def section_span(zkey, section: str) -> tuple[int, int]:
+    """(first scalar index, number of points) of a section: its points are scalars first.. first+n."""
+    if section == "c":
+        first = zkey.n_public + 1
+        return first, zkey.n_vars - first
+    if section == "h":
+        return 0, zkey.domain_size
+    return 0, zkey.n_vars
+
+
+def point_bytes(curve, section: str) -> int:
+    """Bytes of one affine point of ``section`` as the key stores it (x, y over Fq or Fq2)."""
+    return 2 * (2 if is_g2(section) else 1) * 8 * curve.fq.limbs
+
+
+def section_bytes(zkey, section: str) -> int:
+    return section_span(zkey, section)[1] * point_bytes(zkey.curve, section)
+
+
+@dataclass(frozen=True)
+class SectionSlice:
+    """Points [point_lo, point_hi) of ``section``; their scalars start ``scalar_offset`` into the
+    chunk's scalar range."""
+
+    section: str
+    point_lo: int
+    point_hi: int
+    scalar_offset: int
+
+    @property
+    def count(self) -> int:
+        return self.point_hi - self.point_lo
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One step of a pass: scalars [lo, hi) of ``scalars`` ("witness" or "h") and the streamed
+    sections' points that go with them."""
+
+    scalars: str
+    lo: int
+    hi: int
+    slices: tuple[SectionSlice, ...]
+
+
+def plan_chunks(zkey, placement: KeyPlacement) -> list[Chunk]:
+    """The chunks of one pass over ``placement``'s streamed sections: the witness sections in
+    signal order, then H. Every streamed point is in exactly one slice."""
+    chunks = []
+    witness_sections = [s for s in WITNESS_SECTIONS if s in placement.streamed]
+    if witness_sections:
+        step = placement.chunk_signals
+        for lo in range(0, zkey.n_vars, step):
+            hi = min(lo + step, zkey.n_vars)
+            slices = []
+            for s in witness_sections:
+                first, n = section_span(zkey, s)
+                s_lo, s_hi = max(lo, first), min(hi, first + n)
+                if s_hi > s_lo:
+                    slices.append(SectionSlice(s, s_lo - first, s_hi - first, s_lo - lo))
+            if slices:
+                chunks.append(Chunk("witness", lo, hi, tuple(slices)))
+    if "h" in placement.streamed:
+        for lo in range(0, zkey.domain_size, placement.chunk_h):
+            hi = min(lo + placement.chunk_h, zkey.domain_size)
+            chunks.append(Chunk("h", lo, hi, (SectionSlice("h", lo, hi, 0),)))
+    return chunks
+
+
+class HostSplit:
+    """A witness's 0 / 1 split on the host, for a streamed pass: ascending signal indices of its
+    ones and of its other nonzero values (with those values). A chunk slice then sums the points
+    of its ones (a batch addition) and runs a tail MSM over its others; zeros cost nothing."""
+
+    def __init__(self, witness: np.ndarray) -> None:
+        high_zero = ~witness[:, 1:].any(axis=1)
+        low = witness[:, 0]
+        self.ones = np.flatnonzero(high_zero & (low == 1)).astype(np.uint32)
+        self.others = np.flatnonzero(~(high_zero & (low <= 1))).astype(np.uint32)
+        self.other_scalars = np.ascontiguousarray(witness[self.others])
+
+    def ranges(self, lo: int, hi: int) -> tuple[tuple[int, int], tuple[int, int]]:
+        """Positions [o0, o1) in ``ones`` and [t0, t1) in ``others`` of the signals in [lo, hi)."""
+        o0, o1 = np.searchsorted(self.ones, [lo, hi])
+        t0, t1 = np.searchsorted(self.others, [lo, hi])
+        return (int(o0), int(o1)), (int(t0), int(t1))
+
+    def slice_signals(self, chunk: Chunk, s: SectionSlice) -> tuple[int, int]:
+        """The signals [lo, hi) whose scalars multiply the slice's points (its point k: signal lo + k)."""
+        lo = chunk.lo + s.scalar_offset
+        return lo, lo + s.count

@@ -1,0 +1,160 @@
+"""Streamed keys on the GPU (backends/cuda/streamed.py): a pass over points streamed from
+page-locked host memory, several partitions at once, gives the resident path's MSMs bit for bit
+(both curves, G1 and G2, chunk sizes that divide nothing, H resident or streamed, a partition
+that leaves mid-pass); a budget smaller than the key places it streamed; the engine proves with
+such a key under such a budget, every proof valid, the device allocator never past its budget."""
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+import pytest
+
+from pipeline.backends.cuda.errors import DeviceBudgetError
+from pipeline.backends.placement import KeyPlacement, plan_chunks
+from pipeline.backends.protocol import WitnessShape
+from pipeline.engine import Engine, EngineConfig
+from pipeline.formats.types import VerificationKey
+from pipeline.formats.wtns import read_wtns
+from pipeline.formats.zkey import read_zkey
+from pipeline.groth16.verifier import verify
+from tests.conftest import fixture_dir
+
+pytestmark = pytest.mark.gpu
+
+PLACEMENTS = [KeyPlacement((), 37, 61), KeyPlacement(("h",), 100, 0), KeyPlacement(("a", "b2"), 1024, 1000)]
+
+
+def witnesses(curve_name: str, circuit: str = "chain_2e10"):
+    d = fixture_dir(curve_name, circuit)
+    zkey = read_zkey(d / "circuit_final.zkey")
+    w = np.ascontiguousarray(read_wtns(d / "witness.wtns").values)
+    rng = np.random.default_rng(11)
+    other = rng.integers(0, 2**63, size=w.shape, dtype=np.uint64)
+    other[:, -1] >>= 8  # below r for both curves
+    bits = (rng.random(len(w)) < 0.9).astype(np.uint64)  # a bit-heavy one
+    heavy = np.zeros_like(w)
+    heavy[:, 0] = bits
+    return zkey, [w, other, heavy]
+
+
+def run_batch(backend, key, items, with_b_g2=True, leave_at=None, shapes=False):
+    """The pass, as the engine drives it; ``shapes``: with each witness's WitnessShape, so that the
+    bit-heavy ones take the 0 / 1 split."""
+    prefix = key.zkey.n_public + 1
+    work = backend.start_batch(key, [(w, WitnessShape.of(w, prefix) if shapes else None) for w in items], with_b_g2)
+    active = [True] * len(items)
+    steps = 0
+    while work.enqueue_next(active):
+        steps += 1
+        asyncio.run(work.wait_for_room())
+        if leave_at is not None and steps == leave_at[0]:
+            active[leave_at[1]] = False
+    asyncio.run(work.wait())
+    return work.results()
+
+
+@pytest.mark.parametrize("shapes", [False, True], ids=["plain", "split"])
+@pytest.mark.parametrize("placement", PLACEMENTS, ids=lambda p: f"{p.mode}-{p.chunk_signals}-{p.chunk_h}")
+def test_streamed_pass_equals_resident_partitions(cuda_backend, gpu_curve, placement, shapes):
+    zkey, items = witnesses(gpu_curve.name)
+    resident = cuda_backend.load_key(zkey)
+    try:
+        expected = [cuda_backend.start_partition(resident, w, True, None) for w in items]
+        expected = [work.result() for work in expected]
+    finally:
+        cuda_backend.unload_key(resident)
+    in_use = cuda_backend.allocator.in_use_bytes
+    key = cuda_backend.load_key(zkey, placement)
+    try:
+        got = run_batch(cuda_backend, key, items, shapes=shapes)
+        assert cuda_backend.allocator.in_use_bytes == in_use + key.resident_bytes  # the pass gave back its scratch
+    finally:
+        cuda_backend.unload_key(key)
+    g1, g2 = gpu_curve.g1, gpu_curve.g2
+    for e, r in zip(expected, got):
+        for name in ("a_g1", "b_g1", "c_g1", "h_g1"):
+            assert g1.eq(getattr(r, name), getattr(e, name)), name
+        assert g2.eq(r.b_g2, e.b_g2)
+
+
+def test_a_partition_that_leaves_mid_pass_has_no_result_and_the_rest_are_exact(cuda_backend, gpu_curve):
+    zkey, items = witnesses(gpu_curve.name)
+    placement = KeyPlacement((), 100, 300)
+    resident = cuda_backend.load_key(zkey)
+    try:
+        expected = cuda_backend.start_partition(resident, items[2], False, None).result()
+    finally:
+        cuda_backend.unload_key(resident)
+    key = cuda_backend.load_key(zkey, placement)
+    try:
+        assert len(plan_chunks(zkey, placement)) > 4
+        got = run_batch(cuda_backend, key, items, with_b_g2=False, leave_at=(len(items) + 2, 0))
+    finally:
+        cuda_backend.unload_key(key)
+    assert got[0] is None and got[2].b_g2 is None
+    assert gpu_curve.g1.eq(got[2].a_g1, expected.a_g1) and gpu_curve.g1.eq(got[2].h_g1, expected.h_g1)
+
+
+def test_place_key_streams_under_a_small_budget_and_refuses_one_too_small(cuda_backend, gpu_curve):
+    zkey, _ = witnesses(gpu_curve.name)
+    full = cuda_backend.key_device_bytes(zkey)
+    assert cuda_backend.place_key(zkey, None).mode == "resident"
+    assert cuda_backend.place_key(zkey, 100 * full).mode == "resident"
+    small = cuda_backend.place_key(zkey, full)  # the key alone fills it: no room for a partition
+    assert small.mode in ("streamed", "partly resident")
+    key = cuda_backend.load_key(zkey, small)
+    try:
+        assert small.device_bytes + cuda_backend.scratch_bytes(key, 1) <= full
+    finally:
+        cuda_backend.unload_key(key)
+    with pytest.raises(DeviceBudgetError, match="even with every point streamed"):
+        cuda_backend.place_key(zkey, 4096)
+
+
+@pytest.mark.parametrize("curve", ["bn128", "bls12381"])
+def test_engine_proves_with_a_key_larger_than_its_vram_budget(cuda_backend, curve):
+    folder = fixture_dir(curve, "chain_2e10")
+    zkey = read_zkey(folder / "circuit_final.zkey")
+    budget = cuda_backend.key_device_bytes(zkey)
+
+    async def main():
+        config = EngineConfig(backend="cuda", devices=(0,), gpu_workers_per_device=2, vram_budget_bytes=budget,
+                              queue_size=10, max_partitions_in_flight=12, gpu_batch_max=5)
+        async with Engine(config) as engine:
+            engine.register_key("k", zkey_path=folder / "circuit_final.zkey")
+            jobs = [await engine.submit("k", [str(folder / "witness.wtns")] * 5) for _ in range(2)]
+            proofs = [p for job in jobs for p in await job.result()]
+            return proofs, engine.status()
+
+    proofs, status = asyncio.run(main())
+    assert status["keys"]["keys"]["k"]["placement"]["0"] in ("streamed", "partly resident")
+    assert max(p.timings_ms["gpu_batch"] for p in proofs) > 1
+    assert status["devices"][0]["vram"]["peak_bytes"] <= budget
+    vk = VerificationKey.from_zkey(zkey)
+    assert all(verify(vk, p.public_signals, p.pi_a, p.pi_b, p.pi_c) for p in proofs)
+
+
+def test_h_with_the_csr_streamed_in_row_chunks_equals_the_resident_h(cuda_backend, gpu_curve):
+    """The sparse products read the CSR in row chunks of a few hundred bytes (many chunks, rows
+    split anywhere), with every point section resident or streamed."""
+    zkey, items = witnesses(gpu_curve.name)
+    resident = cuda_backend.load_key(zkey)
+    try:
+        expected_h = cuda_backend.h_to_host(h := cuda_backend.compute_h(resident, items[0]))
+        h.free()
+        expected = cuda_backend.start_partition(resident, items[1], True, None).result()
+    finally:
+        cuda_backend.unload_key(resident)
+    for points in (("a", "b1", "b2", "c", "h"), ()):
+        placement = KeyPlacement(points, 300, 200, csr_chunk_bytes=1 << 12)
+        key = cuda_backend.load_key(zkey, placement)
+        try:
+            assert len(key.csr_chunks) > 10
+            h = cuda_backend.compute_h(key, items[0])
+            assert np.array_equal(cuda_backend.h_to_host(h), expected_h)
+            h.free()
+            got = run_batch(cuda_backend, key, [items[1]])[0]
+        finally:
+            cuda_backend.unload_key(key)
+        assert gpu_curve.g1.eq(got.h_g1, expected.h_g1) and gpu_curve.g2.eq(got.b_g2, expected.b_g2)
