@@ -34,12 +34,13 @@
 #   seam     before/after of the backend seam (issue 9): engine at 2^14 and 2^20 (1 and all devices)
 #            and the GPU stage at 2^14/20/24, in this tree and in the tree of .anchors/before.tar;
 #            sppark's MSM bench if .anchors/bench_bls12381 is there. Carry .anchors.
-# Wheels the host lacks (orjson, py_ecc, wasmtime, xxhash) travel in .whl/. Every file a section writes
+# Wheels the host lacks (orjson, py_ecc, wasmtime, xxhash, ...) travel in .whl/ or .whl-lite/ (and
+# .whl-pg/ for the cluster section: asyncpg, pgserver). Every file a section writes
 # under bench/results/ is copied to $OUT at the end, with gpu.txt and the logs.
 set -o pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-if compgen -G ".whl/*.whl" > /dev/null; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+if compgen -G ".whl*/*.whl" > /dev/null; then  # .whl, .whl-lite, .whl-pg: whichever the call carried
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl*/*.whl
   export PYTHONPATH=/tmp/site SITE=/tmp/site
 fi
 export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$PWD PYTHONUNBUFFERED=1

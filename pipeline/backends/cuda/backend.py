@@ -115,6 +115,14 @@ class CudaBackend(Backend):
         self._results = PinnedResultPool(self.device, results_bytes(4 * 2 * 8 * max_fq_limbs))
         self.msm_split_min_bits = 0.5  # split A, B1, B2, C when >= this share of the witness is 0 or 1
         self._copy_stream: Stream | None = None  # streamed keys: host-to-device copies beside the kernels
+        self._pinned_pools: dict[int, PinnedResultPool] = {}  # streamed passes' H buffers, by size
+
+    def pinned_pool(self, nbytes: int) -> PinnedResultPool:
+        """Page-locked host buffers of ``nbytes`` kept for reuse (pinning GBs per pass would cost
+        a noticeable part of it)."""
+        if nbytes not in self._pinned_pools:
+            self._pinned_pools[nbytes] = PinnedResultPool(self.device, nbytes)
+        return self._pinned_pools[nbytes]
 
     def copy_stream(self) -> Stream:
         if self._copy_stream is None:
@@ -434,3 +442,6 @@ class CudaBackend(Backend):
         self.allocator.trim()
         self.stream.close()
         self._results.close()
+        for pool in self._pinned_pools.values():
+            pool.close()
+        self._pinned_pools.clear()

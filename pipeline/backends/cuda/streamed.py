@@ -138,6 +138,7 @@ class CudaStreamedPass(StreamedPass):
                 self.slice_slot[j, k] = len(self.slice_slot)
         self.step_events: list[Event] = []
         self.h_host: list[PinnedHostBuffer | None] = [None] * len(items)
+        self.h_pool = backend.pinned_pool(zkey.domain_size * SCALAR_BYTES)
         # the 0 / 1 split of each bit-heavy witness, on the host (None: plain MSMs over its scalars)
         self.splits: list[HostSplit | None] = [None] * len(items)
         self.d_one_idx = self.d_other_idx = None
@@ -171,7 +172,7 @@ class CudaStreamedPass(StreamedPass):
                 self.splits[index] = HostSplit(witness)  # host work while the device runs queued steps
             if "h" in key.placement.streamed:
                 n = key.zkey.domain_size
-                self.h_host[index] = PinnedHostBuffer(b.device, n * SCALAR_BYTES)
+                self.h_host[index] = self.h_pool.take()
                 check(driver.cuMemcpyDtoHAsync(self.h_host[index].ptr, d_h.ptr, n * SCALAR_BYTES, self.stream.handle),
                       "cuMemcpyDtoHAsync")
         finally:
@@ -323,7 +324,7 @@ class CudaStreamedPass(StreamedPass):
         self.splits = [None] * self.n_items
         for i, h in enumerate(self.h_host):
             if h is not None:
-                h.free()
+                self.h_pool.give_back(h)  # the device is done with it (synchronised above)
                 self.h_host[i] = None
         for ev in (*self.step_events, *self.copied, *self.freed, self.started,
                    *(e for pair in self.copy_marks for e in pair)):
