@@ -30,6 +30,7 @@ import xxhash
 
 import pipeline  # its __version__ (the layering test reads `from .. import` as a layer)
 
+from ..errors import InternalError
 from ..formats.binfile import over_chunks
 from ..formats.types import CsrMatrix
 from ..formats.zkey import ZkeyHeader
@@ -40,8 +41,9 @@ CACHE_FORMAT = 1  # bump when what a file holds or how it is laid out changes
 MANIFEST = "manifest.json"
 
 
-class CacheInvalid(Exception):
-    """The folder cannot be used; the message says why (it is rebuilt)."""
+class CacheInvalid(InternalError):
+    """The folder cannot be used; the message says why. ``prepare_key`` catches it and rebuilds:
+    it never reaches a caller (if it did, it would be our fault, not the caller's)."""
 
 
 def write_folder(folder: Path, header: ZkeyHeader, content: str, coefficients: tuple, order: np.ndarray,
