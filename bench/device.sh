@@ -28,6 +28,11 @@
 #            [SEED_DEVICES=1] device(s), sppark's stage beside it (.anchors/bench_<curve>: carry .anchors)
 #            -> bench/results/seed_scale_cuda_<curve>_<sizes>_<witness>.md + .timeline.json/.png per size
 #            (2^27: its own call on nvidia-h200-x2, for the 256 GiB host: SEED_SIZES=27 SEED_JOBS=1)
+#   keyprep  bench.key_prepare --upload (issue 11 item 2): the old parse + argsort CSR vs the key cache's first and
+#            next start, each into CudaBackend.load_key, random BLS12-381 keys of 2^[KEYPREP_SIZES=24] written to
+#            [KEYPREP_DIR=/tmp]; [KEYPREP_ARGS] e.g. "--cold" (page cache dropped per timing), "--order snarkjs".
+#            2^26 (~45 GB key + ~6 GB cache, ~45 GB of RAM for the old path): its own call, on nvidia-h200-x2
+#            (disk)                                                                   -> bench/results/key_prepare_*.md
 #   streamed bench.streamed_keys: a 2^[STREAMED_LOG=26] BLS12-381 development key resident, then streamed under
 #            [STREAMED_BUDGETS=0 16 8] GiB with batches of [STREAMED_BATCHES=1 2 5 10], [STREAMED_PARTITIONS=10]
 #            partitions per row; pinned copy rate of the same call   -> bench/results/streamed_keys_*.md
@@ -108,6 +113,10 @@ cluster() {
       2>&1 | tee "$OUT/cluster_$travel.log" | grep -E "end to end|Error|error|wrote"
   done
 }
+keyprep() {
+  timeout "${KEYPREP_TIMEOUT:-570}" python3 -m bench.key_prepare ${KEYPREP_SIZES:-24} --upload ${KEYPREP_ARGS:-} \
+    --dir "${KEYPREP_DIR:-/tmp}" 2>&1 | tee "$OUT/keyprep.log" | tail -n 12
+}
 devsetup() {
   timeout "${DEVSETUP_TIMEOUT:-560}" python3 -m bench.dev_setup --sizes ${DEVSETUP_SIZES:-20 22 24} \
     --curves ${DEVSETUP_CURVES:-bls12381 bn128} 2>&1 | tee "$OUT/dev_setup.log" | tail -n 25
@@ -150,7 +159,8 @@ seam() {
 
 for section in ${@:-tests demo prove stage msm engine server}; do
   case $section in
-    tests|demo|prove|ntt|msm|stage|memory|blocks|build|engine|scaling|server|cluster|seam|devsetup|seed|streamed) echo "== $section"; $section ;;
+    tests|demo|prove|ntt|msm|stage|memory|blocks|build|engine|scaling|server|cluster|seam|devsetup|seed|streamed|keyprep)
+      echo "== $section"; $section ;;
     *) echo "bench/device.sh: unknown section '$section'" >&2; rc=2 ;;
   esac
 done

@@ -127,6 +127,20 @@ def cuda_options_from_env(env: Mapping[str, str] | None = None):
         raise ConfigError(f"environment (ZKPIPE_ENGINE_CUDA_*): {exc}") from exc
 
 
+def key_cache_settings_from_env(env: Mapping[str, str] | None = None):
+    """The key cache as the environment sets it (``ZKPIPE_ENGINE_KEY_CACHE``, ``..._KEY_CACHE_DIR``),
+    for ``zkpipe prove`` / ``fullprove``, which read no config file."""
+    from .engine.config import EngineConfig
+    from .keycache import KeyCacheSettings
+
+    table = {k: v for k, v in load_config(None, env).engine.items() if k in ("key_cache", "key_cache_dir")}
+    try:
+        config = EngineConfig.from_dict(table)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"environment (ZKPIPE_ENGINE_KEY_CACHE*): {exc}") from exc
+    return KeyCacheSettings(config.key_cache, config.key_cache_dir)
+
+
 def _env_value(raw: str) -> Any:
     try:
         return tomllib.loads(f"v = {raw}")["v"]

@@ -11,7 +11,7 @@ ROOT = Path(pipeline.__file__).parent
 
 # Higher imports lower; equal ranks are siblings and import neither way.
 RANKS = {
-    "errors": 0, "progress": 0, "curves": 1, "formats": 2, "backends": 3,
+    "errors": 0, "progress": 0, "curves": 1, "formats": 2, "keycache": 2.5, "backends": 3,
     "groth16": 4, "witness": 4, "synth": 4, "setup": 4.5,
     "engine": 5, "config": 6, "server": 7, "oneshot": 7, "cli": 8, "__main__": 9, "__init__": 9,
 }

@@ -194,3 +194,21 @@ def test_key_fingerprint_names_the_verification_key_and_needs_no_numpy(tmp_path)
     probe = subprocess.run([sys.executable, "-c", "import sys; import pipeline.formats.key_fingerprint; "
                             "print('numpy' in sys.modules)"], cwd=REPO, capture_output=True, text=True, check=True)
     assert probe.stdout.strip() == "False"
+
+
+def test_prove_prepares_the_key_once_then_opens_its_cache_unless_the_environment_says_no(tmp_path, capsys,
+                                                                                         monkeypatch):
+    folder = fixture_dir("bls12381", "multiplier")
+    key = tmp_path / "circuit_final.zkey"
+    key.write_bytes((folder / "circuit_final.zkey").read_bytes())
+    for env, step in (("", "read the key (prepared and cached now)"), ("", "read the key (from its cache)"),
+                      ("false", "read the key")):
+        if env:
+            monkeypatch.setenv("ZKPIPE_ENGINE_KEY_CACHE", env)
+        proof, public = tmp_path / "proof.json", tmp_path / "public.json"
+        assert main(["prove", str(key), str(folder / "witness.wtns"), str(proof), str(public), "--backend", "cpu",
+                     "--timings"]) == EXIT_OK
+        err = capsys.readouterr().err
+        assert any(line.startswith("  ") and line.endswith(step) for line in err.splitlines()), (step, err)
+        assert snarkjs_verify(folder / "vk.json", public, proof)
+    assert (tmp_path / ".zkpipe-keycache").is_dir()

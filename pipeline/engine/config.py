@@ -40,6 +40,10 @@ class EngineConfig:
     verify_proofs: bool = False  # verify every proof in the epilogue (our verifier; slow in pure Python)
     check_r1cs: bool = True  # check witnesses against the key's registered .r1cs
 
+    # -- prepared keys (pipeline.keycache, docs/key_cache.md) --------------------------------
+    key_cache: bool = True  # open keys from their cache folder, prepared and cached at the first load
+    key_cache_dir: str | None = None  # None: a .zkpipe-keycache folder beside each key (if writable)
+
     # -- bookkeeping -----------------------------------------------------------------------
     finished_jobs_kept: int = 1000  # finished jobs remembered for idempotent resubmission and lookup
     timeline_events_kept: int = 10000  # stage intervals kept for status and plots
@@ -81,6 +85,10 @@ class EngineConfig:
             raise ValueError("EngineConfig.loop_lag_interval_s must be positive")
         if not isinstance(self.cuda, CudaOptions):
             raise ValueError(f"EngineConfig.cuda must be CudaOptions, got {type(self.cuda).__name__}")
+        if not isinstance(self.key_cache, bool):
+            raise ValueError(f"EngineConfig.key_cache must be true or false, got {self.key_cache!r}")
+        if self.key_cache_dir is not None and (not isinstance(self.key_cache_dir, str) or not self.key_cache_dir):
+            raise ValueError(f"EngineConfig.key_cache_dir must be a folder path or None, got {self.key_cache_dir!r}")
 
     @classmethod
     def from_dict(cls, values: dict) -> "EngineConfig":

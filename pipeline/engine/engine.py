@@ -24,6 +24,7 @@ from typing import Any, Callable, Iterable
 
 from ..backends import backend_choice_json
 from ..formats.types import Groth16Zkey, Witness
+from ..keycache import KeyCacheSettings
 from .config import EngineConfig
 from .cpu_workers import G2Workers, warm_up
 from .devices import BackendFactory, Device, make_devices
@@ -92,7 +93,8 @@ class Engine:
         if c.g2_msm_placement == "cpu":
             await asyncio.to_thread(warm_up, self._g2_workers.executor, c.g2_msm_workers)
         g2_executor = c.g2_msm_executor if c.g2_msm_placement == "cpu" else None
-        self.keystore = KeyStore(c.key_host_budget_bytes, self._executors["keys"], g2_executor)
+        self.keystore = KeyStore(c.key_host_budget_bytes, self._executors["keys"], g2_executor,
+                                 KeyCacheSettings(c.key_cache, c.key_cache_dir))
         for spec in self._pending_specs:
             self.keystore.register(spec)
         # Pinned staging memory from the first device's backend, when it offers it (portable to every device).

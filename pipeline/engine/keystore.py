@@ -2,7 +2,8 @@
 
 Two levels, each under its own budget:
 
-- host: the parsed zkey (numpy arrays), the optional .r1cs (witness checks), the compiled
+- host: the parsed zkey (numpy arrays; read-only maps of its files when it came prepared from
+  the key cache, ``pipeline.keycache``, which the ``keys`` executor consults), the optional .r1cs (witness checks), the compiled
   circom wasm (witness synthesis) and, with the G2 MSM on the CPU, the decoded B2 points.
   Loaded once in the "keys" executor, counted against ``key_host_budget_bytes``. A key with
   partitions in flight (reference count > 0) is never evicted; idle keys go least recently
@@ -28,6 +29,7 @@ from ..backends import host_backend
 from ..backends.protocol import Backend
 from ..errors import BadInput, ZkpipeError
 from ..formats.types import Groth16Zkey, R1cs
+from ..keycache import KeyCacheSettings
 from .budgets import BudgetTooSmall, ByteBudget
 from .devices import Device
 
@@ -85,6 +87,7 @@ class HostKey:
     host_bytes: int
     delta_tables: Any = None  # groth16.prover.DeltaTables: the epilogue's blinding terms by table lookup
     r1cs_checker: Any = None  # groth16.r1cs_check.R1csChecker, prepared once when the key has an .r1cs
+    prepared: dict | None = None  # keycache.PreparedKey.summary(): from the cache or prepared now, how long
 
     @property
     def host_backend(self) -> Backend:
@@ -104,12 +107,18 @@ class _Entry:
     device_placement: dict[int, str] = field(default_factory=dict)  # "resident" | "streamed" | "partly resident"
 
 
-def load_host_key(spec: KeySpec, decode_g2: bool) -> HostKey:
-    """Blocking: read and cross-check the key's files (runs in the keys executor)."""
+def load_host_key(spec: KeySpec, decode_g2: bool, key_cache: KeyCacheSettings = KeyCacheSettings()
+                  ) -> HostKey:
+    """Blocking: read (or open prepared from the key cache) and cross-check the key's files (runs
+    in the keys executor)."""
     from ..formats.r1cs import read_r1cs
-    from ..formats.zkey import read_zkey
+    from ..keycache import prepare_key
 
-    zkey = spec.zkey if spec.zkey is not None else read_zkey(spec.zkey_path)
+    if spec.zkey is not None:
+        zkey, prepared = spec.zkey, {"source": "in memory"}
+    else:
+        from_file = prepare_key(spec.zkey_path, key_cache)
+        zkey, prepared = from_file.zkey, from_file.summary()
     size = zkey.host_bytes()
     r1cs, checker = None, None
     if spec.r1cs_path:
@@ -142,15 +151,18 @@ def load_host_key(spec: KeySpec, decode_g2: bool) -> HostKey:
 
         tables = DeltaTables.for_key(zkey)
         size += 2 << 20  # ~2.7k G1 + 2.7k G2 affine points as Python ints
-    return HostKey(spec, zkey, r1cs, calculator, host_g2, size, tables, checker)
+    return HostKey(spec, zkey, r1cs, calculator, host_g2, size, tables, checker, prepared)
 
 
 class KeyStore:
-    def __init__(self, host_budget_bytes: int | None, executor: Executor, g2_executor: str | None = None) -> None:
+    def __init__(self, host_budget_bytes: int | None, executor: Executor, g2_executor: str | None = None,
+                 key_cache: KeyCacheSettings = KeyCacheSettings()) -> None:
         """``g2_executor``: where the host G2 MSM runs ("thread", "process"; None: on the device).
         Threads use the key's decoded B2 points; processes read the key file themselves, so only
-        a key given in memory (no file) is decoded here for them."""
+        a key given in memory (no file) is decoded here for them. ``key_cache``: how keys read
+        from files are prepared (pipeline.keycache)."""
         self._entries: dict[str, _Entry] = {}
+        self._key_cache = key_cache
         self.host_budget = ByteBudget("key host memory", host_budget_bytes)
         self._executor = executor
         self._g2_executor = g2_executor
@@ -228,7 +240,7 @@ class KeyStore:
         loop = asyncio.get_running_loop()
         try:
             decode_g2 = self._g2_executor == "thread" or (self._g2_executor == "process" and entry.spec.zkey is not None)
-            host = await loop.run_in_executor(self._executor, load_host_key, entry.spec, decode_g2)
+            host = await loop.run_in_executor(self._executor, load_host_key, entry.spec, decode_g2, self._key_cache)
         except (KeyLoadError, BudgetTooSmall):
             raise
         except Exception as exc:
@@ -353,6 +365,7 @@ class KeyStore:
             keys[key_id] = {"zkey_path": e.spec.zkey_path, "host_resident": e.host is not None,
                             "host_bytes": e.host.host_bytes if e.host else 0, "refs": e.refs,
                             "devices": sorted(e.device_handles),
-                            "placement": {str(d): mode for d, mode in sorted(e.device_placement.items())}}
+                            "placement": {str(d): mode for d, mode in sorted(e.device_placement.items())},
+                            "prepared": e.host.prepared if e.host else None}  # keycache: from the cache? how long
         return {"keys": keys, "host_budget": self.host_budget.snapshot(), "loads": self.loads,
                 "evictions": self.evictions}

@@ -14,6 +14,10 @@ Forms (know them for every buffer):
 - vk points (``alpha1`` ... ``ic``) are decoded: affine tuples of Python ints in plain form,
   ``None`` for infinity.
 - witness values (``Witness.values``) are plain form, shape (n, fr_limbs), as in ``.wtns``.
+- ``Groth16Zkey.csr``: A and B by row (``CsrMatrix``), present when the key came prepared
+  (``pipeline.keycache``); then the coefficient arrays are in that order too (A's rows, then B's).
+  Arrays may be read-only maps of the key's or the cache's files (``np.memmap``), possibly
+  unaligned (a zkey section starts at any multiple of 4 bytes).
 """
 from __future__ import annotations
 
@@ -29,6 +33,16 @@ G2Affine = tuple[tuple[int, int], tuple[int, int]] | None
 
 MATRIX_A = 0
 MATRIX_B = 1
+
+
+@dataclass(frozen=True, eq=False)
+class CsrMatrix:
+    """One coefficient matrix by row: row r's terms are ``cols[row_ptr[r]:row_ptr[r + 1]]`` and the
+    same rows of ``vals``, in the order the zkey lists them (a stable sort by row)."""
+
+    row_ptr: np.ndarray  # (domain_size + 1,) uint32
+    cols: np.ndarray  # (nnz,) uint32 signal index
+    vals: np.ndarray  # (nnz, fr_limbs) uint64, stored form (value * R^2 mod r)
 
 
 @dataclass(frozen=True, eq=False)
@@ -55,6 +69,7 @@ class Groth16Zkey:
     points_c: np.ndarray  # (n_vars - n_public - 1, 2, fq_limbs) Montgomery, for private signals
     points_h: np.ndarray  # (domain_size, 2, fq_limbs) Montgomery
     sections: dict[int, tuple[int, int]] = field(default_factory=dict)  # id -> (offset, size)
+    csr: tuple[CsrMatrix, CsrMatrix] | None = None  # (A, B) by row when prepared (pipeline.keycache)
 
     @property
     def log_domain_size(self) -> int:
@@ -72,7 +87,8 @@ class Groth16Zkey:
     def host_bytes(self) -> int:
         arrays = (self.coeff_matrix, self.coeff_constraint, self.coeff_signal, self.coeff_values_stored,
                   self.points_a, self.points_b1, self.points_b2, self.points_c, self.points_h)
-        return sum(a.nbytes for a in arrays)
+        row_ptrs = sum(m.row_ptr.nbytes for m in self.csr) if self.csr else 0  # cols and vals are the coefficients
+        return sum(a.nbytes for a in arrays) + row_ptrs
 
 
 @dataclass(frozen=True)

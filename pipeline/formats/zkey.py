@@ -124,7 +124,7 @@ def read_zkey_header(path: str | os.PathLike) -> ZkeyHeader:
     return ZkeyHeader(bf, curve, n_vars, n_public, domain_size, vk_bytes)
 
 
-def _read_vk_points(header: ZkeyHeader) -> tuple[dict, tuple]:
+def read_vk_points(header: ZkeyHeader) -> tuple[dict, tuple]:
     """The decoded and checked vk points of sections 2 and 3: ({alpha1 ... delta2}, IC)."""
     bf, curve = header.binfile, header.curve
     path, g1_bytes = bf.path, 2 * curve.fq.n_bytes
@@ -147,59 +147,86 @@ def _read_vk_points(header: ZkeyHeader) -> tuple[dict, tuple]:
 def read_zkey_verification_key(path: str | os.PathLike) -> VerificationKey:
     """The verification key of a zkey from sections 1-3 only (fast whatever the key's size)."""
     header = read_zkey_header(path)
-    vk, ic = _read_vk_points(header)
+    vk, ic = read_vk_points(header)
     return VerificationKey(header.curve, header.n_public, vk["alpha1"], vk["beta2"], vk["gamma2"], vk["delta2"], ic)
 
 
-def read_zkey(path: str | os.PathLike, check_points: bool = False) -> Groth16Zkey:
+POINT_SECTIONS = ("a", "b1", "b2", "c", "h")  # sections 5..9, in file order
+
+
+def read_zkey(path: str | os.PathLike, check_points: bool = False, map_points: bool = False) -> Groth16Zkey:
     """Read and check a Groth16 zkey. Raises ``FormatError`` naming the file and section on any problem.
 
     Always checked: the container, every section's exact size, header values, coefficient
     indices and values, and that the vk points (alpha1 ... delta2, IC) lie on the curve (and,
     for the G2 ones, in the subgroup). ``check_points`` also checks every point of the
     A/B1/B2/C/H arrays (coordinates below q and on the curve: slow, Python per point).
+    ``map_points``: the point arrays are read-only maps of the file (``np.memmap``), read
+    when touched, instead of being read now.
     """
     header = read_zkey_header(path)
-    bf, curve = header.binfile, header.curve
-    path = bf.path
-    fq_limbs, fr_limbs = curve.fq.limbs, curve.fr.limbs
-    n_vars, n_public, domain_size = header.n_vars, header.n_public, header.domain_size
-    vk, ic = _read_vk_points(header)
-    matrix, constraint, signal, values = _read_coefficients(bf, curve, n_vars, domain_size)
+    vk, ic = read_vk_points(header)
+    coefficients = read_coefficients(header)
+    points = read_points(header, map_points, check_points)
+    return zkey_from_parts(header, vk, ic, coefficients, points)
 
-    arrays = {}
-    for section_id, key, count, shape in (
-        (5, "points_a", n_vars, (2, fq_limbs)),
-        (6, "points_b1", n_vars, (2, fq_limbs)),
-        (7, "points_b2", n_vars, (2, 2, fq_limbs)),
-        (8, "points_c", header.n_private, (2, fq_limbs)),
-        (9, "points_h", domain_size, (2, fq_limbs)),
-    ):
-        point_bytes = 8 * int(np.prod(shape))
-        group = "G2" if len(shape) == 3 else "G1"
-        bf.expect_size(section_id, count * point_bytes, f"{count} {group} points")
-        arrays[key] = read_array(bf, section_id, 0, "<u8", (count, *shape))
-        if check_points:
-            check_point_array(curve, arrays[key], path, bf.label(section_id))
 
+def zkey_from_parts(header: ZkeyHeader, vk: dict, ic: tuple, coefficients: tuple, points: dict,
+                    csr=None) -> Groth16Zkey:
+    """The ``Groth16Zkey`` of a header, its vk points, its coefficients (matrix, constraint,
+    signal, values) and its point arrays ({"a": ..., "h": ...}); ``csr`` when prepared."""
+    matrix, constraint, signal, values = coefficients
     return Groth16Zkey(
-        path=path, curve=curve, n_vars=n_vars, n_public=n_public, domain_size=domain_size,
-        alpha1=vk["alpha1"], beta1=vk["beta1"], beta2=vk["beta2"], gamma2=vk["gamma2"],
-        delta1=vk["delta1"], delta2=vk["delta2"], ic=ic,
+        path=header.binfile.path, curve=header.curve, n_vars=header.n_vars, n_public=header.n_public,
+        domain_size=header.domain_size, alpha1=vk["alpha1"], beta1=vk["beta1"], beta2=vk["beta2"],
+        gamma2=vk["gamma2"], delta1=vk["delta1"], delta2=vk["delta2"], ic=ic,
         coeff_matrix=matrix, coeff_constraint=constraint, coeff_signal=signal, coeff_values_stored=values,
-        sections=dict(bf.sections), **arrays)
+        sections=dict(header.binfile.sections), csr=csr, **{f"points_{n}": points[n] for n in POINT_SECTIONS})
 
 
-def _read_coefficients(bf: BinFile, curve: Curve, n_vars: int, domain_size: int):
+def point_layout(header: ZkeyHeader) -> dict[str, tuple[int, tuple[int, ...]]]:
+    """Each point array's section id and array shape."""
+    fq_limbs = header.curve.fq.limbs
+    g1, g2 = (2, fq_limbs), (2, 2, fq_limbs)
+    return {"a": (5, (header.n_vars, *g1)), "b1": (6, (header.n_vars, *g1)), "b2": (7, (header.n_vars, *g2)),
+            "c": (8, (header.n_private, *g1)), "h": (9, (header.domain_size, *g1))}
+
+
+def read_points(header: ZkeyHeader, map_points: bool = False, check_points: bool = False) -> dict[str, np.ndarray]:
+    """Sections 5-9 after checking their sizes: read into aligned arrays, or mapped read-only."""
+    bf = header.binfile
+    arrays = {}
+    for name, (section_id, shape) in point_layout(header).items():
+        group = "G2" if len(shape) == 4 else "G1"
+        offset, size = bf.expect_size(section_id, 8 * int(np.prod(shape)), f"{shape[0]} {group} points")
+        if not map_points:
+            arrays[name] = read_array(bf, section_id, 0, "<u8", shape)
+        elif size == 0:
+            arrays[name] = np.empty(shape, dtype="<u8")  # an empty map is an error to mmap
+        else:
+            arrays[name] = np.memmap(bf.path, dtype="<u8", mode="r", offset=offset, shape=shape)
+        if check_points:
+            check_point_array(header.curve, arrays[name], bf.path, bf.label(section_id))
+    return arrays
+
+
+def read_coefficients(header: ZkeyHeader, raw: np.ndarray | None = None):
+    """Section 4 as (matrix, constraint, signal, values), checked; ``raw``: the section's bytes
+    when the caller has read them already."""
+    return _read_coefficients(header.binfile, header.curve, header.n_vars, header.domain_size, raw)
+
+
+def _read_coefficients(bf: BinFile, curve: Curve, n_vars: int, domain_size: int, raw: np.ndarray | None = None):
     """Section 4 as four arrays, through one structured view (no Python work per record)."""
     path, label = bf.path, bf.label(4)
     _, size = bf.require(4)
     if size < 4:
         raise FormatError(path, f"{label}: too short: expected at least 4 bytes (the count), found {size}")
-    count = SectionCursor(path, label, read_array(bf, 4, 0, "<u4", (1,)).tobytes()).u32("count")
+    head = raw[:4] if raw is not None else read_array(bf, 4, 0, np.uint8, (4,))
+    count = SectionCursor(path, label, head.tobytes()).u32("count")
     dtype = coefficient_dtype(curve.fr.limbs)
     bf.expect_size(4, 4 + count * dtype.itemsize, f"{count} coefficients of {dtype.itemsize} bytes")
-    raw = read_array(bf, 4, 4, np.uint8, (count * dtype.itemsize,))
+    raw = raw[4:] if raw is not None else read_array(bf, 4, 4, np.uint8, (count * dtype.itemsize,))
     records = raw.view(dtype)
     matrix = np.empty(count, dtype=np.uint32)
     constraint = np.empty(count, dtype=np.uint32)

@@ -88,8 +88,10 @@ def random_limbs(rng: np.random.Generator, shape: tuple[int, ...], modulus: int)
 
 
 def write_random_zkey(path: str | os.PathLike, curve: Curve, n_vars: int, domain_size: int, n_public: int = 1,
-                      n_coefficients: int | None = None, seed: int = 0) -> None:
-    """A well-formed zkey of the given size (see the module docstring); one section in memory at a time."""
+                      n_coefficients: int | None = None, seed: int = 0, snarkjs_order: bool = False) -> None:
+    """A well-formed zkey of the given size (see the module docstring); one section in memory at a time.
+    ``snarkjs_order``: coefficients listed constraint by constraint (A's and B's interleaved), as
+    snarkjs writes them; else in random order."""
     if n_public + 1 > n_vars or domain_size & (domain_size - 1) or domain_size < n_public + 2:
         raise ValueError("need n_public + 1 <= n_vars and domain_size a power of two > n_public + 1")
     rng = np.random.default_rng(seed)
@@ -113,7 +115,7 @@ def write_random_zkey(path: str | os.PathLike, curve: Curve, n_vars: int, domain
         records["constraint"] = rng.integers(0, n_constraints, size=count, dtype=np.uint32)
         records["signal"] = rng.integers(0, n_vars, size=count, dtype=np.uint32)
         records["value"] = random_limbs(rng, (count, curve.fr.limbs), r)
-        return records
+        return records[np.argsort(records["constraint"], kind="stable")] if snarkjs_order else records
 
     q, limbs = curve.fq.modulus, curve.fq.limbs
     arrays = [

@@ -3,8 +3,9 @@
     main thread                         "device" thread (started first)
     import numpy, the readers             ─┐ import cuda-python and the backend; driver, context
     read the key's header (curve, size) ──┤→ the curve's kernel modules (prebuilt binaries,
-    read the key, the witness (or         │  else the NVRTC cache, else compiled), NTT twiddles
-    compute it: fullprove), check it      │
+    read the key or open its cache,       │  else the NVRTC cache, else compiled), NTT twiddles
+    the witness (or compute it:           │
+    fullprove), check it                  │
                     wait for the device ──┘
     upload the key, H, MSMs, assemble
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +29,7 @@ class LocalProof:
     proof: Any  # groth16.prover.Proof
     backend_name: str  # the backend and why it was chosen: "cpu (auto: CUDA unavailable: ...)"
     kernel_origins: dict[str, str]  # unit -> "prebuilt" | "cache" | "nvrtc" (CUDA only)
+    key_prepared: dict | None = None  # keycache.PreparedKey.summary(): from the key cache or not
 
 
 class DeviceSetup:
@@ -110,19 +113,28 @@ def circuit_inputs(input_path: str, wasm_path: str) -> Callable[[Timeline], Any]
 
 
 def prove_local(key_path: str, witness: Callable[[Timeline], Any], device: DeviceSetup,
-                timeline: Timeline) -> LocalProof:
+                timeline: Timeline, key_cache=None) -> LocalProof:
     """Prove the witness ``witness(timeline)`` gives (``wtns_file``, ``circuit_inputs``) with
-    ``key_path`` on the backend ``device`` is setting up (started by the caller, first thing)."""
+    ``key_path`` on the backend ``device`` is setting up (started by the caller, first thing).
+    ``key_cache``: ``keycache.KeyCacheSettings``; None: as the environment says (on by default)."""
     try:
         with timeline.step("import readers (numpy, curves)"):
             from ..backends import describe_backend
-            from ..formats.zkey import read_zkey, read_zkey_header
+            from ..formats.zkey import read_zkey_header
             from ..groth16.prover import check_witness, prove
+            from ..keycache import prepare_key
         with timeline.step("read the key's header"):
             header = read_zkey_header(key_path)
         device.prepare(header.curve, header.domain_size.bit_length() - 1)
-        with timeline.step("read the key"):
-            zkey = read_zkey(key_path)
+        if key_cache is None:
+            from ..config import key_cache_settings_from_env
+
+            key_cache = key_cache_settings_from_env()
+        start = time.perf_counter()
+        prepared = prepare_key(key_path, key_cache)
+        zkey = prepared.zkey
+        how = {"cache": " (from its cache)", "built": " (prepared and cached now)"}
+        timeline.add(f"read the key{how.get(prepared.source, '')}", start, time.perf_counter())
         witness = witness(timeline)
         check_witness(zkey, witness)
     finally:
@@ -133,4 +145,4 @@ def prove_local(key_path: str, witness: Callable[[Timeline], Any], device: Devic
         key = backend.load_key(zkey)
     with timeline.step("prove (H, MSMs, assemble)"):
         proof = prove(backend, key, zkey, witness)
-    return LocalProof(zkey, proof, describe_backend(backend), device.kernel_origins)
+    return LocalProof(zkey, proof, describe_backend(backend), device.kernel_origins, prepared.summary())

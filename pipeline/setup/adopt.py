@@ -4,12 +4,12 @@
 For a key that ``GpuDevSetup`` just made, the points already sit on that device in the form the
 backend keeps (affine, Montgomery), so only the CSR is uploaded here. Until the backend's
 ``load_key`` accepts resident point buffers itself, this builds its ``CudaKey`` the way
-``load_key`` does (same CSR helper, same twiddles), minus the point upload.
+``load_key`` does (same CSR upload, same twiddles), minus the point upload.
 """
 from __future__ import annotations
 
-from ..backends.cuda.backend import CudaBackend, CudaKey, csr_by_row
-from ..formats.types import MATRIX_A, MATRIX_B
+from ..backends.cuda.backend import CudaBackend, CudaKey, upload_csr
+from ..keycache import csr_matrices
 from .gpu import DevKey
 
 
@@ -22,13 +22,8 @@ def adopt_dev_key(backend: CudaBackend, dev_key: DevKey) -> CudaKey:
     if not dev_key.d_points:
         raise ValueError("the development key's device points were freed or adopted already")
     rt = backend.runtime(zkey.curve)
-    d_csr = {}
+    d_csr = upload_csr(backend.upload_key_array, csr_matrices(zkey))
     try:
-        for tag, matrix in (("a", MATRIX_A), ("b", MATRIX_B)):
-            row_ptr, cols, vals = csr_by_row(zkey, matrix)
-            d_csr[f"{tag}_row_ptr"] = backend.allocator.upload(row_ptr, f"key csr {tag} row_ptr")
-            d_csr[f"{tag}_cols"] = backend.allocator.upload(cols, f"key csr {tag} cols")
-            d_csr[f"{tag}_vals_rr"] = backend.allocator.upload(vals, f"key csr {tag} values")
         rt.ntt.ensure_twiddles(zkey.log_domain_size)
     except BaseException:
         for buf in d_csr.values():

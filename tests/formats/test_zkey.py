@@ -271,3 +271,19 @@ def test_the_verification_key_alone_matches_the_full_read(curve_name):
 
     path = fixture_file(curve_name, "poseidon2", "circuit_final.zkey")
     assert read_zkey_verification_key(path) == VerificationKey.from_zkey(read_zkey(path))
+
+
+@pytest.mark.parametrize("curve, name", CASES, ids=CASE_IDS)
+def test_mapped_points_equal_read_points_and_are_read_only(curve, name):
+    path = fixture_file(curve, name, "circuit_final.zkey")
+    read, mapped = read_zkey(path), read_zkey(path, map_points=True)
+    for group in ("a", "b1", "b2", "c", "h"):
+        got, want = getattr(mapped, f"points_{group}"), getattr(read, f"points_{group}")
+        assert isinstance(got, np.memmap) and not got.flags.writeable
+        assert got.shape == want.shape and got.dtype == want.dtype and np.array_equal(got, want)
+
+
+def test_mapped_point_sections_are_size_checked_like_read_ones(small_zkey, write_tmp):
+    path = write_tmp(patch_sections(small_zkey, {9: section(small_zkey, 9)[:-8]}))
+    with pytest.raises(FormatError, match=r"section 9 \(H points\): expected \d+ bytes"):
+        read_zkey(path, map_points=True)

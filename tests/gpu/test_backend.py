@@ -10,11 +10,11 @@ import pytest
 
 from pipeline.backends.cpu.backend import CpuBackend
 from pipeline.backends.cpu.spmv import evaluate_abc
-from pipeline.backends.cuda.backend import csr_by_row
 from pipeline.formats.types import MATRIX_A, MATRIX_B
 from pipeline.formats.wtns import read_wtns
 from pipeline.formats.zkey import read_zkey
 from pipeline.groth16.prover import Blinding, prove
+from pipeline.keycache.csr import csr_matrices
 
 
 pytestmark = pytest.mark.gpu
@@ -37,7 +37,7 @@ def test_spmv_matches_reference_on_random_coefficients(cuda_backend, runtime, gp
     values = [rng.choice((1, fr.modulus - 1, rng.randrange(fr.modulus))) for _ in range(m)]
     r2 = fr.r_mont * fr.r_mont % fr.modulus
     fake = SimpleNamespace(
-        domain_size=n_rows, curve=gpu_curve,
+        domain_size=n_rows, curve=gpu_curve, csr=None,
         coeff_matrix=np.array([rng.choice((MATRIX_A, MATRIX_B)) for _ in range(m)], dtype=np.uint32),
         coeff_constraint=np.array(rows, dtype=np.uint32),
         coeff_signal=np.array([rng.randrange(n_vars) for _ in range(m)], dtype=np.uint32),
@@ -45,8 +45,8 @@ def test_spmv_matches_reference_on_random_coefficients(cuda_backend, runtime, gp
     witness = [1] + [rng.choice((0, 1, rng.randrange(fr.modulus))) for _ in range(n_vars - 1)]
     alloc, elem = cuda_backend.allocator, 8 * fr.limbs
     bufs = []
-    for matrix in (MATRIX_A, MATRIX_B):
-        bufs += [alloc.upload(a, "csr") for a in csr_by_row(fake, matrix)]
+    for matrix in csr_matrices(fake):
+        bufs += [alloc.upload(a, "csr") for a in (matrix.row_ptr, matrix.cols, matrix.vals)]
     outs = [alloc.alloc(n_rows * elem, x) for x in "abc"]
     try:
         with alloc.upload(fr.limbs_from_ints(witness), "w") as d_w:

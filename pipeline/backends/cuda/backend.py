@@ -20,7 +20,8 @@ import numpy as np
 
 from ... import progress
 from ...curves import CURVES, Curve
-from ...formats.types import MATRIX_A, MATRIX_B, Groth16Zkey
+from ...formats.types import CsrMatrix, Groth16Zkey
+from ...keycache.csr import csr_matrices
 from ..placement import SECTIONS, KeyPlacement, section_bytes
 from ..protocol import Backend, G2Jacobian, MsmResults, WitnessShape
 from ._bindings import driver
@@ -35,6 +36,7 @@ from .ntt import NttRunner
 from .options import CudaOptions
 from .streams import Stream
 from .split import DeviceSplit, enqueue_split, split_scratch_bytes, split_worth_it
+from .staged_upload import staged_upload
 from .streamed import CudaStreamedPass, pass_scratch_bytes, place_streamed
 from .work import MSM_SLOTS, CudaPartitionWork, PhaseEvents, PinnedResultPool, results_bytes
 
@@ -79,16 +81,20 @@ class DeviceH:
         self.witness_host = None
 
 
-def csr_by_row(zkey: Groth16Zkey, matrix: int):
-    """(row_ptr, cols, vals_rr) of one matrix, rows = constraints (domain_size of them)."""
-    mask = zkey.coeff_matrix == matrix
-    rows = zkey.coeff_constraint[mask].astype(np.int64)
-    order = np.argsort(rows, kind="stable")
-    row_ptr = np.zeros(zkey.domain_size + 1, dtype=np.uint32)
-    np.cumsum(np.bincount(rows, minlength=zkey.domain_size), out=row_ptr[1:])
-    cols = np.ascontiguousarray(zkey.coeff_signal[mask][order], dtype=np.uint32)
-    vals = np.ascontiguousarray(zkey.coeff_values_stored[mask][order], dtype=np.uint64)
-    return row_ptr, cols, vals
+def upload_csr(upload, matrices: tuple[CsrMatrix, CsrMatrix]) -> dict[str, DeviceBuffer]:
+    """A and B by row (``keycache.csr_matrices``: prepared by the key cache, else built by a
+    parallel counting sort) on the device ({a,b}_{row_ptr,cols,vals_rr}) through ``upload(array, what)``."""
+    d_csr = {}
+    try:
+        for tag, matrix in zip("ab", matrices):
+            d_csr[f"{tag}_row_ptr"] = upload(matrix.row_ptr, f"key csr {tag} row_ptr")
+            d_csr[f"{tag}_cols"] = upload(matrix.cols, f"key csr {tag} cols")
+            d_csr[f"{tag}_vals_rr"] = upload(matrix.vals, f"key csr {tag} values")
+    except BaseException:
+        for buf in d_csr.values():
+            buf.free()
+        raise
+    return d_csr
 
 
 class CudaBackend(Backend):
@@ -161,7 +167,7 @@ class CudaBackend(Backend):
     def load_key(self, zkey: Groth16Zkey, placement: KeyPlacement | None = None) -> CudaKey:
         placement = placement or KeyPlacement()
         rt = self.runtime(zkey.curve)
-        up = self.allocator.upload
+        up = self.upload_key_array
         d_points, d_csr, host_points, host_csr = {}, {}, {}, {}
         csr_chunks, csr_chunk_max = None, 0
         try:
@@ -173,22 +179,19 @@ class CudaBackend(Backend):
                     else:  # page-locked in place: the pass's copies run at full speed, beside the kernels
                         host_points[name] = HostRegistration(self.device, np.ascontiguousarray(points))
                     bar.update()
-                row_ptrs = {}
-                for tag, matrix in (("a", MATRIX_A), ("b", MATRIX_B)):
-                    row_ptr, cols, vals = csr_by_row(zkey, matrix)
-                    d_csr[f"{tag}_row_ptr"] = up(row_ptr, f"key csr {tag} row_ptr")
-                    row_ptrs[tag] = row_ptr
-                    if placement.csr_chunk_bytes:  # page-locked in place; H streams it in row chunks
-                        host_csr[f"{tag}_cols"] = HostRegistration(self.device, cols)
-                        host_csr[f"{tag}_vals_rr"] = HostRegistration(self.device, vals)
-                    else:
-                        d_csr[f"{tag}_cols"] = up(cols, f"key csr {tag} cols")
-                        d_csr[f"{tag}_vals_rr"] = up(vals, f"key csr {tag} values")
-                    bar.update()
-                if placement.csr_chunk_bytes:
+                matrices = csr_matrices(zkey)  # prepared by the key cache, else built now
+                if placement.csr_chunk_bytes:  # cols and values page-locked in place; H streams them in row chunks
+                    for tag, matrix in zip("ab", matrices):
+                        d_csr[f"{tag}_row_ptr"] = up(matrix.row_ptr, f"key csr {tag} row_ptr")
+                        host_csr[f"{tag}_cols"] = HostRegistration(self.device, matrix.cols)
+                        host_csr[f"{tag}_vals_rr"] = HostRegistration(self.device, matrix.vals)
                     elem = 8 * zkey.curve.fr.limbs
-                    csr_chunks = plan_csr_chunks(row_ptrs["a"], row_ptrs["b"], placement.csr_chunk_bytes, elem)
+                    csr_chunks = plan_csr_chunks(matrices[0].row_ptr, matrices[1].row_ptr, placement.csr_chunk_bytes,
+                                                 elem)
                     csr_chunk_max = max(c.nbytes(elem) for c in csr_chunks)
+                else:
+                    d_csr = upload_csr(up, matrices)
+                bar.update(2)
                 rt.ntt.ensure_twiddles(zkey.log_domain_size)
                 bar.update()
         except BaseException:
@@ -200,6 +203,11 @@ class CudaBackend(Backend):
         resident = sum(b.nbytes for b in (*d_points.values(), *d_csr.values()))
         return CudaKey(zkey, rt, d_points, d_csr, resident, placement, host_points, host_csr, csr_chunks,
                        csr_chunk_max)
+
+    def upload_key_array(self, h_array: np.ndarray, what: str) -> DeviceBuffer:
+        """A key array in a new device buffer, staged through pinned pieces filled on all cores (a
+        key mapped from its files pages in in parallel: staged_upload.py)."""
+        return staged_upload(self.allocator, self.stream, h_array, what)
 
     def unload_key(self, key: CudaKey) -> None:
         for buf in (*key.d_points.values(), *key.d_csr.values()):
