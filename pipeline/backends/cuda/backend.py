@@ -183,8 +183,8 @@ class CudaBackend(Backend):
                 if placement.csr_chunk_bytes:  # cols and values page-locked in place; H streams them in row chunks
                     for tag, matrix in zip("ab", matrices):
                         d_csr[f"{tag}_row_ptr"] = up(matrix.row_ptr, f"key csr {tag} row_ptr")
-                        host_csr[f"{tag}_cols"] = HostRegistration(self.device, matrix.cols)
-                        host_csr[f"{tag}_vals_rr"] = HostRegistration(self.device, matrix.vals)
+                        host_csr[f"{tag}_cols"] = HostRegistration(self.device, np.ascontiguousarray(matrix.cols))
+                        host_csr[f"{tag}_vals_rr"] = HostRegistration(self.device, np.ascontiguousarray(matrix.vals))
                     elem = 8 * zkey.curve.fr.limbs
                     csr_chunks = plan_csr_chunks(matrices[0].row_ptr, matrices[1].row_ptr, placement.csr_chunk_bytes,
                                                  elem)
