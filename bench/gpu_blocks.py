@@ -17,7 +17,6 @@ from bench.gpu_stage import random_key
 from pipeline.backends.cuda import launch, msm as msm_module
 from pipeline.backends.cuda.backend import CudaBackend
 from pipeline.backends.cuda.kernels import grid_for
-from pipeline.backends.cuda.msm import plan_msm
 from pipeline.curves import BLS12_381, BN254
 
 SIZES = (64, 128, 256, 512, 1024)

@@ -120,7 +120,7 @@ def markdown(args, machine: str, results: list, sppark: dict, pictures: list[Pat
     lines += ["## Against a sppark-built stage (same call)", "",
               "Ours: medians over every partition of the stream (gpu stage under the lock; the MSMs including the "
               "0/1 split; the NTTs of H). sppark: bench/sppark_stage.py, the harness of shared/anchors/sppark "
-              f"run at each size before our process touched the GPU: 4 G1 + 1 G2 MSMs of 2^k and 6 NTTs of 2^k, "
+              "run at each size before our process touched the GPU: 4 G1 + 1 G2 MSMs of 2^k and 6 NTTs of 2^k, "
               + ("its 80% {0,1} rows for the witness MSMs (ours see this witness: fewer full-width scalars)"
                  if bit_heavy else "its random-scalar rows") +
               ", H's MSM random; its NTT is the NR transform (no bit reversal).", "",

@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import gc
 import platform
-import statistics
 import time
 import traceback
 from dataclasses import dataclass
