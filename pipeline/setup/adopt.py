@@ -8,7 +8,8 @@ backend keeps (affine, Montgomery), so only the CSR is uploaded here. Until the 
 """
 from __future__ import annotations
 
-from ..backends.cuda.backend import CudaBackend, CudaKey, upload_csr
+from ..backends.cuda.backend import CudaBackend
+from ..backends.cuda.device_key import CudaKey, upload_csr
 from ..keycache import csr_matrices
 from .gpu import DevKey
 

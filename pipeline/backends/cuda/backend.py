@@ -18,48 +18,26 @@ from pathlib import Path
 
 import numpy as np
 
-from ... import progress
 from ...curves import CURVES, Curve
-from ...formats.types import CsrMatrix, Groth16Zkey
-from ...keycache.csr import csr_matrices
+from ...formats.types import Groth16Zkey
 from ..placement import SECTIONS, KeyPlacement, section_bytes
 from ..protocol import Backend, G2Jacobian, MsmResults, WitnessShape
 from ._bindings import driver
 from .device import CudaDevice
-from .csr_stream import CsrChunk, enqueue_spmv_chunks, plan_csr_chunks
+from .csr_stream import enqueue_spmv_chunks
 from .errors import check
 from .kernels import CurveKernels, build_units, grid_for
 from .launch import SPMV_BLOCK
-from .memory import DeviceAllocator, DeviceBuffer, HostRegistration, PinnedHostBuffer
+from .memory import DeviceAllocator, DeviceBuffer, PinnedHostBuffer
 from .msm import MsmRunner
 from .ntt import NttRunner
 from .options import CudaOptions
 from .streams import Stream
 from .split import DeviceSplit, enqueue_split, split_scratch_bytes, split_worth_it
+from .device_key import CudaKey, CurveRuntime, load_device_key, unload_device_key
 from .staged_upload import staged_upload
 from .streamed import CudaStreamedPass, pass_scratch_bytes, place_streamed
 from .work import MSM_SLOTS, CudaPartitionWork, PhaseEvents, PinnedResultPool, results_bytes
-
-
-@dataclass
-class CurveRuntime:
-    kernels: CurveKernels
-    ntt: NttRunner
-    msm: MsmRunner
-
-
-@dataclass(eq=False)
-class CudaKey:
-    zkey: Groth16Zkey
-    runtime: CurveRuntime
-    d_points: dict[str, DeviceBuffer]  # resident sections (a, b1, b2, c, h): affine, Montgomery
-    d_csr: dict[str, DeviceBuffer]  # {a,b}_{row_ptr,cols,vals_rr}
-    resident_bytes: int = 0
-    placement: KeyPlacement = field(default_factory=KeyPlacement)
-    host_points: dict[str, HostRegistration] = field(default_factory=dict)  # streamed sections, page-locked
-    host_csr: dict[str, HostRegistration] = field(default_factory=dict)  # {a,b}_{cols,vals_rr} when streamed
-    csr_chunks: list[CsrChunk] | None = None  # row chunks of a streamed CSR
-    csr_chunk_max: int = 0  # bytes of the largest one
 
 
 @dataclass(eq=False)
@@ -79,22 +57,6 @@ class DeviceH:
         if self.d_witness is not None:
             self.d_witness.free()
         self.witness_host = None
-
-
-def upload_csr(upload, matrices: tuple[CsrMatrix, CsrMatrix]) -> dict[str, DeviceBuffer]:
-    """A and B by row (``keycache.csr_matrices``: prepared by the key cache, else built by a
-    parallel counting sort) on the device ({a,b}_{row_ptr,cols,vals_rr}) through ``upload(array, what)``."""
-    d_csr = {}
-    try:
-        for tag, matrix in zip("ab", matrices):
-            d_csr[f"{tag}_row_ptr"] = upload(matrix.row_ptr, f"key csr {tag} row_ptr")
-            d_csr[f"{tag}_cols"] = upload(matrix.cols, f"key csr {tag} cols")
-            d_csr[f"{tag}_vals_rr"] = upload(matrix.vals, f"key csr {tag} values")
-    except BaseException:
-        for buf in d_csr.values():
-            buf.free()
-        raise
-    return d_csr
 
 
 class CudaBackend(Backend):
@@ -165,44 +127,8 @@ class CudaBackend(Backend):
         return place_streamed(msm, zkey, budget_bytes, csr, self.options.stream_chunk_bytes)
 
     def load_key(self, zkey: Groth16Zkey, placement: KeyPlacement | None = None) -> CudaKey:
-        placement = placement or KeyPlacement()
-        rt = self.runtime(zkey.curve)
-        up = self.upload_key_array
-        d_points, d_csr, host_points, host_csr = {}, {}, {}, {}
-        csr_chunks, csr_chunk_max = None, 0
-        try:
-            with progress.bar("preparing the key (cuda)", total=8, unit="part") as bar:
-                for name in SECTIONS:
-                    points = getattr(zkey, f"points_{name}")
-                    if name in placement.resident:
-                        d_points[name] = up(points, f"key points {name}")
-                    else:  # page-locked in place: the pass's copies run at full speed, beside the kernels
-                        host_points[name] = HostRegistration(self.device, np.ascontiguousarray(points))
-                    bar.update()
-                matrices = csr_matrices(zkey)  # prepared by the key cache, else built now
-                if placement.csr_chunk_bytes:  # cols and values page-locked in place; H streams them in row chunks
-                    for tag, matrix in zip("ab", matrices):
-                        d_csr[f"{tag}_row_ptr"] = up(matrix.row_ptr, f"key csr {tag} row_ptr")
-                        host_csr[f"{tag}_cols"] = HostRegistration(self.device, np.ascontiguousarray(matrix.cols))
-                        host_csr[f"{tag}_vals_rr"] = HostRegistration(self.device, np.ascontiguousarray(matrix.vals))
-                    elem = 8 * zkey.curve.fr.limbs
-                    csr_chunks = plan_csr_chunks(matrices[0].row_ptr, matrices[1].row_ptr, placement.csr_chunk_bytes,
-                                                 elem)
-                    csr_chunk_max = max(c.nbytes(elem) for c in csr_chunks)
-                else:
-                    d_csr = upload_csr(up, matrices)
-                bar.update(2)
-                rt.ntt.ensure_twiddles(zkey.log_domain_size)
-                bar.update()
-        except BaseException:
-            for buf in (*d_points.values(), *d_csr.values()):
-                buf.free()
-            for reg in (*host_points.values(), *host_csr.values()):
-                reg.close()
-            raise
-        resident = sum(b.nbytes for b in (*d_points.values(), *d_csr.values()))
-        return CudaKey(zkey, rt, d_points, d_csr, resident, placement, host_points, host_csr, csr_chunks,
-                       csr_chunk_max)
+        return load_device_key(self.runtime(zkey.curve), zkey, placement or KeyPlacement(), self.upload_key_array,
+                               self.device)
 
     def upload_key_array(self, h_array: np.ndarray, what: str) -> DeviceBuffer:
         """A key array in a new device buffer, staged through pinned pieces filled on all cores (a
@@ -210,12 +136,7 @@ class CudaBackend(Backend):
         return staged_upload(self.allocator, self.stream, h_array, what)
 
     def unload_key(self, key: CudaKey) -> None:
-        for buf in (*key.d_points.values(), *key.d_csr.values()):
-            buf.free()
-        if key.host_points or key.host_csr:
-            self.stream.synchronize()  # no copy of a pass may still read the registered arrays
-            for reg in (*key.host_points.values(), *key.host_csr.values()):
-                reg.close()
+        unload_device_key(key, self.stream)
         self.allocator.trim()  # an evicted key's memory goes back to the driver, not only to our pool
 
     # -- H and the MSMs: everything queued on the stream, nothing waited for -----------------------

@@ -1,0 +1,112 @@
+"""A proving key as the CUDA backend holds it (``CudaKey``), loaded and freed.
+
+``load_device_key`` puts the sections a ``KeyPlacement`` keeps resident on the device (points
+affine in Montgomery form as the zkey stores them; A and B as CSR by row, from the key cache when
+it prepared them) and page-locks the streamed ones in place on the host (``HostRegistration``:
+no second copy of tens of GB); a streamed CSR keeps only its row pointers on the device and is
+read in row chunks (csr_stream.py).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ... import progress
+from ...formats.types import CsrMatrix, Groth16Zkey
+from ...keycache.csr import csr_matrices
+from ..placement import SECTIONS, KeyPlacement
+from .csr_stream import CsrChunk, plan_csr_chunks
+from .kernels import CurveKernels
+from .memory import DeviceBuffer, HostRegistration
+from .msm import MsmRunner
+from .ntt import NttRunner
+
+
+@dataclass
+class CurveRuntime:
+    kernels: CurveKernels
+    ntt: NttRunner
+    msm: MsmRunner
+
+
+@dataclass(eq=False)
+class CudaKey:
+    zkey: Groth16Zkey
+    runtime: CurveRuntime
+    d_points: dict[str, DeviceBuffer]  # resident sections (a, b1, b2, c, h): affine, Montgomery
+    d_csr: dict[str, DeviceBuffer]  # {a,b}_{row_ptr,cols,vals_rr}
+    resident_bytes: int = 0
+    placement: KeyPlacement = field(default_factory=KeyPlacement)
+    host_points: dict[str, HostRegistration] = field(default_factory=dict)  # streamed sections, page-locked
+    host_csr: dict[str, HostRegistration] = field(default_factory=dict)  # {a,b}_{cols,vals_rr} when streamed
+    csr_chunks: list[CsrChunk] | None = None  # row chunks of a streamed CSR
+    csr_chunk_max: int = 0  # bytes of the largest one
+
+
+
+def upload_csr(upload, matrices: tuple[CsrMatrix, CsrMatrix]) -> dict[str, DeviceBuffer]:
+    """A and B by row (``keycache.csr_matrices``: prepared by the key cache, else built by a
+    parallel counting sort) on the device ({a,b}_{row_ptr,cols,vals_rr}) through ``upload(array, what)``."""
+    d_csr = {}
+    try:
+        for tag, matrix in zip("ab", matrices):
+            d_csr[f"{tag}_row_ptr"] = upload(matrix.row_ptr, f"key csr {tag} row_ptr")
+            d_csr[f"{tag}_cols"] = upload(matrix.cols, f"key csr {tag} cols")
+            d_csr[f"{tag}_vals_rr"] = upload(matrix.vals, f"key csr {tag} values")
+    except BaseException:
+        for buf in d_csr.values():
+            buf.free()
+        raise
+    return d_csr
+
+
+def load_device_key(rt: CurveRuntime, zkey: Groth16Zkey, placement: KeyPlacement, upload, device) -> CudaKey:
+    """``zkey`` as ``placement`` says; ``upload(array, what)`` makes a device buffer of a key array.
+    Frees what it took if anything fails."""
+    up = upload
+    d_points, d_csr, host_points, host_csr = {}, {}, {}, {}
+    csr_chunks, csr_chunk_max = None, 0
+    try:
+        with progress.bar("preparing the key (cuda)", total=8, unit="part") as bar:
+            for name in SECTIONS:
+                points = getattr(zkey, f"points_{name}")
+                if name in placement.resident:
+                    d_points[name] = up(points, f"key points {name}")
+                else:  # page-locked in place: the pass's copies run at full speed, beside the kernels
+                    host_points[name] = HostRegistration(device, np.ascontiguousarray(points))
+                bar.update()
+            matrices = csr_matrices(zkey)  # prepared by the key cache, else built now
+            if placement.csr_chunk_bytes:  # cols and values page-locked in place; H streams them in row chunks
+                for tag, matrix in zip("ab", matrices):
+                    d_csr[f"{tag}_row_ptr"] = up(matrix.row_ptr, f"key csr {tag} row_ptr")
+                    host_csr[f"{tag}_cols"] = HostRegistration(device, np.ascontiguousarray(matrix.cols))
+                    host_csr[f"{tag}_vals_rr"] = HostRegistration(device, np.ascontiguousarray(matrix.vals))
+                elem = 8 * zkey.curve.fr.limbs
+                csr_chunks = plan_csr_chunks(matrices[0].row_ptr, matrices[1].row_ptr, placement.csr_chunk_bytes,
+                                             elem)
+                csr_chunk_max = max(c.nbytes(elem) for c in csr_chunks)
+            else:
+                d_csr = upload_csr(up, matrices)
+            bar.update(2)
+            rt.ntt.ensure_twiddles(zkey.log_domain_size)
+            bar.update()
+    except BaseException:
+        for buf in (*d_points.values(), *d_csr.values()):
+            buf.free()
+        for reg in (*host_points.values(), *host_csr.values()):
+            reg.close()
+        raise
+    resident = sum(b.nbytes for b in (*d_points.values(), *d_csr.values()))
+    return CudaKey(zkey, rt, d_points, d_csr, resident, placement, host_points, host_csr, csr_chunks, csr_chunk_max)
+
+
+def unload_device_key(key: CudaKey, stream) -> None:
+    """Free the key's device buffers (stream-ordered) and unlock its host arrays once no copy of a
+    pass can still read them."""
+    for buf in (*key.d_points.values(), *key.d_csr.values()):
+        buf.free()
+    if key.host_points or key.host_csr:
+        stream.synchronize()
+        for reg in (*key.host_points.values(), *key.host_csr.values()):
+            reg.close()
