@@ -47,7 +47,7 @@ def g2_msm_from_path(zkey_path: str, staged: np.ndarray) -> tuple[tuple, float, 
     if zkey_path not in _B2_KEYS:
         if len(_B2_KEYS) >= _B2_KEPT:
             _B2_KEYS.pop(next(iter(_B2_KEYS)))
-        key = backend.load_key(read_zkey(zkey_path))
+        key = backend.load_key(read_zkey(zkey_path, map_points=True))  # only B2 is decoded: map, do not read
         key.points("b2")
         _B2_KEYS[zkey_path] = key
     t1 = time.perf_counter()  # the decode above happens once per process and key: not the MSM's time
