@@ -75,7 +75,7 @@ class CudaBackend(Backend):
         self._runtimes: dict[str, CurveRuntime] = {}
         max_fq_limbs = max(c.fq.limbs for c in CURVES)  # one slot fits a G2 XYZZ point of any curve
         self._results = PinnedResultPool(self.device, results_bytes(4 * 2 * 8 * max_fq_limbs))
-        self.msm_split_min_bits = 0.5  # split A, B1, B2, C when >= this share of the witness is 0 or 1
+        self.msm_split_min_bits = options.msm_split_min_bits  # an attribute too: benches and tests flip it
         self._copy_stream: Stream | None = None  # streamed keys: host-to-device copies beside the kernels
         self._pinned_pools: dict[int, PinnedResultPool] = {}  # streamed passes' H buffers, by size
 

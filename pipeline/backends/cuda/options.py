@@ -26,6 +26,9 @@ class CudaOptions:
     msm_g1_min_blocks: int | None = None
     # Where compiled kernels are cached on disk; None: ~/.cache/zkpipe/kernels.
     kernel_cache_dir: str | None = None
+    # Split A, B1, B2 and C into a batch sum of the ones and a tail MSM when at least this share of
+    # the witness is 0 or 1 (split.py); above 1: never. 0.5 was chosen, not swept (bench/NOTES.md).
+    msm_split_min_bits: float = 0.5
     # A key larger than the VRAM budget streams its points through two device buffers of about
     # this many bytes each (streamed.py): larger chunks mean fewer launches per pass, more VRAM.
     stream_chunk_bytes: int = 1 << 30
@@ -38,6 +41,10 @@ class CudaOptions:
         if blocks is not None and (isinstance(blocks, bool) or blocks not in G1_MIN_BLOCKS_BUILT):
             raise ValueError(f"CudaOptions.msm_g1_min_blocks must be one of {G1_MIN_BLOCKS_BUILT} "
                              f"(the variants built), got {blocks!r}")
+        if isinstance(self.msm_split_min_bits, bool) or not isinstance(self.msm_split_min_bits, (int, float)) \
+                or self.msm_split_min_bits < 0:
+            raise ValueError(f"CudaOptions.msm_split_min_bits must be a share >= 0 (above 1: never split), "
+                             f"got {self.msm_split_min_bits!r}")
         if isinstance(self.stream_chunk_bytes, bool) or not isinstance(self.stream_chunk_bytes, int) \
                 or self.stream_chunk_bytes < (1 << 20):
             raise ValueError(f"CudaOptions.stream_chunk_bytes must be an integer of at least 1 MiB, "

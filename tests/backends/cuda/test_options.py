@@ -30,6 +30,7 @@ def test_defaults_are_the_behaviour_without_settings():
     options = CudaOptions()
     assert options.stream_ordered_memory is True and options.sync_after_launch is False
     assert options.msm_g1_min_blocks is None and options.kernel_cache_dir is None
+    assert options.msm_split_min_bits == 0.5 and options.stream_chunk_bytes == 1 << 30
     assert nvrtc_build.default_cache_dir() == Path.home() / ".cache" / "zkpipe" / "kernels"
     fake = SimpleNamespace(curve=BLS12_381)
     assert MsmRunner(fake, None, None).g1_min_blocks == 4
@@ -39,7 +40,8 @@ def test_defaults_are_the_behaviour_without_settings():
 
 @pytest.mark.parametrize("bad", [
     {"msm_g1_min_blocks": 2}, {"msm_g1_min_blocks": True}, {"sync_after_launch": 1},
-    {"stream_ordered_memory": "yes"}, {"kernel_cache_dir": ""},
+    {"stream_ordered_memory": "yes"}, {"kernel_cache_dir": ""}, {"msm_split_min_bits": -0.1},
+    {"msm_split_min_bits": "half"}, {"stream_chunk_bytes": 1000}, {"stream_chunk_bytes": 2.5},
 ])
 def test_bad_values_are_refused_by_name(bad):
     with pytest.raises(ValueError, match=next(iter(bad))):
@@ -87,9 +89,9 @@ def test_the_backend_uses_the_options_it_is_given(monkeypatch):
 
     rec = _Recorder(monkeypatch)
     options = CudaOptions(stream_ordered_memory=False, sync_after_launch=True, msm_g1_min_blocks=5,
-                          kernel_cache_dir="~/kernels-here")
+                          kernel_cache_dir="~/kernels-here", msm_split_min_bits=0.9)
     backend = backend_module.CudaBackend(options=options)
-    assert rec.allocator_stream is None
+    assert rec.allocator_stream is None and backend.msm_split_min_bits == 0.9
     msm = backend.runtime(BLS12_381).msm
     assert rec.kernels == [(Path.home() / "kernels-here", True)] and msm.g1_min_blocks == 5
 
