@@ -21,6 +21,7 @@ Two kinds of batch:
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
 import numpy as np
@@ -107,8 +108,10 @@ class StreamedPass:
     def __init__(self, curve, n_items: int, chunks: Sequence[Chunk], with_b_g2: bool) -> None:
         self.curve = curve
         self.n_items = n_items
-        self.chunks = list(chunks)
         self.with_b_g2 = with_b_g2
+        if not with_b_g2:  # B2 is computed elsewhere (the host): its points need not cross at all
+            chunks = [dataclasses.replace(c, slices=tuple(s for s in c.slices if s.section != "b2")) for c in chunks]
+        self.chunks = [c for c in chunks if c.slices]
         self.steps = [("prologue", i) for i in range(n_items)] + [("chunk", j) for j in range(len(self.chunks))]
         self.cursor = 0
         self.left = [False] * n_items

@@ -80,6 +80,7 @@ def test_a_partition_that_leaves_mid_pass_gets_no_result_and_the_others_are_exac
     expected = backend.msms(resident, w, backend.compute_h(resident, w), with_b_g2=False)
     key = backend.load_key(zkey, KeyPlacement((), 50, 128))
     work = backend.start_batch(key, [(witnesses[0], None), (w, None)], with_b_g2=False)
+    assert work.chunks and all(s.section != "b2" for c in work.chunks for s in c.slices)  # B2 is the host's
     active = [True, True]
     steps = 0
     while work.enqueue_next(active):
