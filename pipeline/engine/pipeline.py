@@ -29,7 +29,7 @@ from .devices import Device
 from .jobs import PartitionProof
 from .keystore import KeyStore
 from .metrics import Interval, Metrics
-from .scheduler import AdmissionQueue, Sequencer, choose_device
+from .scheduler import AdmissionQueue, Sequencer, choose_device, take_matching
 from .resources import PartitionResources
 from .staging import StagingPool
 from .stages import DeviceResult, Partition, Prepared, Synthesized
@@ -238,23 +238,12 @@ class Pipeline:
         return results
 
     def _take_mates(self, device: Device, first: Prepared, limit: int) -> list[Prepared]:
-        """Up to ``limit`` partitions of ``first``'s key waiting in the device's queue (priority
-        order), taken out of it; the others stay. No await: nothing else touches the queue."""
-        if limit <= 0:
-            return []
-        queue, key_id, g2_here = device.queue, first.partition.job.key_id, first.g2_msm is None
-        taken, kept = [], []
-        while not queue.empty():
-            entry = queue.get_nowait()
-            item = entry[-1]
-            if (len(taken) < limit and isinstance(item, Prepared) and item.partition.job.key_id == key_id
-                    and not item.partition.job.finished and (item.g2_msm is None) == g2_here):
-                taken.append(item)
-            else:
-                kept.append(entry)
-        for entry in kept:
-            queue.put_nowait(entry)
-            queue.task_done()  # the get above and this put are one stay in the queue
+        """Up to ``limit`` partitions waiting in the device's queue that can share ``first``'s pass:
+        the same key, the same G2 placement, their jobs still live."""
+        key_id, g2_here = first.partition.job.key_id, first.g2_msm is None
+        taken = take_matching(device.queue, lambda item: isinstance(item, Prepared)
+                              and item.partition.job.key_id == key_id and not item.partition.job.finished
+                              and (item.g2_msm is None) == g2_here, limit)
         now = time.perf_counter()
         for item in taken:
             p = item.partition

@@ -5,6 +5,8 @@ partition index): critical before high before normal before low, FIFO within one
 job's partitions are skipped when they surface. Device choice: prefer a device where the key
 is already resident; among the rest, the shortest gpu queue; a resident device wins unless it
 has ``RELOAD_PENALTY`` more partitions queued than another (then loading a copy pays off).
+Batches: ``take_matching`` takes, from a device's queue, the waiting partitions that may share a
+pass with the one about to run (same key: a streamed key's points cross once for all of them).
 """
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import asyncio
 import heapq
 import itertools
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from .jobs import Job
 
@@ -79,3 +81,20 @@ class Sequencer:
 
     def entry(self, job: Job, index: int, item: Any) -> tuple:
         return (int(job.priority), job.seq, index, next(self._ticks), item)
+
+
+def take_matching(queue: asyncio.PriorityQueue, matches: Callable[[Any], bool], limit: int) -> list:
+    """Up to ``limit`` items of ``queue`` (entries ``(..., item)``) for which ``matches(item)``, in
+    priority order, taken out of it; the others stay, in their order. No await: the caller runs
+    on the loop, so nothing else touches the queue meanwhile."""
+    taken, kept = [], []
+    while limit > 0 and not queue.empty():
+        entry = queue.get_nowait()
+        if len(taken) < limit and matches(entry[-1]):
+            taken.append(entry[-1])
+        else:
+            kept.append(entry)
+    for entry in kept:
+        queue.put_nowait(entry)
+        queue.task_done()  # its get above and this put are one stay in the queue
+    return taken

@@ -132,3 +132,19 @@ async def test_registering_another_key_object_under_the_same_id_replaces_the_fir
         engine.register_key("k", zkey=chain)  # not loaded yet: replaced, not ignored
         proofs = await (await engine.submit("k", [wtns("bn128", "chain_2e8")])).result()
     assert len(proofs[0].public_signals) == chain.n_public
+
+
+async def test_take_matching_takes_in_priority_order_and_leaves_the_rest_queued_in_theirs():
+    from pipeline.engine.scheduler import take_matching
+
+    queue: asyncio.PriorityQueue = asyncio.PriorityQueue()
+    for entry in [(2, "k2"), (0, "k0"), (1, "x1"), (3, "k3"), (4, "x4"), (5, "k5")]:
+        queue.put_nowait(entry)
+    taken = take_matching(queue, lambda item: item.startswith("k"), limit=2)
+    assert taken == ["k0", "k2"]
+    left = [queue.get_nowait()[-1] for _ in range(queue.qsize())]
+    assert left == ["x1", "k3", "x4", "k5"]
+    for _ in taken + left:  # the taker marks its items done once handled, as the gpu stage does
+        queue.task_done()
+    await asyncio.wait_for(queue.join(), 1)  # every get and put accounted: nothing counts as unfinished
+    assert take_matching(queue, lambda item: True, limit=3) == []
