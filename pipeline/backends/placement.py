@@ -132,16 +132,22 @@ def plan_chunks(zkey, placement: KeyPlacement) -> list[Chunk]:
     return chunks
 
 
+def classify_scalars(witness: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Boolean masks (is one, is neither 0 nor 1) of a (n, limbs) uint64 plain-form witness."""
+    high_zero = ~witness[:, 1:].any(axis=1)
+    low = witness[:, 0]
+    return high_zero & (low == 1), ~(high_zero & (low <= 1))
+
+
 class HostSplit:
     """A witness's 0 / 1 split on the host, for a streamed pass: ascending signal indices of its
     ones and of its other nonzero values (with those values). A chunk slice then sums the points
     of its ones (a batch addition) and runs a tail MSM over its others; zeros cost nothing."""
 
     def __init__(self, witness: np.ndarray) -> None:
-        high_zero = ~witness[:, 1:].any(axis=1)
-        low = witness[:, 0]
-        self.ones = np.flatnonzero(high_zero & (low == 1)).astype(np.uint32)
-        self.others = np.flatnonzero(~(high_zero & (low <= 1))).astype(np.uint32)
+        is_one, is_other = classify_scalars(witness)
+        self.ones = np.flatnonzero(is_one).astype(np.uint32)
+        self.others = np.flatnonzero(is_other).astype(np.uint32)
         self.other_scalars = np.ascontiguousarray(witness[self.others])
 
     def ranges(self, lo: int, hi: int) -> tuple[tuple[int, int], tuple[int, int]]:

@@ -43,7 +43,7 @@ from ..curves import Curve
 from ..errors import Unavailable
 from ..formats.types import Groth16Zkey
 from .batch import BatchItem, BatchWork, SequentialBatch
-from .placement import KeyPlacement
+from .placement import KeyPlacement, classify_scalars
 
 
 class G1Jacobian(NamedTuple):
@@ -90,10 +90,7 @@ class WitnessShape:
     @classmethod
     def of(cls, witness: np.ndarray, prefix_len: int) -> "WitnessShape":
         """Count a (n_vars, limbs) uint64 plain-form witness (a pass over it: run it off the loop)."""
-        high_zero = ~witness[:, 1:].any(axis=1)
-        low = witness[:, 0]
-        is_one = high_zero & (low == 1)
-        is_other = ~(high_zero & (low <= 1))
+        is_one, is_other = classify_scalars(witness)
         return cls(len(witness), int(is_one.sum()), int(is_other.sum()), prefix_len,
                    int(is_one[:prefix_len].sum()), int(is_other[:prefix_len].sum()))
 

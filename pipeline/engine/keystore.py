@@ -61,7 +61,8 @@ class KeySpec:
     wasm_path: str | None = None
     # A key given as an object (embedded use: a key just made by the development setup, too large
     # to write out): zkey_path is IN_MEMORY and the spec keeps the key alive while registered.
-    zkey: Groth16Zkey | None = field(default=None, compare=False, repr=False)
+    # Groth16Zkey compares by identity, so two specs are equal only for the same object.
+    zkey: Groth16Zkey | None = field(default=None, repr=False)
 
     def files(self) -> list[str]:
         """The files the key is read from (checked at registration)."""
@@ -174,7 +175,7 @@ class KeyStore:
         spec.check_files()
         old = self._entries.get(spec.key_id)
         if old is not None:
-            if old.spec == spec and old.spec.zkey is spec.zkey:  # the same files, or the same key object
+            if old.spec == spec:
                 return
             if old.refs or old.device_handles:
                 raise KeyInUse(f"key {spec.key_id!r} is registered with other files and is loaded; evict it first")

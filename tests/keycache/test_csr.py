@@ -10,17 +10,8 @@ from pipeline.formats.types import MATRIX_A, MATRIX_B
 from pipeline.formats.zkey import read_zkey
 from pipeline.keycache import csr as csr_module
 from pipeline.keycache.csr import coefficient_order, csr_matrices, non_decreasing, row_order
+from bench.key_prepare import argsort_csr  # the implementation this module replaced: the oracle and the baseline
 from tests.conftest import CIRCUITS, fixture_dir
-
-
-def argsort_csr(zkey, matrix: int):
-    """The implementation this module replaced (backends/cuda/backend.py before): the oracle."""
-    mask = zkey.coeff_matrix == matrix
-    rows = zkey.coeff_constraint[mask].astype(np.int64)
-    order = np.argsort(rows, kind="stable")
-    row_ptr = np.zeros(zkey.domain_size + 1, dtype=np.uint32)
-    np.cumsum(np.bincount(rows, minlength=zkey.domain_size), out=row_ptr[1:])
-    return row_ptr, zkey.coeff_signal[mask][order], zkey.coeff_values_stored[mask][order]
 
 
 def random_coefficients(rng, domain_size: int, count: int, sorted_per_matrix: bool = False, limbs: int = 4):
