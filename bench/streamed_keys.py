@@ -83,7 +83,7 @@ async def run_config(zkey, witness, budget: int | None, batch: int, partitions: 
         busy = (gpu.lock_busy_s - busy0) / wall  # over the job stream only, not the preload
         status = engine.status()
     device = status["devices"][0]
-    rates = [p.timings_ms.get("stream_h2d_gbps", 0.0) for p in proofs]
+    rates = [p.timings_ms.get("gpu_stream_h2d_gbps", 0.0) for p in proofs]  # stages.gpu_timings' names
     vk = zkey.verification_key()
     p = proofs[-1]
     return {"placement": status["keys"]["keys"]["k"]["placement"].get("0", "?"), "load_s": load_s,

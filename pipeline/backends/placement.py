@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..formats.binfile import ROWS_PER_TASK, over_chunks
+
 SECTIONS = ("a", "b1", "b2", "c", "h")
 WITNESS_SECTIONS = ("a", "b1", "b2", "c")
 
@@ -145,10 +147,19 @@ class HostSplit:
     of its ones (a batch addition) and runs a tail MSM over its others; zeros cost nothing."""
 
     def __init__(self, witness: np.ndarray) -> None:
-        is_one, is_other = classify_scalars(witness)
-        self.ones = np.flatnonzero(is_one).astype(np.uint32)
-        self.others = np.flatnonzero(is_other).astype(np.uint32)
-        self.other_scalars = np.ascontiguousarray(witness[self.others])
+        # Pieces of the witness on the worker pool (numpy releases the GIL): built under the GPU
+        # lock, beside the device work already queued, so it must take well under a prologue.
+        def piece(a: int, b: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            is_one, is_other = classify_scalars(witness[a:b])
+            others = np.flatnonzero(is_other)
+            return (np.flatnonzero(is_one).astype(np.uint32) + np.uint32(a), others.astype(np.uint32) + np.uint32(a),
+                    witness[a:b][others])
+
+        parts = over_chunks(len(witness), ROWS_PER_TASK, piece)
+        self.ones = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.uint32)
+        self.others = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, np.uint32)
+        self.other_scalars = np.ascontiguousarray(np.concatenate([p[2] for p in parts]) if parts else
+                                                  witness[:0])
 
     def ranges(self, lo: int, hi: int) -> tuple[tuple[int, int], tuple[int, int]]:
         """Positions [o0, o1) in ``ones`` and [t0, t1) in ``others`` of the signals in [lo, hi)."""

@@ -96,18 +96,29 @@ def test_a_partition_that_leaves_mid_pass_has_no_result_and_the_rest_are_exact(c
     assert gpu_curve.g1.eq(got[2].a_g1, expected.a_g1) and gpu_curve.g1.eq(got[2].h_g1, expected.h_g1)
 
 
+def resident_need(backend, zkey) -> int:
+    """Device bytes of the key resident plus one partition's scratch: a budget one byte smaller
+    must stream some of it."""
+    key = backend.load_key(zkey)
+    try:
+        return backend.key_device_bytes(zkey) + backend.scratch_bytes(key, 1)
+    finally:
+        backend.unload_key(key)
+
+
 def test_place_key_streams_under_a_small_budget_and_refuses_one_too_small(cuda_backend, gpu_curve):
     zkey, _ = witnesses(gpu_curve.name)
-    full = cuda_backend.key_device_bytes(zkey)
+    need = resident_need(cuda_backend, zkey)
     assert cuda_backend.place_key(zkey, None).mode == "resident"
-    assert cuda_backend.place_key(zkey, 100 * full).mode == "resident"
-    small = cuda_backend.place_key(zkey, full)  # the key alone fills it: no room for a partition
-    assert small.mode in ("streamed", "partly resident")
-    key = cuda_backend.load_key(zkey, small)
-    try:
-        assert small.device_bytes + cuda_backend.scratch_bytes(key, 1) <= full
-    finally:
-        cuda_backend.unload_key(key)
+    assert cuda_backend.place_key(zkey, need).mode == "resident"
+    for budget in (need - 1, need // 2):
+        small = cuda_backend.place_key(zkey, budget)
+        assert small.mode in ("streamed", "partly resident")
+        key = cuda_backend.load_key(zkey, small)
+        try:
+            assert small.device_bytes + cuda_backend.scratch_bytes(key, 1) <= budget
+        finally:
+            cuda_backend.unload_key(key)
     with pytest.raises(DeviceBudgetError, match="even with every point streamed"):
         cuda_backend.place_key(zkey, 4096)
 
@@ -116,7 +127,7 @@ def test_place_key_streams_under_a_small_budget_and_refuses_one_too_small(cuda_b
 def test_engine_proves_with_a_key_larger_than_its_vram_budget(cuda_backend, curve):
     folder = fixture_dir(curve, "chain_2e10")
     zkey = read_zkey(folder / "circuit_final.zkey")
-    budget = cuda_backend.key_device_bytes(zkey)
+    budget = resident_need(cuda_backend, zkey) - 1
 
     async def main():
         config = EngineConfig(backend="cuda", devices=(0,), gpu_workers_per_device=2, vram_budget_bytes=budget,

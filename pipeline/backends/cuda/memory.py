@@ -13,12 +13,15 @@ first waits for the whole context.
 """
 from __future__ import annotations
 
+import logging
 import threading
 
 import numpy as np
 
 from ._bindings import driver
 from .errors import DeviceBudgetError, check
+
+log = logging.getLogger(__name__)
 
 
 class DeviceBuffer:
@@ -215,8 +218,11 @@ class HostRegistration:
         flags = driver.CU_MEMHOSTREGISTER_PORTABLE
         if not array.flags.writeable:  # a key's points mapped read-only from its file
             flags |= driver.CU_MEMHOSTREGISTER_READ_ONLY
-        self.registered = self.nbytes > 0 and driver.cuMemHostRegister(self.ptr, self.nbytes, flags)[0] == \
-            driver.CUresult.CUDA_SUCCESS
+        err = driver.cuMemHostRegister(self.ptr, self.nbytes, flags)[0] if self.nbytes else None
+        self.registered = err == driver.CUresult.CUDA_SUCCESS
+        if self.nbytes and not self.registered:
+            log.warning("could not page-lock %.1f GB of key arrays in place (%s): streamed copies from them "
+                        "run at pageable speed", self.nbytes / 1e9, err)
 
     def close(self) -> None:
         if self.registered:

@@ -39,12 +39,25 @@ HOT_ORDER = ("h", "a", "b1", "c", "b2")  # which sections stay on the device fir
 SCALAR_BYTES = 32
 
 
+MIN_CHUNK_BYTES = 64 << 10  # the smallest chunk tried when a budget is tight (small MSMs: slow, but it proves)
+MIN_CHUNK_POINTS = 64
+PLACED_FOR_BATCH = 10  # the result slots of this many partitions are kept room for: a pass shares its points
+
+
 def chunk_sizes(zkey, streamed: tuple[str, ...], chunk_bytes: int) -> tuple[int, int]:
     """(signals per chunk, H points per chunk) so that one chunk's points are about ``chunk_bytes``."""
     per_signal = sum(point_bytes(zkey.curve, s) for s in WITNESS_SECTIONS if s in streamed)
-    signals = max(1024, chunk_bytes // per_signal) if per_signal else 0
-    h = max(1024, chunk_bytes // point_bytes(zkey.curve, "h")) if "h" in streamed else 0
+    signals = max(MIN_CHUNK_POINTS, chunk_bytes // per_signal) if per_signal else 0
+    h = max(MIN_CHUNK_POINTS, chunk_bytes // point_bytes(zkey.curve, "h")) if "h" in streamed else 0
     return min(signals, zkey.n_vars), min(h, zkey.domain_size)
+
+
+def chunk_candidates(chunk_bytes: int) -> list[int]:
+    """``chunk_bytes``, then halves of it down to ``MIN_CHUNK_BYTES``: the first that fits is taken."""
+    sizes = [chunk_bytes]
+    while sizes[-1] // 2 >= MIN_CHUNK_BYTES:
+        sizes.append(sizes[-1] // 2)
+    return sizes
 
 
 def resident_slots_bytes(slot: int) -> int:
@@ -94,32 +107,46 @@ def chunk_point_bytes(curve: Curve, chunk: Chunk) -> int:
 def place_streamed(msm, zkey, budget: int, csr_bytes: int, chunk_bytes: int) -> KeyPlacement:
     """The most sections resident (hot first) such that the CSR (resident if it fits, else
     streamed: its row pointers stay), the resident points and a pass of one partition fit
-    ``budget``; ``DeviceBudgetError`` if not even a key with everything streamed does."""
+    ``budget`` (with the result slots of a batch of ``PLACED_FOR_BATCH``). The sections are chosen
+    with chunks of ``chunk_bytes`` (the largest half of it that fits, when the budget is tight);
+    the chunks then double while they fit. ``DeviceBudgetError`` if not even a key with
+    everything streamed in the smallest chunks fits."""
     row_ptr_bytes = 2 * 4 * (zkey.domain_size + 1)
 
-    def placement(resident: list[str], csr_streamed: bool) -> KeyPlacement:
+    def placement(resident: list[str], csr_streamed: bool, chunk: int, csr_chunk: int | None = None) -> KeyPlacement:
         kept = tuple(s for s in SECTIONS if s in resident)
         streamed = tuple(s for s in SECTIONS if s not in kept)
-        signals, h = chunk_sizes(zkey, streamed, chunk_bytes)
+        signals, h = chunk_sizes(zkey, streamed, chunk)
         csr = row_ptr_bytes if csr_streamed else csr_bytes
         return KeyPlacement(kept, signals, h, csr + sum(section_bytes(zkey, s) for s in kept),
-                            chunk_bytes if csr_streamed else 0)
+                            min(chunk if csr_chunk is None else csr_chunk, csr_bytes) if csr_streamed else 0)
 
-    def fits(p: KeyPlacement) -> bool:
-        return p.device_bytes + pass_scratch_bytes(msm, zkey, p, 1) <= budget
+    def need(p: KeyPlacement) -> int:  # a batch's result slots are small next to the rest: keep room for them
+        return p.device_bytes + pass_scratch_bytes(msm, zkey, p, PLACED_FOR_BATCH)
 
-    for csr_streamed in (False, True):
-        chosen: list[str] = []
-        for section in HOT_ORDER:
-            if fits(placement(chosen + [section], csr_streamed)):
-                chosen.append(section)
-        best = placement(chosen, csr_streamed)
-        if fits(best):
+    whole = max(sum(section_bytes(zkey, s) for s in WITNESS_SECTIONS), section_bytes(zkey, "h"))
+    least = None
+    for chunk in chunk_candidates(chunk_bytes):
+        for csr_streamed in (False, True):
+            chosen: list[str] = []
+            for section in HOT_ORDER:
+                if need(placement(chosen + [section], csr_streamed, chunk)) <= budget:
+                    chosen.append(section)
+            best = placement(chosen, csr_streamed, chunk)
+            if need(best) > budget:
+                least = min(least or need(best), need(best))
+                continue
+            # Then chunks as large as the room left allows: every chunk costs each partition a
+            # few MSMs whose fixed cost (bucket sums) does not shrink with the chunk.
+            # The CSR's chunks stay: they share the prologue with the quotient's buffers.
+            grown = chunk
+            while grown < whole and need(bigger := placement(chosen, csr_streamed, 2 * grown, chunk)) <= budget:
+                best, grown = bigger, 2 * grown
             return best
-    need = best.device_bytes + pass_scratch_bytes(msm, zkey, best, 1)
-    raise DeviceBudgetError(f"a {zkey.curve.name} key of 2^{zkey.log_domain_size} constraints needs at least {need} "
-                            f"bytes of device memory even with every point and its CSR streamed (one partition's "
-                            f"witness, quotient and NTT buffers, and a chunk); the budget is {budget}")
+    raise DeviceBudgetError(f"a {zkey.curve.name} key of 2^{zkey.log_domain_size} constraints needs at least {least} "
+                            f"bytes of device memory even with every point streamed, its CSR too, in chunks of "
+                            f"{MIN_CHUNK_BYTES} bytes (one partition's witness, quotient and NTT buffers, and a "
+                            f"chunk); the budget is {budget}")
 
 
 class CudaStreamedPass(StreamedPass):

@@ -1,0 +1,118 @@
+"""Where a streamed pass spends its time (issue 12): one key, one budget, batches driven straight
+through ``CudaBackend.start_batch`` as the engine drives them; host seconds per step (queueing
+it: Python, and any copy that waits on the device), device milliseconds per step and per copy
+(CUDA events), whether the key's streamed arrays are page-locked, and the resident path on the
+same key in the same call for scale.
+
+    python3 -m bench.streamed_profile --log 24 --budget-gib 3 --batches 1 4
+
+Writes bench/results/streamed_profile_<curve>_2e<log>.md.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import time
+
+import numpy as np
+
+from bench.common import RESULTS, markdown_table, write_result
+from bench.streamed_keys import GIB, make_key, pinned_copy_gbps
+from pipeline.backends.cuda import CudaBackend
+from pipeline.backends.protocol import WitnessShape
+from pipeline.curves import curve_by_name
+
+
+def drive(backend, key, items) -> dict:
+    """One pass, steps timed on the host; device times read from the pass's events before its
+    results (which free them)."""
+    work = backend.start_batch(key, items, True)
+    host = {"prologue": [], "chunk": []}
+    waits = 0.0
+    t_all = time.perf_counter()
+    while True:
+        kind = work.steps[work.cursor][0] if work.cursor < len(work.steps) else None
+        t0 = time.perf_counter()
+        more = work.enqueue_next([True] * len(items))
+        if not more:
+            break
+        host[kind].append(time.perf_counter() - t0)
+        t1 = time.perf_counter()
+        asyncio.run(work.wait_for_room())
+        waits += time.perf_counter() - t1
+    asyncio.run(work.wait())
+    wall = time.perf_counter() - t_all
+    ev = work.step_events
+    steps_ms = [ev[0].elapsed_ms(work.started)] + [b.elapsed_ms(a) for a, b in zip(ev, ev[1:])]
+    n_pro = len(host["prologue"])
+    copies = [end.elapsed_ms(start) for start, end in work.copy_marks]
+    timings = work.pass_timings()
+    results = work.results()
+    assert all(r is not None for r in results)
+    return {"wall_s": wall, "waits_s": waits, "host_prologue_ms": 1e3 * statistics.mean(host["prologue"]),
+            "host_chunk_ms": 1e3 * statistics.mean(host["chunk"] or [0]), "host_chunk_max_ms":
+            1e3 * max(host["chunk"] or [0]), "dev_prologue_ms": statistics.mean(steps_ms[:n_pro]),
+            "dev_chunk_ms": statistics.mean(steps_ms[n_pro:] or [0]), "chunks": len(steps_ms) - n_pro,
+            "copy_ms": statistics.mean(copies or [0]), **timings}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--log", type=int, default=24)
+    parser.add_argument("--curve", default="bls12381")
+    parser.add_argument("--budget-gib", type=float, default=3.0)
+    parser.add_argument("--batches", type=int, nargs="+", default=[1, 4])
+    args = parser.parse_args()
+    curve = curve_by_name(args.curve)
+    t0 = time.perf_counter()
+    zkey, witness = make_key(curve, args.log)
+    print(f"key 2^{args.log}: {time.perf_counter() - t0:.1f} s", flush=True)
+    w = np.ascontiguousarray(witness.values)
+    t0 = time.perf_counter()
+    shape = WitnessShape.of(w, zkey.n_public + 1)
+    shape_s = time.perf_counter() - t0
+    backend = CudaBackend()
+    rows, facts = [], []
+    try:
+        copy_rate = pinned_copy_gbps(backend)
+        resident = backend.load_key(zkey)
+        try:
+            for _ in range(2):  # the second is the timed one
+                t0 = time.perf_counter()
+                backend.start_partition(resident, w, True, shape).result()
+                resident_s = time.perf_counter() - t0
+        finally:
+            backend.unload_key(resident)
+        placement = backend.place_key(zkey, int(args.budget_gib * GIB))
+        t0 = time.perf_counter()
+        key = backend.load_key(zkey, placement)
+        load_s = time.perf_counter() - t0
+        try:
+            locked = {n: r.registered for n, r in {**key.host_points, **key.host_csr}.items()}
+            facts += [f"placement {placement}", f"load {load_s:.1f} s", f"page-locked: {locked}",
+                      f"WitnessShape.of {shape_s * 1e3:.0f} ms", f"pinned copy rate {copy_rate:.1f} GB/s",
+                      f"resident partition (same key, same call): {resident_s * 1e3:.0f} ms"]
+            for batch in args.batches:
+                for _ in range(2):  # the first pays for kernels of new sizes
+                    r = drive(backend, key, [(w, shape)] * batch)
+                rows.append([batch, f"{r['wall_s']:.2f}", f"{r['wall_s'] / batch * 1e3:.0f}", f"{r['waits_s']:.2f}",
+                             f"{r['host_prologue_ms']:.1f}", f"{r['host_chunk_ms']:.1f}", f"{r['host_chunk_max_ms']:.1f}",
+                             f"{r['dev_prologue_ms']:.1f}", r["chunks"], f"{r['dev_chunk_ms']:.1f}",
+                             f"{r['copy_ms']:.1f}", f"{r['stream_pass_ms']:.0f}", f"{r['stream_h2d_gbps']:.1f}"])
+                print(rows[-1], flush=True)
+        finally:
+            backend.unload_key(key)
+    finally:
+        backend.close()
+    table = markdown_table(["batch", "wall s", "ms/partition", "loop waits s", "host ms/prologue", "host ms/chunk",
+                            "host max ms/chunk", "device ms/prologue", "chunks", "device ms/chunk",
+                            "copy ms/chunk", "pass device ms", "H2D GB/s"], rows)
+    note = "\n".join(f"- {f}" for f in facts)
+    out = RESULTS / f"streamed_profile_{args.curve}_2e{args.log}.md"
+    write_result(out, f"# Streamed pass profile, {args.curve} 2^{args.log}, budget {args.budget_gib:g} GiB\n\n"
+                 f"{note}\n\n{table}\n", show=note + "\n" + table)
+
+
+if __name__ == "__main__":
+    main()
