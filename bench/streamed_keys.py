@@ -122,6 +122,7 @@ def main() -> None:
                 rows.append([f"{budget_gib:g}", batch, f"refused: {type(exc).__name__}: {str(exc)[:160]}",
                              *["-"] * 8])
                 print(rows[-1], flush=True)
+                write_table(args, zkey, device_name, copy_rate, rows)
                 break
             share = r["h2d_gbps"] / copy_rate if r["h2d_gbps"] else float("nan")
             rows.append([f"{budget_gib:g}" if budget else "none", batch, r["placement"], f"{r['load_s']:.1f}",
@@ -129,18 +130,21 @@ def main() -> None:
                          f"{r['vram_peak_gb']:.1f}", f"{r['h2d_gbps']:.1f}", f"{share:.2f}",
                          "yes" if r["verifies"] else "NO"])
             print(rows[-1], flush=True)
+            write_table(args, zkey, device_name, copy_rate, rows)  # after every row: a call cut short keeps them
+
+
+def write_table(args, zkey, device_name: str, copy_rate: float, rows: list[list]) -> None:
     resident = next((float(r[4]) for r in rows if r[0] == "none"), None)
-    for row in rows:
-        row.insert(5, f"{float(row[4]) / resident:.2f}" if resident and row[4] != "-" else "")
-    table = markdown_table(["VRAM budget GiB", "batch max", "placement", "key load s", "s/proof", "vs resident",
+    shown = [[*row[:5], f"{float(row[4]) / resident:.2f}" if resident and row[4] != "-" else "", *row[5:]]
+             for row in rows]
+    table = markdown_table(["VRAM budget GiB", "batch max", "placement", "key load s", "s/partition", "vs resident",
                             "mean batch", "GPU lock busy", "VRAM peak GB", "H2D GB/s (passes)", "of pinned rate",
-                            "verifies"], rows)
+                            "verifies"], shown)
     note = (f"\n{args.curve} 2^{args.log} development key ({zkey.host_bytes() / 1e9:.1f} GB), circuit witness; "
             f"{args.jobs} job(s) of {args.partitions} partitions per row, gpu_workers 2, on {device_name}. "
             f"Pinned host-to-device copy rate measured in the same call: {copy_rate:.1f} GB/s.\n")
     out = args.out or RESULTS / f"streamed_keys_{args.curve}_2e{args.log}.md"
     write_result(out, "# Streamed keys and batched passes\n" + note + "\n" + table + "\n", show=table)
-
 
 if __name__ == "__main__":
     main()
