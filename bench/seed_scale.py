@@ -143,11 +143,11 @@ def available_host_bytes() -> int | None:
     return None
 
 
-def host_budgets(zkey: Groth16Zkey, in_flight_wanted: int) -> tuple[int, int, str]:
+def host_budgets(zkey: Groth16Zkey, backend, in_flight_wanted: int) -> tuple[int, int, str]:
     """(max_partitions_in_flight, host_memory_budget_bytes, why): as many partitions as wanted
     whose engine-estimated bytes fit what the host has left now (the key and the witness are in
     memory already) minus a reserve (HOST_RESERVE_BYTES, at most a quarter of what is left)."""
-    per_partition = partition_host_bytes(zkey)
+    per_partition = partition_host_bytes(zkey, backend)
     available = available_host_bytes()
     reserve = 0 if available is None else min(HOST_RESERVE_BYTES, available // 4)
     n = in_flight_wanted if available is None else min(in_flight_wanted, (available - reserve) // per_partition)
@@ -156,9 +156,10 @@ def host_budgets(zkey: Groth16Zkey, in_flight_wanted: int) -> tuple[int, int, st
                          f"by the engine's estimate) beside a {size(reserve)} reserve")
     staged = zkey.n_vars * zkey.curve.fr.n_bytes
     left = "no /proc/meminfo" if available is None else f"{size(available)} available after the key and witness"
-    why = (f"per partition the engine reserves {size(per_partition)} (stages.partition_host_bytes: 3 n_vars + "
-           f"2 domain Fr values: witness, staged copy, H); the real use is the pinned staged copy, {size(staged)}, "
-           f"as the partitions share one witness and H stays on the device. {left}, {size(reserve)} kept back: "
+    why = (f"per partition the engine reserves {size(per_partition)} (stages.partition_host_bytes: witness and "
+           f"staged copy, 2 n_vars Fr values, plus the backend's {size(backend.partition_host_bytes(zkey))}: for "
+           f"CUDA a streamed pass's pinned H and host 0/1 split); the real use here is the pinned staged copy, "
+           f"{size(staged)}, as the partitions share one witness. {left}, {size(reserve)} kept back: "
            f"max_partitions_in_flight = {n} (wanted {in_flight_wanted}), host_memory_budget_bytes = {n} x "
            f"{size(per_partition)} = {size(n * per_partition)}, staging_buffers_kept = {n} (pinned: "
            f"{size(n * staged)} at most); key_host_budget_bytes = the key's {size(zkey.host_bytes())} + 64 MiB "
@@ -179,7 +180,7 @@ async def run_size(args, backends: dict, setups: dict, log_n: int) -> dict:
     work = make_workload(args, curve, log_n, backends[0], setups)
     zkey = work.zkey
     wanted = args.in_flight or args.devices * (args.gpu_workers + 2) + 1
-    in_flight, host_budget, why = host_budgets(zkey, wanted)
+    in_flight, host_budget, why = host_budgets(zkey, backends[0], wanted)
     config = EngineConfig(backend=args.backend, devices=tuple(range(args.devices)),
                           gpu_workers_per_device=args.gpu_workers, prep_msm_workers=2, g2_msm_placement=args.g2,
                           g2_msm_executor="thread", max_partitions_in_flight=in_flight,

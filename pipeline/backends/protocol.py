@@ -226,6 +226,14 @@ class Backend(abc.ABC):
         device's own)."""
         return 0
 
+    def partition_host_bytes(self, zkey: Groth16Zkey) -> int:
+        """Upper bound of the host memory the backend holds for one partition, beyond the
+        engine's witness and its staged copy. Default: a backend that computes H on the host (the
+        scalars as it computes them, then H and the transform's scratch: n_vars + 2 domain Fr
+        values)."""
+        fr = zkey.curve.fr.n_bytes
+        return zkey.n_vars * fr + 2 * zkey.domain_size * fr
+
     def scratch_bytes(self, key: Any, batch: int = 1) -> int:
         """Upper bound of the device memory a pass of ``batch`` partitions takes beyond its key,
         from the moment it takes the GPU lock until it gives it back (0: none)."""

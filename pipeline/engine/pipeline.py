@@ -85,7 +85,7 @@ class Pipeline:
             host = None
             try:
                 host = self.keystore.loaded(job.key_id)  # the job's own reference keeps it loaded
-                n_bytes = stages.partition_host_bytes(host.zkey)
+                n_bytes = stages.partition_host_bytes(host.zkey, self.devices[0].backend)  # every device: one backend kind
                 await self.host_budget.acquire(n_bytes, "one partition")
             except asyncio.CancelledError:
                 self.slots.release()
@@ -158,7 +158,7 @@ class Pipeline:
             g2_msm = self._g2_msms[part] = self.g2_workers.start(fn, *args)
         self._record(part, "prep_msm", "prep_msm", None, t0, "prep_msm_ms")
         part.timings_ms.update(n_zero=scalars.n_zero, n_one=scalars.n_one, n_other=scalars.n_other)
-        prepared = Prepared(part, item.witness, scalars, g2_msm)
+        prepared = Prepared(part, scalars, g2_msm)  # the witness is staged: not kept
         device = choose_device(self.devices, self.keystore.resident_devices(part.job.key_id))
         await self._put(device.queue, part, prepared)
 

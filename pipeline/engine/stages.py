@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..formats.types import Witness
-from ..backends.protocol import MsmResults, WitnessShape
+from ..backends.protocol import Backend, MsmResults, WitnessShape
 from ..groth16.prover import Blinding, assemble, check_witness, public_signals
 from ..groth16.witness_scan import scan_witness
 from .jobs import Job, PartitionProof
@@ -84,7 +84,6 @@ class ScalarClasses:
 @dataclass(frozen=True, eq=False)
 class Prepared:
     partition: Partition
-    witness: Witness
     scalars: ScalarClasses
     g2_msm: Any = None  # the running CPU G2 MSM (cpu_workers.G2Msm), or None (G2 on the device)
 
@@ -96,10 +95,10 @@ class DeviceResult:
     device_index: int
 
 
-def partition_host_bytes(zkey) -> int:
-    """Host memory one partition holds while in flight: witness, staged copy, H and slack."""
-    fr_bytes = zkey.curve.fr.n_bytes
-    return 3 * zkey.n_vars * fr_bytes + 2 * zkey.domain_size * fr_bytes + 4096
+def partition_host_bytes(zkey, backend: Backend) -> int:
+    """Host memory one partition holds while in flight: its witness and the staged copy, what
+    the backend holds for it (``Backend.partition_host_bytes``), and slack."""
+    return 2 * zkey.n_vars * zkey.curve.fr.n_bytes + backend.partition_host_bytes(zkey) + 4096
 
 
 def synthesize(key: HostKey, source: Any, check_r1cs: bool) -> Witness:

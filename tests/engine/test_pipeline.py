@@ -8,6 +8,7 @@ import asyncio
 import pytest
 
 from pipeline.engine import Engine, EngineConfig, JobCancelled, JobState
+from pipeline.formats.zkey import read_zkey
 from tests.engine.conftest import FakeBackend, FakeDeviceAllocator, FakeOutOfMemory, factory_for, key_files, settle, wtns
 
 WTNS = wtns("bn128", "multiplier")
@@ -210,3 +211,23 @@ async def test_the_gpu_stage_gets_the_witness_shape_prep_msm_counted(fake_device
     prefix = 2  # the constant and the multiplier's one public signal
     assert shape == WitnessShape(len(ints), sum(v == 1 for v in ints), sum(v > 1 for v in ints), prefix,
                                  sum(v == 1 for v in ints[:prefix]), sum(v > 1 for v in ints[:prefix]))
+
+
+async def test_admission_reserves_the_witness_its_staged_copy_and_what_the_backend_holds(fake_device):
+    """Per partition: 2 n_vars Fr values (witness, staged copy) plus ``Backend.partition_host_bytes``;
+    a budget of two such partitions admits two at a time."""
+    allocator, backend = fake_device
+    backend.gpu_s = 0.02
+    extra = 50_000
+    backend.partition_host_bytes = lambda zkey: extra  # a backend holding more per partition than the default
+    seen = []
+    zkey = read_zkey(key_files("bn128", "multiplier")["zkey_path"])
+    per_partition = 2 * zkey.n_vars * zkey.curve.fr.n_bytes + extra + 4096
+    async with fake_engine(backend, max_partitions_in_flight=50, queue_size=1,
+                           host_memory_budget_bytes=2 * per_partition) as engine:
+        engine.register_key("mult", **key_files("bn128", "multiplier"))
+        engine.add_stage_listener(lambda stage, part: seen.append(engine.pipeline.in_flight))
+        await (await engine.submit("mult", [WTNS] * 8)).result()
+        status = engine.status()
+    assert status["host_budget"]["peak_bytes"] == 2 * per_partition
+    assert max(seen) == 2 and status["peak_partitions_in_flight"] == 2

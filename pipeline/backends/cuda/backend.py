@@ -324,6 +324,14 @@ class CudaBackend(Backend):
         csr = zkey.coeff_values_stored.nbytes + 4 * len(zkey.coeff_signal) + 8 * (zkey.domain_size + 1)
         return points + csr
 
+    def partition_host_bytes(self, zkey: Groth16Zkey) -> int:
+        """H stays on the device, except in a streamed pass: there a pinned copy of H and the host
+        0/1 split (indices of ones and others, 4 bytes each, and the other values, at most half of
+        them: the split is taken only above ``msm_split_min_bits``). Counted whatever the
+        placement, which is per device and unknown when a partition is admitted."""
+        fr = zkey.curve.fr.n_bytes
+        return zkey.domain_size * fr + zkey.n_vars * (4 + fr // 2)
+
     def scratch_bytes(self, key: CudaKey, batch: int = 1) -> int:
         """Upper bound of a pass's device scratch, from the bounds the kernels are sized by. The
         allocator's budget stays the hard limit."""
