@@ -37,7 +37,8 @@
 #            [STREAMED_BUDGETS=0 16 8] GiB with batches of [STREAMED_BATCHES=1 2 5 10], [STREAMED_PARTITIONS=10]
 #            partitions per row; pinned copy rate of the same call   -> bench/results/streamed_keys_*.md
 #   profile  bench.streamed_profile: where a streamed pass spends its time, 2^[PROFILE_LOG=24] BLS12-381 key under
-#            [PROFILE_BUDGET=3] GiB, batches [PROFILE_BATCHES=1 4]; resident partition of the same call
+#            [PROFILE_BUDGET=5] GiB, batches [PROFILE_BATCHES=1 4], the host split page-locked and not; resident
+#            partition of the same call
 #                                                                                     -> bench/results/streamed_profile_*.md
 #   seam     before/after of the backend seam (issue 9): engine at 2^14 and 2^20 (1 and all devices)
 #            and the GPU stage at 2^14/20/24, in this tree and in the tree of .anchors/before.tar;
@@ -136,7 +137,7 @@ streamed() {
 }
 profile() {
   timeout "${PROFILE_TIMEOUT:-300}" python3 -m bench.streamed_profile --log "${PROFILE_LOG:-24}" \
-    --budget-gib "${PROFILE_BUDGET:-3}" --batches ${PROFILE_BATCHES:-1 4} 2>&1 | tee "$OUT/profile.log" | tail -n 14
+    --budget-gib "${PROFILE_BUDGET:-5}" --batches ${PROFILE_BATCHES:-1 4} 2>&1 | tee "$OUT/profile.log" | tail -n 14
 }
 
 # bench module $3.. in tree $2 with a time limit of $1 s: as a module here, by path in trees from

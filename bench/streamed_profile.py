@@ -2,7 +2,8 @@
 through ``CudaBackend.start_batch`` as the engine drives them; host seconds per step (queueing
 it: Python, and any copy that waits on the device), device milliseconds per step and per copy
 (CUDA events), whether the key's streamed arrays are page-locked, and the resident path on the
-same key in the same call for scale.
+same key in the same call for scale. Rows with the host 0/1 split's arrays page-locked and
+without (their copies then wait for the whole stream), same call.
 
     python3 -m bench.streamed_profile --log 24 --budget-gib 3 --batches 1 4
 
@@ -20,6 +21,7 @@ import numpy as np
 from bench.common import RESULTS, markdown_table, write_result
 from bench.streamed_keys import GIB, make_key, pinned_copy_gbps
 from pipeline.backends.cuda import CudaBackend
+from pipeline.backends.cuda.streamed import CudaStreamedPass
 from pipeline.backends.protocol import WitnessShape
 from pipeline.curves import curve_by_name
 
@@ -63,6 +65,8 @@ def main() -> None:
     parser.add_argument("--curve", default="bls12381")
     parser.add_argument("--budget-gib", type=float, default=3.0)
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 4])
+    parser.add_argument("--split-locks", nargs="+", choices=["on", "off"], default=["on", "off"],
+                        help="rows with the host 0/1 split's arrays page-locked, and without (pageable copies)")
     args = parser.parse_args()
     curve = curve_by_name(args.curve)
     t0 = time.perf_counter()
@@ -93,20 +97,22 @@ def main() -> None:
             facts += [f"placement {placement}", f"load {load_s:.1f} s", f"page-locked: {locked}",
                       f"WitnessShape.of {shape_s * 1e3:.0f} ms", f"pinned copy rate {copy_rate:.1f} GB/s",
                       f"resident partition (same key, same call): {resident_s * 1e3:.0f} ms"]
-            for batch in args.batches:
+            for lock, batch in [(lock, batch) for lock in args.split_locks for batch in args.batches]:
+                CudaStreamedPass.lock_split_arrays = lock == "on"
                 for _ in range(2):  # the first pays for kernels of new sizes
                     r = drive(backend, key, [(w, shape)] * batch)
-                rows.append([batch, f"{r['wall_s']:.2f}", f"{r['wall_s'] / batch * 1e3:.0f}", f"{r['waits_s']:.2f}",
-                             f"{r['host_prologue_ms']:.1f}", f"{r['host_chunk_ms']:.1f}", f"{r['host_chunk_max_ms']:.1f}",
-                             f"{r['dev_prologue_ms']:.1f}", r["chunks"], f"{r['dev_chunk_ms']:.1f}",
-                             f"{r['copy_ms']:.1f}", f"{r['stream_pass_ms']:.0f}", f"{r['stream_h2d_gbps']:.1f}"])
+                rows.append([lock, batch, f"{r['wall_s']:.2f}", f"{r['wall_s'] / batch * 1e3:.0f}",
+                             f"{r['waits_s']:.2f}", f"{r['host_prologue_ms']:.1f}", f"{r['host_chunk_ms']:.1f}",
+                             f"{r['host_chunk_max_ms']:.1f}", f"{r['dev_prologue_ms']:.1f}", r["chunks"],
+                             f"{r['dev_chunk_ms']:.1f}", f"{r['copy_ms']:.1f}", f"{r['stream_pass_ms']:.0f}",
+                             f"{r['stream_h2d_gbps']:.1f}"])
                 print(rows[-1], flush=True)
         finally:
             backend.unload_key(key)
     finally:
         backend.close()
-    table = markdown_table(["batch", "wall s", "ms/partition", "loop waits s", "host ms/prologue", "host ms/chunk",
-                            "host max ms/chunk", "device ms/prologue", "chunks", "device ms/chunk",
+    table = markdown_table(["split page-locked", "batch", "wall s", "ms/partition", "loop waits s",
+                            "host ms/prologue", "host ms/chunk", "host max ms/chunk", "device ms/prologue", "chunks", "device ms/chunk",
                             "copy ms/chunk", "pass device ms", "H2D GB/s"], rows)
     note = "\n".join(f"- {f}" for f in facts)
     out = RESULTS / f"streamed_profile_{args.curve}_2e{args.log}.md"

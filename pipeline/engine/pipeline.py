@@ -85,7 +85,7 @@ class Pipeline:
             host = None
             try:
                 host = self.keystore.loaded(job.key_id)  # the job's own reference keeps it loaded
-                n_bytes = stages.partition_host_bytes(host.zkey, self.devices[0].backend)  # every device: one backend kind
+                n_bytes = stages.partition_host_bytes(host.zkey, self.devices[0].backend)  # one backend kind
                 await self.host_budget.acquire(n_bytes, "one partition")
             except asyncio.CancelledError:
                 self.slots.release()

@@ -150,6 +150,8 @@ def place_streamed(msm, zkey, budget: int, csr_bytes: int, chunk_bytes: int) -> 
 
 
 class CudaStreamedPass(StreamedPass):
+    lock_split_arrays = True  # page-lock each host 0/1 split (False: bench/streamed_profile.py's comparison row)
+
     def __init__(self, backend, key, items, with_b_g2: bool) -> None:
         zkey = key.zkey
         super().__init__(zkey.curve, len(items), plan_chunks(zkey, key.placement), with_b_g2)
@@ -202,8 +204,9 @@ class CudaStreamedPass(StreamedPass):
                 # memory first waits for the whole stream, and the device would idle while the host
                 # queues the next MSMs (bench/results/streamed_profile_*.md: host time per chunk ~ device time).
                 # (Small arrays stay pageable: they may share a page with another registration.)
-                self.split_locks += [HostRegistration(b.device, a) for a in
-                                     (split.ones, split.others, split.other_scalars) if a.nbytes >= 1 << 20]
+                if self.lock_split_arrays:
+                    self.split_locks += [HostRegistration(b.device, a) for a in
+                                         (split.ones, split.others, split.other_scalars) if a.nbytes >= 1 << 20]
             if "h" in key.placement.streamed:
                 n = key.zkey.domain_size
                 self.h_host[index] = self.h_pool.take()
