@@ -161,6 +161,16 @@ class HostSplit:
         self.other_scalars = np.ascontiguousarray(np.concatenate([p[2] for p in parts]) if parts else
                                                   witness[:0])
 
+    def others_of(self, points: np.ndarray, first: int, count: int) -> tuple[np.ndarray, np.ndarray]:
+        """The points of this witness's other values among the signals [first, first + count) of a
+        section whose point k is signal first + k, gathered in signal order on the worker pool,
+        and their scalars: the section's whole tail MSM, in one piece."""
+        _, (t0, t1) = self.ranges(first, first + count)
+        rows = (self.others[t0:t1] - np.uint32(first)).astype(np.intp)
+        out = np.empty((t1 - t0, *points.shape[1:]), dtype=points.dtype)
+        over_chunks(t1 - t0, ROWS_PER_TASK, lambda a, b: np.take(points, rows[a:b], axis=0, out=out[a:b]))
+        return out, self.other_scalars[t0:t1]
+
     def ranges(self, lo: int, hi: int) -> tuple[tuple[int, int], tuple[int, int]]:
         """Positions [o0, o1) in ``ones`` and [t0, t1) in ``others`` of the signals in [lo, hi)."""
         o0, o1 = np.searchsorted(self.ones, [lo, hi])

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from pipeline.backends.cpu import CpuBackend
-from pipeline.backends.placement import KeyPlacement, SECTIONS, plan_chunks, section_span
+from pipeline.backends.placement import HostSplit, KeyPlacement, SECTIONS, plan_chunks, section_span
 from pipeline.formats.wtns import read_wtns
 from pipeline.formats.zkey import read_zkey
 from tests.conftest import fixture_dir
@@ -122,3 +122,20 @@ def test_csr_row_chunks_cover_every_entry_once_and_split_between_rows():
         assert (ch.a0, ch.a1, ch.b0, ch.b1) == (a[ch.r0], a[ch.r1], b[ch.r0], b[ch.r1])
         assert ch.nbytes(32) <= 36 * 50 or ch.r1 - ch.r0 == 1  # only a single huge row goes over
     assert any(ch.r1 - ch.r0 == 1 and ch.r0 == 500 for ch in chunks)
+
+
+def test_the_host_split_gathers_a_sections_other_points_with_their_scalars():
+    """HostSplit.others_of: the points whose scalars are neither 0 nor 1, in signal order, for a
+    section that starts at a later signal (C), with their scalars; the whole tail MSM's input."""
+    rng = np.random.default_rng(5)
+    n = 5000
+    witness = np.zeros((n, 4), dtype=np.uint64)
+    kind = rng.integers(0, 3, size=n)
+    witness[kind == 1, 0] = 1
+    witness[kind == 2] = rng.integers(0, 2**62, size=(int((kind == 2).sum()), 4), dtype=np.uint64)
+    split = HostSplit(witness)
+    points = rng.integers(0, 2**63, size=(n - 9, 2, 6), dtype=np.uint64)  # point k is signal 9 + k
+    got_points, got_scalars = split.others_of(points, 9, n - 9)
+    others = [x for x in range(9, n) if kind[x] == 2 and witness[x].any()]
+    assert np.array_equal(got_points, points[[x - 9 for x in others]])
+    assert np.array_equal(got_scalars, witness[others])

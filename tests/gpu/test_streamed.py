@@ -169,3 +169,40 @@ def test_h_with_the_csr_streamed_in_row_chunks_equals_the_resident_h(cuda_backen
         finally:
             cuda_backend.unload_key(key)
         assert gpu_curve.g1.eq(got.h_g1, expected.h_g1) and gpu_curve.g2.eq(got.b_g2, expected.b_g2)
+
+
+@pytest.mark.parametrize("placement", PLACEMENTS, ids=lambda p: f"{p.mode}-{p.chunk_signals}-{p.chunk_h}")
+def test_tails_in_the_prologue_equal_the_resident_msms(cuda_backend, gpu_curve, placement):
+    """stream_tails="prologue": a bit-heavy witness's values other than 0 and 1 go through one MSM
+    per section over points gathered on the host (where the prologue's room allows; else the
+    chunks run them): the same sums, bit for bit."""
+    zkey, (_, _, heavy) = witnesses(gpu_curve.name)
+    rng = np.random.default_rng(13)
+    mixed = heavy.copy()
+    some = rng.random(len(mixed)) < 0.05  # 95% bits, the rest full-width values below r
+    mixed[some] = rng.integers(0, 2**63, size=(int(some.sum()), mixed.shape[1]), dtype=np.uint64) >> np.uint64(8)
+    items = [mixed, heavy]
+    resident = cuda_backend.load_key(zkey)
+    try:
+        expected = [cuda_backend.start_partition(resident, w, True, None).result() for w in items]
+    finally:
+        cuda_backend.unload_key(resident)
+    key = cuda_backend.load_key(zkey, placement)
+    cuda_backend.stream_tails = "prologue"
+    try:
+        prefix = zkey.n_public + 1
+        work = cuda_backend.start_batch(key, [(w, WitnessShape.of(w, prefix)) for w in items], True)
+        while work.enqueue_next([True, True]):
+            asyncio.run(work.wait_for_room())
+        asyncio.run(work.wait())
+        tails_done = list(work.tails_done)
+        got = work.results()
+    finally:
+        cuda_backend.stream_tails = "chunks"
+        cuda_backend.unload_key(key)
+    if "a" in placement.resident:  # room from the resident MSMs' scratch: the tails fit the prologue
+        assert tails_done == [True, True]
+    for e, r in zip(expected, got):
+        for name in ("a_g1", "b_g1", "c_g1", "h_g1"):
+            assert gpu_curve.g1.eq(getattr(r, name), getattr(e, name)), name
+        assert gpu_curve.g2.eq(r.b_g2, e.b_g2)

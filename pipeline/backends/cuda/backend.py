@@ -76,6 +76,7 @@ class CudaBackend(Backend):
         max_fq_limbs = max(c.fq.limbs for c in CURVES)  # one slot fits a G2 XYZZ point of any curve
         self._results = PinnedResultPool(self.device, results_bytes(4 * 2 * 8 * max_fq_limbs))
         self.msm_split_min_bits = options.msm_split_min_bits  # an attribute too: benches and tests flip it
+        self.stream_tails = options.stream_tails  # likewise
         self._copy_stream: Stream | None = None  # streamed keys: host-to-device copies beside the kernels
         self._pinned_pools: dict[int, PinnedResultPool] = {}  # streamed passes' H buffers, by size
 

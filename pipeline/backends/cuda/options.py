@@ -32,6 +32,11 @@ class CudaOptions:
     # A key larger than the VRAM budget streams its points through two device buffers of about
     # this many bytes each (streamed.py): larger chunks mean fewer launches per pass, more VRAM.
     stream_chunk_bytes: int = 1 << 30
+    # Where a streamed pass runs a bit-heavy witness's tail MSMs (its values other than 0 and 1):
+    # "chunks", one per section per chunk (measured, bench/NOTES.md session 5: their fixed cost is
+    # what a pass spends its time on); "prologue", one per section per partition over points
+    # gathered on the host, in the room the quotient's buffers leave (not yet run on a GPU).
+    stream_tails: str = "chunks"
 
     def __post_init__(self) -> None:
         for name in ("stream_ordered_memory", "sync_after_launch"):
@@ -49,5 +54,7 @@ class CudaOptions:
                 or self.stream_chunk_bytes < (1 << 20):
             raise ValueError(f"CudaOptions.stream_chunk_bytes must be an integer of at least 1 MiB, "
                              f"got {self.stream_chunk_bytes!r}")
+        if self.stream_tails not in ("chunks", "prologue"):
+            raise ValueError(f"CudaOptions.stream_tails must be 'chunks' or 'prologue', got {self.stream_tails!r}")
         if self.kernel_cache_dir is not None and (not isinstance(self.kernel_cache_dir, str) or not self.kernel_cache_dir):
             raise ValueError(f"CudaOptions.kernel_cache_dir must be a folder path, got {self.kernel_cache_dir!r}")

@@ -26,7 +26,7 @@ import numpy as np
 from ...curves import Curve
 from ..batch import StreamedPass
 from ..placement import (SECTIONS, WITNESS_SECTIONS, Chunk, HostSplit, KeyPlacement, is_g2, plan_chunks, point_bytes,
-                         section_bytes)
+                         section_bytes, section_span)
 from ._bindings import driver
 from .errors import DeviceBudgetError, check
 from .memory import ADDRESS_MASK, DeviceAddress, HostRegistration, PinnedHostBuffer
@@ -41,6 +41,7 @@ SCALAR_BYTES = 32
 
 MIN_CHUNK_BYTES = 64 << 10  # the smallest chunk tried when a budget is tight (small MSMs: slow, but it proves)
 MIN_CHUNK_POINTS = 64
+MAX_CHUNKS = 1024
 PLACED_FOR_BATCH = 10  # the result slots of this many partitions are kept room for: a pass shares its points
 
 
@@ -52,10 +53,13 @@ def chunk_sizes(zkey, streamed: tuple[str, ...], chunk_bytes: int) -> tuple[int,
     return min(signals, zkey.n_vars), min(h, zkey.domain_size)
 
 
-def chunk_candidates(chunk_bytes: int) -> list[int]:
-    """``chunk_bytes``, then halves of it down to ``MIN_CHUNK_BYTES``: the first that fits is taken."""
-    sizes = [chunk_bytes]
-    while sizes[-1] // 2 >= MIN_CHUNK_BYTES:
+def chunk_candidates(chunk_bytes: int, whole: int | None = None) -> list[int]:
+    """``chunk_bytes``, then halves of it down to ``MIN_CHUNK_BYTES`` or to 1/``MAX_CHUNKS`` of
+    ``whole`` (the streamed bytes; more chunks would cost more in fixed MSM costs than a pass is
+    worth, and a plan of them is slow to walk): the first that fits is taken."""
+    floor = max(MIN_CHUNK_BYTES, (whole or 0) // MAX_CHUNKS)
+    sizes = [max(chunk_bytes, floor)]
+    while sizes[-1] // 2 >= floor:
         sizes.append(sizes[-1] // 2)
     return sizes
 
@@ -126,7 +130,7 @@ def place_streamed(msm, zkey, budget: int, csr_bytes: int, chunk_bytes: int) -> 
 
     whole = max(sum(section_bytes(zkey, s) for s in WITNESS_SECTIONS), section_bytes(zkey, "h"))
     least = None
-    for chunk in chunk_candidates(chunk_bytes):
+    for chunk in chunk_candidates(chunk_bytes, whole):
         for csr_streamed in (False, True):
             chosen: list[str] = []
             for section in HOT_ORDER:
@@ -145,7 +149,7 @@ def place_streamed(msm, zkey, budget: int, csr_bytes: int, chunk_bytes: int) -> 
             return best
     raise DeviceBudgetError(f"a {zkey.curve.name} key of 2^{zkey.log_domain_size} constraints needs at least {least} "
                             f"bytes of device memory even with every point streamed, its CSR too, in chunks of "
-                            f"{MIN_CHUNK_BYTES} bytes (one partition's witness, quotient and NTT buffers, and a "
+                            f"{chunk} bytes (one partition's witness, quotient and NTT buffers, and a "
                             f"chunk); the budget is {budget}")
 
 
@@ -171,6 +175,7 @@ class CudaStreamedPass(StreamedPass):
         # the 0 / 1 split of each bit-heavy witness, on the host (None: plain MSMs over its scalars)
         self.splits: list[HostSplit | None] = [None] * len(items)
         self.split_locks: list[HostRegistration] = []
+        self.tails_done = [False] * len(items)  # the split's tail MSMs ran in the prologue (stream_tails)
         self.d_one_idx = self.d_other_idx = None
         self.buffers: list = []
         self.copied = [Event(timing=False), Event(timing=False)]
@@ -216,7 +221,41 @@ class CudaStreamedPass(StreamedPass):
             for buf in (d_w, d_h):
                 if buf is not None:
                     buf.free()  # stream-ordered: after the work queued above
+        if self.splits[index] is not None and b.stream_tails == "prologue":
+            self.tails_done[index] = self._prologue_tails(index)
         self._step_done()
+
+    def _prologue_tails(self, index: int) -> bool:
+        """Each streamed witness section's tail MSM of partition ``index`` in one piece, over its
+        other points gathered on the host, written to the section's own result slot; False (the
+        chunks then run them) when one does not fit the room the prologue's quotient buffers had."""
+        b, zkey, msm = self.backend, self.key.zkey, self.msm
+        split = self.splits[index]
+        sections = [s for s in WITNESS_SECTIONS if s in self.key.placement.streamed and (s != "b2" or self.with_b_g2)]
+        room = prologue_scratch_bytes(msm, zkey, self.key.placement.resident, self.key.csr_chunk_max)
+        tails = []
+        for s in sections:
+            first, count = section_span(zkey, s)
+            _, (t0, t1) = split.ranges(first, first + count)
+            n = t1 - t0
+            if n * (point_bytes(self.curve, s) + SCALAR_BYTES) + msm.scratch_bytes(n, is_g2(s)) > room:
+                return False
+            tails.append((s, first, count, n))
+        for s, first, count, n in tails:
+            if n == 0:
+                continue  # the slot stays infinity
+            points, scalars = split.others_of(self.key.host_points[s].array, first, count)
+            d_points = b.allocator.alloc(points.nbytes, f"tail points {s}")
+            d_scalars = b.allocator.alloc(scalars.nbytes, f"tail scalars {s}")
+            try:
+                d_points.upload(points, self.stream)
+                d_scalars.upload(np.ascontiguousarray(scalars), self.stream)
+                out = self.d_results.ptr + index * self.block + MSM_SLOTS.index(s) * self.slot
+                msm.enqueue(is_g2(s), d_points.ptr, d_scalars.ptr, n, out)
+            finally:
+                d_points.free()  # stream-ordered: after the MSM
+                d_scalars.free()
+        return True
 
     def _chunk(self, chunk: Chunk, live: list[int]) -> None:
         b, curve = self.backend, self.curve
@@ -249,8 +288,10 @@ class CudaStreamedPass(StreamedPass):
             else:
                 (o0, o1), (t0, t1) = split.ranges(chunk.lo, chunk.hi)
                 self._upload(self.d_one_idx.ptr, split.ones[o0:o1].ctypes.data, 4 * (o1 - o0))
-                self._upload(self.d_other_idx.ptr, split.others[t0:t1].ctypes.data, 4 * (t1 - t0))
-                self._upload(self.d_scalars.ptr, split.other_scalars[t0:t1].ctypes.data, SCALAR_BYTES * (t1 - t0))
+                if not self.tails_done[i]:
+                    self._upload(self.d_other_idx.ptr, split.others[t0:t1].ctypes.data, 4 * (t1 - t0))
+                    self._upload(self.d_scalars.ptr, split.other_scalars[t0:t1].ctypes.data,
+                                 SCALAR_BYTES * (t1 - t0))
             for k, (s, off) in enumerate(zip(chunk.slices, offsets)):
                 if s.section == "b2" and not self.with_b_g2:
                     continue
@@ -265,6 +306,8 @@ class CudaStreamedPass(StreamedPass):
                 # indices are signals: the point of signal x is at base + x * (point bytes), modulo 2^64
                 base = (buf.ptr + off - lo * point_bytes(curve, s.section)) & ADDRESS_MASK
                 self.msm.enqueue_point_sum(g2, base, self.d_one_idx.ptr + 4 * (so0 - o0), so1 - so0, out)
+                if self.tails_done[i]:
+                    continue  # its tail is in the section's slot already (prologue)
                 self.msm.enqueue(g2, base, self.d_scalars.ptr + SCALAR_BYTES * (st0 - t0), st1 - st0,
                                  out + self.slot, d_point_index=self.d_other_idx.ptr + 4 * (st0 - t0))
         self.freed[which].record(self.stream)
@@ -338,8 +381,9 @@ class CudaStreamedPass(StreamedPass):
                         return xyzz_to_jacobian(self.curve.g2, self.curve.fq, raw.copy())
                     return xyzz_to_jacobian(self.curve.g1, self.curve.fq, raw[:g1_words].copy())
 
-                sums: dict[str, list] = {s: [point(MSM_SLOTS.index(s) * self.slot, s)]
-                                         for s in self.key.placement.resident}
+                # every section's own slot: a resident section's MSM, a streamed one's prologue tail,
+                # or never written (infinity)
+                sums: dict[str, list] = {s: [point(MSM_SLOTS.index(s) * self.slot, s)] for s in SECTIONS}
                 for (j, k), n in self.slice_slot.items():
                     section = self.chunks[j].slices[k].section
                     for half in (2 * n, 2 * n + 1):  # ones (infinity when not split), then the rest

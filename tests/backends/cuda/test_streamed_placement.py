@@ -1,0 +1,64 @@
+"""The CUDA placement of a key larger than its budget (streamed.place_streamed), computed without a
+GPU: the MSM's scratch bounds are arithmetic (an MsmRunner with no device). Chunks shrink to fit a
+tight budget and then grow while they fit; whatever is chosen fits; too small a budget is refused
+by name."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from pipeline.backends.cuda.errors import DeviceBudgetError
+from pipeline.backends.cuda.msm import MsmRunner
+from pipeline.backends.cuda.streamed import (MAX_CHUNKS, MIN_CHUNK_BYTES, PLACED_FOR_BATCH, chunk_candidates,
+                                             pass_scratch_bytes, place_streamed)
+from pipeline.backends.placement import plan_chunks
+from pipeline.curves import BLS12_381, BN254
+from pipeline.formats.zkey import read_zkey
+from tests.conftest import fixture_dir
+
+GIB = 1 << 30
+
+
+def seed_shaped(curve, log_n: int):
+    """The sizes place_streamed reads, of a 2^log_n key with 8 public inputs (no points needed)."""
+    n = 1 << log_n
+    return SimpleNamespace(curve=curve, n_vars=n - 8, domain_size=n, log_domain_size=log_n, n_public=8)
+
+
+def need(msm, zkey, placement) -> int:
+    return placement.device_bytes + pass_scratch_bytes(msm, zkey, placement, PLACED_FOR_BATCH)
+
+
+def test_chunk_candidates_halve_down_to_the_floor():
+    sizes = chunk_candidates(1 << 30)
+    assert sizes[0] == 1 << 30 and sizes[-1] == MIN_CHUNK_BYTES
+    assert all(a == 2 * b for a, b in zip(sizes, sizes[1:]))
+    assert chunk_candidates(1 << 20, 1 << 40)[-1] == (1 << 40) // MAX_CHUNKS  # never more than MAX_CHUNKS chunks
+
+
+@pytest.mark.parametrize("curve", [BN254, BLS12_381], ids=["bn128", "bls12381"])
+def test_a_small_key_streams_under_a_budget_below_its_resident_need(curve):
+    zkey = read_zkey(fixture_dir(curve.name, "chain_2e10") / "circuit_final.zkey")
+    msm = MsmRunner(SimpleNamespace(curve=curve), None, None)
+    csr = zkey.coeff_values_stored.nbytes + 4 * len(zkey.coeff_signal) + 8 * (zkey.domain_size + 1)
+    for budget in (6 << 20, 4_300_000):  # far below a 1 GiB chunk's pass, below the key resident with its scratch
+        placement = place_streamed(msm, zkey, budget, csr, 1 << 30)
+        assert placement.streamed and need(msm, zkey, placement) <= budget
+        assert plan_chunks(zkey, placement)
+    with pytest.raises(DeviceBudgetError, match="even with every point streamed"):
+        place_streamed(msm, zkey, 4096, csr, 1 << 30)
+
+
+def test_at_seed_scale_the_chunks_grow_into_the_room_the_prologue_leaves():
+    """2^26 BLS12-381 under 16 GiB: nothing resident fits beside one partition's quotient, and
+    the chunks double past the configured 1 GiB while the pass still fits."""
+    zkey = seed_shaped(BLS12_381, 26)
+    msm = MsmRunner(SimpleNamespace(curve=BLS12_381), None, None)
+    csr = int(zkey.domain_size * 2.5 * 40)
+    placement = place_streamed(msm, zkey, 16 * GIB, csr, 1 << 30)
+    assert need(msm, zkey, placement) <= 16 * GIB
+    signal_bytes = 3 * 96 + 192  # a, b1, c (G1) and b2 (G2) points of one signal
+    assert placement.chunk_signals * signal_bytes > 1 << 30
+    with pytest.raises(DeviceBudgetError):
+        place_streamed(msm, zkey, 8 * GIB, csr, 1 << 30)  # one partition's quotient alone needs ~13 GB
