@@ -22,6 +22,7 @@ import time
 
 from bench.common import RESULTS, markdown_table, write_result
 from pipeline.backends.cuda import CudaBackend
+from pipeline.backends.cuda.options import CudaOptions
 from pipeline.backends.cuda.memory import PinnedHostBuffer
 from pipeline.backends.cuda.streams import Event
 from pipeline.curves import curve_by_name
@@ -66,8 +67,10 @@ def make_key(curve, log_n: int):
         backend.close()
 
 
-async def run_config(zkey, witness, budget: int | None, batch: int, partitions: int, jobs: int) -> dict:
+async def run_config(zkey, witness, budget: int | None, batch: int, partitions: int, jobs: int,
+                     tails: str = "chunks") -> dict:
     config = EngineConfig(backend="cuda", devices=(0,), gpu_workers_per_device=2, vram_budget_bytes=budget,
+                          cuda=CudaOptions(stream_tails=tails),
                           gpu_batch_max=batch, queue_size=max(2, batch), max_partitions_in_flight=batch + 4,
                           epilogue_workers=2)
     async with Engine(config) as engine:
@@ -102,6 +105,8 @@ def main() -> None:
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 2, 5, 10])
     parser.add_argument("--partitions", type=int, default=10)
     parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--tails", nargs="+", choices=["chunks", "prologue"], default=["chunks"],
+                        help="CudaOptions.stream_tails of the streamed rows (each one a row)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
     curve = curve_by_name(args.curve)
@@ -115,9 +120,10 @@ def main() -> None:
     rows = []
     for budget_gib in args.budgets_gib:
         budget = int(budget_gib * GIB) or None
-        for batch in (args.batches if budget else [1]):
+        for batch, tails in [(b, t) for b in (args.batches if budget else [1])
+                             for t in (args.tails if budget else ["chunks"])]:
             try:
-                r = asyncio.run(run_config(zkey, witness, budget, batch, args.partitions, args.jobs))
+                r = asyncio.run(run_config(zkey, witness, budget, batch, args.partitions, args.jobs, tails))
             except Exception as exc:  # a budget too small for the key is a result, not a crash
                 rows.append([f"{budget_gib:g}", batch, f"refused: {type(exc).__name__}: {str(exc)[:160]}",
                              *["-"] * 8])
@@ -125,7 +131,8 @@ def main() -> None:
                 write_table(args, zkey, device_name, copy_rate, rows)
                 break
             share = r["h2d_gbps"] / copy_rate if r["h2d_gbps"] else float("nan")
-            rows.append([f"{budget_gib:g}" if budget else "none", batch, r["placement"], f"{r['load_s']:.1f}",
+            placement = r["placement"] + (f" (tails: {tails})" if budget else "")
+            rows.append([f"{budget_gib:g}" if budget else "none", batch, placement, f"{r['load_s']:.1f}",
                          f"{r['s_per_proof']:.2f}", f"{r['batch_mean']:.1f}", f"{r['busy']:.3f}",
                          f"{r['vram_peak_gb']:.1f}", f"{r['h2d_gbps']:.1f}", f"{share:.2f}",
                          "yes" if r["verifies"] else "NO"])

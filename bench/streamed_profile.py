@@ -3,7 +3,8 @@ through ``CudaBackend.start_batch`` as the engine drives them; host seconds per 
 it: Python, and any copy that waits on the device), device milliseconds per step and per copy
 (CUDA events), whether the key's streamed arrays are page-locked, and the resident path on the
 same key in the same call for scale. Rows with the host 0/1 split's arrays page-locked and
-without (their copies then wait for the whole stream), same call.
+without (their copies then wait for the whole stream), and with the split's tail MSMs per chunk
+or once per partition (CudaOptions.stream_tails), same call.
 
     python3 -m bench.streamed_profile --log 24 --budget-gib 3 --batches 1 4
 
@@ -50,13 +51,14 @@ def drive(backend, key, items) -> dict:
     n_pro = len(host["prologue"])
     copies = [end.elapsed_ms(start) for start, end in work.copy_marks]
     timings = work.pass_timings()
+    tails_in_prologue = sum(work.tails_done)
     results = work.results()
     assert all(r is not None for r in results)
     return {"wall_s": wall, "waits_s": waits, "host_prologue_ms": 1e3 * statistics.mean(host["prologue"]),
             "host_chunk_ms": 1e3 * statistics.mean(host["chunk"] or [0]), "host_chunk_max_ms":
             1e3 * max(host["chunk"] or [0]), "dev_prologue_ms": statistics.mean(steps_ms[:n_pro]),
             "dev_chunk_ms": statistics.mean(steps_ms[n_pro:] or [0]), "chunks": len(steps_ms) - n_pro,
-            "copy_ms": statistics.mean(copies or [0]), **timings}
+            "copy_ms": statistics.mean(copies or [0]), "tails_in_prologue": tails_in_prologue, **timings}
 
 
 def main() -> None:
@@ -67,6 +69,8 @@ def main() -> None:
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 4])
     parser.add_argument("--split-locks", nargs="+", choices=["on", "off"], default=["on", "off"],
                         help="rows with the host 0/1 split's arrays page-locked, and without (pageable copies)")
+    parser.add_argument("--tails", nargs="+", choices=["chunks", "prologue"], default=["chunks", "prologue"],
+                        help="CudaOptions.stream_tails of the rows: a split witness's tail MSMs per chunk, or once")
     args = parser.parse_args()
     curve = curve_by_name(args.curve)
     t0 = time.perf_counter()
@@ -97,11 +101,13 @@ def main() -> None:
             facts += [f"placement {placement}", f"load {load_s:.1f} s", f"page-locked: {locked}",
                       f"WitnessShape.of {shape_s * 1e3:.0f} ms", f"pinned copy rate {copy_rate:.1f} GB/s",
                       f"resident partition (same key, same call): {resident_s * 1e3:.0f} ms"]
-            for lock, batch in [(lock, batch) for lock in args.split_locks for batch in args.batches]:
+            for tails, lock, batch in [(t, lock, batch) for t in args.tails for lock in args.split_locks
+                                       for batch in args.batches]:
                 CudaStreamedPass.lock_split_arrays = lock == "on"
+                backend.stream_tails = tails
                 for _ in range(2):  # the first pays for kernels of new sizes
                     r = drive(backend, key, [(w, shape)] * batch)
-                rows.append([lock, batch, f"{r['wall_s']:.2f}", f"{r['wall_s'] / batch * 1e3:.0f}",
+                rows.append([tails, r["tails_in_prologue"], lock, batch, f"{r['wall_s']:.2f}", f"{r['wall_s'] / batch * 1e3:.0f}",
                              f"{r['waits_s']:.2f}", f"{r['host_prologue_ms']:.1f}", f"{r['host_chunk_ms']:.1f}",
                              f"{r['host_chunk_max_ms']:.1f}", f"{r['dev_prologue_ms']:.1f}", r["chunks"],
                              f"{r['dev_chunk_ms']:.1f}", f"{r['copy_ms']:.1f}", f"{r['stream_pass_ms']:.0f}",
@@ -111,7 +117,7 @@ def main() -> None:
             backend.unload_key(key)
     finally:
         backend.close()
-    table = markdown_table(["split page-locked", "batch", "wall s", "ms/partition", "loop waits s",
+    table = markdown_table(["tails", "partitions with prologue tails", "split page-locked", "batch", "wall s", "ms/partition", "loop waits s",
                             "host ms/prologue", "host ms/chunk", "host max ms/chunk", "device ms/prologue", "chunks", "device ms/chunk",
                             "copy ms/chunk", "pass device ms", "H2D GB/s"], rows)
     note = "\n".join(f"- {f}" for f in facts)
