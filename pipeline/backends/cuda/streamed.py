@@ -11,13 +11,16 @@ partitions at once:
 - chunks, in order: the copy stream fills one of two device buffers with the chunk's points
   (host -> device, from the registered key arrays) while the compute stream runs the previous
   chunk's MSMs; for every partition still in the pass, its scalars of the chunk are copied in
-  and one MSM per section slice writes a partial sum into the partition's result slots.
+  and one MSM per section slice writes a partial sum into the partition's result slots. A
+  bit-heavy witness (``HostSplit``, built in its prologue) instead has per slice a sum of the
+  points of its ones and a tail MSM over its other values; with ``stream_tails="prologue"`` the
+  tails run once per section in the prologue, over points gathered on the host, when they fit.
 - results: the slots come back in one copy; partial sums are added on the host.
 
 Buffers cross streams only through events: the copy stream waits for ``freed[b]`` (the compute
 stream is done with buffer b) before refilling it, the compute stream waits for ``copied[b]``.
-Not done yet: the 0/1 split inside a streamed pass (plain MSMs over each chunk), and the H
-section's chunk scalars are copied from pinned host memory rather than kept on the device.
+The H section's chunk scalars are copied from pinned host memory rather than kept on the device.
+Where the time goes, measured: bench/results/streamed_profile_*.md.
 """
 from __future__ import annotations
 
