@@ -384,9 +384,10 @@ class CudaStreamedPass(StreamedPass):
                         return xyzz_to_jacobian(self.curve.g2, self.curve.fq, raw.copy())
                     return xyzz_to_jacobian(self.curve.g1, self.curve.fq, raw[:g1_words].copy())
 
-                # every section's own slot: a resident section's MSM, a streamed one's prologue tail,
-                # or never written (infinity)
-                sums: dict[str, list] = {s: [point(MSM_SLOTS.index(s) * self.slot, s)] for s in SECTIONS}
+                # a section's own slot: a resident section's MSM, or a streamed one's tail when it ran
+                # in the prologue (stream_tails)
+                own = [s for s in SECTIONS if s in self.key.placement.resident or self.tails_done[i]]
+                sums: dict[str, list] = {s: [point(MSM_SLOTS.index(s) * self.slot, s)] for s in own}
                 for (j, k), n in self.slice_slot.items():
                     section = self.chunks[j].slices[k].section
                     for half in (2 * n, 2 * n + 1):  # ones (infinity when not split), then the rest
