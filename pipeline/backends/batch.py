@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
 import numpy as np
 
-from .placement import Chunk
+from .placement import SECTIONS, Chunk, is_g2
 
 if TYPE_CHECKING:  # protocol.py imports this module
     from .protocol import MsmResults, WitnessShape
@@ -100,8 +100,8 @@ class StreamedPass:
     """The steps of a streamed pass and who is still in it; subclasses queue the device work.
 
     ``_prologue(i)`` computes partition i's H and its resident sections' MSMs; ``_chunk(chunk,
-    live)`` the streamed points of ``chunk`` times the scalars of every partition in ``live``.
-    ``_results(live)`` returns, per partition, {section: [partial points]} to be added up."""
+    live)`` the streamed points of ``chunk`` times the scalars of every partition in ``live``;
+    a backend's ``results`` hands ``combine`` each partition's {section: [partial points]}."""
 
     depth = 2
 
@@ -145,8 +145,8 @@ class StreamedPass:
                 out.append(None)
                 continue
             sums = {}
-            for section in ("a", "b1", "b2", "c", "h"):
-                group = g2 if section == "b2" else g1
+            for section in SECTIONS:
+                group = g2 if is_g2(section) else g1
                 total = group.infinity
                 for point in partials[i].get(section, ()):
                     total = group.add(total, point)

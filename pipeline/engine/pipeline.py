@@ -213,8 +213,9 @@ class Pipeline:
             return [None]
         key_id = part.job.key_id
         handle = await self.keystore.device_copy(key_id, device, part.key, run)
-        await self.keystore.make_device_room(device, device.scratch_bytes(handle), keep=key_id, run=run)
-        device.vram.check(device.scratch_bytes(handle), "one partition's scratch next to its key")
+        one = device.scratch_bytes(handle)
+        await self.keystore.make_device_room(device, one, keep=key_id, run=run)
+        device.vram.check(one, "one partition's scratch next to its key")
         limit = min(device.backend.max_batch(handle), self.config.gpu_batch_max)
         capacity = device.vram.capacity
         while limit > 1 and capacity is not None and device.vram.used + device.scratch_bytes(handle, limit) > capacity:

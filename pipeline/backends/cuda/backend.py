@@ -36,7 +36,7 @@ from .streams import Stream
 from .split import DeviceSplit, enqueue_split, split_scratch_bytes, split_worth_it
 from .device_key import CudaKey, CurveRuntime, load_device_key, unload_device_key
 from .staged_upload import staged_upload
-from .streamed import CudaStreamedPass, pass_scratch_bytes, place_streamed
+from .streamed import CudaStreamedPass, pass_scratch_bytes, place_streamed, prologue_scratch_bytes
 from .work import MSM_SLOTS, CudaPartitionWork, PhaseEvents, PinnedResultPool, results_bytes
 
 
@@ -336,18 +336,17 @@ class CudaBackend(Backend):
     def scratch_bytes(self, key: CudaKey, batch: int = 1) -> int:
         """Upper bound of a pass's device scratch, from the bounds the kernels are sized by. The
         allocator's budget stays the hard limit."""
-        if key.placement.mode != "resident":
-            return pass_scratch_bytes(key.runtime.msm, key.zkey, key.placement, batch, key.csr_chunk_max)
-        return self._resident_scratch_bytes(key.zkey, key.runtime.msm)
+        if batch not in key.scratch_by_batch:  # the engine asks on the loop, several times a pass: once each
+            key.scratch_by_batch[batch] = (
+                pass_scratch_bytes(key.runtime.msm, key.zkey, key.placement, batch, key.csr_chunk_max)
+                if key.placement.mode != "resident" else self._resident_scratch_bytes(key.zkey, key.runtime.msm))
+        return key.scratch_by_batch[batch]
 
     def _resident_scratch_bytes(self, zkey: Groth16Zkey, msm: MsmRunner) -> int:
-        """One partition of a resident key: witness and H throughout; a, b, c while H is computed;
-        then the largest MSM's scratch, the split's and the result slots."""
-        elem = 8 * zkey.curve.fr.limbs
-        held = zkey.n_vars * elem + zkey.domain_size * elem
-        h_phase = 3 * zkey.domain_size * elem + zkey.domain_size * elem  # a, b, c and the NTT's own
-        msm_phase = max(msm.scratch_bytes(zkey.n_vars, True), msm.scratch_bytes(zkey.domain_size, False))
-        return held + max(h_phase, msm_phase + split_scratch_bytes(zkey.n_vars) + results_bytes(msm.xyzz_bytes(True)))
+        """One partition of a resident key: the prologue of a pass with every section resident,
+        plus the split's scratch and the result slots beside its MSMs."""
+        extra = split_scratch_bytes(zkey.n_vars) + results_bytes(msm.xyzz_bytes(True))
+        return prologue_scratch_bytes(msm, zkey, SECTIONS, 0, extra)
 
     def memory_budget_bytes(self) -> int:
         return self.allocator.budget_bytes

@@ -42,6 +42,7 @@ class CudaKey:
     host_csr: dict[str, HostRegistration] = field(default_factory=dict)  # {a,b}_{cols,vals_rr} when streamed
     csr_chunks: list[CsrChunk] | None = None  # row chunks of a streamed CSR
     csr_chunk_max: int = 0  # bytes of the largest one
+    scratch_by_batch: dict[int, int] = field(default_factory=dict)  # CudaBackend.scratch_bytes, computed once
 
 
 

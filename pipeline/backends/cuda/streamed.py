@@ -79,15 +79,17 @@ def slot_block_bytes(slot: int, chunks: list[Chunk]) -> int:
     return resident_slots_bytes(slot) + 2 * slot * sum(len(c.slices) for c in chunks)
 
 
-def prologue_scratch_bytes(msm, zkey, resident: tuple[str, ...], csr_chunk: int = 0) -> int:
-    """One partition's prologue: witness and H, then a, b, c and the NTT's own (and a chunk of
-    the CSR when it streams), or the largest resident MSM's scratch."""
+def prologue_scratch_bytes(msm, zkey, resident: tuple[str, ...], csr_chunk: int = 0, msm_extra: int = 0) -> int:
+    """One partition's device work before any streamed points (a resident key's whole partition):
+    witness and H throughout; a, b, c and the NTT's own (and a chunk of the CSR when it streams)
+    while H is computed; then the largest resident MSM's scratch plus ``msm_extra`` (a resident
+    partition's 0/1 split and result slots)."""
     elem = SCALAR_BYTES
     held = zkey.n_vars * elem + zkey.domain_size * elem
     h_phase = 4 * zkey.domain_size * elem + csr_chunk
     msm_phase = max([msm.scratch_bytes(zkey.n_vars, is_g2(s)) for s in resident if s != "h"]
                     + [msm.scratch_bytes(zkey.domain_size, False) if "h" in resident else 0])
-    return held + max(h_phase, msm_phase)
+    return held + max(h_phase, msm_phase + msm_extra)
 
 
 def pass_scratch_bytes(msm, zkey, placement: KeyPlacement, batch: int, csr_chunk: int | None = None) -> int:
@@ -332,7 +334,7 @@ class CudaStreamedPass(StreamedPass):
     def _allocate_chunk_buffers(self) -> None:
         alloc = self.backend.allocator
         size = max(chunk_point_bytes(self.curve, c) for c in self.chunks)
-        self.buffers = [alloc.alloc(size, "streamed points (buffer 0)"), alloc.alloc(size, "streamed points (buffer 1)")]
+        self.buffers = [alloc.alloc(size, f"streamed points (buffer {b})") for b in (0, 1)]
         widest = max((c.hi - c.lo) for c in self.chunks)
         self.d_scalars = alloc.alloc(widest * SCALAR_BYTES, "streamed chunk scalars")
         self.d_one_idx = alloc.alloc(4 * widest, "streamed chunk one indices")
