@@ -40,6 +40,9 @@
 #            [PROFILE_BUDGET=5] GiB, batches [PROFILE_BATCHES=1 4], the host split page-locked and not; resident
 #            partition of the same call
 #                                                                                     -> bench/results/streamed_profile_*.md
+#   oneshot  bench.oneshot_prove (issue 17): snarkjs, cold, warm and via-server `zkpipe prove` per new process, sizes
+#            [ONESHOT_SIZES=bn128:15:30000,bn128:20] x [ONESHOT_RUNS=3]; node + snarkjs unpacked from .snarkjs/
+#            (carry it: shared/anchors/snarkjs/*.xz)                                  -> bench/results/oneshot_prove_cuda*.md
 #   seam     before/after of the backend seam (issue 9): engine at 2^14 and 2^20 (1 and all devices)
 #            and the GPU stage at 2^14/20/24, in this tree and in the tree of .anchors/before.tar;
 #            sppark's MSM bench if .anchors/bench_bls12381 is there. Carry .anchors.
@@ -139,6 +142,18 @@ profile() {
   timeout "${PROFILE_TIMEOUT:-300}" python3 -m bench.streamed_profile --log "${PROFILE_LOG:-24}" \
     --budget-gib "${PROFILE_BUDGET:-5}" --batches ${PROFILE_BATCHES:-1 4} 2>&1 | tee "$OUT/profile.log" | tail -n 14
 }
+oneshot() {
+  if [ ! -x .nodeenv/node ] && [ -f .snarkjs/node.xz ]; then
+    mkdir -p .nodeenv
+    python3 -c "import lzma,shutil; shutil.copyfileobj(lzma.open('.snarkjs/node.xz'), open('.nodeenv/node','wb'))"
+    chmod +x .nodeenv/node
+    python3 -c "import tarfile; tarfile.open('.snarkjs/snarkjs-node_modules.tar.xz').extractall('.nodeenv')"
+  fi
+  local sj=()
+  [ -x .nodeenv/node ] && sj=(--snarkjs ".nodeenv/node .nodeenv/node_modules/snarkjs/build/cli.cjs")
+  timeout "${ONESHOT_TIMEOUT:-400}" python3 -m bench.oneshot_prove --backend cuda --sizes "${ONESHOT_SIZES:-bn128:15:30000,bn128:20}" \
+    --runs "${ONESHOT_RUNS:-3}" "${sj[@]}" --suffix "${ONESHOT_SUFFIX:-}" 2>&1 | tee "$OUT/oneshot.log" | tail -n 8
+}
 
 # bench module $3.. in tree $2 with a time limit of $1 s: as a module here, by path in trees from
 # before bench/ was a package
@@ -167,7 +182,7 @@ seam() {
 
 for section in ${@:-tests demo prove stage msm engine server}; do
   case $section in
-    tests|demo|prove|ntt|msm|stage|memory|blocks|build|engine|scaling|server|cluster|seam|devsetup|seed|streamed|keyprep|profile)
+    tests|demo|prove|ntt|msm|stage|memory|blocks|build|engine|scaling|server|cluster|seam|devsetup|seed|streamed|keyprep|profile|oneshot)
       echo "== $section"; $section ;;
     *) echo "bench/device.sh: unknown section '$section'" >&2; rc=2 ;;
   esac

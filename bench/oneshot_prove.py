@@ -133,6 +133,32 @@ def timings_block(stderr: str) -> str:
     return "\n".join(lines[start:]) if start is not None else stderr[-2000:]
 
 
+def slowest_imports(stderr: str, count: int = 25) -> str:
+    """The ``count`` imports of a ``python -X importtime`` run with the most cumulative time (ms)."""
+    rows = []
+    for line in stderr.splitlines():
+        if line.startswith("import time:") and "|" in line and "cumulative" not in line:
+            _, self_us, cumulative_us, name = (part.strip() for part in line.replace("import time:", "|").split("|"))
+            rows.append((int(cumulative_us), int(self_us), name))
+    rows.sort(reverse=True)
+    return "\n".join(f"{c / 1e3:9.1f} {s / 1e3:9.1f}  {n}" for c, s, n in rows[:count])
+
+
+FLOORS = {
+    "python3 -c pass": "pass",
+    "import numpy": "import numpy",
+    "cuInit + primary context (cuda-python)": "from cuda.bindings import driver as d; d.cuInit(0); "
+                                               "d.cuDevicePrimaryCtxRetain(d.cuDeviceGet(0)[1])",
+}
+
+
+def process_floors(runs: int) -> dict[str, float]:
+    """Median wall seconds of new processes that do only the named start-up step: the floor under
+    any one-shot command (the CUDA one only with --backend cuda)."""
+    return {name: median_of(runs, lambda i, code=code: ([sys.executable, "-c", code], None))[0]
+            for name, code in FLOORS.items()}
+
+
 def bench_size(spec: str, args, snarkjs, work: Path) -> dict:
     parts = spec.split(":")
     curve, log_domain = parts[0], int(parts[1])
@@ -160,6 +186,9 @@ def bench_size(spec: str, args, snarkjs, work: Path) -> dict:
     run_timed(zkpipe_prove(key, wtns, out, args.backend), warm_cache)  # fills the cache when nothing is prebuilt
     row["warm_s"], warm_err = median_of(args.runs, lambda i: (
         zkpipe_prove(key, wtns, out, args.backend, "--timings"), warm_cache))
+    _, imports_err = run_timed([sys.executable, "-X", "importtime", *zkpipe_prove(key, wtns, out, args.backend)[1:]],
+                               warm_cache)
+    row["imports"] = slowest_imports(imports_err)
     server = Server(keys, args.backend, size_dir)
     try:
         server.preload(key_id)
@@ -177,7 +206,7 @@ def ratio(a: float | None, b: float | None) -> str:
     return f"{a / b:.2f}" if a and b else "-"
 
 
-def write_report(rows: list[dict], args, checks: list[str], snarkjs) -> Path:
+def write_report(rows: list[dict], args, checks: list[str], snarkjs, floors: dict[str, float]) -> Path:
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"oneshot_prove_{args.backend}{args.suffix}.md"
     lines = [f"# One-shot proving: one proof per new process, zkpipe ({args.backend}) beside snarkjs",
@@ -195,10 +224,14 @@ def write_report(rows: list[dict], args, checks: list[str], snarkjs) -> Path:
         lines.append(f"| {r['curve']} | {r['domain']} | {r['signals']} | {f'{sj:.3f}' if sj else '-'} | "
                      f"{r['cold_s']:.3f} | {r['warm_s']:.3f} | {r['server_s']:.3f} | {ratio(sj, r['warm_s'])} | "
                      f"{ratio(sj, r['server_s'])} | {r['kernels']} |")
-    lines += ["", "Checks before timing: " + "; ".join(checks) + ".", ""]
+    lines += ["", "Checks before timing: " + "; ".join(checks) + ".", "",
+              "New processes that only start (medians, same host and call): "
+              + "; ".join(f"{name} {secs:.3f} s" for name, secs in floors.items()) + ".", ""]
     for r in rows:
         for kind, text in r["timings"].items():
             lines += [f"### {r['curve']} {r['domain']}: one {kind} run, `--timings`", "", "```", text, "```", ""]
+        lines += [f"### {r['curve']} {r['domain']}: slowest imports of one warm run (`python -X importtime`)", "",
+                  "```", " cumul. ms   self ms  module", r["imports"], "```", ""]
     path.write_text("\n".join(lines))
     return path
 
@@ -232,7 +265,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{spec}: timing", file=sys.stderr, flush=True)
         rows.append(bench_size(spec, args, snarkjs, work))
         print(json.dumps({k: v for k, v in rows[-1].items() if k != "timings"}), file=sys.stderr, flush=True)
-    path = write_report(rows, args, checks, snarkjs)
+    floors = process_floors(args.runs) if args.backend == "cuda" else {}
+    path = write_report(rows, args, checks, snarkjs, floors)
     print(path.read_text().split("\n### ")[0])
     return 0
 
