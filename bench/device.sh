@@ -37,7 +37,8 @@
 #            [STREAMED_BUDGETS=0 16 8] GiB with batches of [STREAMED_BATCHES=1 2 5 10], [STREAMED_PARTITIONS=10]
 #            partitions per row, tails [STREAMED_TAILS=chunks prologue]; pinned copy rate of the same call   -> bench/results/streamed_keys_*.md
 #   profile  bench.streamed_profile: where a streamed pass spends its time, 2^[PROFILE_LOG=24] BLS12-381 key under
-#            [PROFILE_BUDGET=5] GiB, batches [PROFILE_BATCHES=1 4], the host split page-locked and not; resident
+#            [PROFILE_BUDGET=5] GiB, batches [PROFILE_BATCHES=1 4], the host split page-locked and not [PROFILE_ARGS: e.g.
+#            "--tails prologue --split-locks on --cprofile"]; resident
 #            partition of the same call
 #                                                                                     -> bench/results/streamed_profile_*.md
 #   oneshot  bench.oneshot_prove (issue 17): snarkjs, cold, warm and via-server `zkpipe prove` per new process, sizes
@@ -140,7 +141,7 @@ streamed() {
 }
 profile() {
   timeout "${PROFILE_TIMEOUT:-300}" python3 -m bench.streamed_profile --log "${PROFILE_LOG:-24}" \
-    --budget-gib "${PROFILE_BUDGET:-5}" --batches ${PROFILE_BATCHES:-1 4} 2>&1 | tee "$OUT/profile.log" | tail -n 14
+    --budget-gib "${PROFILE_BUDGET:-5}" --batches ${PROFILE_BATCHES:-1 4} ${PROFILE_ARGS:-} 2>&1 | tee "$OUT/profile.log" | tail -n 14
 }
 oneshot() {
   if [ ! -x .nodeenv/node ] && [ -f .snarkjs/node.xz ]; then

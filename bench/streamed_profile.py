@@ -61,6 +61,24 @@ def drive(backend, key, items) -> dict:
             "copy_ms": statistics.mean(copies or [0]), "tails_in_prologue": tails_in_prologue, **timings}
 
 
+def host_profile(title: str, run) -> str:
+    """``run()`` under cProfile: its 30 functions with the most time of their own (host side)."""
+    import cProfile
+    import io
+    import pstats
+
+    prof = cProfile.Profile()
+    prof.enable()
+    run()
+    prof.disable()
+    text = io.StringIO()
+    pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(30)
+    body = text.getvalue().strip().split("\n")
+    start = next((i for i, line in enumerate(body) if "ncalls" in line), 0)
+    return f"\n### Host profile of one pass ({title}), cProfile, by own time\n\n```\n" + \
+        "\n".join(body[max(0, start - 3):]) + "\n```\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--log", type=int, default=24)
@@ -71,6 +89,8 @@ def main() -> None:
                         help="rows with the host 0/1 split's arrays page-locked, and without (pageable copies)")
     parser.add_argument("--tails", nargs="+", choices=["chunks", "prologue"], default=["chunks", "prologue"],
                         help="CudaOptions.stream_tails of the rows: a split witness's tail MSMs per chunk, or once")
+    parser.add_argument("--cprofile", action="store_true",
+                        help="run the first row's timed pass once more under cProfile: the host's top functions")
     args = parser.parse_args()
     curve = curve_by_name(args.curve)
     t0 = time.perf_counter()
@@ -81,7 +101,7 @@ def main() -> None:
     shape = WitnessShape.of(w, zkey.n_public + 1)
     shape_s = time.perf_counter() - t0
     backend = CudaBackend()
-    rows, facts = [], []
+    rows, facts, host_profiles = [], [], []
     try:
         copy_rate = pinned_copy_gbps(backend)
         resident = backend.load_key(zkey)
@@ -113,6 +133,9 @@ def main() -> None:
                              f"{r['dev_chunk_ms']:.1f}", f"{r['copy_ms']:.1f}", f"{r['stream_pass_ms']:.0f}",
                              f"{r['stream_h2d_gbps']:.1f}"])
                 print(rows[-1], flush=True)
+                if args.cprofile and not host_profiles:
+                    host_profiles.append(host_profile(f"{tails}, split page-locked {lock}, batch {batch}",
+                                                      lambda: drive(backend, key, [(w, shape)] * batch)))
         finally:
             backend.unload_key(key)
     finally:
@@ -123,7 +146,7 @@ def main() -> None:
     note = "\n".join(f"- {f}" for f in facts)
     out = RESULTS / f"streamed_profile_{args.curve}_2e{args.log}.md"
     write_result(out, f"# Streamed pass profile, {args.curve} 2^{args.log}, budget {args.budget_gib:g} GiB\n\n"
-                 f"{note}\n\n{table}\n", show=note + "\n" + table)
+                 f"{note}\n\n{table}\n" + "".join(host_profiles), show=note + "\n" + table + "".join(host_profiles))
 
 
 if __name__ == "__main__":
