@@ -139,3 +139,29 @@ def test_the_host_split_gathers_a_sections_other_points_with_their_scalars():
     others = [x for x in range(9, n) if kind[x] == 2 and witness[x].any()]
     assert np.array_equal(got_points, points[[x - 9 for x in others]])
     assert np.array_equal(got_scalars, witness[others])
+
+
+def test_the_host_split_finds_a_signal_ranges_ones_and_others_without_copying_them():
+    """HostSplit.ranges against a count, edges included; and it searches the index arrays in
+    place: numpy, given Python ints, would search an int64 copy of each (tens of MB per call at
+    seed scale, once per chunk slice and partition)."""
+    import tracemalloc
+
+    rng = np.random.default_rng(8)
+    n = 1 << 18
+    witness = np.zeros((n, 4), dtype=np.uint64)
+    kind = rng.integers(0, 3, size=n)
+    witness[kind == 1, 0] = 1
+    witness[kind == 2, 1] = 7
+    split = HostSplit(witness)
+    for lo, hi in [(0, 0), (0, n), (n, n), (1, 2), *sorted(map(tuple, np.sort(rng.integers(0, n, (20, 2)))))]:
+        (o0, o1), (t0, t1) = split.ranges(lo, hi)
+        assert o1 - o0 == int((kind[lo:hi] == 1).sum()) and t1 - t0 == int((kind[lo:hi] == 2).sum())
+        assert (o0, t0) == (int((kind[:lo] == 1).sum()), int((kind[:lo] == 2).sum()))
+    tracemalloc.start()
+    try:
+        split.ranges(n // 3, n // 2)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < split.ones.nbytes // 8, f"ranges allocated {peak} bytes"
