@@ -18,7 +18,8 @@ memory". The prime comes the same way after ``getRawPrime()``. The runtime impor
 
 A compiled ``WitnessCalculator`` is shared (the wasmtime Module is thread-safe); every
 ``calculate`` makes its own Store and instance, so calls run in parallel threads (wasmtime
-releases the GIL while wasm runs). A session's Store is closed when the call ends: its host
+releases the GIL while wasm runs). wasmtime is imported where a calculator is made or run, not
+with this module: proving from .wtns files (``zkpipe prove``, a server's wtns jobs) never loads it. A session's Store is closed when the call ends: its host
 functions are bound to the session, and wasmtime-py keeps host functions in a registry until
 their Store is deleted, so a Store left to the garbage collector would never be freed.
 """
@@ -28,7 +29,6 @@ import threading
 from pathlib import Path
 
 import numpy as np
-import wasmtime
 
 from ..curves import curve_by_scalar_prime
 from ..formats.types import Witness
@@ -62,6 +62,8 @@ class _Session:
     """One instance of the circuit: its store, exports and collected messages."""
 
     def __init__(self, engine: wasmtime.Engine, module: wasmtime.Module) -> None:
+        import wasmtime
+
         self.store = wasmtime.Store(engine)
         self.errors: list[str] = []
         self.logs: list[str] = []
@@ -74,6 +76,8 @@ class _Session:
             raise
 
     def _instantiate(self, engine: wasmtime.Engine, module: wasmtime.Module) -> None:
+        import wasmtime
+
         linker = wasmtime.Linker(engine)
         void = wasmtime.FuncType([], [])
         linker.define_func("runtime", "exceptionHandler",
@@ -143,6 +147,10 @@ class WitnessCalculator:
     def __init__(self, wasm_path: str | Path) -> None:
         self.path = str(wasm_path)
         try:
+            import wasmtime
+        except ImportError as exc:
+            raise WitnessError(f"{self.path}: witnesses from inputs need the wasmtime package ({exc})") from exc
+        try:
             self._engine = wasmtime.Engine()
             self._module = wasmtime.Module.from_file(self._engine, self.path)
         except (OSError, wasmtime.WasmtimeError) as exc:
@@ -163,6 +171,8 @@ class WitnessCalculator:
         self._local = threading.local()
 
     def _session(self) -> _Session:
+        import wasmtime
+
         try:
             return _Session(self._engine, self._module)
         except wasmtime.WasmtimeError as exc:
@@ -216,6 +226,8 @@ class WitnessCalculator:
             return self._run(s, inputs, sanity_check)
 
     def _run(self, s: _Session, inputs: dict, sanity_check: bool) -> list[int]:
+        import wasmtime
+
         try:
             s.call("init", 1 if sanity_check else 0)
             n_set = 0

@@ -120,3 +120,17 @@ def test_no_wasmtime_store_outlives_its_call_whether_it_succeeds_or_fails():
             calc.calculate({"nope": 1})
         assert calc.input_problems({"nope": 1}) == ["'nope' is not an input signal of the circuit"]
     assert _live_sessions() == before
+
+
+def test_the_service_and_the_witness_package_load_without_the_wasm_runtime():
+    """wasmtime is imported when a calculator is made, not with the modules: a server proving
+    .wtns jobs starts without it (and faster), and the input checks still name the calculator."""
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    code = "import sys, pipeline.server.app, pipeline.witness; print('wasmtime' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "False"
