@@ -85,8 +85,16 @@ def _finish_local(args, result, timeline: Timeline, proof_path: str, public_path
     return EXIT_OK
 
 
+def _one_thread_blas() -> None:
+    """Before numpy loads: its OpenBLAS starts a thread per core at import, for nothing (zkpipe does
+    no float linear algebra); one-shot commands pay that in their start (unless the user set it)."""
+    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
+        os.environ.setdefault(name, "1")
+
+
 def cmd_prove(args) -> int:
     timeline = Timeline()
+    _one_thread_blas()
     proof_path, public_path = _output_paths(args, args.parser_error)
     if args.server:
         return _prove_on_server(args, timeline, proof_path, public_path)
@@ -114,6 +122,7 @@ def _prove_on_server(args, timeline: Timeline, proof_path: str, public_path: str
 
 def cmd_fullprove(args) -> int:
     timeline = Timeline()
+    _one_thread_blas()
     proof_path, public_path = _output_paths(args, args.parser_error)
     with timeline.step("import the prove path"):
         from .oneshot.local import DeviceSetup, circuit_inputs, prove_local

@@ -1,7 +1,8 @@
 """One proof in this process: the device is set up while the key and the witness are read.
 
     main thread                         "device" thread (started first)
-    import numpy, the readers             ─┐ import cuda-python and the backend; driver, context
+    import numpy, the readers             ─┐ driver and context (bindings only), then the imports
+                                           │  of cuda-python and the backend
     read the key's header (curve, size) ──┤→ the curve's kernel modules (prebuilt binaries,
     read the key or open its cache,       │  else the NVRTC cache, else compiled), NTT twiddles
     the witness (or compute it:           │
@@ -60,8 +61,11 @@ class DeviceSetup:
             self._target.put(None)
 
     def _run(self) -> None:
+        early = None
         try:
             if self._name in ("cuda", "auto"):
+                with self._timeline.step("cuda: driver and context, before the imports"):
+                    early = _EarlyContext.start()
                 with self._timeline.step("import cuda-python and the CUDA backend"):
                     try:
                         from ..backends.cuda import backend as _cuda_backend  # noqa: F401
@@ -81,12 +85,44 @@ class DeviceSetup:
             self._backend = backend
         except BaseException as exc:  # handed to the main thread by result()
             self._error = exc
+        finally:
+            if early is not None:
+                early.release()  # the backend holds its own reference by now (or failed on its own)
 
     def result(self):
         self._thread.join()
         if self._error is not None:
             raise self._error
         return self._backend
+
+
+class _EarlyContext:
+    """The driver initialised and device 0's primary context retained first thing, from the
+    driver's bindings alone: the ~0.2-0.3 s this takes on an H200 host then runs while numpy and
+    the backend are imported (the driver's calls release the GIL). The backend later retains
+    the same context (device 0, as ``create_backend`` picks) and finds the driver initialised.
+    Any failure here is left for the backend to report in its own words."""
+
+    def __init__(self, driver, device) -> None:
+        self.driver, self.device = driver, device
+
+    @classmethod
+    def start(cls) -> "_EarlyContext | None":
+        try:
+            from cuda.bindings import driver
+
+            ok = driver.CUresult.CUDA_SUCCESS
+            if driver.cuInit(0)[0] != ok:
+                return None
+            err, device = driver.cuDeviceGet(0)
+            if err != ok or driver.cuDevicePrimaryCtxRetain(device)[0] != ok:
+                return None
+        except Exception:  # no cuda-python, no driver library (it raises its own error types), ...
+            return None
+        return cls(driver, device)
+
+    def release(self) -> None:
+        self.driver.cuDevicePrimaryCtxRelease(self.device)
 
 
 def wtns_file(path: str) -> Callable[[Timeline], Any]:

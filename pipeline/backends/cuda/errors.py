@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._bindings import driver, nvrtc
+from ._bindings import driver, nvrtc_module
 from ...errors import InternalError, Unavailable
 
 
@@ -36,7 +36,8 @@ def _error_text(status: Any) -> str:
         name_s = name[1].decode() if name[0] == driver.CUresult.CUDA_SUCCESS else str(status)
         text_s = text[1].decode() if text[0] == driver.CUresult.CUDA_SUCCESS else ""
         return f"{name_s}: {text_s}" if text_s else name_s
-    if isinstance(status, nvrtc.nvrtcResult):
+    if type(status).__name__ == "nvrtcResult":  # only a compile (which imported NVRTC) returns one
+        nvrtc = nvrtc_module()
         msg = nvrtc.nvrtcGetErrorString(status)
         return msg[1].decode() if msg[0] == nvrtc.nvrtcResult.NVRTC_SUCCESS else str(status)
     return str(status)

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ._bindings import IMPORT_ERROR, nvrtc
+from ._bindings import nvrtc_module
 from .errors import CompileError, check
 from .kernel_sources import CUDA_SRC, DEFAULT_OPTIONS, tree_digest
 
@@ -43,9 +43,7 @@ def default_cache_dir() -> Path:
 
 
 def nvrtc_version() -> tuple[int, int]:
-    if IMPORT_ERROR:
-        raise ImportError(IMPORT_ERROR)
-    major, minor = check(nvrtc.nvrtcVersion(), "nvrtcVersion")
+    major, minor = check(nvrtc_module().nvrtcVersion(), "nvrtcVersion")
     return int(major), int(minor)
 
 
@@ -62,6 +60,7 @@ def cache_key(unit: str, headers: dict[str, str], options: tuple[str, ...], arch
 
 
 def _program_log(prog) -> str:
+    nvrtc = nvrtc_module()
     size = check(nvrtc.nvrtcGetProgramLogSize(prog), "nvrtcGetProgramLogSize")
     # NVRTC writes into the buffer: a bytearray, never bytes (b" " * 1 is the interpreter's shared b" ",
     # and an empty log, size 1, turned every b" " of the process into b"\0").
@@ -99,6 +98,7 @@ def compile_unit(unit: str, headers: dict[str, str], name_expressions: tuple[str
     if cached is not None:
         return cached
 
+    nvrtc = nvrtc_module()
     source_path = CUDA_SRC / "programs" / f"{unit}.cu"
     t0 = time.perf_counter()
     names = list(headers)
