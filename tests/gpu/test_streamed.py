@@ -171,11 +171,13 @@ def test_h_with_the_csr_streamed_in_row_chunks_equals_the_resident_h(cuda_backen
         assert gpu_curve.g1.eq(got.h_g1, expected.h_g1) and gpu_curve.g2.eq(got.b_g2, expected.b_g2)
 
 
+@pytest.mark.parametrize("tails", ["prologue", "chunks"])
 @pytest.mark.parametrize("placement", PLACEMENTS, ids=lambda p: f"{p.mode}-{p.chunk_signals}-{p.chunk_h}")
-def test_tails_in_the_prologue_equal_the_resident_msms(cuda_backend, gpu_curve, placement):
-    """stream_tails="prologue": a bit-heavy witness's values other than 0 and 1 go through one MSM
-    per section over points gathered on the host (where the prologue's room allows; else the
-    chunks run them): the same sums, bit for bit."""
+def test_tails_in_the_prologue_or_the_chunks_equal_the_resident_msms(cuda_backend, gpu_curve, placement, tails):
+    """stream_tails="prologue" (the default): a bit-heavy witness's values other than 0 and 1 go
+    through one MSM per section over points gathered on the host (where the prologue's room
+    allows; else the chunks run them); "chunks": a tail MSM per chunk slice. The same sums as the
+    resident MSMs, bit for bit, either way."""
     zkey, (_, _, heavy) = witnesses(gpu_curve.name)
     rng = np.random.default_rng(13)
     mixed = heavy.copy()
@@ -188,7 +190,7 @@ def test_tails_in_the_prologue_equal_the_resident_msms(cuda_backend, gpu_curve, 
     finally:
         cuda_backend.unload_key(resident)
     key = cuda_backend.load_key(zkey, placement)
-    cuda_backend.stream_tails = "prologue"
+    default, cuda_backend.stream_tails = cuda_backend.stream_tails, tails
     try:
         prefix = zkey.n_public + 1
         work = cuda_backend.start_batch(key, [(w, WitnessShape.of(w, prefix)) for w in items], True)
@@ -198,9 +200,11 @@ def test_tails_in_the_prologue_equal_the_resident_msms(cuda_backend, gpu_curve, 
         tails_done = list(work.tails_done)
         got = work.results()
     finally:
-        cuda_backend.stream_tails = "chunks"
+        cuda_backend.stream_tails = default
         cuda_backend.unload_key(key)
-    if "a" in placement.resident:  # room from the resident MSMs' scratch: the tails fit the prologue
+    if tails == "chunks":
+        assert tails_done == [False, False]
+    elif "a" in placement.resident:  # room from the resident MSMs' scratch: the tails fit the prologue
         assert tails_done == [True, True]
     for e, r in zip(expected, got):
         for name in ("a_g1", "b_g1", "c_g1", "h_g1"):

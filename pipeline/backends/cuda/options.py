@@ -33,10 +33,10 @@ class CudaOptions:
     # this many bytes each (streamed.py): larger chunks mean fewer launches per pass, more VRAM.
     stream_chunk_bytes: int = 1 << 30
     # Where a streamed pass runs a bit-heavy witness's tail MSMs (its values other than 0 and 1):
-    # "chunks", one per section per chunk (measured, bench/NOTES.md session 5: their fixed cost is
-    # what a pass spends its time on); "prologue", one per section per partition over points
-    # gathered on the host, in the room the quotient's buffers leave (not yet run on a GPU).
-    stream_tails: str = "chunks"
+    # "prologue", one per section per partition over points gathered on the host (a thread one
+    # partition ahead), in the room the quotient's buffers leave; "chunks", one per section per
+    # chunk. At 2^24 under 5 GiB, same call: 771 vs 1015 ms/partition (batch 4; bench/NOTES.md).
+    stream_tails: str = "prologue"
 
     def __post_init__(self) -> None:
         for name in ("stream_ordered_memory", "sync_after_launch"):

@@ -31,7 +31,7 @@ def test_defaults_are_the_behaviour_without_settings():
     assert options.stream_ordered_memory is True and options.sync_after_launch is False
     assert options.msm_g1_min_blocks is None and options.kernel_cache_dir is None
     assert options.msm_split_min_bits == 0.5 and options.stream_chunk_bytes == 1 << 30
-    assert options.stream_tails == "chunks"
+    assert options.stream_tails == "prologue"
     assert nvrtc_build.default_cache_dir() == Path.home() / ".cache" / "zkpipe" / "kernels"
     fake = SimpleNamespace(curve=BLS12_381)
     assert MsmRunner(fake, None, None).g1_min_blocks == 4
