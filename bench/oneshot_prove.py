@@ -147,7 +147,6 @@ def slowest_imports(stderr: str, count: int = 25) -> str:
 FLOORS = {
     "python3 -c pass": "pass",
     "import numpy": "import numpy",
-    "import numpy, OpenBLAS on one thread": "import os; os.environ['OPENBLAS_NUM_THREADS'] = '1'; import numpy",
     "cuInit + primary context (cuda-python)": "from cuda.bindings import driver as d; d.cuInit(0); "
                                                "d.cuDevicePrimaryCtxRetain(d.cuDeviceGet(0)[1])",
 }

@@ -212,3 +212,22 @@ def test_prove_prepares_the_key_once_then_opens_its_cache_unless_the_environment
         assert any(line.startswith("  ") and line.endswith(step) for line in err.splitlines()), (step, err)
         assert snarkjs_verify(folder / "vk.json", public, proof)
     assert (tmp_path / ".zkpipe-keycache").is_dir()
+
+
+def test_a_prove_process_ends_at_once_with_its_files_whole_and_its_exit_code(tmp_path):
+    """``python -m pipeline prove`` as its own process leaves without the interpreter's teardown
+    once the files are written (cli.EXIT_AT_ONCE): they must be complete, the code right, the
+    messages out; a bad input still exits 2 the usual way."""
+    folder = fixture_dir("bn128", "multiplier")
+    proof, public = tmp_path / "proof.json", tmp_path / "public.json"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    out = subprocess.run([sys.executable, "-m", "pipeline", "prove", str(folder / "circuit_final.zkey"),
+                          str(folder / "witness.wtns"), str(proof), str(public), "--backend", "cpu", "--timings"],
+                         cwd=REPO, capture_output=True, text=True, timeout=600, env=env)
+    assert out.returncode == EXIT_OK, out.stderr[-2000:]
+    assert "proved bn128 key" in out.stderr and "total, process start to exit" in out.stderr
+    assert snarkjs_verify(folder / "vk.json", public, proof)
+    bad = subprocess.run([sys.executable, "-m", "pipeline", "prove", str(folder / "circuit_final.zkey"),
+                          str(tmp_path / "missing.wtns"), str(proof), str(public), "--backend", "cpu"],
+                         cwd=REPO, capture_output=True, text=True, timeout=600, env=env)
+    assert bad.returncode == EXIT_BAD_INPUT and "missing.wtns" in bad.stderr
