@@ -24,9 +24,6 @@ Where the time goes, measured: bench/results/streamed_profile_*.md.
 """
 from __future__ import annotations
 
-import threading
-from concurrent.futures import Future
-
 import numpy as np
 
 from ...curves import Curve
@@ -193,29 +190,33 @@ class CudaStreamedPass(StreamedPass):
         self._chunk_index = {id(c): j for j, c in enumerate(self.chunks)}
         self.copy_marks: list[tuple[Event, Event]] = []  # around each chunk's host-to-device copies
         self.streamed_bytes = 0
-        self._prep = None
         backend.device.activate()
         self.started = Event().record(self.stream)
         self.d_results = backend.allocator.alloc(self.block * len(items), "streamed pass results")
         self.d_results.memset32(0, self.stream)  # a slot never written reads as infinity
-        if any(s in key.placement.streamed for s in WITNESS_SECTIONS):
-            self._prep = _HostPrep(self)  # last: nothing after it may fail and leave its thread running
 
     # -- steps ---------------------------------------------------------------------------------
     def _prologue(self, index: int) -> None:
         b, key = self.backend, self.key
         b.device.activate()
         witness = self.items[index][0]
-        d_w = d_h = tails = None
+        d_w = d_h = None
         try:
             d_w = b._upload_witness(witness)
             d_h = b._enqueue_h(key, d_w)
             resident = tuple(s for s in key.placement.resident if s != "b2" or self.with_b_g2)
             b._enqueue_msms(key, d_w, d_h, DeviceAddress(self.d_results.ptr + index * self.block), self.with_b_g2,
                             None, sections=resident)
-            if self._prep is not None:  # made on the prep thread while earlier steps were queued
-                self.splits[index], locks, tails = self._prep.take(index)
-                self.split_locks += locks
+            if split_worth_it(self.items[index][1], b.msm_split_min_bits) and \
+                    any(s in key.placement.streamed for s in WITNESS_SECTIONS):
+                split = self.splits[index] = HostSplit(witness)  # host work while the device runs queued steps
+                # Page-locked, so that a chunk's copies of them are asynchronous: a copy from pageable
+                # memory first waits for the whole stream, and the device would idle while the host
+                # queues the next MSMs (bench/results/streamed_profile_*.md: host time per chunk ~ device time).
+                # (Small arrays stay pageable: they may share a page with another registration.)
+                if self.lock_split_arrays:
+                    self.split_locks += [HostRegistration(b.device, a) for a in
+                                         (split.ones, split.others, split.other_scalars) if a.nbytes >= 1 << 20]
             if "h" in key.placement.streamed:
                 n = key.zkey.domain_size
                 self.h_host[index] = self.h_pool.take()
@@ -225,61 +226,30 @@ class CudaStreamedPass(StreamedPass):
             for buf in (d_w, d_h):
                 if buf is not None:
                     buf.free()  # stream-ordered: after the work queued above
-        if tails is not None:
-            self._enqueue_tails(index, tails)
-            self.tails_done[index] = True
+        if self.splits[index] is not None and b.stream_tails == "prologue":
+            self.tails_done[index] = self._prologue_tails(index)
         self._step_done()
 
-    # -- the host side of a partition, on the prep thread ---------------------------------------
-    def _prepare_host(self, index: int):
-        """(split, its page-locked arrays, tails) of partition ``index``: its 0 / 1 split when
-        worth it (else None), and with ``stream_tails="prologue"`` each streamed witness section's
-        other points gathered with their scalars (else None: the chunks run the tails)."""
-        b = self.backend
-        witness, shape = self.items[index]
-        if not split_worth_it(shape, b.msm_split_min_bits):
-            return None, [], None
-        split = HostSplit(witness)
-        locks = []
-        try:
-            # Page-locked, so that a chunk's copies of them are asynchronous: a copy from pageable
-            # memory first waits for the whole stream, and the device would idle while the host
-            # queues the next MSMs (bench/results/streamed_profile_*.md: host time per chunk ~ device time).
-            # (Small arrays stay pageable: they may share a page with another registration.)
-            if self.lock_split_arrays:
-                locks = [HostRegistration(b.device, a) for a in (split.ones, split.others, split.other_scalars)
-                         if a.nbytes >= 1 << 20]
-            tails = self._gather_tails(split) if b.stream_tails == "prologue" else None
-        except BaseException:
-            for lock in locks:
-                lock.close()
-            raise
-        return split, locks, tails
-
-    def _gather_tails(self, split: HostSplit):
-        """[(section, points, scalars)] of the split's other values per streamed witness section,
-        for one tail MSM each in the prologue; None (the chunks then run them) when one would
-        not fit the room the prologue's quotient buffers had."""
-        zkey, msm = self.key.zkey, self.msm
+    def _prologue_tails(self, index: int) -> bool:
+        """Each streamed witness section's tail MSM of partition ``index`` in one piece, over its
+        other points gathered on the host, written to the section's own result slot; False (the
+        chunks then run them) when one does not fit the room the prologue's quotient buffers had."""
+        b, zkey, msm = self.backend, self.key.zkey, self.msm
+        split = self.splits[index]
         sections = [s for s in WITNESS_SECTIONS if s in self.key.placement.streamed and (s != "b2" or self.with_b_g2)]
         room = prologue_scratch_bytes(msm, zkey, self.key.placement.resident, self.key.csr_chunk_max)
-        spans = []
+        tails = []
         for s in sections:
             first, count = section_span(zkey, s)
             _, (t0, t1) = split.ranges(first, first + count)
             n = t1 - t0
             if n * (point_bytes(self.curve, s) + SCALAR_BYTES) + msm.scratch_bytes(n, is_g2(s)) > room:
-                return None
-            spans.append((s, first, count, n))
-        return [(s, *split.others_of(self.key.host_points[s].array, first, count)) for s, first, count, n in spans
-                if n]  # no other value: the slot stays infinity
-
-    def _enqueue_tails(self, index: int, tails) -> None:
-        """Each streamed witness section's tail MSM of partition ``index`` in one piece, over the
-        points ``_gather_tails`` gathered, written to the section's own result slot."""
-        b, msm = self.backend, self.msm
-        for s, points, scalars in tails:
-            n = len(scalars)
+                return False
+            tails.append((s, first, count, n))
+        for s, first, count, n in tails:
+            if n == 0:
+                continue  # the slot stays infinity
+            points, scalars = split.others_of(self.key.host_points[s].array, first, count)
             d_points = b.allocator.alloc(points.nbytes, f"tail points {s}")
             d_scalars = b.allocator.alloc(scalars.nbytes, f"tail scalars {s}")
             try:
@@ -290,6 +260,7 @@ class CudaStreamedPass(StreamedPass):
             finally:
                 d_points.free()  # stream-ordered: after the MSM
                 d_scalars.free()
+        return True
 
     def _chunk(self, chunk: Chunk, live: list[int]) -> None:
         b, curve = self.backend, self.curve
@@ -430,9 +401,6 @@ class CudaStreamedPass(StreamedPass):
             self.close()
 
     def close(self) -> None:
-        if self._prep is not None:
-            self.split_locks += self._prep.close()  # what it made and no prologue took
-            self._prep = None
         self.backend.device.activate()
         self.copy_stream.synchronize()  # no copy still reads the key or fills a buffer
         self.stream.synchronize()  # the device is done with every buffer (pinned H included)
@@ -451,66 +419,6 @@ class CudaStreamedPass(StreamedPass):
                    *(e for pair in self.copy_marks for e in pair)):
             ev.close()
         self.step_events, self.copy_marks = [], []
-
-
-class _HostPrep:
-    """The host side of each partition of a pass (``CudaStreamedPass._prepare_host``: the 0 / 1
-    split, its arrays page-locked, the prologue tails' points gathered) made on a thread of its
-    own, ``LOOKAHEAD`` partitions ahead of the prologue that takes it. Under the GPU lock the host
-    then only queues device work: made in the prologue itself, it was ~0.35 s per partition at
-    2^24 while the device waited (bench/results/streamed_profile_bls12381_2e24.md)."""
-
-    LOOKAHEAD = 1  # made while prologue i is queued: i + 1 (each holds its gathered tails, ~5% of its points)
-
-    def __init__(self, owner: CudaStreamedPass) -> None:
-        self._owner = owner
-        self._made = [Future() for _ in range(owner.n_items)]
-        self._taken = [False] * owner.n_items
-        self._stop = False
-        self._moved = threading.Condition()
-        self._thread = threading.Thread(target=self._run, name="zkpipe-stream-prep", daemon=True)
-        self._thread.start()
-
-    def _may_make(self, index: int) -> bool:
-        # the pass's first steps are its prologues, in order: its cursor says how far they went
-        return self._stop or index < self._owner.cursor + self.LOOKAHEAD
-
-    def _run(self) -> None:
-        for index, made in enumerate(self._made):
-            with self._moved:
-                while not self._moved.wait_for(lambda: self._may_make(index), timeout=0.05):
-                    pass
-                if self._stop:
-                    break
-            if self._owner.left[index]:
-                made.set_result((None, [], None))
-                continue
-            try:
-                made.set_result(self._owner._prepare_host(index))
-            except BaseException as exc:  # the prologue that takes it raises it
-                made.set_exception(exc)
-        for made in self._made:
-            if not made.done():
-                made.cancel()
-
-    def take(self, index: int):
-        """Partition ``index``'s (split, locks, tails), waiting for the thread if it is behind."""
-        with self._moved:
-            self._moved.notify_all()  # the cursor moved: the thread may make the next one
-        self._taken[index] = True
-        return self._made[index].result()
-
-    def close(self) -> list:
-        """Stop the thread; the page-locked arrays of what it made and nothing took (to unlock)."""
-        with self._moved:
-            self._stop = True
-            self._moved.notify_all()
-        self._thread.join()
-        locks = []
-        for made, taken in zip(self._made, self._taken):
-            if not taken and made.done() and not made.cancelled() and made.exception() is None:
-                locks += made.result()[1]
-        return locks
 
 
 class _OnDevice:
