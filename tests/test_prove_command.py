@@ -21,7 +21,7 @@ NOT_FOR_PROVE = ("py_ecc", "wasmtime", "aiohttp", "asyncio", "uvloop", "multidic
                  "pipeline.engine.stages", "pipeline.groth16.verifier", "pipeline.witness",
                  "pipeline.setup", "pipeline.synth")
 # And what a proof handed to a server needs even less: no numpy, no curves, no CUDA.
-NOT_FOR_SERVER_PROVE = (*NOT_FOR_PROVE, "numpy", "pipeline.curves", "pipeline.formats.zkey", "cuda")
+NOT_FOR_SERVER_PROVE = (*NOT_FOR_PROVE, "numpy", "pipeline.curves", "pipeline.formats.zkey", "cuda", "orjson")
 
 RUN_AND_LIST_MODULES = """
 import json, sys
@@ -231,3 +231,18 @@ def test_a_prove_process_ends_at_once_with_its_files_whole_and_its_exit_code(tmp
                           str(tmp_path / "missing.wtns"), str(proof), str(public), "--backend", "cpu"],
                          cwd=REPO, capture_output=True, text=True, timeout=600, env=env)
     assert bad.returncode == EXIT_BAD_INPUT and "missing.wtns" in bad.stderr
+
+
+@pytest.mark.parametrize("curve_name", ["bn128", "bls12381"])
+def test_a_proof_from_a_server_is_written_in_the_same_bytes_as_a_local_one(tmp_path, curve_name):
+    """``prove --server`` writes with the standard json module (no orjson import on that path):
+    the same bytes as formats.snarkjs_json's writer for a real proof and its public signals."""
+    from pipeline.formats.snarkjs_json import _dump, load_json
+    from pipeline.oneshot.remote import write_json
+
+    folder = fixture_dir(curve_name, "multiplier")
+    for name in ("proof.json", "public.json"):
+        obj = load_json(folder / name)
+        _dump(tmp_path / f"local_{name}", obj)
+        write_json(str(tmp_path / f"remote_{name}"), obj)
+        assert (tmp_path / f"remote_{name}").read_bytes() == (tmp_path / f"local_{name}").read_bytes()

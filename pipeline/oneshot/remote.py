@@ -3,8 +3,9 @@
 The server finds the key by its fingerprint (``formats.key_fingerprint``: the verification key
 the proof will verify against), never by file name, so a server that serves another key under
 the same name is refused, not used. The witness goes as it is (a ``.wtns`` file part); the
-proof comes back as snarkjs JSON. Standard library only, plus orjson: no numpy, no asyncio, no
-aiohttp, so this path starts in a few tens of milliseconds.
+proof comes back as snarkjs JSON. Standard library only: no numpy, no asyncio, no aiohttp, no
+orjson (its import was ~10 ms of this path's start; the bodies here are a few kB), so this path
+starts in a few tens of milliseconds.
 
     GET  /v1/keys                  which key id has this fingerprint
     POST /v1/jobs                  multipart: key_id, priority, the witness       -> job id
@@ -13,11 +14,11 @@ aiohttp, so this path starts in a few tens of milliseconds.
 from __future__ import annotations
 
 import http.client
+import json
 import os
 import time
 from urllib.parse import urlsplit
 
-import orjson
 
 from ..errors import BadInput, Unavailable, ZkpipeError
 from ..formats.key_fingerprint import zkey_fingerprint
@@ -64,8 +65,8 @@ class _Server:
             raise ServerUnreachable(f"no zkpipe server answers at {self.url} ({exc.strerror or exc}); "
                               "start one with `zkpipe serve --keys-dir DIR`, or prove here without --server") from None
         try:
-            answer = orjson.loads(raw) if raw else {}
-        except orjson.JSONDecodeError:
+            answer = json.loads(raw) if raw else {}
+        except ValueError:  # json.JSONDecodeError, or bytes that are not UTF-8
             raise ServerRefused(f"{self.url}{path}: HTTP {resp.status}, not a zkpipe server's answer") from None
         if resp.status >= 400:
             message = (answer.get("error") or {}).get("message") if isinstance(answer, dict) else None
@@ -133,4 +134,4 @@ def prove_remote(url: str, key_path: str, wtns_path: str, token: str, timeline: 
 def write_json(path: str, obj) -> None:
     """The same bytes as ``formats.snarkjs_json`` writes for a local proof."""
     with open(path, "wb") as fh:
-        fh.write(orjson.dumps(obj, option=orjson.OPT_INDENT_2) + b"\n")
+        fh.write(json.dumps(obj, indent=2).encode() + b"\n")  # orjson's OPT_INDENT_2 layout, byte for byte
