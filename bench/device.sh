@@ -53,7 +53,9 @@
 set -o pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 if compgen -G ".whl*/*.whl" > /dev/null; then  # .whl, .whl-lite, .whl-pg: whichever the call carried
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl*/*.whl
+  # one file per wheel name: a warm host keeps the folders of earlier calls, which may hold the same wheel
+  mapfile -t wheels < <(ls .whl*/*.whl | awk -F/ '!seen[$NF]++')
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "${wheels[@]}"
   export PYTHONPATH=/tmp/site SITE=/tmp/site
 fi
 export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$PWD PYTHONUNBUFFERED=1
