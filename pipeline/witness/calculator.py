@@ -25,7 +25,9 @@ their Store is deleted, so a Store left to the garbage collector would never be 
 """
 from __future__ import annotations
 
+import atexit
 import threading
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -51,6 +53,31 @@ class WitnessError(BadInput):
 
 class _CircuitTrap(Exception):
     """Raised from the runtime's exceptionHandler import; carries the circuit's message."""
+
+
+_calculators: "weakref.WeakSet[WitnessCalculator]" = weakref.WeakSet()
+_exit_hook_lock = threading.Lock()
+_exit_hook = False
+
+
+def _wasmtime():
+    """The wasmtime module, imported on first use. Imported late, it is torn down early at
+    interpreter exit (modules go in reverse import order), before the calculators that caches
+    made earlier still hold: so at exit, before any teardown, every calculator lets its wasm
+    objects go while wasmtime can still free them."""
+    global _exit_hook
+    import wasmtime
+
+    with _exit_hook_lock:
+        if not _exit_hook:
+            atexit.register(_release_calculators)
+            _exit_hook = True
+    return wasmtime
+
+
+def _release_calculators() -> None:
+    for calculator in list(_calculators):
+        calculator._module = calculator._engine = None
 
 
 def _i32(u: int) -> int:
@@ -147,7 +174,7 @@ class WitnessCalculator:
     def __init__(self, wasm_path: str | Path) -> None:
         self.path = str(wasm_path)
         try:
-            import wasmtime
+            wasmtime = _wasmtime()
         except ImportError as exc:
             raise WitnessError(f"{self.path}: witnesses from inputs need the wasmtime package ({exc})") from exc
         try:
@@ -169,6 +196,7 @@ class WitnessCalculator:
             raise WitnessError(f"{self.path}: the circuit's prime {self.prime} is not a supported curve's scalar field")
         self.curve = curve
         self._local = threading.local()
+        _calculators.add(self)
 
     def _session(self) -> _Session:
         import wasmtime

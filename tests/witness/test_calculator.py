@@ -134,3 +134,18 @@ def test_the_service_and_the_witness_package_load_without_the_wasm_runtime():
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "False"
+
+
+
+def test_the_exit_hook_lets_every_live_calculators_wasm_objects_go():
+    """wasmtime is imported late (on first use), so at interpreter exit it is torn down before
+    modules that hold calculators (pytest's, the server's caches): the exit hook, registered once
+    at the first import, drops every live calculator's wasm objects while wasmtime can free them
+    (without it a whole-suite run ended with 12 'Exception ignored in Managed.__del__')."""
+    from pipeline.witness import calculator as calc_module
+    from tests.conftest import fixture_dir
+
+    kept = calc_module.WitnessCalculator(fixture_dir("bn128", "multiplier") / "circuit.wasm")
+    assert calc_module._exit_hook and kept in calc_module._calculators
+    calc_module._release_calculators()
+    assert kept._module is None and kept._engine is None
