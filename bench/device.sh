@@ -42,7 +42,7 @@
 #            partition of the same call
 #                                                                                     -> bench/results/streamed_profile_*.md
 #   oneshot  bench.oneshot_prove (issue 17): snarkjs, cold, warm and via-server `zkpipe prove` per new process, sizes
-#            [ONESHOT_SIZES=bn128:15:30000,bn128:20] x [ONESHOT_RUNS=3]; node + snarkjs unpacked from .snarkjs/
+#            [ONESHOT_SIZES=bn128:15:30000,bls12381:15:30000,bn128:20,bls12381:20] x [ONESHOT_RUNS=2]; node + snarkjs unpacked from .snarkjs/
 #            (carry it: shared/anchors/snarkjs/*.xz)                                  -> bench/results/oneshot_prove_cuda*.md
 #   seam     before/after of the backend seam (issue 9): engine at 2^14 and 2^20 (1 and all devices)
 #            and the GPU stage at 2^14/20/24, in this tree and in the tree of .anchors/before.tar;
@@ -154,8 +154,8 @@ oneshot() {
   fi
   local sj=()
   [ -x .nodeenv/node ] && sj=(--snarkjs ".nodeenv/node .nodeenv/node_modules/snarkjs/build/cli.cjs")
-  timeout "${ONESHOT_TIMEOUT:-400}" python3 -m bench.oneshot_prove --backend cuda --sizes "${ONESHOT_SIZES:-bn128:15:30000,bn128:20}" \
-    --runs "${ONESHOT_RUNS:-3}" "${sj[@]}" --suffix "${ONESHOT_SUFFIX:-}" 2>&1 | tee "$OUT/oneshot.log" | tail -n 8
+  timeout "${ONESHOT_TIMEOUT:-400}" python3 -m bench.oneshot_prove --backend cuda --sizes "${ONESHOT_SIZES:-bn128:15:30000,bls12381:15:30000,bn128:20,bls12381:20}" \
+    --runs "${ONESHOT_RUNS:-2}" "${sj[@]}" --suffix "${ONESHOT_SUFFIX:-}" 2>&1 | tee "$OUT/oneshot.log" | tail -n 8
 }
 
 # bench module $3.. in tree $2 with a time limit of $1 s: as a module here, by path in trees from
