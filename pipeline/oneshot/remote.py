@@ -19,7 +19,6 @@ import os
 import time
 from urllib.parse import urlsplit
 
-
 from ..errors import BadInput, Unavailable, ZkpipeError
 from ..formats.key_fingerprint import zkey_fingerprint
 from .timeline import Timeline

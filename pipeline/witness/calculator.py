@@ -18,10 +18,12 @@ memory". The prime comes the same way after ``getRawPrime()``. The runtime impor
 
 A compiled ``WitnessCalculator`` is shared (the wasmtime Module is thread-safe); every
 ``calculate`` makes its own Store and instance, so calls run in parallel threads (wasmtime
-releases the GIL while wasm runs). wasmtime is imported where a calculator is made or run, not
-with this module: proving from .wtns files (``zkpipe prove``, a server's wtns jobs) never loads it. A session's Store is closed when the call ends: its host
+releases the GIL while wasm runs). A session's Store is closed when the call ends: its host
 functions are bound to the session, and wasmtime-py keeps host functions in a registry until
 their Store is deleted, so a Store left to the garbage collector would never be freed.
+
+wasmtime is imported where a calculator is made or run, not with this module: proving from .wtns
+files (``zkpipe prove``, a server's wtns jobs) never loads it.
 """
 from __future__ import annotations
 

@@ -33,9 +33,9 @@ class CudaOptions:
     # this many bytes each (streamed.py): larger chunks mean fewer launches per pass, more VRAM.
     stream_chunk_bytes: int = 1 << 30
     # Where a streamed pass runs a bit-heavy witness's tail MSMs (its values other than 0 and 1):
-    # "prologue", one per section per partition over points gathered on the host (a thread one
-    # partition ahead), in the room the quotient's buffers leave; "chunks", one per section per
-    # chunk. At 2^24 under 5 GiB, same call: 771 vs 1015 ms/partition (batch 4; bench/NOTES.md).
+    # "prologue", one per section per partition over points gathered on the host, in the room the
+    # quotient's buffers leave; "chunks", one per section per chunk. Same call, H200: 2^24 under
+    # 5 GiB 771 vs 1015 ms/partition (batch 4); 2^26 under 16 GiB 3.79 vs 3.64 s (bench/NOTES.md).
     stream_tails: str = "prologue"
 
     def __post_init__(self) -> None:
