@@ -68,7 +68,7 @@ def make_key(curve, log_n: int):
 
 
 async def run_config(zkey, witness, budget: int | None, batch: int, partitions: int, jobs: int,
-                     tails: str = "chunks") -> dict:
+                     tails: str = CudaOptions.stream_tails) -> dict:
     config = EngineConfig(backend="cuda", devices=(0,), gpu_workers_per_device=2, vram_budget_bytes=budget,
                           cuda=CudaOptions(stream_tails=tails),
                           gpu_batch_max=batch, queue_size=max(2, batch), max_partitions_in_flight=batch + 4,
@@ -105,7 +105,7 @@ def main() -> None:
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 2, 5, 10])
     parser.add_argument("--partitions", type=int, default=10)
     parser.add_argument("--jobs", type=int, default=1)
-    parser.add_argument("--tails", nargs="+", choices=["chunks", "prologue"], default=["chunks"],
+    parser.add_argument("--tails", nargs="+", choices=["chunks", "prologue"], default=[CudaOptions.stream_tails],
                         help="CudaOptions.stream_tails of the streamed rows (each one a row)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
@@ -121,7 +121,7 @@ def main() -> None:
     for budget_gib in args.budgets_gib:
         budget = int(budget_gib * GIB) or None
         for batch, tails in [(b, t) for b in (args.batches if budget else [1])
-                             for t in (args.tails if budget else ["chunks"])]:
+                             for t in (args.tails if budget else [CudaOptions.stream_tails])]:
             try:
                 r = asyncio.run(run_config(zkey, witness, budget, batch, args.partitions, args.jobs, tails))
             except Exception as exc:  # a budget too small for the key is a result, not a crash

@@ -221,8 +221,8 @@ class HostRegistration:
         err = driver.cuMemHostRegister(self.ptr, self.nbytes, flags)[0] if self.nbytes else None
         self.registered = err == driver.CUresult.CUDA_SUCCESS
         if self.nbytes and not self.registered:
-            log.warning("could not page-lock %.1f GB of key arrays in place (%s): streamed copies from them "
-                        "run at pageable speed", self.nbytes / 1e9, err)
+            log.warning("could not page-lock %.1f GB of host arrays in place (%s): copies from them run at "
+                        "pageable speed", self.nbytes / 1e9, err)
 
     def close(self) -> None:
         if self.registered:

@@ -254,7 +254,7 @@ class CudaStreamedPass(StreamedPass):
             d_scalars = b.allocator.alloc(scalars.nbytes, f"tail scalars {s}")
             try:
                 d_points.upload(points, self.stream)
-                d_scalars.upload(np.ascontiguousarray(scalars), self.stream)
+                d_scalars.upload(scalars, self.stream)
                 out = self.d_results.ptr + index * self.block + MSM_SLOTS.index(s) * self.slot
                 msm.enqueue(is_g2(s), d_points.ptr, d_scalars.ptr, n, out)
             finally:
