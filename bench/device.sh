@@ -44,6 +44,9 @@
 #   oneshot  bench.oneshot_prove (issue 17): snarkjs, cold, warm and via-server `zkpipe prove` per new process, sizes
 #            [ONESHOT_SIZES=bn128:15:30000,bls12381:15:30000,bn128:20,bls12381:20] x [ONESHOT_RUNS=2]; node + snarkjs unpacked from .snarkjs/
 #            (carry it: shared/anchors/snarkjs/*.xz)                                  -> bench/results/oneshot_prove_cuda*.md
+#   kernels  bench.kernels_vs_sppark (issue 16): our G1/G2 MSM, Fr NTT and H against sppark's from the same call,
+#            both curves (the harness first: carry .anchors); [KERNELS_ARGS: e.g. "--curves bn128 --g1 20 22"],
+#            [KERNELS_TIMEOUT=300] s                                              -> bench/results/kernels_vs_sppark.md + .png
 #   seam     before/after of the backend seam (issue 9): engine at 2^14 and 2^20 (1 and all devices)
 #            and the GPU stage at 2^14/20/24, in this tree and in the tree of .anchors/before.tar;
 #            sppark's MSM bench if .anchors/bench_bls12381 is there. Carry .anchors.
@@ -157,6 +160,10 @@ oneshot() {
   timeout "${ONESHOT_TIMEOUT:-400}" python3 -m bench.oneshot_prove --backend cuda --sizes "${ONESHOT_SIZES:-bn128:15:30000,bls12381:15:30000,bn128:20,bls12381:20}" \
     --runs "${ONESHOT_RUNS:-2}" "${sj[@]}" --suffix "${ONESHOT_SUFFIX:-}" 2>&1 | tee "$OUT/oneshot.log" | tail -n 8
 }
+kernels() {
+  timeout "${KERNELS_TIMEOUT:-300}" python3 -m bench.kernels_vs_sppark ${KERNELS_ARGS:-} 2>&1 | tee "$OUT/kernels.log" \
+    | tail -n 30
+}
 
 # bench module $3.. in tree $2 with a time limit of $1 s: as a module here, by path in trees from
 # before bench/ was a package
@@ -185,7 +192,7 @@ seam() {
 
 for section in ${@:-tests demo prove stage msm engine server}; do
   case $section in
-    tests|demo|prove|ntt|msm|stage|memory|blocks|build|engine|scaling|server|cluster|seam|devsetup|seed|streamed|keyprep|profile|oneshot)
+    tests|demo|prove|ntt|msm|stage|memory|blocks|build|engine|scaling|server|cluster|seam|devsetup|seed|streamed|keyprep|profile|oneshot|kernels)
       echo "== $section"; $section ;;
     *) echo "bench/device.sh: unknown section '$section'" >&2; rc=2 ;;
   esac

@@ -4,17 +4,23 @@ ms is the median of CUDA-event timings after a warm-up; "Madd/s" is (bucket addi
 per second, the rate the bucket step runs at. Usage:
   python3 -m bench.gpu_msm [g1_min_log] [g1_max_log] [g2_max_log] [out.md] [--no-variants]
 
---no-variants skips the occupancy variants of the G1 bucket kernel (the slow part at 2^26).
+--no-variants skips the occupancy variants of the G1 and G2 bucket kernels (the slow part at 2^26).
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 
 import numpy as np
 
 from bench.common import arg_parser, bit_heavy, markdown_table, random_below, time_ms, write_result
 from pipeline import progress
 from pipeline.backends.cuda.backend import CudaBackend
+from pipeline.backends.cuda.launch import G2_MIN_BLOCKS_BUILT
 from pipeline.backends.cuda.memory import PinnedHostBuffer
+from pipeline.backends.cuda.msm import MsmPlan, MsmRunner
+from pipeline.backends.cuda.split import enqueue_split
+from pipeline.backends.protocol import WitnessShape
 from pipeline.curves import BLS12_381, BN254
 
 
@@ -22,41 +28,108 @@ phases: list = []
 phase_names: list = []
 
 
-def bench_group(backend, curve, g2: bool, logs, rng, rows, repeat=5):
-    rt = backend.runtime(curve)
+SPLIT = ", 0/1 split"  # suffix of a bit-heavy kind's row through the 0/1 split
+
+
+@dataclass(frozen=True)
+class MsmTiming:
+    """One size and kind of scalars: the median ms, the plan of the (last) Pippenger call, and
+    where one profiled call's time went (at the sizes asked for, else None)."""
+
+    curve: str
+    group: str  # "G1" or "G2"
+    log_n: int
+    scalars: str  # "random", "80% {0,1}", or "80% {0,1}" + SPLIT
+    ms: float
+    plan: MsmPlan
+    phases_ms: dict[str, float] | None = None
+
+    @property
+    def madd_per_s(self) -> float:
+        """Bucket additions (n x windows) per second, in millions."""
+        return (1 << self.log_n) * self.plan.n_windows / (self.ms * 1e-3) / 1e6
+
+
+def random_msm_data(rng, curve, g2: bool, n: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """n random points (field elements: bench/common.py says why) and n scalars of each kind."""
     fq, fr = curve.fq, curve.fr
     coords = 4 if g2 else 2
-    n_max = 1 << max(logs)
-    points = random_below(rng, n_max * coords, fq.limbs, fq.bits).reshape(n_max, coords, fq.limbs)
-    scalars_all = {"random": random_below(rng, n_max, fr.limbs, fr.bits)}
-    scalars_all["80% {0,1}"] = bit_heavy(rng, scalars_all["random"])
-    with backend.allocator.upload(points, "bench points") as d_points:
-        del points
-        for log_n in progress.iterate(logs, f"{curve.name} {'G2' if g2 else 'G1'} MSM sizes"):
-            n = 1 << log_n
-            for kind, scalars in scalars_all.items():
-                nbytes = n * fr.limbs * 8
-                with backend.allocator.alloc(nbytes, "bench scalars") as d_s, \
-                        PinnedHostBuffer(backend.device, nbytes) as h_pinned:
-                    h_scalars = h_pinned.view(np.uint64, (n, fr.limbs))  # the prep stage's staging buffer
-                    h_scalars[:] = scalars[:n]
+    points = random_below(rng, n * coords, fq.limbs, fq.bits).reshape(n, coords, fq.limbs)
+    scalars = {"random": random_below(rng, n, fr.limbs, fr.bits)}
+    scalars["80% {0,1}"] = bit_heavy(rng, scalars["random"])
+    return points, scalars
 
-                    def call():
+
+def time_msms(backend, curve, g2: bool, logs: Iterable[int], points: np.ndarray, scalars: dict[str, np.ndarray],
+              repeats: Callable[[int], int], profile_logs: Iterable[int] = (), split: bool = False
+              ) -> Iterator[MsmTiming]:
+    """Our MSM over the first 2^log_n points, per size and kind of scalars: points resident, the
+    scalars copied from pinned memory (the prep stage's staging buffer) in every timed call.
+    With ``split``, each bit-heavy kind once more the way the engine takes a bit-heavy witness
+    (CudaBackend._enqueue_msms): classified and compacted on the device, the ones summed, the
+    others through Pippenger, all inside the timed call (the host's counts are not)."""
+    rt = backend.runtime(curve)
+    group, fr = ("G2" if g2 else "G1"), curve.fr
+    logs, profile_logs = list(logs), set(profile_logs)
+    n_max = 1 << max(logs)
+    nbytes = n_max * fr.limbs * 8
+    with backend.allocator.upload(points[:n_max], "bench points") as d_points, \
+            backend.allocator.alloc(nbytes, "bench scalars") as d_s, \
+            backend.allocator.alloc(2 * rt.msm.xyzz_bytes(g2), "bench split results") as d_out, \
+            PinnedHostBuffer(backend.device, nbytes) as h_pinned:
+        for log_n in progress.iterate(logs, f"{curve.name} {group} MSM sizes"):
+            n = 1 << log_n
+            h_scalars = h_pinned.view(np.uint64, (n, fr.limbs))
+            for kind, values in scalars.items():
+                h_scalars[:] = values[:n]
+
+                def call():
+                    d_s.upload(h_scalars, backend.stream)
+                    rt.msm.run_xyzz(g2, d_points.ptr, d_s.ptr, n)
+                ms = time_ms(backend.stream, call, warmup=1, repeat=repeats(log_n))
+                plan = rt.msm.last_plan
+                phases = _profiled(rt.msm, call) if log_n in profile_logs else None
+                yield MsmTiming(curve.name, group, log_n, kind, ms, plan, phases)
+                if split and kind != "random":
+                    shape = WitnessShape.of(values[:n], 0)  # prep_msm counts on the host, off the lock
+
+                    def split_call():
                         d_s.upload(h_scalars, backend.stream)
-                        rt.msm.run_xyzz(g2, d_points.ptr, d_s.ptr, n)
-                    ms = time_ms(backend.stream, call, warmup=1, repeat=repeat)
-                    plan = rt.msm.last_plan
-                    if log_n >= max(logs) - 2:  # where the time goes, at the larger sizes
-                        rt.msm.profile = True
-                        call()
-                        rt.msm.profile = False
-                        phases.append([curve.name, "G2" if g2 else "G1", f"2^{log_n}", kind] +
-                                      [f"{v:.2f}" for v in rt.msm.last_phases_ms.values()])
-                        phase_names[:] = list(rt.msm.last_phases_ms)
-                rate = n * plan.n_windows / (ms * 1e-3) / 1e6
-                rows.append([curve.name, "G2" if g2 else "G1", f"2^{log_n}", kind, f"{ms:.2f}", plan.c,
-                             f"{rate:.0f}"])
-                print(rows[-1], flush=True)
+                        _enqueue_split_msm(rt.msm, g2, d_points.ptr, d_s.ptr, shape, d_out.ptr)
+                    ms = time_ms(backend.stream, split_call, warmup=1, repeat=repeats(log_n))
+                    yield MsmTiming(curve.name, group, log_n, kind + SPLIT, ms, rt.msm.last_plan)
+
+
+def _profiled(msm: MsmRunner, call: Callable[[], None]) -> dict[str, float]:
+    msm.profile = True
+    try:
+        call()
+    finally:
+        msm.profile = False
+    return dict(msm.last_phases_ms)
+
+
+def _enqueue_split_msm(msm: MsmRunner, g2: bool, d_points: int, d_scalars: int, shape: WitnessShape,
+                       d_out: int) -> None:
+    """The split, the ones' point sum into d_out, Pippenger over the others into the next slot."""
+    parts = enqueue_split(msm, d_scalars, shape)
+    try:
+        msm.enqueue_point_sum(g2, d_points, parts.d_one_idx.ptr, shape.n_one, d_out)
+        msm.enqueue(g2, d_points, parts.d_other_scalars.ptr, shape.n_other, d_out + msm.xyzz_bytes(g2),
+                    d_point_index=parts.d_other_idx.ptr)
+    finally:
+        parts.free()  # stream-ordered: after the work queued above
+
+
+def bench_group(backend, curve, g2: bool, logs, rng, rows, repeat=5):
+    points, scalars = random_msm_data(rng, curve, g2, 1 << max(logs))
+    profile_logs = [k for k in logs if k >= max(logs) - 2]  # where the time goes, at the larger sizes
+    for t in time_msms(backend, curve, g2, logs, points, scalars, lambda _: repeat, profile_logs):
+        if t.phases_ms is not None:
+            phases.append([t.curve, t.group, f"2^{t.log_n}", t.scalars] + [f"{v:.2f}" for v in t.phases_ms.values()])
+            phase_names[:] = list(t.phases_ms)
+        rows.append([t.curve, t.group, f"2^{t.log_n}", t.scalars, f"{t.ms:.2f}", t.plan.c, f"{t.madd_per_s:.0f}"])
+        print(rows[-1], flush=True)
 
 
 def main(g1_min: int = 16, g1_max: int = 24, g2_max: int = 22, out_path: str | None = None,
@@ -77,6 +150,16 @@ def main(g1_min: int = 16, g1_max: int = 24, g2_max: int = 22, out_path: str | N
             bench_group(backend, curve, False, [g1_max], rng, variant)
             rows += [[r[0], f"G1 min_blocks={min_blocks}", *r[2:]] for r in variant]
         backend.runtime(curve).msm.g1_min_blocks = default_blocks
+    # the same for the G2 bucket kernel (launch.G2_MIN_BLOCKS_BUILT), at the largest G2 size
+    for curve in (BLS12_381, BN254) if variants else ():
+        msm = backend.runtime(curve).msm
+        default_blocks = msm.g2_min_blocks
+        for min_blocks in [b for b in G2_MIN_BLOCKS_BUILT if b != default_blocks]:
+            msm.g2_min_blocks = min_blocks
+            variant = []
+            bench_group(backend, curve, True, [g2_max], rng, variant, repeat=3)
+            rows += [[r[0], f"G2 min_blocks={min_blocks}", *r[2:]] for r in variant]
+        msm.g2_min_blocks = default_blocks
     table = markdown_table(["curve", "group", "n", "scalars", "ms", "window c", "Madd/s"], rows)
     phase_table = markdown_table(["curve", "group", "n", "scalars"] + [f"{p} ms" for p in phase_names], phases)
     text = (f"# MSM on {backend.device.name}\n\nPoints resident on the device, scalars copied from host "

@@ -2,7 +2,9 @@
 through ``CudaBackend.start_batch`` as the engine drives them; host seconds per step (queueing
 it: Python, and any copy that waits on the device), device milliseconds per step and per copy
 (CUDA events), whether the key's streamed arrays are page-locked, and the resident path on the
-same key in the same call for scale. Rows with the host 0/1 split's arrays page-locked and
+same key in the same call for scale; device time per phase of the pass (``PhaseClock`` events
+around each kind of queued work: the prologue's H, resident MSMs and tails, each chunk's scalar
+uploads, ones sums and MSMs per section), per partition. Rows with the host 0/1 split's arrays page-locked and
 without (their copies then wait for the whole stream), and with the split's tail MSMs per chunk
 or once per partition (CudaOptions.stream_tails), same call.
 
@@ -89,6 +91,8 @@ def main() -> None:
                         help="rows with the host 0/1 split's arrays page-locked, and without (pageable copies)")
     parser.add_argument("--tails", nargs="+", choices=["chunks", "prologue"], default=["chunks", "prologue"],
                         help="CudaOptions.stream_tails of the rows: a split witness's tail MSMs per chunk, or once")
+    parser.add_argument("--no-phases", dest="phases", action="store_false",
+                        help="no events around each phase of the pass (the phase table stays empty)")
     parser.add_argument("--cprofile", action="store_true",
                         help="run the first row's timed pass once more under cProfile: the host's top functions")
     args = parser.parse_args()
@@ -101,7 +105,8 @@ def main() -> None:
     shape = WitnessShape.of(w, zkey.n_public + 1)
     shape_s = time.perf_counter() - t0
     backend = CudaBackend()
-    rows, facts, host_profiles = [], [], []
+    rows, facts, host_profiles, phase_rows = [], [], [], []
+    CudaStreamedPass.profile_phases = args.phases
     try:
         copy_rate = pinned_copy_gbps(backend)
         resident = backend.load_key(zkey)
@@ -133,6 +138,10 @@ def main() -> None:
                              f"{r['dev_chunk_ms']:.1f}", f"{r['copy_ms']:.1f}", f"{r['stream_pass_ms']:.0f}",
                              f"{r['stream_h2d_gbps']:.1f}"])
                 print(rows[-1], flush=True)
+                phases = {k.removeprefix("phase ").removesuffix(" ms"): v for k, v in r.items() if k.startswith("phase ")}
+                if phases:
+                    phase_rows.append(([tails, lock, batch], {k: v / batch for k, v in phases.items()},
+                                       r["stream_pass_ms"] / batch))
                 if args.cprofile and not host_profiles:
                     host_profiles.append(host_profile(f"{tails}, split page-locked {lock}, batch {batch}",
                                                       lambda: drive(backend, key, [(w, shape)] * batch)))
@@ -144,6 +153,15 @@ def main() -> None:
                             "host ms/prologue", "host ms/chunk", "host max ms/chunk", "device ms/prologue", "chunks", "device ms/chunk",
                             "copy ms/chunk", "pass device ms", "H2D GB/s"], rows)
     note = "\n".join(f"- {f}" for f in facts)
+    names = sorted({name for _, phases, _ in phase_rows for name in phases})
+    phase_table = markdown_table(["tails", "split page-locked", "batch", "pass ms/partition", "phases' sum", *names],
+                                 [[*head, f"{whole:.1f}", f"{sum(phases.values()):.1f}",
+                                   *(f"{phases.get(n, 0.0):.1f}" for n in names)]
+                                  for head, phases, whole in phase_rows]) if phase_rows else ""
+    if phase_table:
+        table += ("\n\nDevice ms per partition by phase (CUDA events around each kind of queued work, summed over the "
+                  "pass, divided by the batch; the pass's own ms/partition beside them: the difference is time the "
+                  "compute stream waited, e.g. for a chunk's copy or the host)\n\n" + phase_table)
     out = RESULTS / f"streamed_profile_{args.curve}_2e{args.log}.md"
     write_result(out, f"# Streamed pass profile, {args.curve} 2^{args.log}, budget {args.budget_gib:g} GiB\n\n"
                  f"{note}\n\n{table}\n" + "".join(host_profiles), show=note + "\n" + table + "".join(host_profiles))

@@ -135,3 +135,111 @@ def test_sppark_stage_reads_the_harness_and_sums_a_groth16_stage(tmp_path):
     failed = sppark_stage.measure("bls12381", [22], tmp_path, 30)[22]
     assert failed.startswith("not run (RuntimeError: bench_bls12381 22 exited with 3")
     assert sppark_stage.measure("bn128", [20], tmp_path, 30)[20].startswith("not run (no ")
+
+
+HARNESS_BN254 = """sizeof affine 64 affine2 128 scalar 32
+sppark NTT Fr (NR) bn254 2^16: median 0.081 ms (min 0.079)
+sppark NTT Fr (NR) bn254 2^20: median 0.402 ms (min 0.398)
+sppark NTT Fr (NR) bn254 2^21: median 0.790 ms (min 0.781)
+setup G1 2^22: 310 ms
+check G1 2^10 vs host double-and-add: code 0 equal 1
+sppark G1 MSM bn254 2^20: median 12.500 ms (min 12.100)
+sppark G1 MSM 80%{0,1} bn254 2^20: median 6.250 ms (min 6.000)
+sppark G1 MSM bn254 2^22: median 31.000 ms (min 30.500)
+sppark G1 MSM 80%{0,1} bn254 2^22: median 15.000 ms (min 14.800)
+setup G2 2^20: 95 ms
+check G2 2^10 vs host double-and-add: code 0 equal 0
+sppark G2 MSM bn254 2^20: median 40.000 ms (min 39.000)
+sppark G2 MSM 80%{0,1} bn254 2^20: median 20.000 ms (min 19.500)
+"""
+
+
+def _vs_sppark_rows(kvs):
+    """A small result set as bench.kernels_vs_sppark builds it: bn128 against the harness output
+    above, bls12381 without a harness."""
+    sppark = kvs.parse_harness(HARNESS_BN254)
+    missing = "not run (no .anchors/bench_bls12381)"
+    rows = []
+    for curve, spp in (("bn128", sppark), ("bls12381", missing)):
+        for log_n, ms in ((20, 9.0), (22, 30.0)):
+            for kind, against, factor in (("random", "G1 MSM", 1), ("80% {0,1}", "G1 MSM 80%{0,1}", 0.5),
+                                          ("80% {0,1}, 0/1 split", "G1 MSM 80%{0,1}", 0.4)):
+                rows.append(kvs.Row(curve, "G1 MSM", log_n, kind, ms * factor, against,
+                                    kvs.sppark_ms(spp, against, log_n)))
+        rows.append(kvs.Row(curve, "G2 MSM", 20, "random", 36.0, "G2 MSM", kvs.sppark_ms(spp, "G2 MSM", 20)))
+        for log_n, ms in ((20, 0.48), (21, 0.97)):
+            ntt = kvs.sppark_ms(spp, kvs.SPPARK_NTT, log_n)
+            rows += [kvs.Row(curve, "NTT", log_n, kvs.NATURAL, ms, kvs.SPPARK_NTT, ntt),
+                     kvs.Row(curve, "NTT", log_n, kvs.RADIX_ONLY, 0.85 * ms, kvs.SPPARK_NTT, ntt),
+                     kvs.Row(curve, "H", log_n, kvs.QUOTIENT, 3.5 * ms, "7 x NTT Fr (NR)",
+                             kvs.sppark_ms(spp, kvs.SPPARK_NTT, log_n, times=7))]
+    return rows
+
+
+def test_kernels_vs_sppark_reads_every_harness_row_by_name_and_size():
+    from bench import kernels_vs_sppark as kvs
+
+    sppark = kvs.parse_harness(HARNESS_BN254)
+    assert len(sppark) == 9  # the setup, check and sizeof lines are not rows
+    assert sppark[("NTT Fr (NR)", 21)] == 0.79 and sppark[("G1 MSM 80%{0,1}", 22)] == 15.0
+    assert sppark[("G2 MSM", 20)] == 40.0
+    assert kvs.sppark_ms(sppark, "NTT Fr (NR)", 20, times=7) == pytest.approx(7 * 0.402)
+    assert kvs.sppark_ms(sppark, "G2 MSM", 22) == "not run (no G2 MSM row at 2^22)"
+    assert kvs.sppark_ms("not run (no x)", "G2 MSM", 20) == "not run (no x)"
+    # one call per curve: G1 20..26 and G2 20..24 at even sizes, NTTs up to 2^27; a group left out is skipped
+    assert kvs.harness_args([20, 22, 24, 26], [20, 22, 24], 27) == [20, 26, 27, 24]
+    assert kvs.harness_args([], [22], 24) == [22, 21, 24, 22]
+
+
+def test_kernels_vs_sppark_runs_the_harness_once_per_curve_or_says_why_not(tmp_path):
+    from bench import kernels_vs_sppark as kvs
+
+    fake = tmp_path / "bench_bn254"  # stands for the harness: prints its rows, checks its arguments
+    fake.write_text(f"#!/bin/sh\n[ \"$*\" = '20 22 21 20' ] || {{ echo bad arguments >&2; exit 3; }}\n"
+                    f"cat <<'X'\n{HARNESS_BN254}X\n")
+    fake.chmod(0o755)
+    assert kvs.run_sppark("bn128", tmp_path, [20, 22, 21, 20], 30) == kvs.parse_harness(HARNESS_BN254)
+    failed = kvs.run_sppark("bn128", tmp_path, [20, 26, 27, 24], 30)
+    assert failed == "not run (bench_bn254 exited with 3: bad arguments)"
+    assert kvs.run_sppark("bls12381", tmp_path, [20], 30) == f"not run (no {tmp_path / 'bench_bls12381'})"
+
+
+def test_kernels_vs_sppark_ratios_and_goals():
+    from bench import kernels_vs_sppark as kvs
+
+    g1 = kvs.Row("bn128", "G1 MSM", 20, "random", 9.0, "G1 MSM", 12.5)
+    assert g1.ratio == pytest.approx(0.72) and g1.goal_met
+    assert g1.cells() == ["bn128", "G1 MSM", "2^20", "random", "9.000", "G1 MSM", "12.50", "0.72", "<= 0.8: met"]
+    slow = kvs.Row("bn128", "G2 MSM", 20, "random", 36.0, "G2 MSM", 40.0)
+    assert slow.cells()[-2:] == ["0.90", "<= 0.8: not met"]
+    h = kvs.Row("bn128", "H", 20, kvs.QUOTIENT, 2.5, "7 x NTT Fr (NR)", 7 * 0.402)
+    assert h.cells()[-3:] == ["2.814", "0.89", "<= 1: met"]
+    none = kvs.Row("bls12381", "NTT", 20, kvs.NATURAL, 0.48, "NTT Fr (NR)", "not run (no .anchors/bench_bls12381)")
+    assert none.ratio is None and none.goal_met is None
+    assert none.cells()[-3:] == ["not run (no .anchors/bench_bls12381)", "-", "<= 1"]
+    assert kvs.one_line("error\n  at | line 3\n") == "error at / line 3"
+
+
+def test_kernels_vs_sppark_table_keeps_our_rows_where_sppark_is_missing(tmp_path):
+    from bench import kernels_vs_sppark as kvs
+    from bench.plots.tables import read_tables
+
+    notes = ["sppark bn128: 9 s", "sppark bls12381: 0 s, not run (no .anchors/bench_bls12381)"]
+    text = kvs.markdown(_vs_sppark_rows(kvs), "NVIDIA H200", notes)
+    assert text.startswith("# Our MSM and NTT kernels against sppark's on NVIDIA H200, same call (issue 16)\n")
+    assert "- sppark bls12381: 0 s, not run (no .anchors/bench_bls12381)\n" in text
+    (tmp_path / "t.md").write_text(text)
+    tables = read_tables(tmp_path / "t.md")
+    assert [len(t) for t in tables] == [12, 2, 8, 4, 14]  # G1, G2, NTT, H, then the summary (7 lines a curve)
+    g1 = {(r["curve"], r["n"], r["input"]): r for r in tables[0]}
+    assert g1[("bn128", "2^22", "80% {0,1}, 0/1 split")]["ours ÷ sppark"] == "0.80"  # 12 / 15
+    assert g1[("bn128", "2^22", "80% {0,1}, 0/1 split")]["goal"] == "<= 0.8: met"
+    missing = g1[("bls12381", "2^20", "random")]
+    assert (missing["ours ms"], missing["sppark ms"], missing["ours ÷ sppark"], missing["goal"]) == \
+        ("9.000", "not run (no .anchors/bench_bls12381)", "-", "<= 0.8")
+    summary = {(r["curve"], r["kernel"], r["input"]): r for r in tables[-1]}
+    g1_random = summary[("bn128", "G1 MSM", "random")]
+    assert (g1_random["sizes"], g1_random["ours ÷ sppark"], g1_random["at the largest n"], g1_random["met at"]) == \
+        ("2^20..2^22", "0.72-0.97", "0.97", "1 of 2")
+    assert summary[("bls12381", "H", kvs.QUOTIENT)]["met at"] == "-"
+

@@ -4,7 +4,8 @@
     python3 -m bench.plots --out DIR       # elsewhere
 
 - kernels.py: MSM and NTT time against size, per curve and group, sppark beside ours where a
-  table has it (``msm_time_vs_size.png``, ``ntt_time_vs_size.png``);
+  table has it (``msm_time_vs_size.png``, ``ntt_time_vs_size.png``), and ours against sppark's
+  from the same call (``kernels_vs_sppark.png``, where bench/kernels_vs_sppark.py wrote its table);
 - engine.py: engine throughput against jobs in flight and GPU workers, one plot per engine table
   (``<table>.throughput.png``);
 - timeline.py: stage timelines, one row per worker (``<table>.timeline.png``) from a run's
@@ -34,6 +35,8 @@ def make_all(out: Path) -> list[Path]:
     written = []
     with progress.bar("plotting bench/results", total=2 + len(tables), unit="table") as bar:
         written += [kernels.plot_msm(out, plt), kernels.plot_ntt(out, plt)]
+        if (vs_sppark := RESULTS / "kernels_vs_sppark.md").exists():
+            written.append(kernels.plot_vs_sppark(vs_sppark, out / "kernels_vs_sppark.png", plt))
         bar.update(2)
         for table in tables:
             written.append(engine.plot_throughput(table, out, plt))

@@ -2,7 +2,8 @@
 
 Ours: gpu_msm*.md (first table of each: one row per curve, group, size and scalar kind; the
 min_blocks variants are left out) and gpu_ntt.md. sppark: sppark_reference.md, where it has a
-point for that curve (``any``: drawn on both curves' panels).
+point for that curve (``any``: drawn on both curves' panels). ``plot_vs_sppark`` draws a
+bench/kernels_vs_sppark.py table, where both sides come from the same call.
 """
 from __future__ import annotations
 
@@ -14,6 +15,9 @@ CURVES = ("bls12381", "bn128")
 SCALAR_STYLES = {"random": ("o-", "C0"), "80% {0,1}": ("s--", "C1")}
 NTT_COLUMNS = {"NTT ms": ("o-", "C0"), "iNTT ms": ("^:", "C2"), "odd coset (iNTT+shift+NTT) ms": ("s--", "C1")}
 SPPARK_STYLE = {"marker": "*", "markersize": 13, "color": "black", "linestyle": "none", "label": "sppark (same GPU)"}
+VS_SPPARK_PANELS = {"G1 MSM": ("G1 MSM",), "G2 MSM": ("G2 MSM",), "Fr NTT and H": ("NTT", "H")}
+OURS_STYLES = ("o-", "s--", "^:")
+SPPARK_MARKERS = ("*", "X", "P")
 
 
 def sppark_points(kernel: str, curve: str, group: str) -> list[tuple[int, float]]:
@@ -97,3 +101,44 @@ def plot_ntt(out: Path, plt) -> Path:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def table_series(rows: list[dict[str, str]], label, column: str) -> dict[str, list[tuple[int, float]]]:
+    """label(row) -> sorted (log2 n, ms) of ``column``; a cell that is not a number ("not run (no
+    .anchors/bench_bls12381)") is left out, not read as the first number in it."""
+    series: dict[str, dict[int, float]] = {}
+    for r in rows:
+        try:
+            ms = float(r[column])
+        except ValueError:
+            continue
+        series.setdefault(label(r), {})[log2_size(r["n"])] = ms
+    return {name: sorted(points.items()) for name, points in series.items()}
+
+
+def plot_vs_sppark(table: Path, out: Path, plt) -> Path:
+    """A bench/kernels_vs_sppark.py table: ours as lines, sppark's rows they are compared with as black
+    markers, a row of panels per curve (G1 MSM, G2 MSM, Fr NTT and H)."""
+    rows = [r for t in read_tables(table) for r in t if "ours ms" in r]
+    curves = list(dict.fromkeys(r["curve"] for r in rows))
+    fig, axes = plt.subplots(len(curves), len(VS_SPPARK_PANELS), figsize=(16, 4.8 * len(curves)),
+                             layout="constrained", squeeze=False)
+    for row_axes, curve in zip(axes, curves):
+        for ax, (title, kernels) in zip(row_axes, VS_SPPARK_PANELS.items()):
+            mine = [r for r in rows if r["curve"] == curve and r["kernel"] in kernels]
+            if not mine:
+                ax.set_visible(False)
+                continue
+            ours = table_series(mine, lambda r: r["input"] if len(kernels) == 1 else f"{r['kernel']}: {r['input']}",
+                           "ours ms")
+            for i, (label, points) in enumerate(ours.items()):
+                ax.plot(*zip(*points), OURS_STYLES[i % len(OURS_STYLES)], color=f"C{i}", label=f"zkpipe, {label}")
+            for i, (label, points) in enumerate(table_series(mine, lambda r: r["sppark row"], "sppark ms").items()):
+                ax.plot(*zip(*points), **{**SPPARK_STYLE, "marker": SPPARK_MARKERS[i % len(SPPARK_MARKERS)],
+                                          "label": f"sppark {label}"})
+            _log2_ticks(ax, {log2_size(r["n"]) for r in mine})
+            _axes_style(ax, f"{curve} {title}")
+    fig.suptitle(table.read_text().splitlines()[0].removeprefix("# "))
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out

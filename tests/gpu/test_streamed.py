@@ -210,3 +210,37 @@ def test_tails_in_the_prologue_or_the_chunks_equal_the_resident_msms(cuda_backen
         for name in ("a_g1", "b_g1", "c_g1", "h_g1"):
             assert gpu_curve.g1.eq(getattr(r, name), getattr(e, name)), name
         assert gpu_curve.g2.eq(r.b_g2, e.b_g2)
+
+
+def test_phase_clock_times_the_pass_without_changing_its_sums(cuda_backend, gpu_curve):
+    """CudaStreamedPass.profile_phases (bench/streamed_profile.py) records events around each kind of
+    queued work: the sums stay bit for bit, and the phases' device time fits inside the pass's."""
+    from pipeline.backends.cuda.streamed import CudaStreamedPass
+    zkey, (w, _, heavy) = witnesses(gpu_curve.name)
+    items = [w, heavy]
+    resident = cuda_backend.load_key(zkey)
+    try:
+        expected = [cuda_backend.start_partition(resident, x, True, None).result() for x in items]
+    finally:
+        cuda_backend.unload_key(resident)
+    key = cuda_backend.load_key(zkey, PLACEMENTS[0])
+    CudaStreamedPass.profile_phases = True
+    try:
+        prefix = zkey.n_public + 1
+        work = cuda_backend.start_batch(key, [(x, WitnessShape.of(x, prefix)) for x in items], True)
+        while work.enqueue_next([True, True]):
+            asyncio.run(work.wait_for_room())
+        asyncio.run(work.wait())
+        timings = work.pass_timings()
+        got = work.results()
+    finally:
+        CudaStreamedPass.profile_phases = False
+        cuda_backend.unload_key(key)
+    phases = {k: v for k, v in timings.items() if k.startswith("phase ")}
+    assert "phase prologue: witness upload, H ms" in phases and "phase chunk: a ones sums ms" in phases
+    assert "phase chunk: h MSMs ms" in phases and all(v >= 0 for v in phases.values())
+    assert sum(phases.values()) <= timings["stream_pass_ms"] * 1.01 + 0.1
+    for e, r in zip(expected, got):
+        for name in ("a_g1", "b_g1", "c_g1", "h_g1"):
+            assert gpu_curve.g1.eq(getattr(r, name), getattr(e, name)), name
+        assert gpu_curve.g2.eq(r.b_g2, e.b_g2)

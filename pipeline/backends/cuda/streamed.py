@@ -35,7 +35,7 @@ from .errors import DeviceBudgetError, check
 from .memory import ADDRESS_MASK, DeviceAddress, HostRegistration, PinnedHostBuffer
 from .msm import xyzz_to_jacobian
 from .split import split_worth_it
-from .streams import Event, Stream, event_ready
+from .streams import Event, PhaseClock, Stream, event_ready
 from .work import MSM_SLOTS, results_bytes
 
 HOT_ORDER = ("h", "a", "b1", "c", "b2")  # which sections stay on the device first when some must go
@@ -160,6 +160,7 @@ def place_streamed(msm, zkey, budget: int, csr_bytes: int, chunk_bytes: int) -> 
 
 class CudaStreamedPass(StreamedPass):
     lock_split_arrays = True  # page-lock each host 0/1 split (False: bench/streamed_profile.py's comparison row)
+    profile_phases = False  # device time per phase in pass_timings (bench/streamed_profile.py sets it)
 
     def __init__(self, backend, key, items, with_b_g2: bool) -> None:
         zkey = key.zkey
@@ -191,22 +192,25 @@ class CudaStreamedPass(StreamedPass):
         self.copy_marks: list[tuple[Event, Event]] = []  # around each chunk's host-to-device copies
         self.streamed_bytes = 0
         backend.device.activate()
+        self.clock = PhaseClock(self.stream, self.profile_phases)
         self.started = Event().record(self.stream)
         self.d_results = backend.allocator.alloc(self.block * len(items), "streamed pass results")
         self.d_results.memset32(0, self.stream)  # a slot never written reads as infinity
 
     # -- steps ---------------------------------------------------------------------------------
     def _prologue(self, index: int) -> None:
-        b, key = self.backend, self.key
+        b, key, clock = self.backend, self.key, self.clock
         b.device.activate()
         witness = self.items[index][0]
         d_w = d_h = None
         try:
-            d_w = b._upload_witness(witness)
-            d_h = b._enqueue_h(key, d_w)
+            with clock.phase("prologue: witness upload, H"):
+                d_w = b._upload_witness(witness)
+                d_h = b._enqueue_h(key, d_w)
             resident = tuple(s for s in key.placement.resident if s != "b2" or self.with_b_g2)
-            b._enqueue_msms(key, d_w, d_h, DeviceAddress(self.d_results.ptr + index * self.block), self.with_b_g2,
-                            None, sections=resident)
+            with clock.phase("prologue: resident MSMs"):
+                b._enqueue_msms(key, d_w, d_h, DeviceAddress(self.d_results.ptr + index * self.block),
+                                self.with_b_g2, None, sections=resident)
             if split_worth_it(self.items[index][1], b.msm_split_min_bits) and \
                     any(s in key.placement.streamed for s in WITNESS_SECTIONS):
                 split = self.splits[index] = HostSplit(witness)  # host work while the device runs queued steps
@@ -220,8 +224,9 @@ class CudaStreamedPass(StreamedPass):
             if "h" in key.placement.streamed:
                 n = key.zkey.domain_size
                 self.h_host[index] = self.h_pool.take()
-                check(driver.cuMemcpyDtoHAsync(self.h_host[index].ptr, d_h.ptr, n * SCALAR_BYTES, self.stream.handle),
-                      "cuMemcpyDtoHAsync")
+                with clock.phase("prologue: H to host"):
+                    check(driver.cuMemcpyDtoHAsync(self.h_host[index].ptr, d_h.ptr, n * SCALAR_BYTES,
+                                                   self.stream.handle), "cuMemcpyDtoHAsync")
         finally:
             for buf in (d_w, d_h):
                 if buf is not None:
@@ -253,17 +258,19 @@ class CudaStreamedPass(StreamedPass):
             d_points = b.allocator.alloc(points.nbytes, f"tail points {s}")
             d_scalars = b.allocator.alloc(scalars.nbytes, f"tail scalars {s}")
             try:
-                d_points.upload(points, self.stream)
-                d_scalars.upload(scalars, self.stream)
+                with self.clock.phase("prologue: tail uploads"):
+                    d_points.upload(points, self.stream)
+                    d_scalars.upload(scalars, self.stream)
                 out = self.d_results.ptr + index * self.block + MSM_SLOTS.index(s) * self.slot
-                msm.enqueue(is_g2(s), d_points.ptr, d_scalars.ptr, n, out)
+                with self.clock.phase("prologue: tail MSMs"):
+                    msm.enqueue(is_g2(s), d_points.ptr, d_scalars.ptr, n, out)
             finally:
                 d_points.free()  # stream-ordered: after the MSM
                 d_scalars.free()
         return True
 
     def _chunk(self, chunk: Chunk, live: list[int]) -> None:
-        b, curve = self.backend, self.curve
+        b, curve, clock = self.backend, self.curve, self.clock
         b.device.activate()
         j = self._chunk_index[id(chunk)]
         if not self.buffers:
@@ -287,34 +294,38 @@ class CudaStreamedPass(StreamedPass):
         check(driver.cuStreamWaitEvent(self.stream.handle, self.copied[which].handle, 0), "cuStreamWaitEvent")
         for i in live:
             split = self.splits[i] if chunk.scalars == "witness" else None
-            if split is None:
-                self._upload(self.d_scalars.ptr, self._scalars_ptr(i, chunk.scalars) + chunk.lo * SCALAR_BYTES,
-                             (chunk.hi - chunk.lo) * SCALAR_BYTES)
-            else:
-                (o0, o1), (t0, t1) = split.ranges(chunk.lo, chunk.hi)
-                self._upload(self.d_one_idx.ptr, split.ones[o0:o1].ctypes.data, 4 * (o1 - o0))
-                if not self.tails_done[i]:
-                    self._upload(self.d_other_idx.ptr, split.others[t0:t1].ctypes.data, 4 * (t1 - t0))
-                    self._upload(self.d_scalars.ptr, split.other_scalars[t0:t1].ctypes.data,
-                                 SCALAR_BYTES * (t1 - t0))
+            with clock.phase("chunk: scalar uploads"):
+                if split is None:
+                    self._upload(self.d_scalars.ptr, self._scalars_ptr(i, chunk.scalars) + chunk.lo * SCALAR_BYTES,
+                                 (chunk.hi - chunk.lo) * SCALAR_BYTES)
+                else:
+                    (o0, o1), (t0, t1) = split.ranges(chunk.lo, chunk.hi)
+                    self._upload(self.d_one_idx.ptr, split.ones[o0:o1].ctypes.data, 4 * (o1 - o0))
+                    if not self.tails_done[i]:
+                        self._upload(self.d_other_idx.ptr, split.others[t0:t1].ctypes.data, 4 * (t1 - t0))
+                        self._upload(self.d_scalars.ptr, split.other_scalars[t0:t1].ctypes.data,
+                                     SCALAR_BYTES * (t1 - t0))
             for k, (s, off) in enumerate(zip(chunk.slices, offsets)):
                 if s.section == "b2" and not self.with_b_g2:
                     continue
                 g2, n = is_g2(s.section), self.slice_slot[j, k]
                 out = self.d_results.ptr + i * self.block + self.slice_offset(2 * n)
                 if split is None:
-                    self.msm.enqueue(g2, buf.ptr + off, self.d_scalars.ptr + s.scalar_offset * SCALAR_BYTES, s.count,
-                                     out)
+                    with clock.phase(f"chunk: {s.section} MSMs"):
+                        self.msm.enqueue(g2, buf.ptr + off, self.d_scalars.ptr + s.scalar_offset * SCALAR_BYTES,
+                                         s.count, out)
                     continue
                 lo, hi = split.slice_signals(chunk, s)
                 (so0, so1), (st0, st1) = split.ranges(lo, hi)
                 # indices are signals: the point of signal x is at base + x * (point bytes), modulo 2^64
                 base = (buf.ptr + off - lo * point_bytes(curve, s.section)) & ADDRESS_MASK
-                self.msm.enqueue_point_sum(g2, base, self.d_one_idx.ptr + 4 * (so0 - o0), so1 - so0, out)
+                with clock.phase(f"chunk: {s.section} ones sums"):
+                    self.msm.enqueue_point_sum(g2, base, self.d_one_idx.ptr + 4 * (so0 - o0), so1 - so0, out)
                 if self.tails_done[i]:
                     continue  # its tail is in the section's slot already (prologue)
-                self.msm.enqueue(g2, base, self.d_scalars.ptr + SCALAR_BYTES * (st0 - t0), st1 - st0,
-                                 out + self.slot, d_point_index=self.d_other_idx.ptr + 4 * (st0 - t0))
+                with clock.phase(f"chunk: {s.section} tail MSMs"):
+                    self.msm.enqueue(g2, base, self.d_scalars.ptr + SCALAR_BYTES * (st0 - t0), st1 - st0,
+                                     out + self.slot, d_point_index=self.d_other_idx.ptr + 4 * (st0 - t0))
         self.freed[which].record(self.stream)
         self._step_done()
 
@@ -351,8 +362,9 @@ class CudaStreamedPass(StreamedPass):
         pass_ms = self.step_events[-1].elapsed_ms(self.started) if self.step_events else 0.0
         copy_ms = sum(end.elapsed_ms(start) for start, end in self.copy_marks)
         gbps = self.streamed_bytes / copy_ms / 1e6 if copy_ms else 0.0
+        phases = {f"phase {name} ms": ms for name, ms in self.clock.totals_ms().items()}  # empty unless profiling
         return {"stream_pass_ms": pass_ms, "stream_copy_ms": copy_ms, "stream_bytes": float(self.streamed_bytes),
-                "stream_h2d_gbps": gbps, "msm_ms": pass_ms}
+                "stream_h2d_gbps": gbps, "msm_ms": pass_ms, **phases}
 
     # -- awaiting and results ------------------------------------------------------------------
     def query(self) -> bool:
@@ -418,6 +430,7 @@ class CudaStreamedPass(StreamedPass):
         for ev in (*self.step_events, *self.copied, *self.freed, self.started,
                    *(e for pair in self.copy_marks for e in pair)):
             ev.close()
+        self.clock.close()
         self.step_events, self.copy_marks = [], []
 
 

@@ -6,6 +6,7 @@ loop keeps running other tasks meanwhile (its lag is measured in tests/gpu/test_
 from __future__ import annotations
 
 import asyncio
+from contextlib import contextmanager
 
 from ._bindings import driver
 from .errors import CudaError, check
@@ -77,6 +78,39 @@ class Event:
         if self.handle is not None:
             check(driver.cuEventDestroy(self.handle), "cuEventDestroy")
             self.handle = None
+
+
+class PhaseClock:
+    """Device milliseconds per named phase of queued work, summed over its occurrences: events
+    recorded on ``stream`` around each phase. Off, it records nothing (no cost on the product's path)."""
+
+    def __init__(self, stream: Stream, on: bool) -> None:
+        self.stream, self.on = stream, on
+        self.marks: list[tuple[str, Event, Event]] = []
+
+    @contextmanager
+    def phase(self, name: str):
+        if not self.on:
+            yield
+            return
+        start = Event().record(self.stream)
+        try:
+            yield
+        finally:
+            self.marks.append((name, start, Event().record(self.stream)))
+
+    def totals_ms(self) -> dict[str, float]:
+        """Per phase, its summed device time (every event must have fired: synchronise first)."""
+        out: dict[str, float] = {}
+        for name, start, end in self.marks:
+            out[name] = out.get(name, 0.0) + end.elapsed_ms(start)
+        return out
+
+    def close(self) -> None:
+        for _, start, end in self.marks:
+            start.close()
+            end.close()
+        self.marks = []
 
 
 async def event_ready(event, first_poll_s: float = 50e-6, max_poll_s: float = 2e-3) -> None:

@@ -1,0 +1,283 @@
+"""Our MSM and NTT kernels beside sppark's, timed in the same call (issue 16), with the ratios
+against the issue's goals; the table and a plot beside it (.png).
+
+    python3 -m bench.kernels_vs_sppark [--curves bls12381 bn128] [--g1 20 22 24 26] [--g2 20 22 24]
+        [--ntt 20 27] [--anchors .anchors] [--out bench/results/kernels_vs_sppark.md]      (GPU host)
+
+What is timed, and how, is METHOD below (also the table's preamble).
+"""
+from __future__ import annotations
+
+import platform
+import subprocess
+import time
+import traceback
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from bench import sppark_stage
+from bench.common import REPO, Stopwatch, arg_parser, markdown_table, time_ms, write_result
+from bench.gpu_msm import SPLIT, random_msm_data, time_msms
+from pipeline import progress
+from pipeline.backends.cuda.backend import CudaBackend  # the import makes no CUDA context
+from pipeline.curves import curve_by_name
+
+METHOD = """sppark first: one harness call per curve (shared/anchors/sppark, carried as .anchors/bench_<curve>),
+before this process makes its CUDA context. Then ours on the same GPU:
+- G1 and G2 MSM: points resident, scalars copied from pinned memory in every call (bench/gpu_msm.py,
+  `time_msms`), random and 80% {0,1} scalars, and the 80% {0,1} ones once more through the engine's
+  0/1 split (classified and compacted on the device inside the timed call). sppark: wall clock of
+  `msm_t::invoke` with scalars from pageable memory; it has no split, so the split row is compared
+  with its 80% {0,1} row.
+- Fr NTT, data resident: ours natural order in and out (radix passes + bit reversal) against
+  sppark's NR transform (natural in, bit-reversed out: less work), and our radix passes alone
+  (natural in, bit-reversed out) as the like-for-like row.
+- H: our whole quotient step (3 inverse + 3 coset forward transforms + the pointwise step, a, b
+  and c overwritten) against 7 x one sppark NTT of that size.
+
+Goals (ours / sppark): G1 and G2 MSM <= 0.8, NTT <= 1.0, H <= 1.0. Without the harness the sppark
+cells say why, and ours still fill. Medians: ours of 5 CUDA-event timings after a warm-up (3 at
+G1 2^26 and G2 2^24), sppark's of 5 (MSM) or 6 (NTT) after its warm-ups. Random data, one draw per
+curve (G2's points are G1's words, the NTT's input the random scalars repeated): the kernels' cost
+does not depend on the values (bench/common.py).
+"""
+
+GOALS = {"G1 MSM": 0.8, "G2 MSM": 0.8, "NTT": 1.0, "H": 1.0}  # ours / sppark, at most
+SPPARK_MSM_ROWS = {"random": "MSM", "80% {0,1}": "MSM 80%{0,1}"}  # the harness's names, after "G1 " or "G2 "
+SPPARK_NTT = "NTT Fr (NR)"
+H_NTTS = 7  # the issue's goal: H in at most the time of 7 sppark NTTs of its size
+NATURAL = "natural in and out"
+RADIX_ONLY = "radix passes only (bit-reversed out)"
+QUOTIENT = "3 iNTT + 3 coset NTT + pointwise"
+HEADER = ["curve", "kernel", "n", "input", "ours ms", "sppark row", "sppark ms", "ours ÷ sppark", "goal"]
+SpparkRows = dict[tuple[str, int], float]  # (harness row, log2 n) -> median ms
+
+
+@dataclass(frozen=True)
+class Row:
+    """One size of one kernel on one curve: our median and sppark's from the same call."""
+
+    curve: str
+    kernel: str  # a key of GOALS
+    log_n: int
+    input: str  # the scalars, or what our transform does
+    ours_ms: float
+    against: str  # the harness row compared ("7 x NTT Fr (NR)" for H)
+    sppark_ms: float | str  # its median (times 7 for H), or why there is none
+
+    @property
+    def ratio(self) -> float | None:
+        return None if isinstance(self.sppark_ms, str) else self.ours_ms / self.sppark_ms
+
+    @property
+    def goal_met(self) -> bool | None:
+        return None if self.ratio is None else self.ratio <= GOALS[self.kernel]
+
+    def cells(self) -> list[str]:
+        sppark = self.sppark_ms if isinstance(self.sppark_ms, str) else ms_cell(self.sppark_ms)
+        return [self.curve, self.kernel, f"2^{self.log_n}", self.input, ms_cell(self.ours_ms), self.against, sppark,
+                ratio_cell(self.ratio), goal_cell(self.kernel, self.goal_met)]
+
+
+def ms_cell(ms: float) -> str:
+    return f"{ms:.2f}" if ms >= 10 else f"{ms:.3f}"
+
+
+def ratio_cell(ratio: float | None) -> str:
+    return "-" if ratio is None else f"{ratio:.2f}"
+
+
+def goal_cell(kernel: str, met: bool | None) -> str:
+    goal = f"<= {GOALS[kernel]:g}"
+    return goal if met is None else f"{goal}: {'met' if met else 'not met'}"
+
+
+# -- sppark ------------------------------------------------------------------------------------------
+def harness_args(g1: list[int], g2: list[int], ntt_max: int) -> list[int]:
+    """G1_MIN G1_MAX NTT_MAX G2_MAX: the harness times even sizes from G1_MIN (G1 up to G1_MAX, G2 up
+    to G2_MAX, either skipped when below G1_MIN) and NTTs from 2^16 to NTT_MAX (0: none)."""
+    lo = min(g1 + g2, default=0)
+    return [lo, max(g1, default=lo - 1), ntt_max, max(g2, default=lo - 1)]
+
+
+def parse_harness(text: str) -> SpparkRows:
+    """Every ``sppark <what> <curve> 2^<log>: median <ms> ms`` line of the harness's output."""
+    return {(m["what"], int(m["log"])): float(m["ms"]) for m in sppark_stage.ROW.finditer(text)}
+
+
+def run_sppark(curve_name: str, anchors: Path, args: list[int], timeout_s: float) -> SpparkRows | str:
+    """The harness's medians for one curve, or why there are none."""
+    binary = sppark_stage.harness(curve_name, anchors)
+    if binary is None:
+        shown = anchors.relative_to(REPO) if anchors.is_relative_to(REPO) else anchors
+        return f"not run (no {shown / sppark_stage.HARNESS[curve_name]})"
+    try:
+        done = subprocess.run([str(binary), *map(str, args)], capture_output=True, text=True, timeout=timeout_s)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"not run ({type(exc).__name__}: {one_line(str(exc))})"
+    print(done.stdout, flush=True)
+    if done.returncode != 0:
+        return f"not run ({binary.name} exited with {done.returncode}: {one_line(done.stderr or done.stdout, 100)})"
+    return parse_harness(done.stdout)
+
+
+def one_line(text: str, keep: int = 200) -> str:
+    """The end of ``text`` on one line, fit for a table cell."""
+    return " ".join(text.split())[-keep:].replace("|", "/")
+
+
+def sppark_ms(sppark: SpparkRows | str, what: str, log_n: int, times: int = 1) -> float | str:
+    if isinstance(sppark, str):
+        return sppark
+    ms = sppark.get((what, log_n))
+    return f"not run (no {what} row at 2^{log_n})" if ms is None else times * ms
+
+
+# -- ours --------------------------------------------------------------------------------------------
+def msm_rows(backend, curve, g2: bool, logs: list[int], points: np.ndarray, scalars: dict,
+             sppark: SpparkRows | str) -> Iterator[Row]:
+    group = "G2" if g2 else "G1"
+    largest = 24 if g2 else 26  # the sizes timed 3 times, the others 5
+    for t in time_msms(backend, curve, g2, logs, points, scalars, lambda k: 3 if k >= largest else 5, split=True):
+        against = f"{group} {SPPARK_MSM_ROWS[t.scalars.removesuffix(SPLIT)]}"
+        yield Row(curve.name, f"{group} MSM", t.log_n, t.scalars, t.ms, against, sppark_ms(sppark, against, t.log_n))
+
+
+def time_fr(backend, curve, logs: list[int], values: np.ndarray,
+            repeat: int = 5) -> Iterator[tuple[int, float, float, float]]:
+    """(log2 n, natural-order NTT ms, radix passes ms, quotient ms) per size; four resident buffers
+    of the largest size (H, a, b, c), a, b and c filled with ``values`` over and over."""
+    rt = backend.runtime(curve)
+    n_max, elem = 1 << max(logs), 8 * curve.fr.limbs
+    rt.ntt.ensure_twiddles(max(logs))
+    bufs = []
+    try:
+        for what in ("bench H", "bench a", "bench b", "bench c"):
+            bufs.append(backend.allocator.alloc(n_max * elem, what))
+        d_h, d_a, d_b, d_c = bufs
+        for d in (d_a, d_b, d_c):
+            for start in range(0, n_max, len(values)):
+                d.upload(values[:n_max - start], offset=start * elem)
+        for log_n in progress.iterate(logs, f"{curve.name} Fr sizes"):
+            ntt = time_ms(backend.stream, lambda: rt.ntt.ntt(d_a.ptr, log_n), repeat=repeat)
+            radix = time_ms(backend.stream, lambda: rt.ntt.radix_passes(d_a.ptr, log_n, False, False), repeat=repeat)
+            h = time_ms(backend.stream, lambda: rt.ntt.quotient(d_h.ptr, d_a.ptr, d_b.ptr, d_c.ptr, log_n),
+                        repeat=repeat)
+            yield log_n, ntt, radix, h
+    finally:
+        for buf in bufs:
+            buf.free()
+        rt.ntt.close()  # the twiddles and coset tables too
+
+
+def curve_rows(backend, curve, args, sppark: SpparkRows | str, rng) -> Iterator[Row]:
+    """G1 MSM, G2 MSM, then NTT and H rows of one curve, each group's device buffers freed after it."""
+    n = 1 << max([*args.g1, *(k + 1 for k in args.g2), args.ntt[0]])  # a G2 point is two G1 points' words
+    points, scalars = random_msm_data(rng, curve, False, n)
+    if args.g1:
+        yield from msm_rows(backend, curve, False, args.g1, points, scalars, sppark)
+    if args.g2:
+        yield from msm_rows(backend, curve, True, args.g2, points.reshape(n // 2, 4, -1), scalars, sppark)
+    del points
+    for log_n, ntt, radix, h in time_fr(backend, curve, list(range(args.ntt[0], args.ntt[1] + 1)), scalars["random"]):
+        ntt_ms = sppark_ms(sppark, SPPARK_NTT, log_n)
+        yield Row(curve.name, "NTT", log_n, NATURAL, ntt, SPPARK_NTT, ntt_ms)
+        yield Row(curve.name, "NTT", log_n, RADIX_ONLY, radix, SPPARK_NTT, ntt_ms)
+        yield Row(curve.name, "H", log_n, QUOTIENT, h, f"{H_NTTS} x {SPPARK_NTT}",
+                  sppark_ms(sppark, SPPARK_NTT, log_n, times=H_NTTS))
+
+
+# -- the table ---------------------------------------------------------------------------------------
+def summary(rows: list[Row]) -> list[list[str]]:
+    """One line per curve, kernel and input: sizes, the ratio's range and at the largest size, the
+    goal and at how many sizes it is met."""
+    groups: dict[tuple[str, str, str], list[Row]] = {}
+    for row in rows:
+        groups.setdefault((row.curve, row.kernel, row.input), []).append(row)
+    out = []
+    for (curve, kernel, what), group in groups.items():
+        ratios = [r.ratio for r in group if r.ratio is not None]
+        last = max(group, key=lambda r: r.log_n)
+        out.append([curve, kernel, what, f"2^{group[0].log_n}..2^{last.log_n}",
+                    f"{min(ratios):.2f}-{max(ratios):.2f}" if ratios else "-", ratio_cell(last.ratio),
+                    f"<= {GOALS[kernel]:g}", f"{sum(r.goal_met for r in group if r.ratio is not None)} of {len(group)}"
+                    if ratios else "-"])
+    return out
+
+
+SUMMARY_HEADER = ["curve", "kernel", "input", "sizes", "ours ÷ sppark", "at the largest n", "goal", "met at"]
+
+
+def markdown(rows: list[Row], device: str, notes: list[str]) -> str:
+    sections = []
+    for kernel in GOALS:
+        mine = [r.cells() for r in rows if r.kernel == kernel]
+        if mine:
+            sections.append(f"## {kernel}\n\n{markdown_table(HEADER, mine)}\n")
+    return (f"# Our MSM and NTT kernels against sppark's on {device}, same call (issue 16)\n\n"
+            f"{METHOD}\n" + "".join(f"- {n}\n" for n in notes) + "\n" +
+            "\n".join(sections) + f"\n## Summary\n\n{markdown_table(SUMMARY_HEADER, summary(rows))}\n")
+
+
+def write_plot(table: Path) -> Path | None:
+    """``<table>.png`` beside the table (None without matplotlib: ``python3 -m bench.plots`` draws it later)."""
+    try:
+        import matplotlib
+    except ImportError:
+        return None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from bench.plots.kernels import plot_vs_sppark
+
+    return plot_vs_sppark(table, table.with_suffix(".png"), plt)
+
+
+def main() -> None:
+    parser = arg_parser(f"{__doc__}\n{METHOD}")
+    parser.add_argument("--curves", nargs="+", choices=sorted(sppark_stage.HARNESS), default=["bls12381", "bn128"])
+    parser.add_argument("--g1", type=int, nargs="*", default=[20, 22, 24, 26], metavar="LOG")
+    parser.add_argument("--g2", type=int, nargs="*", default=[20, 22, 24], metavar="LOG")
+    parser.add_argument("--ntt", type=int, nargs=2, default=[20, 27], metavar=("MIN_LOG", "MAX_LOG"))
+    parser.add_argument("--anchors", type=Path, default=REPO / ".anchors", help="folder of the sppark harness binaries")
+    parser.add_argument("--timeout", type=float, default=150.0, help="seconds per harness call")
+    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "kernels_vs_sppark.md")
+    args = parser.parse_args()
+    call = harness_args(args.g1, args.g2, args.ntt[1])
+    notes = [f"{platform.node()}, {time.strftime('%Y-%m-%d %H:%M')}; harness call per curve: "
+             f"`bench_<curve> {' '.join(map(str, call))}`"]
+    sppark = {}
+    for name in args.curves:  # before our CUDA context
+        with Stopwatch() as t:
+            sppark[name] = run_sppark(name, args.anchors, call, args.timeout)
+        notes.append(f"sppark {name}: {t.s:.0f} s" + (f", {sppark[name]}" if isinstance(sppark[name], str) else ""))
+        print(notes[-1], flush=True)
+
+    backend = CudaBackend()
+    rng = np.random.default_rng(16)
+    rows: list[Row] = []
+    print(markdown_table(HEADER, []), flush=True)
+    for name in args.curves:
+        with Stopwatch() as t:
+            try:
+                for row in curve_rows(backend, curve_by_name(name), args, sppark[name], rng):
+                    rows.append(row)
+                    print(markdown_table(HEADER, [row.cells()]).splitlines()[-1], flush=True)
+                backend.allocator.trim()
+            except Exception as exc:  # keep what was measured: the device time is scarce
+                traceback.print_exc()
+                notes.append(f"ours {name} stopped: {type(exc).__name__}: {one_line(str(exc))}")
+        notes.append(f"ours {name} (data, kernel builds, timings): {t.s:.0f} s")
+        print(notes[-1], flush=True)
+    device = backend.device.name
+    backend.close()
+    write_result(args.out, markdown(rows, device, notes), show=f"wrote {args.out}")
+    print(f"plot: {write_plot(args.out) or 'none (no matplotlib; python3 -m bench.plots draws it)'}")
+    print(markdown_table(SUMMARY_HEADER, summary(rows)), flush=True)
+
+
+if __name__ == "__main__":
+    main()
