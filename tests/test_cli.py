@@ -124,6 +124,15 @@ def test_help_shows_defaults_and_no_raw_rst():
     assert "(default: http://127.0.0.1:9820)" in texts["submit"] and "(default: 9820" in texts["serve"]
 
 
+@pytest.mark.parametrize("columns", ["", "120", "40", "0", "wide"])
+def test_help_is_as_wide_as_shutil_says_without_importing_it(monkeypatch, columns):
+    """cli_parser.HelpFormatter measures the terminal itself (shutil is ~2 ms of every command's start)."""
+    from pipeline.server.cli_parser import terminal_columns
+
+    monkeypatch.setenv("COLUMNS", columns)
+    assert terminal_columns() == shutil.get_terminal_size().columns
+
+
 def _gpu_answers() -> bool:
     from tests.backends.test_choice import gpu_answers
 

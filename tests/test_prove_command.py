@@ -20,8 +20,11 @@ NOT_FOR_PROVE = ("py_ecc", "wasmtime", "aiohttp", "asyncio", "uvloop", "multidic
                  "pipeline.server.app", "pipeline.engine.engine", "pipeline.engine.pipeline",
                  "pipeline.engine.stages", "pipeline.groth16.verifier", "pipeline.witness",
                  "pipeline.setup", "pipeline.synth")
-# And what a proof handed to a server needs even less: no numpy, no curves, no CUDA.
-NOT_FOR_SERVER_PROVE = (*NOT_FOR_PROVE, "numpy", "pipeline.curves", "pipeline.formats.zkey", "cuda", "orjson")
+# And what a proof handed to a server needs even less: no numpy, no curves, no CUDA; no http.client
+# (its email parser) nor ssl for an http URL, no logging, threading, shutil or hashlib (OpenSSL):
+# each is milliseconds of a path whose own work is a few (oneshot/http_client.py).
+NOT_FOR_SERVER_PROVE = (*NOT_FOR_PROVE, "numpy", "pipeline.curves", "pipeline.formats.zkey", "cuda", "orjson",
+                        "http", "email", "ssl", "logging", "threading", "shutil", "hashlib")
 
 RUN_AND_LIST_MODULES = """
 import json, sys
@@ -186,6 +189,7 @@ def test_key_fingerprint_names_the_verification_key_and_needs_no_numpy(tmp_path)
     b = zkey_fingerprint(fixture_dir("bn128", "poseidon2") / "circuit_final.zkey")
     c = zkey_fingerprint(fixture_dir("bls12381", "multiplier") / "circuit_final.zkey")
     assert len({a, b, c}) == 3 and len(a) == 64
+    assert a == "26b49869180b1f01fe152e63c8b05c3491097727b23199bbf577a8708796ff81"  # as hashlib's sha256 made it
     copy = tmp_path / "copy.zkey"
     copy.write_bytes((fixture_dir("bn128", "multiplier") / "circuit_final.zkey").read_bytes())
     assert zkey_fingerprint(copy) == a

@@ -8,11 +8,20 @@ key's size, and the server lists it for each key it serves.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import struct
 
 from .errors import FormatError
+
+# The interpreter's own sha256, not hashlib's: importing hashlib loads OpenSSL's libcrypto (~2-3 ms
+# of a `prove --server` process) for a hash of a few kB. The same digest; hashlib where it lacks one.
+try:
+    from _sha2 import sha256  # Python 3.12+
+except ImportError:
+    try:
+        from _sha256 import sha256  # Python 3.11
+    except ImportError:
+        from hashlib import sha256
 
 FINGERPRINTED_SECTIONS = (2, 3)  # groth16 header (sizes, alpha, beta, gamma, delta), IC
 _FILE_HEADER = struct.Struct("<4sII")
@@ -41,7 +50,7 @@ def zkey_fingerprint(path: str | os.PathLike) -> str:
     missing = [s for s in FINGERPRINTED_SECTIONS if s not in found]
     if missing:
         raise FormatError(path, f"zkey sections {missing} (groth16 header, IC) are missing or cut short")
-    h = hashlib.sha256()
+    h = sha256()
     for section_id in FINGERPRINTED_SECTIONS:
         h.update(struct.pack("<IQ", section_id, len(found[section_id])))
         h.update(found[section_id])

@@ -4,8 +4,9 @@ The server finds the key by its fingerprint (``formats.key_fingerprint``: the ve
 the proof will verify against), never by file name, so a server that serves another key under
 the same name is refused, not used. The witness goes as it is (a ``.wtns`` file part); the
 proof comes back as snarkjs JSON. Standard library only: no numpy, no asyncio, no aiohttp, no
-orjson (its import was ~10 ms of this path's start; the bodies here are a few kB), so this path
-starts in a few tens of milliseconds.
+orjson (its import was ~10 ms of this path's start; the bodies here are a few kB), and no
+http.client (~40 ms with its email and ssl imports: ``http_client`` is a socket client of its own),
+so this path starts in a few milliseconds past the interpreter's own start.
 
     GET  /v1/keys                  which key id has this fingerprint
     POST /v1/jobs                  multipart: key_id, priority, the witness       -> job id
@@ -13,14 +14,13 @@ starts in a few tens of milliseconds.
 """
 from __future__ import annotations
 
-import http.client
 import json
 import os
 import time
-from urllib.parse import urlsplit
 
 from ..errors import BadInput, Unavailable, ZkpipeError
 from ..formats.key_fingerprint import zkey_fingerprint
+from .http_client import Connection, ProtocolError, split_url
 from .timeline import Timeline
 
 FINAL_STATES = ("done", "failed", "cancelled")
@@ -43,13 +43,12 @@ class _Server:
     """One keep-alive connection; every answer is JSON (``{"error": {...}}`` on failure)."""
 
     def __init__(self, url: str, token: str, timeout_s: float) -> None:
-        parts = urlsplit(url if "://" in url else f"http://{url}")
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ServerRefused(f"--server {url!r}: expected http://HOST:PORT")
-        conn_class = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-        self.url = f"{parts.scheme}://{parts.netloc}"
-        self.prefix = parts.path.rstrip("/")
-        self.conn = conn_class(parts.hostname, parts.port, timeout=timeout_s)
+        try:
+            scheme, host, port, self.prefix = split_url(url)
+        except ValueError:
+            raise ServerRefused(f"--server {url!r}: expected http://HOST:PORT") from None
+        self.conn = Connection(scheme, host, port, timeout_s)
+        self.url = f"{scheme}://{self.conn.host_header}"
         self.headers = {"Authorization": f"Bearer {token}"} if token else {}
 
     def call(self, method: str, path: str, body: bytes | None = None, content_type: str | None = None):
@@ -57,20 +56,20 @@ class _Server:
         if content_type:
             headers["Content-Type"] = content_type
         try:
-            self.conn.request(method, self.prefix + path, body=body, headers=headers)
-            resp = self.conn.getresponse()
-            raw = resp.read()
-        except (ConnectionError, OSError) as exc:
+            status, raw = self.conn.request(method, self.prefix + path, headers, body)
+        except OSError as exc:  # refused, reset, timed out, a name that does not resolve
             raise ServerUnreachable(f"no zkpipe server answers at {self.url} ({exc.strerror or exc}); "
                               "start one with `zkpipe serve --keys-dir DIR`, or prove here without --server") from None
+        except ProtocolError as exc:
+            raise ServerRefused(f"{self.url}{path}: {exc}, not a zkpipe server's answer") from None
         try:
             answer = json.loads(raw) if raw else {}
         except ValueError:  # json.JSONDecodeError, or bytes that are not UTF-8
-            raise ServerRefused(f"{self.url}{path}: HTTP {resp.status}, not a zkpipe server's answer") from None
-        if resp.status >= 400:
+            raise ServerRefused(f"{self.url}{path}: HTTP {status}, not a zkpipe server's answer") from None
+        if status >= 400:
             message = (answer.get("error") or {}).get("message") if isinstance(answer, dict) else None
-            failure = ServerRefused if resp.status < 500 else RemoteJobFailed
-            raise failure(f"{self.url}{path}: HTTP {resp.status}: {message or raw[:200]!r}")
+            failure = ServerRefused if status < 500 else RemoteJobFailed
+            raise failure(f"{self.url}{path}: HTTP {status}: {message or raw[:200]!r}")
         return answer
 
     def close(self) -> None:
@@ -110,8 +109,10 @@ def prove_remote(url: str, key_path: str, wtns_path: str, token: str, timeline: 
         with timeline.step("find the key on the server"):
             key_id = find_key_id(server.call("GET", "/v1/keys").get("keys", []), fingerprint, key_path, server.url)
         with timeline.step(f"submit the job (key {key_id})"):
-            body, content_type = _multipart({"key_id": key_id, "priority": "high"}, "witness",
-                                            os.path.basename(wtns_path), witness)
+            # request_id: were the connection to drop before the answer, the client's one retry
+            # (http_client) gets this job back instead of a second one
+            body, content_type = _multipart({"key_id": key_id, "priority": "high", "request_id": os.urandom(16).hex()},
+                                            "witness", os.path.basename(wtns_path), witness)
             job = server.call("POST", "/v1/jobs", body, content_type)
         with timeline.step("wait for the proof"):
             deadline = time.monotonic() + wait_s

@@ -7,8 +7,9 @@ set up beside the key read), so the report lists them by start time with their t
 """
 from __future__ import annotations
 
+import _thread
 import os
-import threading
+import sys
 import time
 from contextlib import contextmanager
 
@@ -26,6 +27,13 @@ def process_age_s() -> float | None:
         return None
 
 
+def _thread_name() -> str:
+    # Every other thread here is started through threading: a process that has not imported it
+    # (`prove --server`) runs on its main thread alone.
+    threading = sys.modules.get("threading")
+    return threading.current_thread().name if threading is not None else "MainThread"
+
+
 class Timeline:
     """Spans ``(name, start_s, end_s, thread)`` on a clock whose 0 is the process start."""
 
@@ -34,14 +42,14 @@ class Timeline:
         now = time.perf_counter()
         self.origin = now - age if age is not None and age >= now - _IMPORTED_AT else _IMPORTED_AT
         self.spans: list[tuple[str, float, float, str]] = []
-        self._lock = threading.Lock()
+        self._lock = _thread.allocate_lock()  # threading's Lock, without importing threading (~0.7 ms)
         if self.origin < _IMPORTED_AT:
             self.add("interpreter start, first imports", self.origin, _IMPORTED_AT)
         self.add("zkpipe's command line imported and parsed", _IMPORTED_AT, now)
 
     def add(self, name: str, start: float, end: float) -> None:
         with self._lock:
-            self.spans.append((name, start - self.origin, end - self.origin, threading.current_thread().name))
+            self.spans.append((name, start - self.origin, end - self.origin, _thread_name()))
 
     @contextmanager
     def step(self, name: str):
