@@ -4,7 +4,7 @@ ms is the median of CUDA-event timings after a warm-up; "Madd/s" is (bucket addi
 per second, the rate the bucket step runs at. Usage:
   python3 -m bench.gpu_msm [g1_min_log] [g1_max_log] [g2_max_log] [out.md] [--no-variants]
 
---no-variants skips the occupancy variants of the G1 and G2 bucket kernels (the slow part at 2^26).
+--no-variants skips the occupancy variants of the G1 bucket kernel (the slow part at 2^26).
 """
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ import numpy as np
 from bench.common import arg_parser, bit_heavy, markdown_table, random_below, time_ms, write_result
 from pipeline import progress
 from pipeline.backends.cuda.backend import CudaBackend
-from pipeline.backends.cuda.launch import G2_MIN_BLOCKS_BUILT
 from pipeline.backends.cuda.memory import PinnedHostBuffer
 from pipeline.backends.cuda.msm import MsmPlan, MsmRunner
 from pipeline.backends.cuda.split import enqueue_split
@@ -150,16 +149,6 @@ def main(g1_min: int = 16, g1_max: int = 24, g2_max: int = 22, out_path: str | N
             bench_group(backend, curve, False, [g1_max], rng, variant)
             rows += [[r[0], f"G1 min_blocks={min_blocks}", *r[2:]] for r in variant]
         backend.runtime(curve).msm.g1_min_blocks = default_blocks
-    # the same for the G2 bucket kernel (launch.G2_MIN_BLOCKS_BUILT), at the largest G2 size
-    for curve in (BLS12_381, BN254) if variants else ():
-        msm = backend.runtime(curve).msm
-        default_blocks = msm.g2_min_blocks
-        for min_blocks in [b for b in G2_MIN_BLOCKS_BUILT if b != default_blocks]:
-            msm.g2_min_blocks = min_blocks
-            variant = []
-            bench_group(backend, curve, True, [g2_max], rng, variant, repeat=3)
-            rows += [[r[0], f"G2 min_blocks={min_blocks}", *r[2:]] for r in variant]
-        msm.g2_min_blocks = default_blocks
     table = markdown_table(["curve", "group", "n", "scalars", "ms", "window c", "Madd/s"], rows)
     phase_table = markdown_table(["curve", "group", "n", "scalars"] + [f"{p} ms" for p in phase_names], phases)
     text = (f"# MSM on {backend.device.name}\n\nPoints resident on the device, scalars copied from host "

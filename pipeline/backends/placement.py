@@ -161,13 +161,19 @@ class HostSplit:
         self.other_scalars = np.ascontiguousarray(np.concatenate([p[2] for p in parts]) if parts else
                                                   witness[:0])
 
-    def others_of(self, points: np.ndarray, first: int, count: int) -> tuple[np.ndarray, np.ndarray]:
+    def others_of(self, points: np.ndarray, first: int, count: int,
+                  out: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """The points of this witness's other values among the signals [first, first + count) of a
-        section whose point k is signal first + k, gathered in signal order on the worker pool,
-        and their scalars: the section's whole tail MSM, in one piece."""
+        section whose point k is signal first + k, gathered in signal order on the worker pool
+        (into ``out`` when given: page-locked staging, say), and their scalars: the section's whole
+        tail MSM, in one piece."""
         _, (t0, t1) = self.ranges(first, first + count)
         rows = (self.others[t0:t1] - np.uint32(first)).astype(np.intp)
-        out = np.empty((t1 - t0, *points.shape[1:]), dtype=points.dtype)
+        if out is None:
+            out = np.empty((t1 - t0, *points.shape[1:]), dtype=points.dtype)
+        elif out.shape != (t1 - t0, *points.shape[1:]) or out.dtype != points.dtype:
+            raise ValueError(f"others_of: out is {out.dtype} {out.shape}, the gather needs {points.dtype} "
+                             f"{(t1 - t0, *points.shape[1:])}")
         over_chunks(t1 - t0, ROWS_PER_TASK, lambda a, b: np.take(points, rows[a:b], axis=0, out=out[a:b]))
         return out, self.other_scalars[t0:t1]
 

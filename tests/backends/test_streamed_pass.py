@@ -139,6 +139,11 @@ def test_the_host_split_gathers_a_sections_other_points_with_their_scalars():
     others = [x for x in range(9, n) if kind[x] == 2 and witness[x].any()]
     assert np.array_equal(got_points, points[[x - 9 for x in others]])
     assert np.array_equal(got_scalars, witness[others])
+    staged = np.full_like(got_points, 7)  # into a caller's buffer (the streamed pass's pinned staging)
+    again, _ = split.others_of(points, 9, n - 9, out=staged)
+    assert again is staged and np.array_equal(staged, got_points)
+    with pytest.raises(ValueError, match="out is"):
+        split.others_of(points, 9, n - 9, out=staged[1:])
 
 
 def test_the_host_split_finds_a_signal_ranges_ones_and_others_without_copying_them():

@@ -18,7 +18,7 @@ from ._bindings import driver
 from .constants import HEADER_NAME, curve_header
 from .errors import CudaError, check
 from .kernel_binaries import PREBUILT_DIR, find_prebuilt
-from .launch import G1_MIN_BLOCKS_BUILT, G2_MIN_BLOCKS_BUILT
+from .launch import G1_MIN_BLOCKS_BUILT
 from .nvrtc_build import BuiltUnit, compile_unit, load_cached_unit
 
 PTR, U32, I32, U64 = "ptr", "u32", "i32", "u64"
@@ -41,8 +41,7 @@ UNITS: dict[str, tuple[str, ...]] = {
         "msm_reduce_halves<fq_t>", "msm_combine_windows<fq_t>",
     ),
     "msm_g2": (
-        *(f"msm_accumulate<fq2_t, true, {b}>" for b in G2_MIN_BLOCKS_BUILT),
-        "msm_accumulate<fq2_t, false, 1>", "msm_bucket_segments<fq2_t>",
+        "msm_accumulate<fq2_t, true, 1>", "msm_accumulate<fq2_t, false, 1>", "msm_bucket_segments<fq2_t>",
         "msm_reduce_halves<fq2_t>", "msm_combine_windows<fq2_t>",
     ),
 }

@@ -23,10 +23,6 @@ SCAN_TILE = SCAN_THREADS * SCAN_PER_THREAD
 MSM_ACC_THREADS = 128
 # Occupancy variants of msm_accumulate<fq_t, true, B> the msm_g1 unit instantiates (the same rows).
 G1_MIN_BLOCKS_BUILT = (1, 3, 4, 5)
-# The same for G2 (msm_accumulate<fq2_t, true, B>, unit msm_g2). Until session 7 only 1 was built: an
-# XYZZ G2 accumulator is 96 words, so 1 block (up to 255 registers) was assumed; 2 and 3 trade
-# spills for occupancy as 4-5 did on G1 (1.23x there). Measured by bench/gpu_msm.py's variant rows.
-G2_MIN_BLOCKS_BUILT = (1, 3, 4)
 
 # Development setup's fixed-base multiplication (setup/fixed_base.cuh, __launch_bounds__(SETUP_MUL_THREADS, 2):
 # registers capped at 128, the MSM's choice for its inlined mixed additions on BLS12-381, above).

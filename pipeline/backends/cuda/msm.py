@@ -52,8 +52,7 @@ def plan_msm(n: int, scalar_bits: int, c: int | None = None) -> MsmPlan:
 
 
 class MsmRunner:
-    def __init__(self, kernels: CurveKernels, allocator, stream, g1_min_blocks: int | None = None,
-                 g2_min_blocks: int | None = None) -> None:
+    def __init__(self, kernels: CurveKernels, allocator, stream, g1_min_blocks: int | None = None) -> None:
         self.kernels = kernels
         self.curve = kernels.curve
         self.allocator = allocator
@@ -64,8 +63,6 @@ class MsmRunner:
         # 420 bytes and is 3% slower at 2^24), BN254 5 (96 registers, no spills, fastest).
         # None: that default (CudaOptions.msm_g1_min_blocks).
         self.g1_min_blocks = g1_min_blocks or (4 if self.curve.fq.limbs > 4 else 5)
-        # The same for the G2 bucket kernel, one of G2_MIN_BLOCKS_BUILT (bench/gpu_msm.py's variant rows).
-        self.g2_min_blocks = g2_min_blocks or 1
         self.profile = False  # when set, last_phases_ms gets CUDA-event times per phase
         self.last_phases_ms: dict[str, float] = {}
         self._marks: list = []
@@ -189,7 +186,7 @@ class MsmRunner:
         except BaseException:
             d_chunk_off.free()
             raise
-        min_blocks = self.g2_min_blocks if g2 else self.g1_min_blocks
+        min_blocks = 1 if g2 else self.g1_min_blocks
         self._launch(f"msm_accumulate<{field}, true, {min_blocks}>", chunks_bound, ACC_BLOCK,
                      (d_partials.ptr, d_points, d_entries.ptr, 0, d_offsets.ptr, d_chunk_off.ptr,
                       n_buckets, chunk, d_chunk_off.offset(4 * n_buckets)))

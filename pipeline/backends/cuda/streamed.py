@@ -42,6 +42,19 @@ HOT_ORDER = ("h", "a", "b1", "c", "b2")  # which sections stay on the device fir
 SCALAR_BYTES = 32
 
 
+# A partition's gathered tail points go through page-locked staging (an asynchronous copy at the
+# pinned rate; from pageable memory the copy ran at ~6 GB/s and held the host until the stream reached
+# it: 256 ms a partition at 2^26, bench/results/streamed_profile_bls12381_2e26.md). Staging sizes come
+# in steps of TAIL_STAGE_STEP (few pools); at most TAIL_STAGES_IN_FLIGHT per pass, each at most
+# TAIL_STAGE_MAX bytes (larger tails: the pageable copy, slower but bounded in host memory).
+TAIL_STAGE_STEP = 64 << 20
+TAIL_STAGE_MAX = 2 << 30
+TAIL_STAGES_IN_FLIGHT = 2
+# The copy stream moves a chunk's points in pieces of at most this: the compute stream's own small
+# copies (a partition's chunk scalars, its split indices) queue behind whatever copy the engine is
+# running, and behind a whole 2-3 GB chunk they waited ~37 ms a chunk (2^26, batch 1: 703 ms of a
+# 2.9 s partition, bench/results/streamed_profile_bls12381_2e26.md).
+COPY_PIECE_BYTES = 64 << 20
 MIN_CHUNK_BYTES = 64 << 10  # the smallest chunk tried when a budget is tight (small MSMs: slow, but it proves)
 MIN_CHUNK_POINTS = 64
 MAX_CHUNKS = 1024
@@ -182,6 +195,7 @@ class CudaStreamedPass(StreamedPass):
         self.splits: list[HostSplit | None] = [None] * len(items)
         self.split_locks: list[HostRegistration] = []
         self.tails_done = [False] * len(items)  # the split's tail MSMs ran in the prologue (stream_tails)
+        self.tail_stages: list[tuple[PinnedHostBuffer, Event, object]] = []  # (staging, uploaded, its pool)
         self.d_one_idx = self.d_other_idx = None
         self.buffers: list = []
         self.copied = [Event(timing=False), Event(timing=False)]
@@ -251,10 +265,28 @@ class CudaStreamedPass(StreamedPass):
             if n * (point_bytes(self.curve, s) + SCALAR_BYTES) + msm.scratch_bytes(n, is_g2(s)) > room:
                 return False
             tails.append((s, first, count, n))
+        need = sum(n * point_bytes(self.curve, s) for s, _, _, n in tails)
+        stage = self._tail_stage(need) if 0 < need <= TAIL_STAGE_MAX else None
+        try:
+            self._enqueue_tails(index, tails, stage)
+        finally:
+            if stage is not None:  # given back to its pool once these uploads are done
+                self.tail_stages.append((stage, Event(timing=False).record(self.stream), self._stage_pool(need)))
+        return True
+
+    def _enqueue_tails(self, index: int, tails: list, stage: PinnedHostBuffer | None) -> None:
+        b, split, msm = self.backend, self.splits[index], self.msm
+        at = 0
         for s, first, count, n in tails:
             if n == 0:
                 continue  # the slot stays infinity
-            points, scalars = split.others_of(self.key.host_points[s].array, first, count)
+            host = self.key.host_points[s].array
+            staged = None
+            if stage is not None:  # this section's rows of the staging buffer
+                nbytes = n * point_bytes(self.curve, s)
+                staged = stage.array[at:at + nbytes].view(host.dtype).reshape(n, *host.shape[1:])
+                at += nbytes
+            points, scalars = split.others_of(host, first, count, out=staged)
             d_points = b.allocator.alloc(points.nbytes, f"tail points {s}")
             d_scalars = b.allocator.alloc(scalars.nbytes, f"tail scalars {s}")
             try:
@@ -267,7 +299,32 @@ class CudaStreamedPass(StreamedPass):
             finally:
                 d_points.free()  # stream-ordered: after the MSM
                 d_scalars.free()
-        return True
+
+    def _stage_pool(self, nbytes: int):
+        return self.backend.pinned_pool(-(-nbytes // TAIL_STAGE_STEP) * TAIL_STAGE_STEP)
+
+    def _tail_stage(self, nbytes: int) -> PinnedHostBuffer:
+        """Page-locked staging of at least ``nbytes`` for one partition's gathered tails, once
+        fewer than TAIL_STAGES_IN_FLIGHT earlier ones wait for their uploads (the oldest is
+        waited for: queued a prologue or more ago, stream order has usually finished it)."""
+        self._release_tail_stages(wait=False)
+        if len(self.tail_stages) >= TAIL_STAGES_IN_FLIGHT:
+            self._release_tail_stages(wait=True, count=len(self.tail_stages) - TAIL_STAGES_IN_FLIGHT + 1)
+        return self._stage_pool(nbytes).take()
+
+    def _release_tail_stages(self, wait: bool, count: int | None = None) -> None:
+        """Give the stagings whose uploads are done back to their pools (``wait``: the oldest
+        ``count`` of them, or all, waited for first)."""
+        kept = []
+        for k, (stage, uploaded, pool) in enumerate(self.tail_stages):
+            if wait and (count is None or k < count):
+                uploaded.synchronize()
+            if uploaded.query():
+                uploaded.close()
+                pool.give_back(stage)
+            else:
+                kept.append((stage, uploaded, pool))
+        self.tail_stages = kept
 
     def _chunk(self, chunk: Chunk, live: list[int]) -> None:
         b, curve, clock = self.backend, self.curve, self.clock
@@ -284,8 +341,10 @@ class CudaStreamedPass(StreamedPass):
         for s in chunk.slices:
             pb = point_bytes(curve, s.section)
             src = self.key.host_points[s.section].ptr + s.point_lo * pb
-            check(driver.cuMemcpyHtoDAsync(buf.ptr + at, src, s.count * pb, self.copy_stream.handle),
-                  "cuMemcpyHtoDAsync")
+            for piece in range(0, s.count * pb, COPY_PIECE_BYTES):
+                size = min(COPY_PIECE_BYTES, s.count * pb - piece)
+                check(driver.cuMemcpyHtoDAsync(buf.ptr + at + piece, src + piece, size, self.copy_stream.handle),
+                      "cuMemcpyHtoDAsync")
             offsets.append(at)
             at += s.count * pb
         self.copied[which].record(self.copy_stream)
@@ -422,6 +481,10 @@ class CudaStreamedPass(StreamedPass):
         self.buffers, self.d_scalars, self.d_one_idx, self.d_other_idx, self.d_results = [], None, None, None, None
         for lock in self.split_locks:
             lock.close()  # after the synchronisations above: no copy reads them any more
+        for stage, uploaded, pool in self.tail_stages:  # their copies are done (synchronised above)
+            uploaded.close()
+            pool.give_back(stage)
+        self.tail_stages = []
         self.splits, self.split_locks = [None] * self.n_items, []
         for i, h in enumerate(self.h_host):
             if h is not None:
