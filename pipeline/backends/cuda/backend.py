@@ -77,7 +77,7 @@ class CudaBackend(Backend):
         self._results = PinnedResultPool(self.device, results_bytes(4 * 2 * 8 * max_fq_limbs))
         self.msm_split_min_bits = options.msm_split_min_bits  # an attribute too: benches and tests flip it
         self.stream_tails = options.stream_tails  # likewise
-        self._copy_stream: Stream | None = None  # streamed keys: host-to-device copies beside the kernels
+        self._copy_streams: dict[int, Stream] = {}  # streamed keys: host-to-device copies beside the kernels
         self._pinned_pools: dict[int, PinnedResultPool] = {}  # streamed passes' H buffers, by size
 
     def pinned_pool(self, nbytes: int) -> PinnedResultPool:
@@ -87,10 +87,12 @@ class CudaBackend(Backend):
             self._pinned_pools[nbytes] = PinnedResultPool(self.device, nbytes)
         return self._pinned_pools[nbytes]
 
-    def copy_stream(self) -> Stream:
-        if self._copy_stream is None:
-            self._copy_stream = Stream(self.device)
-        return self._copy_stream
+    def copy_stream(self, index: int = 0) -> Stream:
+        """Streams for host-to-device copies beside the kernels (a streamed pass: 0 its points, 1 its
+        chunk scalars), made on first use."""
+        if index not in self._copy_streams:
+            self._copy_streams[index] = Stream(self.device)
+        return self._copy_streams[index]
 
     def prebuild(self, curves) -> dict[str, float]:
         """Compile every unit of ``curves`` at once (parallel processes) into the on-disk cache;
@@ -361,9 +363,9 @@ class CudaBackend(Backend):
         return list(range(device_count()))
 
     def close(self) -> None:
-        if self._copy_stream is not None:
-            self._copy_stream.close()
-            self._copy_stream = None
+        for stream in self._copy_streams.values():
+            stream.close()
+        self._copy_streams = {}
         for rt in self._runtimes.values():
             rt.ntt.close()
             rt.kernels.close()

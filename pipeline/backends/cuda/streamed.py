@@ -18,7 +18,8 @@ partitions at once:
 - results: the slots come back in one copy; partial sums are added on the host.
 
 Buffers cross streams only through events: the copy stream waits for ``freed[b]`` (the compute
-stream is done with buffer b) before refilling it, the compute stream waits for ``copied[b]``.
+stream is done with buffer b) before refilling it, the compute stream waits for ``copied[b]``; a
+partition's chunk scalars go the same way through ``SCALAR_BUFFERS`` buffers on a third stream.
 The H section's chunk scalars are copied from pinned host memory rather than kept on the device.
 Where the time goes, measured: bench/results/streamed_profile_*.md.
 """
@@ -50,11 +51,11 @@ SCALAR_BYTES = 32
 TAIL_STAGE_STEP = 64 << 20
 TAIL_STAGE_MAX = 2 << 30
 TAIL_STAGES_IN_FLIGHT = 2
-# The copy stream moves a chunk's points in pieces of at most this: the compute stream's own small
-# copies (a partition's chunk scalars, its split indices) queue behind whatever copy the engine is
-# running, and behind a whole 2-3 GB chunk they waited ~37 ms a chunk (2^26, batch 1: 703 ms of a
-# 2.9 s partition, bench/results/streamed_profile_bls12381_2e26.md).
-COPY_PIECE_BYTES = 64 << 20
+# A partition's chunk scalars (and split indices) go through SCALAR_BUFFERS device buffers filled
+# on a stream of their own, a partition or more ahead of the kernels. Copied on the compute stream
+# they waited behind the copy engine's next chunk of points however it was cut (37 ms a chunk: 2^26,
+# batch 1, 706 ms of a 2.55 s partition, bench/results/streamed_profile_bls12381_2e26.md).
+SCALAR_BUFFERS = 2
 MIN_CHUNK_BYTES = 64 << 10  # the smallest chunk tried when a budget is tight (small MSMs: slow, but it proves)
 MIN_CHUNK_POINTS = 64
 MAX_CHUNKS = 1024
@@ -107,7 +108,8 @@ def prologue_scratch_bytes(msm, zkey, resident: tuple[str, ...], csr_chunk: int 
 
 def pass_scratch_bytes(msm, zkey, placement: KeyPlacement, batch: int, csr_chunk: int | None = None) -> int:
     """A whole pass of ``batch`` partitions: result slots throughout, and the larger of one
-    prologue and the chunk phase (two point buffers, the scalars of a chunk, one chunk MSM).
+    prologue and the chunk phase (two point buffers, SCALAR_BUFFERS of a chunk's scalars and split
+    indices, one chunk MSM).
     ``csr_chunk``: the loaded key's largest CSR chunk (default: the placement's target)."""
     chunks = plan_chunks(zkey, placement)
     slot = msm.xyzz_bytes(True)
@@ -116,7 +118,7 @@ def pass_scratch_bytes(msm, zkey, placement: KeyPlacement, batch: int, csr_chunk
     chunk_msm = max([msm.scratch_bytes(placement.chunk_signals, is_g2(s)) for s in placement.streamed if s != "h"]
                     + [msm.scratch_bytes(placement.chunk_h, False) if "h" in placement.streamed else 0])
     split_idx = 2 * 4 * max(placement.chunk_signals, placement.chunk_h)  # a chunk's one and other indices
-    chunk_phase = 2 * point_buf + scalars + split_idx + chunk_msm
+    chunk_phase = 2 * point_buf + SCALAR_BUFFERS * (scalars + split_idx) + chunk_msm
     csr = placement.csr_chunk_bytes if csr_chunk is None else csr_chunk
     return batch * slot_block_bytes(slot, chunks) + max(prologue_scratch_bytes(msm, zkey, placement.resident, csr),
                                                         chunk_phase)
@@ -182,6 +184,7 @@ class CudaStreamedPass(StreamedPass):
         self.msm = key.runtime.msm
         self.stream: Stream = backend.stream
         self.copy_stream: Stream = backend.copy_stream()
+        self.scalar_stream: Stream = backend.copy_stream(1)
         self.slot = self.msm.xyzz_bytes(True)
         self.block = slot_block_bytes(self.slot, self.chunks)
         self.slice_slot: dict[tuple[int, int], int] = {}  # (chunk, slice) -> slot after the resident ones
@@ -196,11 +199,11 @@ class CudaStreamedPass(StreamedPass):
         self.split_locks: list[HostRegistration] = []
         self.tails_done = [False] * len(items)  # the split's tail MSMs ran in the prologue (stream_tails)
         self.tail_stages: list[tuple[PinnedHostBuffer, Event, object]] = []  # (staging, uploaded, its pool)
-        self.d_one_idx = self.d_other_idx = None
+        self.scalar_bufs: list[_ScalarBuffer] = []  # a partition's chunk scalars, filled on scalar_stream
+        self.scalar_turn = 0
         self.buffers: list = []
         self.copied = [Event(timing=False), Event(timing=False)]
         self.freed = [Event(timing=False), Event(timing=False)]
-        self.d_scalars = None
         self.d_results = None
         self._chunk_index = {id(c): j for j, c in enumerate(self.chunks)}
         self.copy_marks: list[tuple[Event, Event]] = []  # around each chunk's host-to-device copies
@@ -341,10 +344,8 @@ class CudaStreamedPass(StreamedPass):
         for s in chunk.slices:
             pb = point_bytes(curve, s.section)
             src = self.key.host_points[s.section].ptr + s.point_lo * pb
-            for piece in range(0, s.count * pb, COPY_PIECE_BYTES):
-                size = min(COPY_PIECE_BYTES, s.count * pb - piece)
-                check(driver.cuMemcpyHtoDAsync(buf.ptr + at + piece, src + piece, size, self.copy_stream.handle),
-                      "cuMemcpyHtoDAsync")
+            check(driver.cuMemcpyHtoDAsync(buf.ptr + at, src, s.count * pb, self.copy_stream.handle),
+                  "cuMemcpyHtoDAsync")
             offsets.append(at)
             at += s.count * pb
         self.copied[which].record(self.copy_stream)
@@ -353,17 +354,22 @@ class CudaStreamedPass(StreamedPass):
         check(driver.cuStreamWaitEvent(self.stream.handle, self.copied[which].handle, 0), "cuStreamWaitEvent")
         for i in live:
             split = self.splits[i] if chunk.scalars == "witness" else None
-            with clock.phase("chunk: scalar uploads"):
-                if split is None:
-                    self._upload(self.d_scalars.ptr, self._scalars_ptr(i, chunk.scalars) + chunk.lo * SCALAR_BYTES,
-                                 (chunk.hi - chunk.lo) * SCALAR_BYTES)
-                else:
-                    (o0, o1), (t0, t1) = split.ranges(chunk.lo, chunk.hi)
-                    self._upload(self.d_one_idx.ptr, split.ones[o0:o1].ctypes.data, 4 * (o1 - o0))
-                    if not self.tails_done[i]:
-                        self._upload(self.d_other_idx.ptr, split.others[t0:t1].ctypes.data, 4 * (t1 - t0))
-                        self._upload(self.d_scalars.ptr, split.other_scalars[t0:t1].ctypes.data,
-                                     SCALAR_BYTES * (t1 - t0))
+            sb = self.scalar_bufs[self.scalar_turn % SCALAR_BUFFERS]
+            self.scalar_turn += 1
+            # scalar stream: once the kernels are done with this buffer, fill it with partition i's chunk
+            check(driver.cuStreamWaitEvent(self.scalar_stream.handle, sb.freed.handle, 0), "cuStreamWaitEvent")
+            if split is None:
+                self._upload(sb.scalars.ptr, self._scalars_ptr(i, chunk.scalars) + chunk.lo * SCALAR_BYTES,
+                             (chunk.hi - chunk.lo) * SCALAR_BYTES)
+            else:
+                (o0, o1), (t0, t1) = split.ranges(chunk.lo, chunk.hi)
+                self._upload(sb.one_idx.ptr, split.ones[o0:o1].ctypes.data, 4 * (o1 - o0))
+                if not self.tails_done[i]:
+                    self._upload(sb.other_idx.ptr, split.others[t0:t1].ctypes.data, 4 * (t1 - t0))
+                    self._upload(sb.scalars.ptr, split.other_scalars[t0:t1].ctypes.data, SCALAR_BYTES * (t1 - t0))
+            sb.copied.record(self.scalar_stream)
+            with clock.phase("chunk: waits for scalars"):
+                check(driver.cuStreamWaitEvent(self.stream.handle, sb.copied.handle, 0), "cuStreamWaitEvent")
             for k, (s, off) in enumerate(zip(chunk.slices, offsets)):
                 if s.section == "b2" and not self.with_b_g2:
                     continue
@@ -371,7 +377,7 @@ class CudaStreamedPass(StreamedPass):
                 out = self.d_results.ptr + i * self.block + self.slice_offset(2 * n)
                 if split is None:
                     with clock.phase(f"chunk: {s.section} MSMs"):
-                        self.msm.enqueue(g2, buf.ptr + off, self.d_scalars.ptr + s.scalar_offset * SCALAR_BYTES,
+                        self.msm.enqueue(g2, buf.ptr + off, sb.scalars.ptr + s.scalar_offset * SCALAR_BYTES,
                                          s.count, out)
                     continue
                 lo, hi = split.slice_signals(chunk, s)
@@ -379,18 +385,19 @@ class CudaStreamedPass(StreamedPass):
                 # indices are signals: the point of signal x is at base + x * (point bytes), modulo 2^64
                 base = (buf.ptr + off - lo * point_bytes(curve, s.section)) & ADDRESS_MASK
                 with clock.phase(f"chunk: {s.section} ones sums"):
-                    self.msm.enqueue_point_sum(g2, base, self.d_one_idx.ptr + 4 * (so0 - o0), so1 - so0, out)
+                    self.msm.enqueue_point_sum(g2, base, sb.one_idx.ptr + 4 * (so0 - o0), so1 - so0, out)
                 if self.tails_done[i]:
                     continue  # its tail is in the section's slot already (prologue)
                 with clock.phase(f"chunk: {s.section} tail MSMs"):
-                    self.msm.enqueue(g2, base, self.d_scalars.ptr + SCALAR_BYTES * (st0 - t0), st1 - st0,
-                                     out + self.slot, d_point_index=self.d_other_idx.ptr + 4 * (st0 - t0))
+                    self.msm.enqueue(g2, base, sb.scalars.ptr + SCALAR_BYTES * (st0 - t0), st1 - st0,
+                                     out + self.slot, d_point_index=sb.other_idx.ptr + 4 * (st0 - t0))
+            sb.freed.record(self.stream)
         self.freed[which].record(self.stream)
         self._step_done()
 
     def _upload(self, d_dst: int, src: int, nbytes: int) -> None:
         if nbytes:
-            check(driver.cuMemcpyHtoDAsync(d_dst, src, nbytes, self.stream.handle), "cuMemcpyHtoDAsync")
+            check(driver.cuMemcpyHtoDAsync(d_dst, src, nbytes, self.scalar_stream.handle), "cuMemcpyHtoDAsync")
 
     def slice_offset(self, n: int) -> int:
         """Byte offset, in a partition's result block, of the n-th chunk slice's partial sum."""
@@ -406,10 +413,12 @@ class CudaStreamedPass(StreamedPass):
         size = max(chunk_point_bytes(self.curve, c) for c in self.chunks)
         self.buffers = [alloc.alloc(size, f"streamed points (buffer {b})") for b in (0, 1)]
         widest = max((c.hi - c.lo) for c in self.chunks)
-        self.d_scalars = alloc.alloc(widest * SCALAR_BYTES, "streamed chunk scalars")
-        self.d_one_idx = alloc.alloc(4 * widest, "streamed chunk one indices")
-        self.d_other_idx = alloc.alloc(4 * widest, "streamed chunk other indices")
-        for ev in self.freed:  # the buffers exist in the compute stream's order: the copy stream starts after
+        for k in range(SCALAR_BUFFERS):
+            self.scalar_bufs.append(_ScalarBuffer(alloc.alloc(widest * SCALAR_BYTES, f"streamed chunk scalars {k}"),
+                                                  alloc.alloc(4 * widest, f"streamed chunk one indices {k}"),
+                                                  alloc.alloc(4 * widest, f"streamed chunk other indices {k}")))
+        # the buffers exist in the compute stream's order: the copy and scalar streams start after
+        for ev in (*self.freed, *(sb.freed for sb in self.scalar_bufs)):
             ev.record(self.stream)
 
     def _step_done(self) -> None:
@@ -474,11 +483,14 @@ class CudaStreamedPass(StreamedPass):
     def close(self) -> None:
         self.backend.device.activate()
         self.copy_stream.synchronize()  # no copy still reads the key or fills a buffer
+        self.scalar_stream.synchronize()
         self.stream.synchronize()  # the device is done with every buffer (pinned H included)
-        for buf in (*self.buffers, self.d_scalars, self.d_one_idx, self.d_other_idx, self.d_results):
+        for buf in (*self.buffers, *(b for sb in self.scalar_bufs for b in sb.buffers()), self.d_results):
             if buf is not None:
                 buf.free()
-        self.buffers, self.d_scalars, self.d_one_idx, self.d_other_idx, self.d_results = [], None, None, None, None
+        for sb in self.scalar_bufs:
+            sb.close_events()
+        self.buffers, self.scalar_bufs, self.d_results = [], [], None
         for lock in self.split_locks:
             lock.close()  # after the synchronisations above: no copy reads them any more
         for stage, uploaded, pool in self.tail_stages:  # their copies are done (synchronised above)
@@ -495,6 +507,22 @@ class CudaStreamedPass(StreamedPass):
             ev.close()
         self.clock.close()
         self.step_events, self.copy_marks = [], []
+
+
+class _ScalarBuffer:
+    """One partition's scalars and split indices of a chunk on the device, with the events that
+    pass it between the scalar stream (fills it) and the compute stream (reads it)."""
+
+    def __init__(self, scalars, one_idx, other_idx) -> None:
+        self.scalars, self.one_idx, self.other_idx = scalars, one_idx, other_idx
+        self.copied, self.freed = Event(timing=False), Event(timing=False)
+
+    def buffers(self) -> tuple:
+        return self.scalars, self.one_idx, self.other_idx
+
+    def close_events(self) -> None:
+        self.copied.close()
+        self.freed.close()
 
 
 class _OnDevice:
