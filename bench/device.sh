@@ -35,7 +35,8 @@
 #            (disk)                                                                   -> bench/results/key_prepare_*.md
 #   streamed bench.streamed_keys: a 2^[STREAMED_LOG=26] BLS12-381 development key resident, then streamed under
 #            [STREAMED_BUDGETS=0 16 8] GiB with batches of [STREAMED_BATCHES=1 2 5 10], [STREAMED_PARTITIONS=10]
-#            partitions per row, tails [STREAMED_TAILS=chunks prologue]; pinned copy rate of the same call   -> bench/results/streamed_keys_*.md
+#            partitions per row, tails [STREAMED_TAILS=chunks prologue] [STREAMED_ARGS: e.g. "--phases --gil-intervals
+#            default 0.0005"]; pinned copy rate of the same call                      -> bench/results/streamed_keys_*.md
 #   profile  bench.streamed_profile: where a streamed pass spends its time, 2^[PROFILE_LOG=24] BLS12-381 key under
 #            [PROFILE_BUDGET=5] GiB, batches [PROFILE_BATCHES=1 4], the host split page-locked and not [PROFILE_ARGS: e.g.
 #            "--tails prologue --split-locks on --cprofile"]; resident
@@ -142,7 +143,8 @@ seed() {
 streamed() {
   timeout "${STREAMED_TIMEOUT:-560}" python3 -m bench.streamed_keys --log "${STREAMED_LOG:-26}" --curve bls12381 \
     --budgets-gib ${STREAMED_BUDGETS:-0 16 8} --batches ${STREAMED_BATCHES:-1 2 5 10} \
-    --partitions "${STREAMED_PARTITIONS:-10}" --tails ${STREAMED_TAILS:-chunks prologue} 2>&1 | tee "$OUT/streamed.log" | tail -n 16
+    --partitions "${STREAMED_PARTITIONS:-10}" --tails ${STREAMED_TAILS:-chunks prologue} ${STREAMED_ARGS:-} 2>&1 \
+    | tee "$OUT/streamed.log" | tail -n 16
 }
 profile() {
   timeout "${PROFILE_TIMEOUT:-300}" python3 -m bench.streamed_profile --log "${PROFILE_LOG:-24}" \

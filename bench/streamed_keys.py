@@ -22,6 +22,7 @@ import time
 
 from bench.common import RESULTS, markdown_table, write_result
 from pipeline.backends.cuda import CudaBackend
+from pipeline.backends.cuda.streamed import CudaStreamedPass
 from pipeline.backends.cuda.options import CudaOptions
 from pipeline.backends.cuda.memory import PinnedHostBuffer
 from pipeline.backends.cuda.streams import Event
@@ -68,9 +69,9 @@ def make_key(curve, log_n: int):
 
 
 async def run_config(zkey, witness, budget: int | None, batch: int, partitions: int, jobs: int,
-                     tails: str = CudaOptions.stream_tails) -> dict:
+                     tails: str = CudaOptions.stream_tails, gil: float | None = None) -> dict:
     config = EngineConfig(backend="cuda", devices=(0,), gpu_workers_per_device=2, vram_budget_bytes=budget,
-                          cuda=CudaOptions(stream_tails=tails),
+                          cuda=CudaOptions(stream_tails=tails), gil_switch_interval_s=gil,
                           gpu_batch_max=batch, queue_size=max(2, batch), max_partitions_in_flight=batch + 4,
                           epilogue_workers=2)
     async with Engine(config) as engine:
@@ -89,12 +90,17 @@ async def run_config(zkey, witness, budget: int | None, batch: int, partitions: 
     rates = [p.timings_ms.get("gpu_stream_h2d_gbps", 0.0) for p in proofs]  # stages.gpu_timings' names
     vk = zkey.verification_key()
     p = proofs[-1]
+    # a pass's timings are shared by its partitions: each partition's share is pass / batch
+    share = {name: sum(q.timings_ms.get(f"gpu_{name}", 0.0) / q.timings_ms.get("gpu_batch", 1) for q in proofs)
+             / len(proofs) for name in ("stream_pass_ms", "stream_host_ms")}
+    share["phases_ms"] = sum(sum(v for k, v in q.timings_ms.items() if k.startswith("gpu_phase "))
+                             / q.timings_ms.get("gpu_batch", 1) for q in proofs) / len(proofs)
     return {"placement": status["keys"]["keys"]["k"]["placement"].get("0", "?"), "load_s": load_s,
             "s_per_proof": wall / len(proofs), "busy": busy,
             "vram_peak_gb": device["vram"]["peak_bytes"] / 1e9,
             "batch_mean": statistics.mean(q.timings_ms.get("gpu_batch", 1) for q in proofs),
             "h2d_gbps": statistics.median(rates) if any(rates) else 0.0,
-            "verifies": verify(vk, p.public_signals, p.pi_a, p.pi_b, p.pi_c)}
+            "verifies": verify(vk, p.public_signals, p.pi_a, p.pi_b, p.pi_c), **share}
 
 
 def main() -> None:
@@ -107,8 +113,13 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--tails", nargs="+", choices=["chunks", "prologue"], default=[CudaOptions.stream_tails],
                         help="CudaOptions.stream_tails of the streamed rows (each one a row)")
+    parser.add_argument("--gil-intervals", nargs="+", default=["default"],
+                        help="EngineConfig.gil_switch_interval_s of the streamed rows (seconds, or 'default'); each a row")
+    parser.add_argument("--phases", action="store_true",
+                        help="events around each phase of a pass (CudaStreamedPass.profile_phases): their sum per partition")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
+    CudaStreamedPass.profile_phases = args.phases
     curve = curve_by_name(args.curve)
     zkey, witness = make_key(curve, args.log)
     probe = CudaBackend()
@@ -120,22 +131,26 @@ def main() -> None:
     rows = []
     for budget_gib in args.budgets_gib:
         budget = int(budget_gib * GIB) or None
-        for batch, tails in [(b, t) for b in (args.batches if budget else [1])
-                             for t in (args.tails if budget else [CudaOptions.stream_tails])]:
+        for batch, tails, gil in [(b, t, g) for b in (args.batches if budget else [1])
+                                  for t in (args.tails if budget else [CudaOptions.stream_tails])
+                                  for g in (args.gil_intervals if budget else ["default"])]:
+            gil_s = None if gil == "default" else float(gil)
             try:
-                r = asyncio.run(run_config(zkey, witness, budget, batch, args.partitions, args.jobs, tails))
+                r = asyncio.run(run_config(zkey, witness, budget, batch, args.partitions, args.jobs, tails, gil_s))
             except Exception as exc:  # a budget too small for the key is a result, not a crash
                 rows.append([f"{budget_gib:g}", batch, f"refused: {type(exc).__name__}: {str(exc)[:160]}",
-                             *["-"] * 8])
+                             *["-"] * 11])
                 print(rows[-1], flush=True)
                 write_table(args, zkey, device_name, copy_rate, rows)
                 break
             share = r["h2d_gbps"] / copy_rate if r["h2d_gbps"] else float("nan")
-            placement = r["placement"] + (f" (tails: {tails})" if budget else "")
+            placement = r["placement"] + (f" (tails: {tails}{'' if gil_s is None else f', GIL switch {gil_s:g} s'})"
+                                          if budget else "")
             rows.append([f"{budget_gib:g}" if budget else "none", batch, placement, f"{r['load_s']:.1f}",
                          f"{r['s_per_proof']:.2f}", f"{r['batch_mean']:.1f}", f"{r['busy']:.3f}",
                          f"{r['vram_peak_gb']:.1f}", f"{r['h2d_gbps']:.1f}", f"{share:.2f}",
-                         "yes" if r["verifies"] else "NO"])
+                         f"{r['stream_pass_ms']:.0f}" if budget else "-", f"{r['stream_host_ms']:.0f}" if budget else "-",
+                         f"{r['phases_ms']:.0f}" if budget and args.phases else "-", "yes" if r["verifies"] else "NO"])
             print(rows[-1], flush=True)
             write_table(args, zkey, device_name, copy_rate, rows)  # after every row: a call cut short keeps them
 
@@ -146,10 +161,14 @@ def write_table(args, zkey, device_name: str, copy_rate: float, rows: list[list]
              for row in rows]
     table = markdown_table(["VRAM budget GiB", "batch max", "placement", "key load s", "s/partition", "vs resident",
                             "mean batch", "GPU lock busy", "VRAM peak GB", "H2D GB/s (passes)", "of pinned rate",
+                            "pass device ms/partition", "pass host ms/partition", "phases' device ms/partition",
                             "verifies"], shown)
     note = (f"\n{args.curve} 2^{args.log} development key ({zkey.host_bytes() / 1e9:.1f} GB), circuit witness; "
             f"{args.jobs} job(s) of {args.partitions} partitions per row, gpu_workers 2, on {device_name}. "
-            f"Pinned host-to-device copy rate measured in the same call: {copy_rate:.1f} GB/s.\n")
+            f"Pinned host-to-device copy rate measured in the same call: {copy_rate:.1f} GB/s. Per partition, a "
+            f"pass's share (its time / its batch): device time from its start to its last step, host time spent "
+            f"queueing its steps, and (--phases) the summed device time of its phases: device time beyond the phases "
+            f"is the device waiting (for the host, or a copy).\n")
     out = args.out or RESULTS / f"streamed_keys_{args.curve}_2e{args.log}.md"
     write_result(out, "# Streamed keys and batched passes\n" + note + "\n" + table + "\n", show=table)
 

@@ -22,6 +22,7 @@ Two kinds of batch:
 from __future__ import annotations
 
 import dataclasses
+import time
 from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
 import numpy as np
@@ -115,6 +116,7 @@ class StreamedPass:
         self.steps = [("prologue", i) for i in range(n_items)] + [("chunk", j) for j in range(len(self.chunks))]
         self.cursor = 0
         self.left = [False] * n_items
+        self.host_s = 0.0  # time spent queueing steps (a starved device thread shows here)
 
     def live(self) -> list[int]:
         return [i for i in range(self.n_items) if not self.left[i]]
@@ -126,11 +128,14 @@ class StreamedPass:
         while self.cursor < len(self.steps):
             kind, index = self.steps[self.cursor]
             self.cursor += 1
+            t0 = time.perf_counter()
             if kind == "prologue" and not self.left[index]:
                 self._prologue(index)
+                self.host_s += time.perf_counter() - t0
                 return True
             if kind == "chunk" and self.live():
                 self._chunk(self.chunks[index], self.live())
+                self.host_s += time.perf_counter() - t0
                 return True
         return False
 

@@ -14,7 +14,6 @@ import numpy as np
 from ...curves.points import CurveGroup
 from ._bindings import driver
 from .errors import check
-from .memory import DeviceAddress
 from .kernels import CurveKernels, grid_for
 from .launch import CHUNK_COUNT_BLOCK, DIGIT_BLOCK, MSM_ACC_THREADS as ACC_BLOCK, REDUCE_BLOCK, SCAN_THREADS, SCAN_TILE
 
@@ -213,22 +212,41 @@ class MsmRunner:
 
     def enqueue_point_sum(self, g2: bool, d_points: int, d_indices: int, count: int, d_out: int) -> None:
         """Queue sum_k points[indices[k]], k < count (the ones of a split witness: a batch addition,
-        no windows) into ``d_out`` as an XYZZ point: one bucket for the bucket sums above."""
+        no windows) into ``d_out`` as an XYZZ point: the bucket sums above with a single bucket.
+        Its count is known here, so every level's offsets are [0, entries] pairs set by memsets,
+        with no count, scan or allocation per level (a streamed pass runs one per section, chunk
+        and partition: ~45 API calls each before, ~20 now)."""
         xyzz_bytes = self.xyzz_bytes(g2)
         if count == 0:
             check_memset_zero(d_out, xyzz_bytes, self.stream)
             return
+        field = "fq2_t" if g2 else "fq_t"
         chunk = max(2, min(MAX_CHUNK, 1 << max(0, (count // TARGET_CHUNKS).bit_length())))
-        with self.allocator.alloc(8, "point-sum offsets") as d_offsets:
-            d_offsets.memset32(0, self.stream)
-            check(driver.cuMemsetD32Async(d_offsets.ptr + 4, count, 1, self.stream.handle), "cuMemsetD32Async")
-            d_partials, d_chunk_off = self._bucket_sums(g2, d_points, DeviceAddress(d_indices), d_offsets, 1, count,
-                                                        count, chunk)
-        try:
-            self.kernels.launch_copy(d_out, d_partials.ptr, xyzz_bytes, self.stream)  # the one partial left
-        finally:
-            d_partials.free()
-            d_chunk_off.free()
+        sizes = [count, -(-count // chunk)]  # entries, then the partials of each level down to one
+        while sizes[-1] > 1:
+            sizes.append(-(-sizes[-1] // LEVEL_CHUNK))
+        h = self.stream.handle
+        # pair k = [0, sizes[k]]: the offsets of level k's inputs and the chunk offsets of level k - 1
+        with self.allocator.alloc(8 * len(sizes), "point-sum offsets") as d_pairs:
+            d_pairs.memset32(0, self.stream)
+            for k, size in enumerate(sizes):
+                check(driver.cuMemsetD32Async(d_pairs.ptr + 8 * k + 4, size, 1, h), "cuMemsetD32Async")
+            min_blocks = 1 if g2 else self.g1_min_blocks
+            d_partials = self.allocator.alloc(xyzz_bytes * sizes[1], "point-sum partials")
+            try:
+                self._launch(f"msm_accumulate<{field}, true, {min_blocks}>", sizes[1], ACC_BLOCK,
+                             (d_partials.ptr, d_points, d_indices, 0, d_pairs.ptr, d_pairs.ptr + 8, 1, chunk,
+                              d_pairs.ptr + 12))
+                for k in range(2, len(sizes)):
+                    d_next = self.allocator.alloc(xyzz_bytes * sizes[k], "point-sum partials")
+                    self._launch(f"msm_accumulate<{field}, false, 1>", sizes[k], ACC_BLOCK,
+                                 (d_next.ptr, 0, 0, d_partials.ptr, d_pairs.ptr + 8 * (k - 1), d_pairs.ptr + 8 * k, 1,
+                                  LEVEL_CHUNK, d_pairs.ptr + 8 * k + 4))
+                    d_partials.free()  # stream-ordered: after the launch that reads it
+                    d_partials = d_next
+                self.kernels.launch_copy(d_out, d_partials.ptr, xyzz_bytes, self.stream)  # the one partial left
+            finally:
+                d_partials.free()
 
     def run_xyzz(self, g2: bool, d_points: int, d_scalars: int, n: int, c: int | None = None) -> np.ndarray:
         """Blocking form of ``enqueue``: the XYZZ point as raw Montgomery words (4 coordinates)."""

@@ -432,7 +432,7 @@ class CudaStreamedPass(StreamedPass):
         gbps = self.streamed_bytes / copy_ms / 1e6 if copy_ms else 0.0
         phases = {f"phase {name} ms": ms for name, ms in self.clock.totals_ms().items()}  # empty unless profiling
         return {"stream_pass_ms": pass_ms, "stream_copy_ms": copy_ms, "stream_bytes": float(self.streamed_bytes),
-                "stream_h2d_gbps": gbps, "msm_ms": pass_ms, **phases}
+                "stream_h2d_gbps": gbps, "stream_host_ms": 1e3 * self.host_s, "msm_ms": pass_ms, **phases}
 
     # -- awaiting and results ------------------------------------------------------------------
     def query(self) -> bool:
