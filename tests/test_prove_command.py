@@ -250,3 +250,18 @@ def test_a_proof_from_a_server_is_written_in_the_same_bytes_as_a_local_one(tmp_p
         _dump(tmp_path / f"local_{name}", obj)
         write_json(str(tmp_path / f"remote_{name}"), obj)
         assert (tmp_path / f"remote_{name}").read_bytes() == (tmp_path / f"local_{name}").read_bytes()
+
+
+def test_the_one_shot_cuda_path_imports_no_asyncio():
+    """What a one-shot ``zkpipe prove --backend cuda`` imports (the readers, the prover, the key cache,
+    the CUDA backend) stays free of asyncio and ssl: ~90 ms of import on the GPU host, held beside
+    numpy's on the device thread (bench/results/oneshot_prove_cuda.md); only awaiting an event needs it."""
+    code = ("import sys\n"
+            "from pipeline.formats.zkey import read_zkey_header\n"
+            "from pipeline.formats.wtns import read_wtns\n"
+            "from pipeline.groth16.prover import check_witness, prove\n"
+            "from pipeline.keycache import prepare_key\n"
+            "import pipeline.backends.cuda.backend, pipeline.oneshot.local\n"
+            "print(sorted(m for m in ('asyncio', 'ssl') if m in sys.modules))")
+    probe = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
+    assert probe.stdout.strip() == "[]"

@@ -5,7 +5,6 @@ loop keeps running other tasks meanwhile (its lag is measured in tests/gpu/test_
 """
 from __future__ import annotations
 
-import asyncio
 from contextlib import contextmanager
 
 from ._bindings import driver
@@ -116,6 +115,9 @@ class PhaseClock:
 async def event_ready(event, first_poll_s: float = 50e-6, max_poll_s: float = 2e-3) -> None:
     """Complete once ``event`` (anything with a non-blocking ``query()``) has fired; never blocks
     the loop longer than one cuEventQuery."""
+    import asyncio  # here, not at the top: a one-shot prove never awaits, and asyncio (with ssl) was
+    # ~90 ms of the backend's import on the H200 host, beside numpy's (bench/results/oneshot_prove_cuda.md)
+
     delay = first_poll_s
     while not event.query():
         await asyncio.sleep(delay)
