@@ -141,6 +141,13 @@ def classify_scalars(witness: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return high_zero & (low == 1), ~(high_zero & (low <= 1))
 
 
+# The worker pool of a streamed pass's host work (the split, the tails' gathers): its own, so that it
+# never queues behind prep_msm's witness scans on the formats pool while the pass holds the GPU lock
+# (in the engine a 2^26 pass's host thread took 2857 ms a partition against ~1070 alone, and the
+# device waited: bench/results/streamed_keys_bls12381_2e26.md).
+PASS_POOL = "streamed-pass"
+
+
 class HostSplit:
     """A witness's 0 / 1 split on the host, for a streamed pass: ascending signal indices of its
     ones and of its other nonzero values (with those values). A chunk slice then sums the points
@@ -155,7 +162,7 @@ class HostSplit:
             return (np.flatnonzero(is_one).astype(np.uint32) + np.uint32(a), others.astype(np.uint32) + np.uint32(a),
                     witness[a:b][others])
 
-        parts = over_chunks(len(witness), ROWS_PER_TASK, piece)
+        parts = over_chunks(len(witness), ROWS_PER_TASK, piece, pool=PASS_POOL)
         self.ones = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.uint32)
         self.others = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, np.uint32)
         self.other_scalars = np.ascontiguousarray(np.concatenate([p[2] for p in parts]) if parts else
@@ -174,7 +181,8 @@ class HostSplit:
         elif out.shape != (t1 - t0, *points.shape[1:]) or out.dtype != points.dtype:
             raise ValueError(f"others_of: out is {out.dtype} {out.shape}, the gather needs {points.dtype} "
                              f"{(t1 - t0, *points.shape[1:])}")
-        over_chunks(t1 - t0, ROWS_PER_TASK, lambda a, b: np.take(points, rows[a:b], axis=0, out=out[a:b]))
+        over_chunks(t1 - t0, ROWS_PER_TASK, lambda a, b: np.take(points, rows[a:b], axis=0, out=out[a:b]),
+                    pool=PASS_POOL)
         return out, self.other_scalars[t0:t1]
 
     def ranges(self, lo: int, hi: int) -> tuple[tuple[int, int], tuple[int, int]]:

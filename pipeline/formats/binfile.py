@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import os
 import struct
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -129,32 +130,39 @@ def _pread_exact(path: str, offset: int, size: int) -> bytes:
 
 READ_CHUNK_BYTES = 32 << 20  # one worker's share of a big read; page-cache copies scale with threads
 ROWS_PER_TASK = 1 << 18  # rows per worker task for vectorized checks and copies
-_pool: ThreadPoolExecutor | None = None
+_pools: dict[str, ThreadPoolExecutor] = {}
+_pools_lock = threading.Lock()
 
 
-def worker_pool() -> ThreadPoolExecutor:
-    """Threads for big reads and numpy passes (both release the GIL); made on first use."""
-    global _pool
-    if _pool is None:
-        _pool = ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1), thread_name_prefix="zkpipe-formats")
-    return _pool
+def worker_pool(name: str = "formats") -> ThreadPoolExecutor:
+    """Threads for big reads and numpy passes (both release the GIL), one pool per ``name``, made
+    on first use. A pool's tasks run in the order they were queued, so work that must not wait
+    behind another's takes a pool of its own: a streamed pass's host split, queued under the GPU
+    lock, behind prep_msm's witness scans of the next partitions (backends/placement.py)."""
+    with _pools_lock:
+        pool = _pools.get(name)
+        if pool is None:
+            pool = _pools[name] = ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1),
+                                                     thread_name_prefix=f"zkpipe-{name}")
+        return pool
 
 
-def _forget_pool_after_fork() -> None:
-    global _pool
-    _pool = None  # a forked child has none of the parent's threads: make a fresh pool on demand
+def _forget_pools_after_fork() -> None:
+    global _pools_lock
+    _pools.clear()  # a forked child has none of the parent's threads: make fresh pools on demand
+    _pools_lock = threading.Lock()  # and the lock may have been held by a parent's thread
 
 
-os.register_at_fork(after_in_child=_forget_pool_after_fork)
+os.register_at_fork(after_in_child=_forget_pools_after_fork)
 
 
-def over_chunks(total: int, chunk: int, task: Callable[[int, int], T]) -> list[T]:
-    """``task(start, stop)`` over [0, total) in pieces of ``chunk``, on the worker pool when
-    there is more than one piece; results in order, the first exception re-raised."""
+def over_chunks(total: int, chunk: int, task: Callable[[int, int], T], pool: str = "formats") -> list[T]:
+    """``task(start, stop)`` over [0, total) in pieces of ``chunk``, on the worker pool named
+    ``pool`` when there is more than one piece; results in order, the first exception re-raised."""
     bounds = [(a, min(a + chunk, total)) for a in range(0, total, chunk)]
     if len(bounds) <= 1:
         return [task(a, b) for a, b in bounds]
-    return list(worker_pool().map(lambda ab: task(*ab), bounds))
+    return list(worker_pool(pool).map(lambda ab: task(*ab), bounds))
 
 
 def read_array(binfile: BinFile, section_id: int, start: int, dtype, shape: tuple[int, ...]) -> np.ndarray:

@@ -3,11 +3,14 @@ for bit: the chunk plan covers every point once, the C section's offset and the 
 right, partial sums add up, and a partition that leaves mid-pass gets no result."""
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 
 from pipeline.backends.cpu import CpuBackend
-from pipeline.backends.placement import HostSplit, KeyPlacement, SECTIONS, plan_chunks, section_span
+from pipeline.backends.placement import PASS_POOL, HostSplit, KeyPlacement, SECTIONS, plan_chunks, section_span
+from pipeline.formats.binfile import ROWS_PER_TASK, over_chunks, worker_pool
 from pipeline.formats.wtns import read_wtns
 from pipeline.formats.zkey import read_zkey
 from tests.conftest import fixture_dir
@@ -170,3 +173,32 @@ def test_the_host_split_finds_a_signal_ranges_ones_and_others_without_copying_th
     finally:
         tracemalloc.stop()
     assert peak < split.ones.nbytes // 8, f"ranges allocated {peak} bytes"
+
+
+def test_the_host_split_never_queues_behind_a_full_formats_pool():
+    """A streamed pass builds its host split and gathers its tails under the GPU lock, while
+    prep_msm scans the next partitions' witnesses on the formats pool: the pass has a pool of its
+    own (placement.PASS_POOL), so a formats pool busy with blocked tasks does not hold it up."""
+    release = threading.Event()
+    formats = worker_pool()
+    blockers = [formats.submit(release.wait, 30) for _ in range(2 * formats._max_workers)]  # every worker, and a queue
+    try:
+        n = 3 * ROWS_PER_TASK  # several tasks: they go to a pool, not the caller's thread
+        witness = np.zeros((n, 4), dtype=np.uint64)
+        witness[::3, 0] = 1
+        witness[1::3] = 5
+        built: list = []
+        caller = threading.Thread(target=lambda: built.append(HostSplit(witness)))
+        caller.start()
+        caller.join(timeout=20)  # it would wait the blockers' 30 s if it shared their pool
+        assert built, "HostSplit waited behind the formats pool"
+        split = built[0]
+        assert len(split.ones) == len(range(0, n, 3)) and len(split.others) == len(range(1, n, 3))
+        names: set[str] = set()
+        over_chunks(n, ROWS_PER_TASK, lambda a, b: names.add(threading.current_thread().name), pool=PASS_POOL)
+        assert names and all(name.startswith(f"zkpipe-{PASS_POOL}") for name in names)
+        assert not any(b.done() for b in blockers)
+    finally:
+        release.set()
+        for b in blockers:
+            b.result(timeout=30)
