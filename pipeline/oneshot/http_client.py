@@ -17,17 +17,20 @@ from __future__ import annotations
 
 import socket
 
+from ..errors import BadInput, Unavailable
+
 DEFAULT_PORTS = {"http": 80, "https": 443}
 MAX_LINE = 64 * 1024  # the longest status, header or chunk-size line taken (aiohttp sends lines of < 8 KiB)
 RECV_BYTES = 64 * 1024
 
 
-class ProtocolError(Exception):
-    """The peer answered, but not in HTTP/1.x."""
+class ProtocolError(BadInput):
+    """The peer answered, but not in HTTP/1.x: the URL names something that is no zkpipe server."""
 
 
-class ClosedBeforeAnswer(ConnectionError):
-    """The connection ended before the first byte of the answer."""
+class ClosedBeforeAnswer(Unavailable, ConnectionError):
+    """The connection ended before the first byte of the answer (still an ``OSError``, as the
+    transport's other failures are)."""
 
 
 def split_url(url: str) -> tuple[str, str, int, str]:
