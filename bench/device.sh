@@ -36,7 +36,9 @@
 #   streamed bench.streamed_keys: a 2^[STREAMED_LOG=26] BLS12-381 development key resident, then streamed under
 #            [STREAMED_BUDGETS=0 16 8] GiB with batches of [STREAMED_BATCHES=1 2 5 10], [STREAMED_PARTITIONS=10]
 #            partitions per row, tails [STREAMED_TAILS=chunks prologue] [STREAMED_ARGS: e.g. "--phases --gil-intervals
-#            default 0.0005"]; pinned copy rate of the same call                      -> bench/results/streamed_keys_*.md
+#            default 0.0005", or "--gpu-workers 1 --save-proofs bench/results/streamed_keys_proofs.json" (every proof,
+#            checked on the dev box: python3 -m bench.streamed_keys --verify-saved FILE)]; pinned copy rate of the same call
+#                                                                                     -> bench/results/streamed_keys_*.md
 #   profile  bench.streamed_profile: where a streamed pass spends its time, 2^[PROFILE_LOG=24] BLS12-381 key under
 #            [PROFILE_BUDGET=5] GiB, batches [PROFILE_BATCHES=1 4], the host split page-locked and not [PROFILE_ARGS: e.g.
 #            "--tails prologue --split-locks on --cprofile"]; resident

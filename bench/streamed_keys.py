@@ -10,17 +10,25 @@ size: one engine, the key preloaded (its placement and load time), then ``--jobs
 ``--partitions`` partitions; s/proof over the whole stream, GPU lock busy, peak VRAM of the
 engine's accounting and of the allocator, and the streamed passes' host-to-device rate (bytes of
 points over the time the copy stream spent copying them, CUDA events) against the pinned copy
-rate measured at the start of the same call. One proof per row is checked with our verifier.
+rate measured at the start of the same call. One proof per row is checked with our verifier;
+``--save-proofs FILE`` writes every proof of every row with the verification key (snarkjs JSON),
+for ``--verify-saved FILE`` to check them all with snarkjs on a machine that has it (issue 12's
+100-partition runs at gpu_workers 1-3: ``--partitions 100 --gpu-workers 1 2 3``).
 Writes bench/results/streamed_keys_<curve>_2e<log>.md.
+
+    python3 -m bench.streamed_keys --verify-saved bench/results/streamed_keys_proofs.json    (no GPU)
 """
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import statistics
+import subprocess
 import time
+from pathlib import Path
 
-from bench.common import RESULTS, markdown_table, write_result
+from bench.common import REPO, RESULTS, markdown_table, write_result
 from pipeline.backends.cuda import CudaBackend
 from pipeline.backends.cuda.streamed import CudaStreamedPass
 from pipeline.backends.cuda.options import CudaOptions
@@ -28,6 +36,7 @@ from pipeline.backends.cuda.memory import PinnedHostBuffer
 from pipeline.backends.cuda.streams import Event
 from pipeline.curves import curve_by_name
 from pipeline.engine import Engine, EngineConfig
+from pipeline.formats.snarkjs_json import proof_to_json, public_to_json, verification_key_to_json
 from pipeline.groth16.verifier import verify
 from pipeline.setup import DevSecrets
 from pipeline.setup.gpu import GpuDevSetup
@@ -69,8 +78,8 @@ def make_key(curve, log_n: int):
 
 
 async def run_config(zkey, witness, budget: int | None, batch: int, partitions: int, jobs: int,
-                     tails: str = CudaOptions.stream_tails, gil: float | None = None) -> dict:
-    config = EngineConfig(backend="cuda", devices=(0,), gpu_workers_per_device=2, vram_budget_bytes=budget,
+                     tails: str = CudaOptions.stream_tails, gil: float | None = None, gpu_workers: int = 2) -> dict:
+    config = EngineConfig(backend="cuda", devices=(0,), gpu_workers_per_device=gpu_workers, vram_budget_bytes=budget,
                           cuda=CudaOptions(stream_tails=tails), gil_switch_interval_s=gil,
                           gpu_batch_max=batch, queue_size=max(2, batch), max_partitions_in_flight=batch + 4,
                           epilogue_workers=2)
@@ -100,7 +109,9 @@ async def run_config(zkey, witness, budget: int | None, batch: int, partitions: 
             "vram_peak_gb": device["vram"]["peak_bytes"] / 1e9,
             "batch_mean": statistics.mean(q.timings_ms.get("gpu_batch", 1) for q in proofs),
             "h2d_gbps": statistics.median(rates) if any(rates) else 0.0,
-            "verifies": verify(vk, p.public_signals, p.pi_a, p.pi_b, p.pi_c), **share}
+            "verifies": verify(vk, p.public_signals, p.pi_a, p.pi_b, p.pi_c), **share,
+            "proofs": [{"public": public_to_json(q.public_signals),
+                        "proof": proof_to_json(zkey.curve, q.pi_a, q.pi_b, q.pi_c)} for q in proofs]}
 
 
 def main() -> None:
@@ -117,8 +128,14 @@ def main() -> None:
                         help="EngineConfig.gil_switch_interval_s of the streamed rows (seconds, or 'default'); each a row")
     parser.add_argument("--phases", action="store_true",
                         help="events around each phase of a pass (CudaStreamedPass.profile_phases): their sum per partition")
+    parser.add_argument("--gpu-workers", type=int, nargs="+", default=[2],
+                        help="EngineConfig.gpu_workers_per_device of the streamed rows; each a row")
+    parser.add_argument("--save-proofs", metavar="FILE", help="every proof of every row, with the verification key")
+    parser.add_argument("--verify-saved", metavar="FILE", help="check a --save-proofs file with snarkjs (no GPU) and exit")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
+    if args.verify_saved:
+        return verify_saved(args.verify_saved)
     CudaStreamedPass.profile_phases = args.phases
     curve = curve_by_name(args.curve)
     zkey, witness = make_key(curve, args.log)
@@ -128,15 +145,17 @@ def main() -> None:
         device_name = probe.device.name
     finally:
         probe.close()
-    rows = []
+    rows, saved = [], {"vk": verification_key_to_json(zkey.verification_key()), "rows": []}
     for budget_gib in args.budgets_gib:
         budget = int(budget_gib * GIB) or None
-        for batch, tails, gil in [(b, t, g) for b in (args.batches if budget else [1])
-                                  for t in (args.tails if budget else [CudaOptions.stream_tails])
-                                  for g in (args.gil_intervals if budget else ["default"])]:
+        for batch, tails, gil, gw in [(b, t, g, w) for b in (args.batches if budget else [1])
+                                      for t in (args.tails if budget else [CudaOptions.stream_tails])
+                                      for g in (args.gil_intervals if budget else ["default"])
+                                      for w in (args.gpu_workers if budget else [2])]:
             gil_s = None if gil == "default" else float(gil)
             try:
-                r = asyncio.run(run_config(zkey, witness, budget, batch, args.partitions, args.jobs, tails, gil_s))
+                r = asyncio.run(run_config(zkey, witness, budget, batch, args.partitions, args.jobs, tails, gil_s,
+                                           gw))
             except Exception as exc:  # a budget too small for the key is a result, not a crash
                 rows.append([f"{budget_gib:g}", batch, f"refused: {type(exc).__name__}: {str(exc)[:160]}",
                              *["-"] * 11])
@@ -144,8 +163,8 @@ def main() -> None:
                 write_table(args, zkey, device_name, copy_rate, rows)
                 break
             share = r["h2d_gbps"] / copy_rate if r["h2d_gbps"] else float("nan")
-            placement = r["placement"] + (f" (tails: {tails}{'' if gil_s is None else f', GIL switch {gil_s:g} s'})"
-                                          if budget else "")
+            placement = r["placement"] + (f" (tails: {tails}, gpu_workers {gw}"
+                                          f"{'' if gil_s is None else f', GIL switch {gil_s:g} s'})" if budget else "")
             rows.append([f"{budget_gib:g}" if budget else "none", batch, placement, f"{r['load_s']:.1f}",
                          f"{r['s_per_proof']:.2f}", f"{r['batch_mean']:.1f}", f"{r['busy']:.3f}",
                          f"{r['vram_peak_gb']:.1f}", f"{r['h2d_gbps']:.1f}", f"{share:.2f}",
@@ -153,6 +172,22 @@ def main() -> None:
                          f"{r['phases_ms']:.0f}" if budget and args.phases else "-", "yes" if r["verifies"] else "NO"])
             print(rows[-1], flush=True)
             write_table(args, zkey, device_name, copy_rate, rows)  # after every row: a call cut short keeps them
+            if args.save_proofs:
+                saved["rows"].append({"row": f"{budget_gib:g} GiB, {placement}, batch {batch}", "proofs": r["proofs"]})
+                Path(args.save_proofs).write_text(json.dumps(saved))
+
+
+def verify_saved(path: str) -> None:
+    """Every proof of a --save-proofs file through ``snarkjs groth16 verify`` (bench/verify_proofs.cjs,
+    one node process): per row, proofs and how many verify."""
+    saved = json.loads(Path(path).read_text())
+    items = [{"vk": saved["vk"], "public": p["public"], "proof": p["proof"]} for row in saved["rows"]
+             for p in row["proofs"]]
+    out = subprocess.run(["node", str(REPO / "bench" / "verify_proofs.cjs"), str(REPO / "node_modules" / "snarkjs")],
+                         input=json.dumps(items).encode(), capture_output=True, check=True, timeout=7200)
+    verdicts = iter(line == "true" for line in out.stdout.decode().split())
+    table = [[row["row"], len(row["proofs"]), sum(next(verdicts) for _ in row["proofs"])] for row in saved["rows"]]
+    print(markdown_table(["row", "proofs", "verified by snarkjs"], table))
 
 
 def write_table(args, zkey, device_name: str, copy_rate: float, rows: list[list]) -> None:

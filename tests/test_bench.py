@@ -243,3 +243,24 @@ def test_kernels_vs_sppark_table_keeps_our_rows_where_sppark_is_missing(tmp_path
         ("2^20..2^22", "0.72-0.97", "0.97", "1 of 2")
     assert summary[("bls12381", "H", kvs.QUOTIENT)]["met at"] == "-"
 
+
+
+def test_streamed_keys_checks_every_saved_proof_with_snarkjs(tmp_path, capsys):
+    """--save-proofs writes every proof of every row with the key's verification key; --verify-saved
+    runs them all through snarkjs (issue 12's 100-partition runs, checked off the GPU host). A proof
+    with a changed public signal counts as not verified."""
+    import json
+
+    from bench.streamed_keys import verify_saved
+
+    d = REPO / "tests" / "fixtures" / "bn128" / "multiplier"
+    proof, public = json.loads((d / "proof.json").read_text()), json.loads((d / "public.json").read_text())
+    wrong = [str(int(public[0]) + 1), *public[1:]]
+    saved = {"vk": json.loads((d / "vk.json").read_text()),
+             "rows": [{"row": "good", "proofs": [{"public": public, "proof": proof}] * 2},
+                      {"row": "one bad", "proofs": [{"public": public, "proof": proof}, {"public": wrong, "proof": proof}]}]}
+    path = tmp_path / "proofs.json"
+    path.write_text(json.dumps(saved))
+    verify_saved(str(path))
+    out = capsys.readouterr().out
+    assert "| good | 2 | 2 |" in out and "| one bad | 2 | 1 |" in out
