@@ -38,9 +38,26 @@ def witnesses(curve_name: str, circuit: str = "chain_2e10"):
     return zkey, [w, other, heavy]
 
 
-def run_batch(backend, key, items, with_b_g2=True, leave_at=None, shapes=False):
+def resident_results(backend, zkey, items) -> list:
+    """Each witness's MSMs with the key resident: what every streamed pass must equal."""
+    resident = backend.load_key(zkey)
+    try:
+        return [backend.start_partition(resident, w, True, None).result() for w in items]
+    finally:
+        backend.unload_key(resident)
+
+
+def assert_same_msms(curve, expected, got) -> None:
+    for e, r in zip(expected, got, strict=True):
+        for name in ("a_g1", "b_g1", "c_g1", "h_g1"):
+            assert curve.g1.eq(getattr(r, name), getattr(e, name)), name
+        assert curve.g2.eq(r.b_g2, e.b_g2)
+
+
+def run_batch(backend, key, items, with_b_g2=True, leave_at=None, shapes=False, inspect=None):
     """The pass, as the engine drives it; ``shapes``: with each witness's WitnessShape, so that the
-    bit-heavy ones take the 0 / 1 split."""
+    bit-heavy ones take the 0 / 1 split; ``inspect(work)``: called once the pass is done, before
+    its results (which close it)."""
     prefix = key.zkey.n_public + 1
     work = backend.start_batch(key, [(w, WitnessShape.of(w, prefix) if shapes else None) for w in items], with_b_g2)
     active = [True] * len(items)
@@ -51,6 +68,8 @@ def run_batch(backend, key, items, with_b_g2=True, leave_at=None, shapes=False):
         if leave_at is not None and steps == leave_at[0]:
             active[leave_at[1]] = False
     asyncio.run(work.wait())
+    if inspect is not None:
+        inspect(work)
     return work.results()
 
 
@@ -58,12 +77,7 @@ def run_batch(backend, key, items, with_b_g2=True, leave_at=None, shapes=False):
 @pytest.mark.parametrize("placement", PLACEMENTS, ids=lambda p: f"{p.mode}-{p.chunk_signals}-{p.chunk_h}")
 def test_streamed_pass_equals_resident_partitions(cuda_backend, gpu_curve, placement, shapes):
     zkey, items = witnesses(gpu_curve.name)
-    resident = cuda_backend.load_key(zkey)
-    try:
-        expected = [cuda_backend.start_partition(resident, w, True, None) for w in items]
-        expected = [work.result() for work in expected]
-    finally:
-        cuda_backend.unload_key(resident)
+    expected = resident_results(cuda_backend, zkey, items)
     in_use = cuda_backend.allocator.in_use_bytes
     key = cuda_backend.load_key(zkey, placement)
     try:
@@ -71,11 +85,7 @@ def test_streamed_pass_equals_resident_partitions(cuda_backend, gpu_curve, place
         assert cuda_backend.allocator.in_use_bytes == in_use + key.resident_bytes  # the pass gave back its scratch
     finally:
         cuda_backend.unload_key(key)
-    g1, g2 = gpu_curve.g1, gpu_curve.g2
-    for e, r in zip(expected, got):
-        for name in ("a_g1", "b_g1", "c_g1", "h_g1"):
-            assert g1.eq(getattr(r, name), getattr(e, name)), name
-        assert g2.eq(r.b_g2, e.b_g2)
+    assert_same_msms(gpu_curve, expected, got)
 
 
 def test_a_partition_that_leaves_mid_pass_has_no_result_and_the_rest_are_exact(cuda_backend, gpu_curve):
@@ -184,21 +194,12 @@ def test_tails_in_the_prologue_or_the_chunks_equal_the_resident_msms(cuda_backen
     some = rng.random(len(mixed)) < 0.05  # 95% bits, the rest full-width values below r
     mixed[some] = rng.integers(0, 2**63, size=(int(some.sum()), mixed.shape[1]), dtype=np.uint64) >> np.uint64(8)
     items = [mixed, heavy]
-    resident = cuda_backend.load_key(zkey)
-    try:
-        expected = [cuda_backend.start_partition(resident, w, True, None).result() for w in items]
-    finally:
-        cuda_backend.unload_key(resident)
+    expected = resident_results(cuda_backend, zkey, items)
     key = cuda_backend.load_key(zkey, placement)
     default, cuda_backend.stream_tails = cuda_backend.stream_tails, tails
+    tails_done: list[bool] = []
     try:
-        prefix = zkey.n_public + 1
-        work = cuda_backend.start_batch(key, [(w, WitnessShape.of(w, prefix)) for w in items], True)
-        while work.enqueue_next([True, True]):
-            asyncio.run(work.wait_for_room())
-        asyncio.run(work.wait())
-        tails_done = list(work.tails_done)
-        got = work.results()
+        got = run_batch(cuda_backend, key, items, shapes=True, inspect=lambda work: tails_done.extend(work.tails_done))
     finally:
         cuda_backend.stream_tails = default
         cuda_backend.unload_key(key)
@@ -206,10 +207,7 @@ def test_tails_in_the_prologue_or_the_chunks_equal_the_resident_msms(cuda_backen
         assert tails_done == [False, False]
     elif "a" in placement.resident:  # room from the resident MSMs' scratch: the tails fit the prologue
         assert tails_done == [True, True]
-    for e, r in zip(expected, got):
-        for name in ("a_g1", "b_g1", "c_g1", "h_g1"):
-            assert gpu_curve.g1.eq(getattr(r, name), getattr(e, name)), name
-        assert gpu_curve.g2.eq(r.b_g2, e.b_g2)
+    assert_same_msms(gpu_curve, expected, got)
 
 
 def test_phase_clock_times_the_pass_without_changing_its_sums(cuda_backend, gpu_curve):
@@ -218,21 +216,12 @@ def test_phase_clock_times_the_pass_without_changing_its_sums(cuda_backend, gpu_
     from pipeline.backends.cuda.streamed import CudaStreamedPass
     zkey, (w, _, heavy) = witnesses(gpu_curve.name)
     items = [w, heavy]
-    resident = cuda_backend.load_key(zkey)
-    try:
-        expected = [cuda_backend.start_partition(resident, x, True, None).result() for x in items]
-    finally:
-        cuda_backend.unload_key(resident)
+    expected = resident_results(cuda_backend, zkey, items)
     key = cuda_backend.load_key(zkey, PLACEMENTS[0])
     CudaStreamedPass.profile_phases = True
+    timings: dict[str, float] = {}
     try:
-        prefix = zkey.n_public + 1
-        work = cuda_backend.start_batch(key, [(x, WitnessShape.of(x, prefix)) for x in items], True)
-        while work.enqueue_next([True, True]):
-            asyncio.run(work.wait_for_room())
-        asyncio.run(work.wait())
-        timings = work.pass_timings()
-        got = work.results()
+        got = run_batch(cuda_backend, key, items, shapes=True, inspect=lambda work: timings.update(work.pass_timings()))
     finally:
         CudaStreamedPass.profile_phases = False
         cuda_backend.unload_key(key)
@@ -240,7 +229,4 @@ def test_phase_clock_times_the_pass_without_changing_its_sums(cuda_backend, gpu_
     assert "phase prologue: witness upload, H ms" in phases and "phase chunk: a ones sums ms" in phases
     assert "phase chunk: h MSMs ms" in phases and all(v >= 0 for v in phases.values())
     assert sum(phases.values()) <= timings["stream_pass_ms"] * 1.01 + 0.1
-    for e, r in zip(expected, got):
-        for name in ("a_g1", "b_g1", "c_g1", "h_g1"):
-            assert gpu_curve.g1.eq(getattr(r, name), getattr(e, name)), name
-        assert gpu_curve.g2.eq(r.b_g2, e.b_g2)
+    assert_same_msms(gpu_curve, expected, got)

@@ -23,6 +23,12 @@ LEVEL_CHUNK = 16  # full additions per thread when combining partials
 SEGMENT_THREADS = 1 << 16  # threads of the bucket-reduction step
 
 
+def level0_chunk(entries: int) -> int:
+    """Entries per thread at level 0 of the bucket sums: 2..MAX_CHUNK, enough threads (TARGET_CHUNKS)
+    for the GPU at any size."""
+    return max(2, min(MAX_CHUNK, 1 << max(0, (entries // TARGET_CHUNKS).bit_length())))
+
+
 @dataclass(frozen=True)
 class MsmPlan:
     n: int
@@ -80,6 +86,10 @@ class MsmRunner:
                 ev.close()
         self._marks = []
 
+    def _affine_accumulate(self, g2: bool) -> str:
+        """The level-0 bucket kernel (affine points in), at this runner's G1 occupancy variant."""
+        return "msm_accumulate<fq2_t, true, 1>" if g2 else f"msm_accumulate<fq_t, true, {self.g1_min_blocks}>"
+
     def _launch(self, expr, n_threads, block, args):
         self.kernels.launch(expr, grid_for(n_threads, block), block, args, self.stream)
 
@@ -106,7 +116,7 @@ class MsmRunner:
         plan = plan_msm(n, self.curve.fr.bits)
         nb, xyzz = plan.n_buckets, self.xyzz_bytes(g2)
         entries = n * plan.n_windows
-        chunk = max(2, min(MAX_CHUNK, 1 << max(0, (entries // TARGET_CHUNKS).bit_length())))
+        chunk = level0_chunk(entries)
         chunks = -(-entries // chunk) + nb
         scan = 4 * (nb // SCAN_TILE + 2)
         level0 = 4 * entries + 4 * (nb + 1) + 4 * nb + scan + xyzz * chunks
@@ -132,7 +142,7 @@ class MsmRunner:
             return
         alloc, nb_total = self.allocator, plan.n_buckets
         entries_bound = n * plan.n_windows  # at most one nonzero digit per scalar and window
-        chunk = max(2, min(MAX_CHUNK, 1 << max(0, (entries_bound // TARGET_CHUNKS).bit_length())))
+        chunk = level0_chunk(entries_bound)
         with alloc.alloc(4 * nb_total, "msm bucket counts") as d_counts, \
                 alloc.alloc(4 * (nb_total + 1), "msm bucket offsets") as d_offsets:
             # 1-3: counting sort of the nonzero signed digits by bucket
@@ -185,8 +195,7 @@ class MsmRunner:
         except BaseException:
             d_chunk_off.free()
             raise
-        min_blocks = 1 if g2 else self.g1_min_blocks
-        self._launch(f"msm_accumulate<{field}, true, {min_blocks}>", chunks_bound, ACC_BLOCK,
+        self._launch(self._affine_accumulate(g2), chunks_bound, ACC_BLOCK,
                      (d_partials.ptr, d_points, d_entries.ptr, 0, d_offsets.ptr, d_chunk_off.ptr,
                       n_buckets, chunk, d_chunk_off.offset(4 * n_buckets)))
         self._mark("accumulate affine")
@@ -221,7 +230,7 @@ class MsmRunner:
             check_memset_zero(d_out, xyzz_bytes, self.stream)
             return
         field = "fq2_t" if g2 else "fq_t"
-        chunk = max(2, min(MAX_CHUNK, 1 << max(0, (count // TARGET_CHUNKS).bit_length())))
+        chunk = level0_chunk(count)
         sizes = [count, -(-count // chunk)]  # entries, then the partials of each level down to one
         while sizes[-1] > 1:
             sizes.append(-(-sizes[-1] // LEVEL_CHUNK))
@@ -231,10 +240,9 @@ class MsmRunner:
             d_pairs.memset32(0, self.stream)
             for k, size in enumerate(sizes):
                 check(driver.cuMemsetD32Async(d_pairs.ptr + 8 * k + 4, size, 1, h), "cuMemsetD32Async")
-            min_blocks = 1 if g2 else self.g1_min_blocks
             d_partials = self.allocator.alloc(xyzz_bytes * sizes[1], "point-sum partials")
             try:
-                self._launch(f"msm_accumulate<{field}, true, {min_blocks}>", sizes[1], ACC_BLOCK,
+                self._launch(self._affine_accumulate(g2), sizes[1], ACC_BLOCK,
                              (d_partials.ptr, d_points, d_indices, 0, d_pairs.ptr, d_pairs.ptr + 8, 1, chunk,
                               d_pairs.ptr + 12))
                 for k in range(2, len(sizes)):

@@ -269,12 +269,12 @@ class CudaStreamedPass(StreamedPass):
                 return False
             tails.append((s, first, count, n))
         need = sum(n * point_bytes(self.curve, s) for s, _, _, n in tails)
-        stage = self._tail_stage(need) if 0 < need <= TAIL_STAGE_MAX else None
+        stage, pool = self._tail_stage(need) if 0 < need <= TAIL_STAGE_MAX else (None, None)
         try:
             self._enqueue_tails(index, tails, stage)
         finally:
             if stage is not None:  # given back to its pool once these uploads are done
-                self.tail_stages.append((stage, Event(timing=False).record(self.stream), self._stage_pool(need)))
+                self.tail_stages.append((stage, Event(timing=False).record(self.stream), pool))
         return True
 
     def _enqueue_tails(self, index: int, tails: list, stage: PinnedHostBuffer | None) -> None:
@@ -303,17 +303,15 @@ class CudaStreamedPass(StreamedPass):
                 d_points.free()  # stream-ordered: after the MSM
                 d_scalars.free()
 
-    def _stage_pool(self, nbytes: int):
-        return self.backend.pinned_pool(-(-nbytes // TAIL_STAGE_STEP) * TAIL_STAGE_STEP)
-
-    def _tail_stage(self, nbytes: int) -> PinnedHostBuffer:
-        """Page-locked staging of at least ``nbytes`` for one partition's gathered tails, once
-        fewer than TAIL_STAGES_IN_FLIGHT earlier ones wait for their uploads (the oldest is
-        waited for: queued a prologue or more ago, stream order has usually finished it)."""
+    def _tail_stage(self, nbytes: int) -> tuple[PinnedHostBuffer, object]:
+        """(page-locked staging of at least ``nbytes`` for one partition's gathered tails, the pool
+        it goes back to), once fewer than TAIL_STAGES_IN_FLIGHT earlier ones wait for their uploads
+        (the oldest is waited for: queued a prologue or more ago, stream order has usually finished it)."""
         self._release_tail_stages(wait=False)
         if len(self.tail_stages) >= TAIL_STAGES_IN_FLIGHT:
             self._release_tail_stages(wait=True, count=len(self.tail_stages) - TAIL_STAGES_IN_FLIGHT + 1)
-        return self._stage_pool(nbytes).take()
+        pool = self.backend.pinned_pool(-(-nbytes // TAIL_STAGE_STEP) * TAIL_STAGE_STEP)
+        return pool.take(), pool
 
     def _release_tail_stages(self, wait: bool, count: int | None = None) -> None:
         """Give the stagings whose uploads are done back to their pools (``wait``: the oldest
