@@ -2,9 +2,11 @@
 
 ms is the median of CUDA-event timings after a warm-up; "Madd/s" is (bucket additions n * windows)
 per second, the rate the bucket step runs at. Usage:
-  python3 -m bench.gpu_msm [g1_min_log] [g1_max_log] [g2_max_log] [out.md] [--no-variants]
+  python3 -m bench.gpu_msm [g1_min_log] [g1_max_log] [g2_max_log] [out.md] [--no-variants] [--windows 18,20,22]
 
 --no-variants skips the occupancy variants of the G1 bucket kernel (the slow part at 2^26).
+--windows adds G1 rows at g1_max_log with each window width given instead of plan_msm's choice
+(its cost model counts additions only; the bucket counters' fit in L2 is not in it).
 """
 from __future__ import annotations
 
@@ -60,13 +62,14 @@ def random_msm_data(rng, curve, g2: bool, n: int) -> tuple[np.ndarray, dict[str,
 
 
 def time_msms(backend, curve, g2: bool, logs: Iterable[int], points: np.ndarray, scalars: dict[str, np.ndarray],
-              repeats: Callable[[int], int], profile_logs: Iterable[int] = (), split: bool = False
-              ) -> Iterator[MsmTiming]:
+              repeats: Callable[[int], int], profile_logs: Iterable[int] = (), split: bool = False,
+              c: int | None = None) -> Iterator[MsmTiming]:
     """Our MSM over the first 2^log_n points, per size and kind of scalars: points resident, the
     scalars copied from pinned memory (the prep stage's staging buffer) in every timed call.
     With ``split``, each bit-heavy kind once more the way the engine takes a bit-heavy witness
     (CudaBackend._enqueue_msms): classified and compacted on the device, the ones summed, the
-    others through Pippenger, all inside the timed call (the host's counts are not)."""
+    others through Pippenger, all inside the timed call (the host's counts are not). ``c``: the
+    window width (default: plan_msm's choice)."""
     rt = backend.runtime(curve)
     group, fr = ("G2" if g2 else "G1"), curve.fr
     logs, profile_logs = list(logs), set(profile_logs)
@@ -84,7 +87,7 @@ def time_msms(backend, curve, g2: bool, logs: Iterable[int], points: np.ndarray,
 
                 def call():
                     d_s.upload(h_scalars, backend.stream)
-                    rt.msm.run_xyzz(g2, d_points.ptr, d_s.ptr, n)
+                    rt.msm.run_xyzz(g2, d_points.ptr, d_s.ptr, n, c)
                 ms = time_ms(backend.stream, call, warmup=1, repeat=repeats(log_n))
                 plan = rt.msm.last_plan
                 phases = _profiled(rt.msm, call) if log_n in profile_logs else None
@@ -120,10 +123,10 @@ def _enqueue_split_msm(msm: MsmRunner, g2: bool, d_points: int, d_scalars: int, 
         parts.free()  # stream-ordered: after the work queued above
 
 
-def bench_group(backend, curve, g2: bool, logs, rng, rows, repeat=5):
+def bench_group(backend, curve, g2: bool, logs, rng, rows, repeat=5, c: int | None = None):
     points, scalars = random_msm_data(rng, curve, g2, 1 << max(logs))
     profile_logs = [k for k in logs if k >= max(logs) - 2]  # where the time goes, at the larger sizes
-    for t in time_msms(backend, curve, g2, logs, points, scalars, lambda _: repeat, profile_logs):
+    for t in time_msms(backend, curve, g2, logs, points, scalars, lambda _: repeat, profile_logs, c=c):
         if t.phases_ms is not None:
             phases.append([t.curve, t.group, f"2^{t.log_n}", t.scalars] + [f"{v:.2f}" for v in t.phases_ms.values()])
             phase_names[:] = list(t.phases_ms)
@@ -132,7 +135,7 @@ def bench_group(backend, curve, g2: bool, logs, rng, rows, repeat=5):
 
 
 def main(g1_min: int = 16, g1_max: int = 24, g2_max: int = 22, out_path: str | None = None,
-         variants: bool = True) -> str:
+         variants: bool = True, windows: Iterable[int] = ()) -> str:
     backend = CudaBackend()
     rng = np.random.default_rng(2)
     rows: list = []
@@ -149,6 +152,13 @@ def main(g1_min: int = 16, g1_max: int = 24, g2_max: int = 22, out_path: str | N
             bench_group(backend, curve, False, [g1_max], rng, variant)
             rows += [[r[0], f"G1 min_blocks={min_blocks}", *r[2:]] for r in variant]
         backend.runtime(curve).msm.g1_min_blocks = default_blocks
+    # window widths other than plan_msm's at the largest G1 size, phases included
+    for curve in (BLS12_381, BN254):
+        for c in windows:
+            variant = []
+            bench_group(backend, curve, False, [g1_max], rng, variant, c=c)
+            rows += [[r[0], f"G1 c={c}", *r[2:]] for r in variant]
+            phases[-len(variant):] = [[p[0], f"G1 c={c}", *p[2:]] for p in phases[-len(variant):]]
     table = markdown_table(["curve", "group", "n", "scalars", "ms", "window c", "Madd/s"], rows)
     phase_table = markdown_table(["curve", "group", "n", "scalars"] + [f"{p} ms" for p in phase_names], phases)
     text = (f"# MSM on {backend.device.name}\n\nPoints resident on the device, scalars copied from host "
@@ -166,5 +176,7 @@ if __name__ == "__main__":
     parser.add_argument("g2_max_log", type=int, nargs="?", default=22)
     parser.add_argument("out", nargs="?", default=None, help="markdown file (default: print only)")
     parser.add_argument("--no-variants", dest="variants", action="store_false")
+    parser.add_argument("--windows", type=lambda v: [int(c) for c in v.split(",")], default=[],
+                        help="G1 window widths to time at g1_max_log, comma-separated")
     a = parser.parse_intermixed_args()  # --no-variants may come anywhere
-    main(a.g1_min_log, a.g1_max_log, a.g2_max_log, a.out, variants=a.variants)
+    main(a.g1_min_log, a.g1_max_log, a.g2_max_log, a.out, variants=a.variants, windows=a.windows)

@@ -102,6 +102,7 @@ async def run_config(zkey, witness, budget: int | None, batch: int, partitions: 
     # a pass's timings are shared by its partitions: each partition's share is pass / batch
     share = {name: sum(q.timings_ms.get(f"gpu_{name}", 0.0) / q.timings_ms.get("gpu_batch", 1) for q in proofs)
              / len(proofs) for name in ("stream_pass_ms", "stream_host_ms")}
+    share["prep_ms"] = statistics.mean(q.timings_ms.get("prep_msm_ms", 0.0) for q in proofs)
     share["phases_ms"] = sum(sum(v for k, v in q.timings_ms.items() if k.startswith("gpu_phase "))
                              / q.timings_ms.get("gpu_batch", 1) for q in proofs) / len(proofs)
     return {"placement": status["keys"]["keys"]["k"]["placement"].get("0", "?"), "load_s": load_s,
@@ -158,7 +159,7 @@ def main() -> None:
                                            gw))
             except Exception as exc:  # a budget too small for the key is a result, not a crash
                 rows.append([f"{budget_gib:g}", batch, f"refused: {type(exc).__name__}: {str(exc)[:160]}",
-                             *["-"] * 11])
+                             *["-"] * 12])
                 print(rows[-1], flush=True)
                 write_table(args, zkey, device_name, copy_rate, rows)
                 break
@@ -169,7 +170,8 @@ def main() -> None:
                          f"{r['s_per_proof']:.2f}", f"{r['batch_mean']:.1f}", f"{r['busy']:.3f}",
                          f"{r['vram_peak_gb']:.1f}", f"{r['h2d_gbps']:.1f}", f"{share:.2f}",
                          f"{r['stream_pass_ms']:.0f}" if budget else "-", f"{r['stream_host_ms']:.0f}" if budget else "-",
-                         f"{r['phases_ms']:.0f}" if budget and args.phases else "-", "yes" if r["verifies"] else "NO"])
+                         f"{r['phases_ms']:.0f}" if budget and args.phases else "-", f"{r['prep_ms']:.0f}",
+                         "yes" if r["verifies"] else "NO"])
             print(rows[-1], flush=True)
             write_table(args, zkey, device_name, copy_rate, rows)  # after every row: a call cut short keeps them
             if args.save_proofs:
@@ -197,13 +199,14 @@ def write_table(args, zkey, device_name: str, copy_rate: float, rows: list[list]
     table = markdown_table(["VRAM budget GiB", "batch max", "placement", "key load s", "s/partition", "vs resident",
                             "mean batch", "GPU lock busy", "VRAM peak GB", "H2D GB/s (passes)", "of pinned rate",
                             "pass device ms/partition", "pass host ms/partition", "phases' device ms/partition",
-                            "verifies"], shown)
+                            "prep_msm ms/partition", "verifies"], shown)
     note = (f"\n{args.curve} 2^{args.log} development key ({zkey.host_bytes() / 1e9:.1f} GB), circuit witness; "
             f"{args.jobs} job(s) of {args.partitions} partitions per row, gpu_workers 2, on {device_name}. "
             f"Pinned host-to-device copy rate measured in the same call: {copy_rate:.1f} GB/s. Per partition, a "
             f"pass's share (its time / its batch): device time from its start to its last step, host time spent "
             f"queueing its steps, and (--phases) the summed device time of its phases: device time beyond the phases "
-            f"is the device waiting (for the host, or a copy).\n")
+            f"is the device waiting (for the host, or a copy). prep_msm: the stage's mean time per partition (staging "
+            f"copy, 0/1 counts, range check), outside the GPU lock.\n")
     out = args.out or RESULTS / f"streamed_keys_{args.curve}_2e{args.log}.md"
     write_result(out, "# Streamed keys and batched passes\n" + note + "\n" + table + "\n", show=table)
 

@@ -19,7 +19,12 @@ from ..errors import BadInput
 from ..formats.binfile import ROWS_PER_TASK, first_not_below, over_chunks
 from ..formats.types import Witness
 
-BLOCK_ROWS = 1 << 13  # 256 KiB of 4-limb values: copied, counted and checked within L2 (bench/witness_scan.py)
+# 2 MiB of 4-limb values per block: copied, counted and checked while in cache. Each numpy call
+# gives the GIL back and takes it again; beside a thread running Python (a streamed pass queueing
+# its steps under the GPU lock) each retake can wait a whole switch interval (5 ms), so a block
+# is ~10 such waits: 2^13-row blocks made a 2^23 scan take 6 s instead of 0.04 s beside a Python
+# loop (dev box, bench/NOTES.md "GIL convoy"); 2^16 is 8x fewer waits and as fast alone.
+BLOCK_ROWS = 1 << 16
 
 
 class WitnessOutOfRange(BadInput):
