@@ -168,6 +168,13 @@ class HostSplit:
         self.other_scalars = np.ascontiguousarray(np.concatenate([p[2] for p in parts]) if parts else
                                                   witness[:0])
 
+    @classmethod
+    def of_lists(cls, ones: np.ndarray, others: np.ndarray, other_scalars: np.ndarray) -> "HostSplit":
+        """A split whose lists were made elsewhere (the device compacts them; a pass downloads them)."""
+        split = cls.__new__(cls)
+        split.ones, split.others, split.other_scalars = ones, others, other_scalars
+        return split
+
     def others_of(self, points: np.ndarray, first: int, count: int,
                   out: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """The points of this witness's other values among the signals [first, first + count) of a

@@ -181,33 +181,100 @@ def test_h_with_the_csr_streamed_in_row_chunks_equals_the_resident_h(cuda_backen
         assert gpu_curve.g1.eq(got.h_g1, expected.h_g1) and gpu_curve.g2.eq(got.b_g2, expected.b_g2)
 
 
-@pytest.mark.parametrize("tails", ["prologue", "chunks"])
+def mixed_items(curve_name: str):
+    """A witness of 95% bits and full-width values below r, and one of bits only."""
+    zkey, (_, _, heavy) = witnesses(curve_name)
+    rng = np.random.default_rng(13)
+    mixed = heavy.copy()
+    some = rng.random(len(mixed)) < 0.05
+    mixed[some] = rng.integers(0, 2**63, size=(int(some.sum()), mixed.shape[1]), dtype=np.uint64) >> np.uint64(8)
+    return zkey, [mixed, heavy]
+
+
+def run_with_tails(backend, key, items, tails: str) -> tuple[list, list[bool], list[bool]]:
+    """The pass with stream_tails ``tails`` ("prologue-host": the host splits and gathers);
+    (results, tails_done, which partitions the device split)."""
+    from pipeline.backends.cuda.streamed import CudaStreamedPass
+    default, backend.stream_tails = backend.stream_tails, tails.split("-")[0]
+    CudaStreamedPass.device_tails = tails != "prologue-host"
+    seen: dict[str, list[bool]] = {}
+
+    def inspect(work) -> None:
+        seen["done"] = list(work.tails_done)
+        seen["device"] = [lists is not None for lists in work.split_lists]
+    try:
+        got = run_batch(backend, key, items, shapes=True, inspect=inspect)
+    finally:
+        backend.stream_tails = default
+        CudaStreamedPass.device_tails = True
+    return got, seen["done"], seen["device"]
+
+
+@pytest.mark.parametrize("tails", ["prologue", "prologue-host", "chunks"])
 @pytest.mark.parametrize("placement", PLACEMENTS, ids=lambda p: f"{p.mode}-{p.chunk_signals}-{p.chunk_h}")
 def test_tails_in_the_prologue_or_the_chunks_equal_the_resident_msms(cuda_backend, gpu_curve, placement, tails):
     """stream_tails="prologue" (the default): a bit-heavy witness's values other than 0 and 1 go
-    through one MSM per section over points gathered on the host (where the prologue's room
-    allows; else the chunks run them); "chunks": a tail MSM per chunk slice. The same sums as the
-    resident MSMs, bit for bit, either way."""
-    zkey, (_, _, heavy) = witnesses(gpu_curve.name)
-    rng = np.random.default_rng(13)
-    mixed = heavy.copy()
-    some = rng.random(len(mixed)) < 0.05  # 95% bits, the rest full-width values below r
-    mixed[some] = rng.integers(0, 2**63, size=(int(some.sum()), mixed.shape[1]), dtype=np.uint64) >> np.uint64(8)
-    items = [mixed, heavy]
+    through one MSM per section over points gathered on the device from the mapped key, the split
+    made there too ("prologue-host": split and gathered on the host), where the prologue's room
+    allows; else the chunks run them. "chunks": a tail MSM per chunk slice. The same sums as the
+    resident MSMs, bit for bit, every way."""
+    zkey, items = mixed_items(gpu_curve.name)
     expected = resident_results(cuda_backend, zkey, items)
     key = cuda_backend.load_key(zkey, placement)
-    default, cuda_backend.stream_tails = cuda_backend.stream_tails, tails
-    tails_done: list[bool] = []
     try:
-        got = run_batch(cuda_backend, key, items, shapes=True, inspect=lambda work: tails_done.extend(work.tails_done))
+        got, done, device = run_with_tails(cuda_backend, key, items, tails)
     finally:
-        cuda_backend.stream_tails = default
         cuda_backend.unload_key(key)
     if tails == "chunks":
-        assert tails_done == [False, False]
+        assert done == [False, False] and device == [False, False]
     elif "a" in placement.resident:  # room from the resident MSMs' scratch: the tails fit the prologue
-        assert tails_done == [True, True]
+        assert done == [True, True]
+        assert device == [tails == "prologue"] * 2
+    assert all(d <= t for d, t in zip(device, done))  # a device split always runs its tails
     assert_same_msms(gpu_curve, expected, got)
+
+
+def test_device_split_of_a_key_streamed_whole_equals_the_resident_msms(cuda_backend, gpu_curve):
+    """Every section streamed (the seed's case under a small budget), the split and the tails on
+    the device: the fixture's prologue is too small for the tails, so the key gets the room a CSR
+    streamed in 1 MiB chunks would give it."""
+    zkey, items = mixed_items(gpu_curve.name)
+    expected = resident_results(cuda_backend, zkey, items)
+    key = cuda_backend.load_key(zkey, PLACEMENTS[0])
+    key.csr_chunk_max = max(key.csr_chunk_max, 1 << 20)
+    try:
+        got, done, device = run_with_tails(cuda_backend, key, items, "prologue")
+    finally:
+        cuda_backend.unload_key(key)
+    assert done == [True, True] and device == [True, True]
+    assert_same_msms(gpu_curve, expected, got)
+
+
+@pytest.mark.parametrize("row_bytes", [64, 96, 128, 192])
+def test_gather_rows_copies_rows_of_mapped_host_memory_bit_exact(cuda_backend, gpu_curve, row_bytes):
+    """gather_rows (a streamed pass's tail points): dst[k] = src[idx[k] - first] over page-locked
+    host memory read in place; rows of every point size of both curves, the first and last row,
+    a row twice."""
+    from pipeline.backends.cuda.memory import HostRegistration
+    from pipeline.backends.cuda.split import enqueue_gather_rows
+    rng = np.random.default_rng(row_bytes)
+    n, first, count = 5000, 7, 1234
+    rows = rng.integers(0, 2**32, size=(n, row_bytes // 4), dtype=np.uint64).astype(np.uint32)
+    idx = np.sort(rng.integers(first, n + first, size=count)).astype(np.uint32)
+    idx[0], idx[1], idx[-1] = first, first, n + first - 1
+    reg = HostRegistration(cuda_backend.device, rows)
+    out = np.zeros((count, row_bytes // 4), dtype=np.uint32)
+    try:
+        assert reg.registered and reg.device_ptr is not None
+        msm = cuda_backend.runtime(gpu_curve).msm
+        with cuda_backend.allocator.upload(idx, "test indices") as d_idx, \
+                cuda_backend.allocator.alloc(out.nbytes, "test rows") as d_out:
+            enqueue_gather_rows(msm.kernels, cuda_backend.stream, d_out.ptr, reg.device_ptr, d_idx.ptr, count,
+                                row_bytes, first)
+            d_out.download(out, cuda_backend.stream)
+    finally:
+        reg.close()
+    assert np.array_equal(out, rows[idx.astype(np.int64) - first])
 
 
 def test_phase_clock_times_the_pass_without_changing_its_sums(cuda_backend, gpu_curve):

@@ -36,7 +36,7 @@ UNITS: dict[str, tuple[str, ...]] = {
     "msm_g1": (
         "scan_tile_sums", "scan_tile_offsets", "scan_apply",
         "msm_count_digits", "msm_scatter_digits", "msm_chunk_counts", "msm_classify", "msm_compact",
-        *(f"msm_accumulate<fq_t, true, {b}>" for b in G1_MIN_BLOCKS_BUILT),
+        "gather_rows", *(f"msm_accumulate<fq_t, true, {b}>" for b in G1_MIN_BLOCKS_BUILT),
         "msm_accumulate<fq_t, false, 1>", "msm_bucket_segments<fq_t>",
         "msm_reduce_halves<fq_t>", "msm_combine_windows<fq_t>",
     ),
@@ -67,6 +67,7 @@ SIGNATURES: dict[str, tuple[str, ...]] = {
     "msm_scatter_digits": (PTR, U32, I32, I32, PTR, PTR, PTR),
     "msm_classify": (PTR, U64, PTR, PTR),
     "msm_compact": (PTR, U64, PTR, PTR, PTR, PTR, PTR, U32, U32),
+    "gather_rows": (PTR, PTR, PTR, U64, U32, U32),
     "msm_chunk_counts": (PTR, U32, U32, PTR),
     "msm_accumulate": (PTR, PTR, PTR, PTR, PTR, PTR, U32, U32, PTR),
     "msm_bucket_segments": (PTR, PTR, PTR, U32, U32, U32),

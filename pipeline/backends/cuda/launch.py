@@ -45,7 +45,7 @@ ELEMENTWISE_BLOCK = 256  # NTT helpers (bit reversal, coset scale, quotient, con
 # elements in shared memory (32 KiB a block, 512 threads): bench/NOTES.md, NTT v1 (2^24 8.3 ms).
 STAGES_PER_PASS = 8
 PASS_ELEMENTS_LOG = 10
-SPLIT_BLOCK = 256  # msm_classify, msm_compact (split.py): the 0/1 split, not yet measured on the H200
+SPLIT_BLOCK = 256  # msm_classify, msm_compact, gather_rows (split.py): not yet swept on the H200
 SETUP_BLOCK = 256  # every other setup kernel (a multiple of 32: the counting sort aggregates whole warps);
 # unswept, their phases timed by bench/dev_setup.py
 

@@ -215,11 +215,17 @@ class HostRegistration:
         self.array = array
         self.ptr = int(array.ctypes.data)
         self.nbytes = int(array.nbytes)
-        flags = driver.CU_MEMHOSTREGISTER_PORTABLE
+        # mapped too: kernels may read it in place (a streamed pass gathers its tail points so)
+        flags = driver.CU_MEMHOSTREGISTER_PORTABLE | driver.CU_MEMHOSTREGISTER_DEVICEMAP
         if not array.flags.writeable:  # a key's points mapped read-only from its file
             flags |= driver.CU_MEMHOSTREGISTER_READ_ONLY
         err = driver.cuMemHostRegister(self.ptr, self.nbytes, flags)[0] if self.nbytes else None
         self.registered = err == driver.CUresult.CUDA_SUCCESS
+        self.device_ptr: int | None = None  # the array's address for kernels, when the driver maps it
+        if self.registered:
+            err_ptr, d_ptr = driver.cuMemHostGetDevicePointer(self.ptr, 0)
+            if err_ptr == driver.CUresult.CUDA_SUCCESS:
+                self.device_ptr = int(d_ptr)
         if self.nbytes and not self.registered:
             log.warning("could not page-lock %.1f GB of host arrays in place (%s): copies from them run at "
                         "pageable speed", self.nbytes / 1e9, err)
@@ -229,4 +235,5 @@ class HostRegistration:
             self.device.activate()
             check(driver.cuMemHostUnregister(self.ptr), "cuMemHostUnregister")
             self.registered = False
+            self.device_ptr = None
         self.array = None

@@ -15,6 +15,8 @@ from ._bindings import driver
 from .errors import check
 from .launch import SPLIT_BLOCK
 
+ROW_WORD = 16  # gather_rows copies rows in 16-byte words: every affine point of both curves is a multiple
+
 
 def split_worth_it(shape: WitnessShape | None, min_bits: float) -> bool:
     """Split when at least ``min_bits`` of the witness is 0 or 1 (below it the plain MSM wins:
@@ -75,3 +77,16 @@ def enqueue_split(msm, d_witness: int, shape: WitnessShape) -> DeviceSplit:
 def split_scratch_bytes(n_vars: int) -> int:
     """Upper bound of what ``enqueue_split`` allocates (flags while compacting, then the lists)."""
     return 8 * (n_vars + 1) + 36 * n_vars + 4 * n_vars + 8
+
+
+def enqueue_gather_rows(kernels, stream, d_dst: int, src: int, d_idx: int, count: int, row_bytes: int,
+                        first: int = 0) -> None:
+    """Queue dst[k] = src[idx[k] - first], k < count, rows of ``row_bytes`` (a multiple of 16);
+    ``src`` may be host memory mapped into the device (``HostRegistration.device_ptr``)."""
+    if count == 0:
+        return
+    if row_bytes % ROW_WORD:
+        raise ValueError(f"gather_rows copies 16-byte words; a row of {row_bytes} bytes is not a multiple")
+    words = row_bytes // ROW_WORD
+    grid = min(-(-count * words // SPLIT_BLOCK), 1 << 16)
+    kernels.launch("gather_rows", grid, SPLIT_BLOCK, (d_dst, src, d_idx, count, words, first), stream)

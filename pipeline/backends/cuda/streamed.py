@@ -35,7 +35,7 @@ from ._bindings import driver
 from .errors import DeviceBudgetError, check
 from .memory import ADDRESS_MASK, DeviceAddress, HostRegistration, PinnedHostBuffer
 from .msm import xyzz_to_jacobian
-from .split import split_worth_it
+from .split import enqueue_gather_rows, enqueue_split, split_scratch_bytes, split_worth_it
 from .streams import Event, PhaseClock, Stream, event_ready
 from .work import MSM_SLOTS, results_bytes
 
@@ -175,6 +175,7 @@ def place_streamed(msm, zkey, budget: int, csr_bytes: int, chunk_bytes: int) -> 
 
 class CudaStreamedPass(StreamedPass):
     lock_split_arrays = True  # page-lock each host 0/1 split (False: bench/streamed_profile.py's comparison row)
+    device_tails = True  # split on the device and gather tails there when it can (False: the host does both)
     profile_phases = False  # device time per phase in pass_timings (bench/streamed_profile.py sets it)
 
     def __init__(self, backend, key, items, with_b_g2: bool) -> None:
@@ -198,6 +199,7 @@ class CudaStreamedPass(StreamedPass):
         self.splits: list[HostSplit | None] = [None] * len(items)
         self.split_locks: list[HostRegistration] = []
         self.tails_done = [False] * len(items)  # the split's tail MSMs ran in the prologue (stream_tails)
+        self.split_lists: list[_SplitLists | None] = [None] * len(items)  # a device split's lists, downloaded
         self.tail_stages: list[tuple[PinnedHostBuffer, Event, object]] = []  # (staging, uploaded, its pool)
         self.scalar_bufs: list[_ScalarBuffer] = []  # a partition's chunk scalars, filled on scalar_stream
         self.scalar_turn = 0
@@ -228,8 +230,11 @@ class CudaStreamedPass(StreamedPass):
             with clock.phase("prologue: resident MSMs"):
                 b._enqueue_msms(key, d_w, d_h, DeviceAddress(self.d_results.ptr + index * self.block),
                                 self.with_b_g2, None, sections=resident)
-            if split_worth_it(self.items[index][1], b.msm_split_min_bits) and \
-                    any(s in key.placement.streamed for s in WITNESS_SECTIONS):
+            bit_heavy = split_worth_it(self.items[index][1], b.msm_split_min_bits) and \
+                any(s in key.placement.streamed for s in WITNESS_SECTIONS)
+            if bit_heavy and self._device_tails_fit(index):
+                self._device_split(index, d_w)
+            elif bit_heavy:
                 split = self.splits[index] = HostSplit(witness)  # host work while the device runs queued steps
                 # Page-locked, so that a chunk's copies of them are asynchronous: a copy from pageable
                 # memory first waits for the whole stream, and the device would idle while the host
@@ -248,9 +253,101 @@ class CudaStreamedPass(StreamedPass):
             for buf in (d_w, d_h):
                 if buf is not None:
                     buf.free()  # stream-ordered: after the work queued above
-        if self.splits[index] is not None and b.stream_tails == "prologue":
+        if self.splits[index] is not None and b.stream_tails == "prologue" and not self.tails_done[index]:
             self.tails_done[index] = self._prologue_tails(index)
         self._step_done()
+
+    # -- a bit-heavy witness split on the device, its tails gathered there -----------------------
+    def _tail_sections(self) -> list[str]:
+        return [s for s in WITNESS_SECTIONS if s in self.key.placement.streamed and (s != "b2" or self.with_b_g2)]
+
+    def _device_tails_fit(self, index: int) -> bool:
+        """Whether partition ``index``'s split and tail MSMs can run on the device in its prologue:
+        tails in the prologue, every streamed witness section mapped for kernels (page-locked with
+        a device address), each section's others a suffix of the lists (sections start at signal 0
+        or after the public signals), and the lists, one gathered section and its MSM fitting the
+        room the quotient's buffers had."""
+        b, zkey, msm = self.backend, self.key.zkey, self.msm
+        shape = self.items[index][1]
+        if not self.device_tails or b.stream_tails != "prologue":
+            return False
+        need = 0
+        for s in self._tail_sections():
+            reg = self.key.host_points.get(s)
+            first, count = section_span(zkey, s)
+            if reg is None or reg.device_ptr is None or first not in (0, shape.prefix_len) or first + count != zkey.n_vars:
+                return False
+            n = shape.n_other - (shape.prefix_other if first else 0)
+            need = max(need, n * point_bytes(self.curve, s) + msm.scratch_bytes(n, is_g2(s)))
+        room = prologue_scratch_bytes(msm, zkey, self.key.placement.resident, self.key.csr_chunk_max)
+        held = (zkey.n_vars + zkey.domain_size) * SCALAR_BYTES  # the witness and H, still on the device
+        return held + split_scratch_bytes(zkey.n_vars) + need <= room
+
+    def _device_split(self, index: int, d_w) -> None:
+        """Split the uploaded witness on the device (split.py), download its lists into page-locked
+        memory for the chunks' copies (read on the host once ``_lists_ready``), and run each streamed
+        section's tail MSM over its other points gathered on the device from the mapped key: no
+        host pass over the witness or the points under the GPU lock."""
+        shape, clock, msm = self.items[index][1], self.clock, self.msm
+        with clock.phase("prologue: device split"):
+            dsplit = enqueue_split(msm, d_w.ptr, shape)
+        try:
+            lists = self._download_lists(index, dsplit)
+            self.splits[index] = lists.split
+            with clock.phase("prologue: tail gathers"):
+                tails = []
+                for s in self._tail_sections():
+                    first, _ = section_span(self.key.zkey, s)
+                    t0 = shape.prefix_other if first else 0
+                    n, pb = shape.n_other - t0, point_bytes(self.curve, s)
+                    if n == 0:
+                        continue  # the slot stays infinity
+                    d_points = self.backend.allocator.alloc(n * pb, f"tail points {s}")
+                    enqueue_gather_rows(msm.kernels, self.stream, d_points.ptr, self.key.host_points[s].device_ptr,
+                                        dsplit.d_other_idx.ptr + 4 * t0, n, pb, first)
+                    tails.append((s, t0, n, d_points))
+            with clock.phase("prologue: tail MSMs"):
+                for s, t0, n, d_points in tails:
+                    out = self.d_results.ptr + index * self.block + MSM_SLOTS.index(s) * self.slot
+                    msm.enqueue(is_g2(s), d_points.ptr, dsplit.d_other_scalars.ptr + SCALAR_BYTES * t0, n, out)
+                    d_points.free()  # stream-ordered: after its MSM
+            self.tails_done[index] = True
+        finally:
+            dsplit.free()  # stream-ordered
+
+    def _download_lists(self, index: int, dsplit) -> "_SplitLists":
+        shape = dsplit.shape
+        sizes = (SCALAR_BYTES * shape.n_other, 4 * shape.n_one, 4 * shape.n_other, 8)
+        pool = self.backend.pinned_pool(-(-sum(sizes) // TAIL_STAGE_STEP) * TAIL_STAGE_STEP)
+        buf = pool.take()
+        views = []
+        for nbytes in sizes:
+            at = sum(v.nbytes for v in views)
+            views.append(buf.array[at:at + nbytes])
+        lists = self.split_lists[index] = _SplitLists(  # given back by close, whatever happens next
+            buf, pool, Event(timing=False),
+            HostSplit.of_lists(views[1].view(np.uint32), views[2].view(np.uint32),
+                               views[0].view(np.uint64).reshape(shape.n_other, SCALAR_BYTES // 8)),
+            views[3].view(np.uint32), (shape.n_one, shape.n_other))
+        for view, d_src in zip(views, (dsplit.d_other_scalars, dsplit.d_one_idx, dsplit.d_other_idx, dsplit.d_counts)):
+            if view.nbytes:
+                check(driver.cuMemcpyDtoHAsync(view.ctypes.data, d_src.ptr, view.nbytes, self.stream.handle),
+                      "cuMemcpyDtoHAsync")
+        lists.ready.record(self.stream)
+        return lists
+
+    def _lists_ready(self, index: int) -> None:
+        """Wait (this thread, once) until partition ``index``'s downloaded split lists are there, and
+        check the device counted what prep_msm counted (else the MSMs would be wrong)."""
+        lists = self.split_lists[index]
+        if lists is None or lists.checked:
+            return
+        lists.ready.synchronize()
+        got = (int(lists.counts[0]), int(lists.counts[1]))
+        if got != lists.expected:
+            raise RuntimeError(f"streamed pass, partition {index}: the device split counted (ones, others) = {got}, "
+                               f"prep_msm counted {lists.expected}")
+        lists.checked = True
 
     def _prologue_tails(self, index: int) -> bool:
         """Each streamed witness section's tail MSM of partition ``index`` in one piece, over its
@@ -352,6 +449,8 @@ class CudaStreamedPass(StreamedPass):
         check(driver.cuStreamWaitEvent(self.stream.handle, self.copied[which].handle, 0), "cuStreamWaitEvent")
         for i in live:
             split = self.splits[i] if chunk.scalars == "witness" else None
+            if split is not None:
+                self._lists_ready(i)
             sb = self.scalar_bufs[self.scalar_turn % SCALAR_BUFFERS]
             self.scalar_turn += 1
             # scalar stream: once the kernels are done with this buffer, fill it with partition i's chunk
@@ -495,6 +594,11 @@ class CudaStreamedPass(StreamedPass):
             uploaded.close()
             pool.give_back(stage)
         self.tail_stages = []
+        for lists in self.split_lists:  # their copies are done (synchronised above)
+            if lists is not None:
+                lists.ready.close()
+                lists.pool.give_back(lists.buffer)
+        self.split_lists = [None] * self.n_items
         self.splits, self.split_locks = [None] * self.n_items, []
         for i, h in enumerate(self.h_host):
             if h is not None:
@@ -505,6 +609,16 @@ class CudaStreamedPass(StreamedPass):
             ev.close()
         self.clock.close()
         self.step_events, self.copy_marks = [], []
+
+
+class _SplitLists:
+    """A device split's lists in one page-locked buffer of a pool: other scalars, one indices,
+    other indices, the device's two counts; usable on the host once ``ready`` has happened."""
+
+    def __init__(self, buffer, pool, ready: Event, split: HostSplit, counts: np.ndarray,
+                 expected: tuple[int, int]) -> None:
+        self.buffer, self.pool, self.ready, self.split = buffer, pool, ready, split
+        self.counts, self.expected, self.checked = counts, expected, False
 
 
 class _ScalarBuffer:

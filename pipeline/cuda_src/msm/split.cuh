@@ -45,3 +45,17 @@ __global__ void msm_compact(const uint32_t* __restrict__ d_scalars, uint64_t n, 
         }
     }
 }
+
+// A streamed pass's tail points, gathered on the device: rows of `row_words` 16-byte words,
+// dst[k] = src[idx[k] - first]. src is a key section in page-locked host memory mapped into the
+// device's address space (the host gathered them before: ~0.3 s of numpy a 2^26 partition under
+// the GPU lock, slower still beside the other Python threads); each thread copies one word.
+__global__ void gather_rows(uint4* __restrict__ dst, const uint4* __restrict__ src, const uint32_t* __restrict__ idx,
+                            uint64_t count, uint32_t row_words, uint32_t first) {
+    const uint64_t total = count * row_words;
+    for (uint64_t t = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; t < total; t += (uint64_t)gridDim.x * blockDim.x) {
+        const uint64_t k = t / row_words;
+        const uint32_t w = (uint32_t)(t - k * row_words);
+        dst[t] = src[(uint64_t)(idx[k] - first) * row_words + w];
+    }
+}
