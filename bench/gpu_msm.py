@@ -124,6 +124,9 @@ def _enqueue_split_msm(msm: MsmRunner, g2: bool, d_points: int, d_scalars: int, 
 
 
 def bench_group(backend, curve, g2: bool, logs, rng, rows, repeat=5, c: int | None = None):
+    logs = list(logs)
+    if not logs:  # e.g. G2 with g2_max_log below g1_min_log: no G2 rows
+        return
     points, scalars = random_msm_data(rng, curve, g2, 1 << max(logs))
     profile_logs = [k for k in logs if k >= max(logs) - 2]  # where the time goes, at the larger sizes
     for t in time_msms(backend, curve, g2, logs, points, scalars, lambda _: repeat, profile_logs, c=c):
