@@ -13,6 +13,10 @@ never deleted.
 A cancel is final at once: it is stored before the answer, and a proof the engine finishes
 later is dropped.
 
+A long-poll (``wait``) is woken by the job's final state as soon as the store holds it, and is
+answered with that row and its proofs from memory, before the spool folder is cleared: the
+client does not wait for a second read of the store, nor for the clean-up.
+
 A job's state changes in memory only once the store holds the change. A final state that
 cannot be stored (disk full, store locked) is retried until it is; meanwhile the service
 refuses new jobs (507/503) and reports itself unhealthy. None of the background tasks stops
@@ -45,6 +49,19 @@ PRIORITY_RANK = {name: rank for rank, name in enumerate(PRIORITIES)}
 RETRY_FIRST_S, RETRY_MAX_S = 0.05, 5.0  # backoff of a final state the store refused
 
 
+class _Waiter:
+    """What a job's long-polls wait on: set when the job is final, with its row and proofs (None
+    when set by shutdown: the waiters then read the job's current state)."""
+
+    def __init__(self) -> None:
+        self.event = asyncio.Event()
+        self.final: tuple[JobRow, list | None] | None = None
+
+    def wake(self, final: tuple[JobRow, list | None] | None = None) -> None:
+        self.final = final
+        self.event.set()
+
+
 class RequestIdConflict(BadInput):
     """A request_id already names a job of another key or partition count (the client reused it by mistake)."""
 
@@ -68,7 +85,7 @@ class JobService:
         self.probe_interval_s = storage_health.PROBE_INTERVAL_S if probe_interval_s is None else probe_interval_s
         self._active: dict[str, JobRow] = {}  # accepted, not finished, in this process
         self._engine_jobs: dict[str, object] = {}
-        self._finished_events: dict[str, asyncio.Event] = {}
+        self._waiters: dict[str, _Waiter] = {}  # job id -> its long-polls' wake-up
         self._finishing: dict[str, asyncio.Event] = {}  # job id -> set once its final state is stored
         self._queue: asyncio.PriorityQueue[tuple[int, int, str]] = asyncio.PriorityQueue()
         self._tasks: asyncio.TaskGroup | None = None
@@ -107,8 +124,8 @@ class JobService:
     def wake_waiters(self) -> None:
         """Shutdown: every long-poll answers now, with the job's current state."""
         self.closing = True
-        for event in self._finished_events.values():
-            event.set()
+        for waiter in self._waiters.values():
+            waiter.wake()
 
     def problems(self) -> list[dict[str, str]]:
         """Why the service cannot take or run jobs now (empty when healthy), as ``{"code", "message"}``."""
@@ -125,8 +142,11 @@ class JobService:
                      input_kind=upload.input_kind, n_partitions=upload.n_partitions, request_id=upload.request_id)
         try:
             self.health.raise_if_failing()
+            t0 = time.perf_counter()
             await asyncio.to_thread(self.spool.commit, upload.job_id, manifest_of(row))
+            t1 = time.perf_counter()
             stored, created = await self.store.insert(row)
+            t2 = time.perf_counter()
         except BaseException:
             await asyncio.to_thread(self.spool.discard, upload.job_id)
             raise
@@ -136,6 +156,9 @@ class JobService:
                 raise RequestIdConflict(stored)
             self.counters["duplicates"] += 1
             return self._active.get(stored.job_id, stored), False
+        # where the time before the 202 went (kept with the job's other timings)
+        stored.timings.update(upload_ms=round(upload.received_ms, 3), spool_commit_ms=round((t1 - t0) * 1e3, 3),
+                              store_insert_ms=round((t2 - t1) * 1e3, 3))
         self.counters["accepted"] += 1
         self.observer.accepted(stored)
         self._enqueue(stored)
@@ -158,9 +181,13 @@ class JobService:
     async def wait(self, job_id: str, seconds: float) -> tuple[JobRow | None, list | None]:
         """The job once it is finished, or after ``seconds``, whichever comes first."""
         if seconds > 0 and not self.closing and job_id in self._active:
-            event = self._finished_events.setdefault(job_id, asyncio.Event())
+            waiter = self._waiters.setdefault(job_id, _Waiter())
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(event.wait(), seconds)
+                async with asyncio.timeout(seconds):  # no task per wait, unlike wait_for before 3.12
+                    await waiter.event.wait()
+            if waiter.final is not None:  # just stored: no second read of the store
+                row, result = waiter.final
+                return replace(row), result
         return await self.get(job_id)
 
     async def list(self, state: str | None, key_id: str | None, limit: int) -> list[JobRow]:
@@ -196,7 +223,7 @@ class JobService:
             if row is None or row.is_final or job_id in self._finishing:
                 continue
             try:
-                partitions = await asyncio.to_thread(self._partitions, row)
+                partitions = await self._partitions(row)
                 key = self.keys.get(row.key_id)
                 if key is None:
                     await asyncio.to_thread(self.keys.scan)
@@ -215,11 +242,11 @@ class JobService:
             self._engine_jobs[job_id] = engine_job
             self._tasks.create_task(self._follow(row, engine_job), name=f"zkpipe-follow-{job_id[:8]}")
 
-    def _partitions(self, row: JobRow) -> list:
+    async def _partitions(self, row: JobRow) -> list:
         folder = self.spool.job_dir(row.job_id)
-        if row.input_kind == "inputs":
-            return orjson.loads((folder / INPUTS_FILE).read_bytes())
-        return [str(folder / partition_file(i)) for i in range(row.n_partitions)]
+        if row.input_kind == "inputs":  # a file to read: off the loop
+            return orjson.loads(await asyncio.to_thread((folder / INPUTS_FILE).read_bytes))
+        return [str(folder / partition_file(i)) for i in range(row.n_partitions)]  # paths only: no thread hop
 
     async def _follow(self, row: JobRow, engine_job) -> None:
         try:
@@ -287,12 +314,12 @@ class JobService:
             finished.set()
             del self._finishing[row.job_id]
         self._active.pop(row.job_id, None)
+        waiter = self._waiters.pop(row.job_id, None)
+        if waiter is not None:  # before the log line and the clean-up: the answer goes out meanwhile
+            waiter.wake((replace(row), result if state == "done" else None))
         self.counters[state] += 1
         self.observer.finished(row)
         await asyncio.to_thread(self.spool.discard, row.job_id)
-        event = self._finished_events.pop(row.job_id, None)
-        if event is not None:
-            event.set()
 
     async def _store_final(self, final: JobRow, result: list | None, retry: bool) -> None:
         delay = RETRY_FIRST_S

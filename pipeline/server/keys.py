@@ -100,6 +100,10 @@ class KeyFolder:
     def get(self, key_id: str) -> KeyInfo | None:
         return self._keys.get(key_id) if valid_key_id(key_id) else None
 
+    def by_fingerprint(self, fingerprint: str) -> KeyInfo | None:
+        """The key with this fingerprint (of several, the first id in sorted order: they prove alike)."""
+        return next((key for key in self._keys.values() if key.fingerprint == fingerprint), None)
+
     def all(self) -> list[KeyInfo]:
         return list(self._keys.values())
 

@@ -47,16 +47,17 @@ def _key_id(request: web.Request):
     return key
 
 
-def _number(request: web.Request, name: str, default: float, low: float, high: float) -> float:
+def _number(request: web.Request, name: str, default: float, low: float, high: float, close: bool = False) -> float:
+    """``close``: a refusal closes the connection (a request body is left unread)."""
     raw = request.query.get(name)
     if raw is None:
         return default
     try:
         value = float(raw)
     except ValueError:
-        raise ApiError(400, f"bad_{name}", f"query parameter {name}={raw!r} is not a number") from None
+        raise ApiError(400, f"bad_{name}", f"query parameter {name}={raw!r} is not a number", close=close) from None
     if not low <= value or value != value:
-        raise ApiError(400, f"bad_{name}", f"query parameter {name} must be >= {low}, got {raw!r}")
+        raise ApiError(400, f"bad_{name}", f"query parameter {name} must be >= {low}, got {raw!r}", close=close)
     return min(value, high)
 
 
@@ -153,14 +154,22 @@ async def evict_key(request: web.Request) -> web.Response:
 # -- jobs -----------------------------------------------------------------------------------------
 @routes.post("/v1/jobs")
 async def submit_job(request: web.Request) -> web.Response:
-    request.app[SERVICE].check_accepting()  # refused before the body is read while the storage fails
+    """202 once the job is stored (200: a known request_id's job). With ?wait=SECONDS the answer
+    waits until the job is finished or the seconds pass, and is the job as GET shows it (proofs
+    when done): submit and result in one round trip (``zkpipe prove --server``)."""
+    service = request.app[SERVICE]
+    service.check_accepting()  # refused before the body is read while the storage fails
+    wait = _number(request, "wait", 0.0, 0.0, request.app[SERVER_CONFIG].max_wait_s, close=True)
     upload = await request.app[UPLOADS].parse(request)
     try:
-        row, created = await request.app[SERVICE].accept(upload)
+        row, created = await service.accept(upload)
     except RequestIdConflict as exc:
         raise ApiError(409, "request_id_conflict", str(exc)) from None
-    return json_response({"job_id": row.job_id, "state": row.state}, status=202 if created else 200,
-                         headers={"Location": f"/v1/jobs/{row.job_id}"})
+    body = {"job_id": row.job_id, "state": row.state}
+    if wait > 0:  # the job is stored already: waiting changes what the answer says, not when it is safe
+        waited, proofs = await service.wait(row.job_id, wait)
+        body = job_json(waited or row, proofs)
+    return json_response(body, status=202 if created else 200, headers={"Location": f"/v1/jobs/{row.job_id}"})
 
 
 @routes.get("/v1/jobs")

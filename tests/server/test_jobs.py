@@ -4,6 +4,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
+import threading
 import uuid
 from pathlib import Path
 
@@ -205,3 +206,37 @@ async def test_a_start_while_the_disk_is_full_serves_and_runs_the_stored_jobs_on
         job = await final_job(client, row.job_id)
         assert job["state"] == "done" and job["proofs"][0]["public_signals"] == ["40"]
         await until(lambda: _is_healthy(client), 10, "/healthz ok again")
+
+
+async def test_a_long_poll_gets_the_stored_final_state_from_memory_before_the_spool_is_cleared(tmp_path, monkeypatch):
+    """The waiter is answered with the row and proofs just stored: no second read of the store,
+    and not after the spool clean-up (held here until the answer is in)."""
+    cleared = threading.Event()
+    real_discard = Spool.discard
+
+    def held_discard(spool, job_id):  # runs in a worker thread
+        cleared.wait(30)
+        real_discard(spool, job_id)
+
+    monkeypatch.setattr(Spool, "discard", held_discard)
+    async with TestClient(TestServer(create_app(make_config(tmp_path)))) as client:
+        reads = []
+        for name in ("get", "get_result"):
+            real = getattr(JobStore, name)
+            monkeypatch.setattr(JobStore, name, lambda store, job_id, real=real, name=name:
+                                reads.append(name) or real(store, job_id))
+        try:
+            resp = await client.post("/v1/jobs", params={"wait": "60"}, data=witness_form(tmp_path, 5, 5), headers=AUTH)
+            job = await resp.json()
+            assert job["state"] == "done" and job["proofs"][0]["public_signals"] == ["25"]
+            assert reads == []
+            assert (tmp_path / "state" / "spool" / "jobs" / job["job_id"]).is_dir()  # not cleared yet
+        finally:
+            cleared.set()
+        await until(lambda: _spool_empty(tmp_path), 10, "the spool cleared")
+        stored = await client.app[SERVICE].store.get(job["job_id"])
+        assert stored.state == "done" and stored.timings["upload_ms"] >= 0
+
+
+async def _spool_empty(tmp_path) -> bool:
+    return list((tmp_path / "state" / "spool" / "jobs").iterdir()) == []

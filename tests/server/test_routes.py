@@ -265,6 +265,47 @@ async def test_a_request_id_reused_for_another_key_or_size_is_refused_with_409(c
     assert [j["job_id"] for j in listed] == [job_id]  # nothing was stored for the refused ones
 
 
+async def test_a_submit_that_waits_answers_with_the_finished_job_as_get_shows_it(client, tmp_path):
+    """One round trip (``prove --server``): stored before the answer as always (202, Location),
+    the answer is the finished job with its proofs; a known request_id (200) the same way."""
+    form = lambda: wtns_form("mult_bn128", [("w.wtns", multiplier_witness(tmp_path / "w.wtns", "bn128", 6, 7)
+                                                        .read_bytes())], request_id="w-1")
+    resp = await client.post("/v1/jobs", params={"wait": "60"}, data=form(), headers=AUTH)
+    assert resp.status == 202
+    job = await resp.json()
+    assert resp.headers["Location"] == f"/v1/jobs/{job['job_id']}"
+    assert job["state"] == "done" and job["proofs"][0]["public_signals"] == ["42"]
+    assert check_proof(vk_for("mult_bn128"), job["proofs"][0])
+    assert job == await (await client.get(f"/v1/jobs/{job['job_id']}", headers=AUTH)).json()
+    assert {"upload_ms", "spool_commit_ms", "store_insert_ms", "queued_ms", "total_ms"} <= set(job["timings"])
+    again = await client.post("/v1/jobs", params={"wait": "60"}, data=form(), headers=AUTH)
+    assert again.status == 200 and await again.json() == job
+
+
+async def test_a_submit_that_waits_answers_when_its_job_is_cancelled(client):
+    chain = fixture_wtns("bn128", "chain_2e8")
+    await client.post("/v1/jobs", data=wtns_form("chain_bn128", [("c.wtns", chain)] * 4), headers=AUTH)  # ahead of it
+    waiting = asyncio.create_task(client.post("/v1/jobs", params={"wait": "60"}, headers=AUTH, data=wtns_form(
+        "chain_bn128", [("c.wtns", chain)] * 4, priority="low", request_id="victim")))
+    victim = None
+    while victim is None:
+        listed = (await (await client.get("/v1/jobs", headers=AUTH)).json())["jobs"]
+        victim = next((j["job_id"] for j in listed if j["request_id"] == "victim"), None)
+        await asyncio.sleep(0.02)
+    assert (await client.delete(f"/v1/jobs/{victim}", headers=AUTH)).status == 200
+    resp = await waiting
+    job = await resp.json()
+    assert resp.status == 202 and job["job_id"] == victim and job["state"] == "cancelled" and "proofs" not in job
+
+
+async def test_a_submit_with_a_bad_wait_is_refused_before_its_body_is_read(client):
+    form = wtns_form("mult_bn128", [("w.wtns", fixture_wtns("bn128", "multiplier"))])
+    resp = await client.post("/v1/jobs", params={"wait": "soon"}, data=form, headers=AUTH)
+    await expect_error(resp, 400, "bad_wait", "soon")
+    assert resp.headers.get("Connection", "").lower() == "close"
+    assert (await (await client.get("/v1/jobs", headers=AUTH)).json())["jobs"] == []
+
+
 async def test_list_jobs_filters_by_state(client):
     wtns = fixture_wtns("bn128", "multiplier")
     job_id = (await (await client.post("/v1/jobs", data=wtns_form("mult_bn128", [("a.wtns", wtns)]),
