@@ -102,15 +102,16 @@ def cmd_prove(args) -> int:
 
 def _prove_on_server(args, timeline: Timeline, proof_path: str, public_path: str) -> int:
     with timeline.step("import the HTTP client"):
-        from .oneshot.remote import prove_remote, write_json
+        from .oneshot.remote import prove_remote, server_report, write_json
 
-    proof, public, job_id = prove_remote(args.server, args.key, args.witness, args.token, timeline)
+    proof, public, job = prove_remote(args.server, args.key, args.witness, args.token, timeline)
     with timeline.step("write proof and public signals"):
         write_json(proof_path, proof)
         write_json(public_path, public)
-    print(f"proved by the server at {args.server} (job {job_id})", file=sys.stderr)
+    print(f"proved by the server at {args.server} (job {job['job_id']})", file=sys.stderr)
     if args.timings:
         print(timeline.report(f"zkpipe {args.command} --server"), file=sys.stderr)
+        print(server_report(job), file=sys.stderr)
     return EXIT_OK
 
 

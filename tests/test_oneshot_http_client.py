@@ -4,6 +4,7 @@ as ``prove_remote`` reports it (the exit codes follow from the error classes, te
 from __future__ import annotations
 
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -105,13 +106,19 @@ def connection(server: ScriptedServer, timeout_s: float = 10.0) -> Connection:
     return Connection(scheme, host, port, timeout_s)
 
 
+def done_job(proof: dict, public: list) -> dict:
+    return {"job_id": "j1", "state": "done", "proofs": [{"proof": proof, "public_signals": public}]}
+
+
 def job_script(proof: dict, public: list) -> list[bytes]:
-    """The three answers of one ``prove_remote``: the keys, the accepted job, the finished job."""
-    keys = {"keys": [{"key_id": "mult_bn128", "fingerprint": zkey_fingerprint(KEY)}]}
-    done = {"job_id": "j1", "state": "done", "proofs": [{"proof": proof, "public_signals": public}]}
-    return [answer("200 OK", json.dumps(keys).encode()),
-            chunked("202 Accepted", b'{"job_id": "j1", "state": "queued"}'),
-            answer("200 OK", json.dumps(done).encode())]
+    """The answers of one ``prove_remote`` whose proof takes longer than the submit's wait: the
+    job still running, then the finished job."""
+    return [chunked("202 Accepted", b'{"job_id": "j1", "state": "running"}'),
+            answer("200 OK", json.dumps(done_job(proof, public)).encode())]
+
+
+def error(status: str, code: str, message: str) -> bytes:
+    return answer(status, json.dumps({"error": {"code": code, "message": message}}).encode())
 
 
 # -- framing and keep-alive ------------------------------------------------------------------------
@@ -145,11 +152,44 @@ def test_a_keep_alive_connection_the_server_closed_between_requests_is_reopened_
     whole proof still comes back, each request sent once more on a new connection."""
     proof, public = {"pi_a": ["1", "2", "1"], "protocol": "groth16"}, ["33"]
     server = scripted(job_script(proof, public), per_connection=1)
-    got_proof, got_public, job_id = prove_remote(server.url, KEY, WTNS, "tok", Timeline())
-    assert (got_proof, got_public, job_id) == (proof, public, "j1")
-    assert server.connections == 3 and [n for n, _, _ in server.requests] == [1, 2, 3]
-    submit = server.requests[1][2]
-    assert b'name="request_id"' in submit and b'name="witness"; filename="witness.wtns"' in submit
+    got_proof, got_public, job = prove_remote(server.url, KEY, WTNS, "tok", Timeline())
+    assert (got_proof, got_public, job["job_id"]) == (proof, public, "j1")
+    assert server.connections == 2 and [n for n, _, _ in server.requests] == [1, 2]
+    assert server.requests[1][1].startswith(b"GET /v1/jobs/j1?wait=")
+
+
+def test_one_request_submits_the_witness_by_the_keys_fingerprint_and_brings_the_proof(scripted):
+    proof, public = {"pi_a": ["1", "2", "1"]}, ["33"]
+    server = scripted([answer("202 Accepted", json.dumps(done_job(proof, public)).encode())])
+    assert prove_remote(server.url, KEY, WTNS, "tok", Timeline())[:2] == (proof, public)
+    [(_, head, body)] = server.requests
+    target = head.split(b" ")[1].decode()
+    assert target.startswith("/v1/jobs?") and f"key_fingerprint={zkey_fingerprint(KEY)}" in target
+    assert "wait=30" in target and "request_id=" in target and "priority=high" in target
+    assert b"Content-Type: application/octet-stream" in head and body == open(WTNS, "rb").read()
+
+
+def test_a_server_without_the_one_request_submit_gets_the_three_requests_of_before(scripted):
+    """A 415 for the .wtns body (a server from before it): the keys, a multipart job, the long poll."""
+    proof, public = {"pi_a": ["1", "2", "1"]}, ["33"]
+    keys = {"keys": [{"key_id": "mult_bn128", "fingerprint": zkey_fingerprint(KEY)}]}
+    server = scripted([error("415 Unsupported Media Type", "unsupported_media_type", "send multipart/form-data"),
+                       answer("200 OK", json.dumps(keys).encode()),
+                       chunked("202 Accepted", b'{"job_id": "j1", "state": "queued"}'),
+                       answer("200 OK", json.dumps(done_job(proof, public)).encode())])
+    assert prove_remote(server.url, KEY, WTNS, "tok", Timeline())[:2] == (proof, public)
+    heads = [head.split(b"\r\n")[0] for _, head, _ in server.requests]
+    assert heads[1:] == [b"GET /v1/keys HTTP/1.1", b"POST /v1/jobs HTTP/1.1", b"GET /v1/jobs/j1?wait=30.0 HTTP/1.1"]
+    submit = server.requests[2][2]
+    assert b'name="key_id"\r\n\r\nmult_bn128' in submit and b'filename="witness.wtns"' in submit
+    first = re.search(rb"request_id=([0-9a-f]{32})", heads[0]).group(1)
+    assert b'name="request_id"\r\n\r\n' + first in submit  # the same request_id: a retry finds the first job
+
+
+def test_a_server_that_does_not_serve_the_key_is_refused_naming_the_key_file(scripted):
+    server = scripted([error("404 Not Found", "unknown_key", "unknown key with fingerprint 'x' (known: other)")])
+    with pytest.raises(ServerRefused, match=f"does not serve the key {KEY} .*known: other.*without --server"):
+        prove_remote(server.url, KEY, WTNS, "", Timeline())
 
 
 def test_a_new_connection_closed_before_the_answer_is_not_retried(scripted):
@@ -170,9 +210,9 @@ def test_a_refused_connection_is_unreachable_and_says_how_to_start_a_server():
 def test_a_4xx_answer_is_refused_with_the_servers_message_and_a_5xx_is_a_failed_job(scripted):
     error = json.dumps({"error": {"code": "unauthorized", "message": "a bearer token is required"}}).encode()
     server = scripted([answer("401 Unauthorized", error), chunked("500 Internal Server Error", error)])
-    with pytest.raises(ServerRefused, match=r"/v1/keys: HTTP 401: 'a bearer token is required'"):
+    with pytest.raises(ServerRefused, match=r"/v1/jobs: HTTP 401: 'a bearer token is required'"):
         prove_remote(server.url, KEY, WTNS, "", Timeline())
-    with pytest.raises(RemoteJobFailed, match=r"/v1/keys: HTTP 500: 'a bearer token is required'"):
+    with pytest.raises(RemoteJobFailed, match=r"/v1/jobs: HTTP 500: 'a bearer token is required'"):
         prove_remote(server.url, KEY, WTNS, "", Timeline())
 
 

@@ -21,10 +21,11 @@ NOT_FOR_PROVE = ("py_ecc", "wasmtime", "aiohttp", "asyncio", "uvloop", "multidic
                  "pipeline.engine.stages", "pipeline.groth16.verifier", "pipeline.witness",
                  "pipeline.setup", "pipeline.synth")
 # And what a proof handed to a server needs even less: no numpy, no curves, no CUDA; no http.client
-# (its email parser) nor ssl for an http URL, no logging, threading, shutil or hashlib (OpenSSL):
-# each is milliseconds of a path whose own work is a few (oneshot/http_client.py).
+# (its email parser) nor ssl for an http URL, not even socket (its enums and selectors: _socket
+# does), no logging, threading, shutil or hashlib (OpenSSL): each is milliseconds of a path whose
+# own work is a few (oneshot/http_client.py).
 NOT_FOR_SERVER_PROVE = (*NOT_FOR_PROVE, "numpy", "pipeline.curves", "pipeline.formats.zkey", "cuda", "orjson",
-                        "http", "email", "ssl", "logging", "threading", "shutil", "hashlib")
+                        "http", "email", "ssl", "socket", "selectors", "logging", "threading", "shutil", "hashlib")
 
 RUN_AND_LIST_MODULES = """
 import json, sys
@@ -152,7 +153,9 @@ async def test_prove_on_a_running_server_writes_files_snarkjs_accepts_without_nu
                                        str(proof), str(public), "--server", serve.url, "--timings",
                                        env={"ZKPIPE_AUTH_TOKEN": TOKEN})
     assert code == EXIT_OK, err
-    assert "proved by the server" in err and "wait for the proof" in err
+    assert "proved by the server" in err and "submit the job and wait for the proof (one request)" in err
+    server_split = err.split("on the server (job ")[1]  # --timings: where the server's part of the wait went
+    assert "spool commit (fsync)" in server_split and "gpu stage" in server_split and "whole job" in server_split
     assert imported(modules, NOT_FOR_SERVER_PROVE) == []
     assert json.loads(public.read_text()) == json.loads((folder / "public.json").read_text())
     assert snarkjs_verify(folder / "vk.json", public, proof)

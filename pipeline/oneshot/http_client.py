@@ -1,21 +1,23 @@
-"""A minimal HTTP/1.1 client on the ``socket`` module, for ``zkpipe prove --server`` (``remote``).
+"""A minimal HTTP/1.1 client on the ``_socket`` module, for ``zkpipe prove --server`` (``remote``).
 
 ``http.client`` was ~40 ms of that path's start (it imports ``email.parser``, ``ssl``, ...) for
 three small requests. This client does what they need and no more: one keep-alive connection,
 request bodies sent with a Content-Length, answers framed by Content-Length (aiohttp's
 ``web.Response``, every answer of ``zkpipe serve``), by the chunked transfer coding (a streamed
-aiohttp answer) or by the end of the connection. ``ssl`` is imported only for an https URL.
+aiohttp answer) or by the end of the connection. ``ssl`` is imported only for an https URL, and
+``socket`` with it: an http URL needs only the C module under it (``socket``'s enums and
+``selectors`` were ~2.5 ms of this path's start on the dev box).
 
 A keep-alive connection the server has closed between two requests (its idle timeout) shows as
 a connection that ends, or is reset, before the answer's first byte: the request is sent once
 more on a new connection. Nothing else is retried.
 
 Errors: ``OSError`` for the transport (refused, reset, timed out: ``TimeoutError``; a name that
-does not resolve: ``socket.gaierror``), ``ProtocolError`` for an answer that is not HTTP/1.x.
+does not resolve: ``gaierror``), ``ProtocolError`` for an answer that is not HTTP/1.x.
 """
 from __future__ import annotations
 
-import socket
+import _socket
 
 from ..errors import BadInput, Unavailable
 
@@ -62,7 +64,7 @@ class Connection:
         self.scheme, self.host, self.port, self.timeout_s = scheme, host, port, timeout_s
         name = f"[{host}]" if ":" in host else host
         self.host_header = name if port == DEFAULT_PORTS[scheme] else f"{name}:{port}"
-        self.sock: socket.socket | None = None
+        self.sock: _socket.socket | None = None
         self.buf = bytearray()  # received and not yet parsed
         self.answering = False  # a byte of the current answer has arrived
 
@@ -111,8 +113,12 @@ class Connection:
         # The host as bytes: getaddrinfo encodes a str with the 'idna' codec, ~1 ms of imports.
         host = self.host.encode() if self.host.isascii() else self.host
         error: OSError | None = None
-        for family, kind, proto, _, address in socket.getaddrinfo(host, self.port, type=socket.SOCK_STREAM):
-            sock = socket.socket(family, kind, proto)
+        if self.scheme == "https":
+            from socket import socket as new_socket  # what ssl wraps (it wants socket's class)
+        else:
+            new_socket = _socket.socket
+        for family, kind, proto, _, address in _socket.getaddrinfo(host, self.port, type=_socket.SOCK_STREAM):
+            sock = new_socket(family, kind, proto)
             sock.settimeout(self.timeout_s)  # each connect, send and receive; TimeoutError past it
             try:
                 sock.connect(address)
@@ -120,7 +126,7 @@ class Connection:
                 sock.close()
                 error = exc
                 continue
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock.setsockopt(_socket.IPPROTO_TCP, _socket.TCP_NODELAY, 1)
             if self.scheme == "https":
                 import ssl  # only here: ~9-14 ms of imports that an http URL never needs
 
