@@ -16,7 +16,15 @@ of ``--runs`` new processes, all on the same files:
             this script runs first for --backend cuda), else NVRTC compiles them
 - warm      the same, the kernel cache kept from the runs before
 - server    ``zkpipe prove ... --server URL`` against a ``zkpipe serve`` started here with the
-            key preloaded (one proof first, untimed)
+            key preloaded (one proof first, untimed); its ``--timings`` include the server's
+            own split of the job (upload, durable commit, engine stages)
+
+What a new process costs before zkpipe runs is measured beside it (``python3 -c pass``, with
+``-I`` and ``-S``, and the slowest imports of ``python3 -X importtime -c pass``), with the
+environment that decides it: the ``.pth`` files that ``site`` runs at every start (an editable
+install's finder is one) and whether bytecode is cached. When PYTHONDONTWRITEBYTECODE is set,
+the package's bytecode is compiled first (untimed, as installing a wheel does): else every
+process would compile zkpipe's modules again.
 
 Before timing, a real circuit (tests/fixtures/<curve>/chain_2e10) goes through the same
 one-shot command and its proof is checked (snarkjs groth16 verify where snarkjs is, else
@@ -144,19 +152,53 @@ def slowest_imports(stderr: str, count: int = 25) -> str:
     return "\n".join(f"{c / 1e3:9.1f} {s / 1e3:9.1f}  {n}" for c, s, n in rows[:count])
 
 
-FLOORS = {
-    "python3 -c pass": "pass",
-    "import numpy": "import numpy",
-    "cuInit + primary context (cuda-python)": "from cuda.bindings import driver as d; d.cuInit(0); "
-                                               "d.cuDevicePrimaryCtxRetain(d.cuDeviceGet(0)[1])",
+FLOORS = {  # name -> interpreter flags and the code a new process runs
+    "python3 -c pass": ([], "pass"),
+    "python3 -I -c pass (isolated: no environment, no user site)": (["-I"], "pass"),
+    "python3 -S -c pass (no site: no .pth files run)": (["-S"], "pass"),
+    "import numpy": ([], "import numpy"),
 }
+CUDA_FLOOR = {"cuInit + primary context (cuda-python)": ([], "from cuda.bindings import driver as d; d.cuInit(0); "
+                                                             "d.cuDevicePrimaryCtxRetain(d.cuDeviceGet(0)[1])")}
 
 
-def process_floors(runs: int) -> dict[str, float]:
+def process_floors(runs: int, cuda: bool) -> dict[str, float]:
     """Median wall seconds of new processes that do only the named start-up step: the floor under
     any one-shot command (the CUDA one only with --backend cuda)."""
-    return {name: median_of(runs, lambda i, code=code: ([sys.executable, "-c", code], None))[0]
-            for name, code in FLOORS.items()}
+    floors = {**FLOORS, **(CUDA_FLOOR if cuda else {})}
+    return {name: median_of(runs, lambda i, flags=flags, code=code: ([sys.executable, *flags, "-c", code], None))[0]
+            for name, (flags, code) in floors.items()}
+
+
+def site_pth_files() -> list[str]:
+    """Every ``.pth`` file of the site folders with its import lines: ``site`` runs those lines at
+    each interpreter start (an editable install's finder is one: ``__editable__*.pth``)."""
+    import site
+
+    folders = [*site.getsitepackages(), site.getusersitepackages()]
+    rows = []
+    for folder in dict.fromkeys(folders):
+        for pth in sorted(Path(folder).glob("*.pth")) if Path(folder).is_dir() else []:
+            imports = [line.strip() for line in pth.read_text(errors="replace").splitlines()
+                       if line.startswith(("import ", "import\t"))]
+            rows.append(f"{pth}: {'; '.join(imports)[:200] if imports else 'paths only'}")
+    return rows
+
+
+def prepare_bytecode() -> str:
+    """How this run's processes get zkpipe's bytecode (compiled here first when the environment
+    forbids writing it: PYTHONDONTWRITEBYTECODE)."""
+    if not sys.flags.dont_write_bytecode:
+        return "written by the interpreter on first import (PYTHONDONTWRITEBYTECODE unset)"
+    run_timed([sys.executable, "-m", "compileall", "-q", str(REPO / "pipeline")])
+    return ("PYTHONDONTWRITEBYTECODE is set: compiled by the bench first (`compileall pipeline`, untimed), "
+            "as a wheel install does")
+
+
+def interpreter_imports() -> str:
+    """The slowest imports of a new interpreter that runs nothing (``python3 -X importtime -c pass``)."""
+    _, err = run_timed([sys.executable, "-X", "importtime", "-c", "pass"])
+    return slowest_imports(err, 15)
 
 
 def bench_size(spec: str, args, snarkjs, work: Path) -> dict:
@@ -195,6 +237,9 @@ def bench_size(spec: str, args, snarkjs, work: Path) -> dict:
         run_timed(zkpipe_prove(key, wtns, out, args.backend, "--server", server.url))  # untimed first proof
         row["server_s"], server_err = median_of(args.runs, lambda i: (
             zkpipe_prove(key, wtns, out, args.backend, "--server", server.url, "--timings"), None))
+        _, server_imports = run_timed([sys.executable, "-X", "importtime",
+                                       *zkpipe_prove(key, wtns, out, args.backend, "--server", server.url)[1:]])
+        row["server_imports"] = slowest_imports(server_imports)
     finally:
         server.stop()
     row["timings"] = {"cold": timings_block(cold_err), "warm": timings_block(warm_err),
@@ -206,7 +251,7 @@ def ratio(a: float | None, b: float | None) -> str:
     return f"{a / b:.2f}" if a and b else "-"
 
 
-def write_report(rows: list[dict], args, checks: list[str], snarkjs, floors: dict[str, float]) -> Path:
+def write_report(rows: list[dict], args, checks: list[str], snarkjs, floors: dict[str, float], start: dict) -> Path:
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"oneshot_prove_{args.backend}{args.suffix}.md"
     lines = [f"# One-shot proving: one proof per new process, zkpipe ({args.backend}) beside snarkjs",
@@ -226,12 +271,19 @@ def write_report(rows: list[dict], args, checks: list[str], snarkjs, floors: dic
                      f"{ratio(sj, r['server_s'])} | {r['kernels']} |")
     lines += ["", "Checks before timing: " + "; ".join(checks) + ".", "",
               "New processes that only start (medians, same host and call): "
-              + "; ".join(f"{name} {secs:.3f} s" for name, secs in floors.items()) + ".", ""]
+              + "; ".join(f"{name} {secs:.3f} s" for name, secs in floors.items()) + ".", "",
+              f"Bytecode: {start['bytecode']}.", "",
+              "`.pth` files that `site` runs at every start: "
+              + ("; ".join(f"`{row}`" for row in start["pth"]) or "none") + ".", "",
+              "### Slowest imports of a new interpreter that runs nothing (`python3 -X importtime -c pass`)", "",
+              "```", " cumul. ms   self ms  module", start["imports"], "```", ""]
     for r in rows:
         for kind, text in r["timings"].items():
             lines += [f"### {r['curve']} {r['domain']}: one {kind} run, `--timings`", "", "```", text, "```", ""]
         lines += [f"### {r['curve']} {r['domain']}: slowest imports of one warm run (`python -X importtime`)", "",
-                  "```", " cumul. ms   self ms  module", r["imports"], "```", ""]
+                  "```", " cumul. ms   self ms  module", r["imports"], "```", "",
+                  f"### {r['curve']} {r['domain']}: slowest imports of one server run (`python -X importtime`)", "",
+                  "```", " cumul. ms   self ms  module", r["server_imports"], "```", ""]
     path.write_text("\n".join(lines))
     return path
 
@@ -257,6 +309,7 @@ def main(argv: list[str] | None = None) -> int:
         if read_manifest() is None:
             print(f"building prebuilt kernels for {args.aot_arch} (untimed)", file=sys.stderr, flush=True)
             run_timed([sys.executable, "-m", "pipeline.backends.cuda.aot_build", "--inplace", "--arch", args.aot_arch])
+    start = {"bytecode": prepare_bytecode(), "pth": site_pth_files(), "imports": interpreter_imports()}
     sizes = args.sizes.split(",")
     checks = [check_real_circuit(curve, args.backend, snarkjs, work)
               for curve in dict.fromkeys(spec.split(":")[0] for spec in sizes)]
@@ -265,8 +318,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{spec}: timing", file=sys.stderr, flush=True)
         rows.append(bench_size(spec, args, snarkjs, work))
         print(json.dumps({k: v for k, v in rows[-1].items() if k != "timings"}), file=sys.stderr, flush=True)
-    floors = process_floors(args.runs) if args.backend == "cuda" else {}
-    path = write_report(rows, args, checks, snarkjs, floors)
+    floors = process_floors(args.runs, cuda=args.backend == "cuda")
+    path = write_report(rows, args, checks, snarkjs, floors, start)
     print(path.read_text().split("\n### ")[0])
     return 0
 

@@ -79,6 +79,26 @@ def test_random_circuit_runs_as_a_module(tmp_path):
     assert read_wtns(tmp_path / "witness.wtns").values.shape[0] == 30
 
 
+def test_oneshot_prove_says_what_a_new_interpreter_runs_before_zkpipe(tmp_path, monkeypatch):
+    """The rows that tell where a one-shot process's first milliseconds go: the .pth files site
+    runs (with their import lines), the slowest imports of an interpreter that runs nothing, and
+    the floors with -I and -S beside the plain start."""
+    import site
+
+    from bench import oneshot_prove
+
+    (tmp_path / "__editable__.demo.pth").write_text("import demo_finder; demo_finder.install()\n")
+    (tmp_path / "paths.pth").write_text("/some/folder\n")
+    monkeypatch.setattr(site, "getsitepackages", lambda: [str(tmp_path)])
+    monkeypatch.setattr(site, "getusersitepackages", lambda: str(tmp_path / "absent"))
+    assert oneshot_prove.site_pth_files() == [f"{tmp_path / '__editable__.demo.pth'}: import demo_finder; "
+                                              "demo_finder.install()", f"{tmp_path / 'paths.pth'}: paths only"]
+    rows = [line.split() for line in oneshot_prove.interpreter_imports().splitlines()]
+    assert rows and all(float(cumulative) >= float(own) for cumulative, own, _ in rows)
+    assert {"python3 -c pass", "python3 -I -c pass (isolated: no environment, no user site)",
+            "python3 -S -c pass (no site: no .pth files run)"} <= set(oneshot_prove.FLOORS)
+
+
 def test_seed_scale_runs_on_the_cpu_backend_as_a_module(tmp_path):
     """The seed-scale stream end to end at 2^8 (random key, 10 partitions): the table has the
     stream's row, a row per partition, sppark marked not run, and the timeline's data."""
