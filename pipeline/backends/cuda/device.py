@@ -47,6 +47,8 @@ class CudaDevice:
         self.arch = f"sm_{major}{minor}"
         self.sm_count = int(check(driver.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
                                                                self.handle), "cuDeviceGetAttribute"))
+        self.l2_bytes = int(check(driver.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, self.handle),
+                                  "cuDeviceGetAttribute"))
         name = check(driver.cuDeviceGetName(64, self.handle), "cuDeviceGetName")
         self.name = name.split(b"\0")[0].decode()
         self.total_bytes = int(check(driver.cuDeviceTotalMem(self.handle), "cuDeviceTotalMem"))

@@ -42,12 +42,18 @@ class MsmPlan:
         return self.n_windows * self.buckets_per_window
 
 
-def plan_msm(n: int, scalar_bits: int, c: int | None = None) -> MsmPlan:
-    """Window width minimising ~ windows * (n madds + 2 full additions per bucket (x1.4))."""
+def plan_msm(n: int, scalar_bits: int, c: int | None = None, cache_bytes: int | None = None) -> MsmPlan:
+    """Window width minimising ~ windows * (n madds + 2 full additions per bucket (x1.4)), among
+    those whose per-bucket tables (one uint32 a bucket: counts, offsets, chunk offsets) fit
+    ``cache_bytes`` (the device's L2) when given. Past L2 the digits' atomics and every thread's
+    search of the chunk offsets go to DRAM: at 2^26 the additions-only choice c = 22 (100 MB a
+    table) took 698 ms (BLS12-381 G1, random) against 594 at c = 20 (27 MB) and 577 at c = 19,
+    same call (bench/NOTES.md, session 8)."""
     def windows(cc: int) -> int:
         return math.ceil((scalar_bits + 1) / cc)  # signed digits: one spare bit for the last carry
     if c is None:
-        c = min(range(2, 23), key=lambda cc: windows(cc) * (n + 2.8 * (1 << (cc - 1))))
+        widths = [cc for cc in range(2, 23) if cache_bytes is None or 4 * windows(cc) << (cc - 1) <= cache_bytes]
+        c = min(widths or range(2, 23), key=lambda cc: windows(cc) * (n + 2.8 * (1 << (cc - 1))))
     nb = 1 << (c - 1)
     w = windows(c)
     seg = 1
@@ -68,6 +74,7 @@ class MsmRunner:
         # 420 bytes and is 3% slower at 2^24), BN254 5 (96 registers, no spills, fastest).
         # None: that default (CudaOptions.msm_g1_min_blocks).
         self.g1_min_blocks = g1_min_blocks or (4 if self.curve.fq.limbs > 4 else 5)
+        self.cache_bytes = getattr(getattr(kernels, "device", None), "l2_bytes", None)  # window widths whose tables fit L2
         self.profile = False  # when set, last_phases_ms gets CUDA-event times per phase
         self.last_phases_ms: dict[str, float] = {}
         self._marks: list = []
@@ -113,7 +120,7 @@ class MsmRunner:
 
     def scratch_bytes(self, n: int, g2: bool) -> int:
         """Peak device bytes ``enqueue`` allocates for an MSM of ``n`` scalars (the bounds it sizes by)."""
-        plan = plan_msm(n, self.curve.fr.bits)
+        plan = plan_msm(n, self.curve.fr.bits, cache_bytes=self.cache_bytes)
         nb, xyzz = plan.n_buckets, self.xyzz_bytes(g2)
         entries = n * plan.n_windows
         chunk = level0_chunk(entries)
@@ -135,7 +142,7 @@ class MsmRunner:
         counts stay on the device and buffers are sized by upper bounds (pippenger.cuh, step 4)."""
         xyzz_bytes = self.xyzz_bytes(g2)
         field = "fq2_t" if g2 else "fq_t"
-        plan = plan_msm(n, self.curve.fr.bits, c)
+        plan = plan_msm(n, self.curve.fr.bits, c, self.cache_bytes)
         self.last_plan = plan
         if n == 0:
             check_memset_zero(d_out, xyzz_bytes, self.stream)  # ZZ = 0: the point at infinity

@@ -1,0 +1,51 @@
+"""The MSM's window width (msm.plan_msm), computed without a GPU: the additions-only choice where
+the per-bucket tables fit the device's L2, the widest width whose tables fit where they would not
+(bench/NOTES.md, session 8: 2^26 at c = 22 against c = 20, same call); a runner plans with its
+device's L2 and sizes its scratch by the same plan."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from pipeline.backends.cuda.msm import MsmRunner, plan_msm
+from pipeline.curves import BLS12_381, BN254
+
+H200_L2 = 50 << 20
+
+
+def table_bytes(plan) -> int:
+    return 4 * plan.n_buckets
+
+
+@pytest.mark.parametrize("bits", [BLS12_381.fr.bits, BN254.fr.bits])
+@pytest.mark.parametrize("log_n", range(10, 28))
+def test_a_cache_only_narrows_windows_whose_tables_would_not_fit(bits, log_n):
+    free, cached = plan_msm(1 << log_n, bits), plan_msm(1 << log_n, bits, cache_bytes=H200_L2)
+    if table_bytes(free) <= H200_L2:
+        assert cached == free
+    else:
+        assert cached.c < free.c and table_bytes(cached) <= H200_L2
+        wider = plan_msm(1 << log_n, bits, c=cached.c + 1)
+        assert table_bytes(wider) > H200_L2  # the widest that fits
+
+
+def test_the_seed_sizes_get_c_20_on_an_h200_and_22_without_a_cache():
+    for log_n in (26, 27):
+        assert plan_msm(1 << log_n, BLS12_381.fr.bits).c == 22
+        assert plan_msm(1 << log_n, BLS12_381.fr.bits, cache_bytes=H200_L2).c == 20
+    assert plan_msm(1 << 24, BLS12_381.fr.bits, cache_bytes=H200_L2).c == 20  # unchanged: its tables fit
+
+
+def test_an_explicit_width_is_kept_and_a_tiny_cache_still_gets_a_plan():
+    assert plan_msm(1 << 26, 255, c=22, cache_bytes=H200_L2).c == 22
+    assert plan_msm(1 << 20, 255, cache_bytes=1).c >= 2
+
+
+def test_a_runner_plans_and_sizes_scratch_with_its_devices_l2():
+    kernels = SimpleNamespace(curve=BLS12_381, device=SimpleNamespace(l2_bytes=H200_L2))
+    msm = MsmRunner(kernels, allocator=None, stream=None)
+    bare = MsmRunner(SimpleNamespace(curve=BLS12_381), allocator=None, stream=None)
+    assert msm.cache_bytes == H200_L2 and bare.cache_bytes is None
+    assert msm.scratch_bytes(1 << 26, False) < bare.scratch_bytes(1 << 26, False)  # fewer buckets
+    assert msm.scratch_bytes(1 << 24, False) == bare.scratch_bytes(1 << 24, False)
