@@ -101,7 +101,7 @@ async def run_config(zkey, witness, budget: int | None, batch: int, partitions: 
     p = proofs[-1]
     # a pass's timings are shared by its partitions: each partition's share is pass / batch
     share = {name: sum(q.timings_ms.get(f"gpu_{name}", 0.0) / q.timings_ms.get("gpu_batch", 1) for q in proofs)
-             / len(proofs) for name in ("stream_pass_ms", "stream_host_ms")}
+             / len(proofs) for name in ("stream_pass_ms", "stream_host_ms", "stream_blocked_ms")}
     share["prep_ms"] = statistics.mean(q.timings_ms.get("prep_msm_ms", 0.0) for q in proofs)
     share["phases_ms"] = sum(sum(v for k, v in q.timings_ms.items() if k.startswith("gpu_phase "))
                              / q.timings_ms.get("gpu_batch", 1) for q in proofs) / len(proofs)
@@ -169,7 +169,8 @@ def main() -> None:
             rows.append([f"{budget_gib:g}" if budget else "none", batch, placement, f"{r['load_s']:.1f}",
                          f"{r['s_per_proof']:.2f}", f"{r['batch_mean']:.1f}", f"{r['busy']:.3f}",
                          f"{r['vram_peak_gb']:.1f}", f"{r['h2d_gbps']:.1f}", f"{share:.2f}",
-                         f"{r['stream_pass_ms']:.0f}" if budget else "-", f"{r['stream_host_ms']:.0f}" if budget else "-",
+                         f"{r['stream_pass_ms']:.0f}" if budget else "-",
+                         f"{r['stream_host_ms']:.0f} ({r['stream_blocked_ms']:.0f})" if budget else "-",
                          f"{r['phases_ms']:.0f}" if budget and args.phases else "-", f"{r['prep_ms']:.0f}",
                          "yes" if r["verifies"] else "NO"])
             print(rows[-1], flush=True)
@@ -198,7 +199,8 @@ def write_table(args, zkey, device_name: str, copy_rate: float, rows: list[list]
              for row in rows]
     table = markdown_table(["VRAM budget GiB", "batch max", "placement", "key load s", "s/partition", "vs resident",
                             "mean batch", "GPU lock busy", "VRAM peak GB", "H2D GB/s (passes)", "of pinned rate",
-                            "pass device ms/partition", "pass host ms/partition", "phases' device ms/partition",
+                            "pass device ms/partition", "pass host ms/partition (of it waiting for the device)",
+                            "phases' device ms/partition",
                             "prep_msm ms/partition", "verifies"], shown)
     note = (f"\n{args.curve} 2^{args.log} development key ({zkey.host_bytes() / 1e9:.1f} GB), circuit witness; "
             f"{args.jobs} job(s) of {args.partitions} partitions per row, gpu_workers 2, on {device_name}. "

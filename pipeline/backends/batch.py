@@ -117,6 +117,7 @@ class StreamedPass:
         self.cursor = 0
         self.left = [False] * n_items
         self.host_s = 0.0  # time spent queueing steps (a starved device thread shows here)
+        self.blocked_s = 0.0  # of host_s, time a step waited for the device (an event it needs the host to see)
 
     def live(self) -> list[int]:
         return [i for i in range(self.n_items) if not self.left[i]]

@@ -25,6 +25,8 @@ Where the time goes, measured: bench/results/streamed_profile_*.md.
 """
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from ...curves import Curve
@@ -342,7 +344,9 @@ class CudaStreamedPass(StreamedPass):
         lists = self.split_lists[index]
         if lists is None or lists.checked:
             return
+        t0 = time.perf_counter()
         lists.ready.synchronize()
+        self.blocked_s += time.perf_counter() - t0
         got = (int(lists.counts[0]), int(lists.counts[1]))
         if got != lists.expected:
             raise RuntimeError(f"streamed pass, partition {index}: the device split counted (ones, others) = {got}, "
@@ -416,7 +420,9 @@ class CudaStreamedPass(StreamedPass):
         kept = []
         for k, (stage, uploaded, pool) in enumerate(self.tail_stages):
             if wait and (count is None or k < count):
+                t0 = time.perf_counter()
                 uploaded.synchronize()
+                self.blocked_s += time.perf_counter() - t0
             if uploaded.query():
                 uploaded.close()
                 pool.give_back(stage)
@@ -529,7 +535,8 @@ class CudaStreamedPass(StreamedPass):
         gbps = self.streamed_bytes / copy_ms / 1e6 if copy_ms else 0.0
         phases = {f"phase {name} ms": ms for name, ms in self.clock.totals_ms().items()}  # empty unless profiling
         return {"stream_pass_ms": pass_ms, "stream_copy_ms": copy_ms, "stream_bytes": float(self.streamed_bytes),
-                "stream_h2d_gbps": gbps, "stream_host_ms": 1e3 * self.host_s, "msm_ms": pass_ms, **phases}
+                "stream_h2d_gbps": gbps, "stream_host_ms": 1e3 * self.host_s,
+                "stream_blocked_ms": 1e3 * self.blocked_s, "msm_ms": pass_ms, **phases}
 
     # -- awaiting and results ------------------------------------------------------------------
     def query(self) -> bool:
