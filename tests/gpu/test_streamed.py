@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from pipeline.backends.cuda.errors import DeviceBudgetError
-from pipeline.backends.placement import KeyPlacement, plan_chunks
+from pipeline.backends.cuda.options import CudaOptions
+from pipeline.backends.placement import SECTIONS, KeyPlacement, plan_chunks
 from pipeline.backends.protocol import WitnessShape
 from pipeline.engine import Engine, EngineConfig
 from pipeline.formats.types import VerificationKey
@@ -133,15 +134,23 @@ def test_place_key_streams_under_a_small_budget_and_refuses_one_too_small(cuda_b
         cuda_backend.place_key(zkey, 4096)
 
 
+@pytest.mark.parametrize("table", [False, True], ids=["values", "coefficient-table"])
 @pytest.mark.parametrize("curve", ["bn128", "bls12381"])
-def test_engine_proves_with_a_key_larger_than_its_vram_budget(cuda_backend, curve):
+def test_engine_proves_with_a_key_larger_than_its_vram_budget(cuda_backend, curve, table):
+    """With ``table``, the key's coefficients as indices into its table of values
+    (CudaOptions.csr_value_table): a smaller key, placed by its own size."""
     folder = fixture_dir(curve, "chain_2e10")
     zkey = read_zkey(folder / "circuit_final.zkey")
-    budget = resident_need(cuda_backend, zkey) - 1
+    cuda_backend.csr_value_table = table
+    try:
+        budget = resident_need(cuda_backend, zkey) - 1
+    finally:
+        cuda_backend.csr_value_table = False
 
     async def main():
         config = EngineConfig(backend="cuda", devices=(0,), gpu_workers_per_device=2, vram_budget_bytes=budget,
-                              queue_size=10, max_partitions_in_flight=12, gpu_batch_max=5)
+                              queue_size=10, max_partitions_in_flight=12, gpu_batch_max=5,
+                              cuda=CudaOptions(csr_value_table=table))
         async with Engine(config) as engine:
             engine.register_key("k", zkey_path=folder / "circuit_final.zkey")
             jobs = [await engine.submit("k", [str(folder / "witness.wtns")] * 5) for _ in range(2)]
@@ -156,9 +165,12 @@ def test_engine_proves_with_a_key_larger_than_its_vram_budget(cuda_backend, curv
     assert all(verify(vk, p.public_signals, p.pi_a, p.pi_b, p.pi_c) for p in proofs)
 
 
-def test_h_with_the_csr_streamed_in_row_chunks_equals_the_resident_h(cuda_backend, gpu_curve):
+@pytest.mark.parametrize("table", [False, True], ids=["values", "coefficient-table"])
+def test_h_with_the_csr_streamed_in_row_chunks_equals_the_resident_h(cuda_backend, gpu_curve, table):
     """The sparse products read the CSR in row chunks of a few hundred bytes (many chunks, rows
-    split anywhere), with every point section resident or streamed."""
+    split anywhere), with every point section resident or streamed; with ``table``
+    (CudaOptions.csr_value_table) the coefficients are uint16 indices into the key's table of
+    values, resident or streamed, and H is the same bit for bit."""
     zkey, items = witnesses(gpu_curve.name)
     resident = cuda_backend.load_key(zkey)
     try:
@@ -167,18 +179,23 @@ def test_h_with_the_csr_streamed_in_row_chunks_equals_the_resident_h(cuda_backen
         expected = cuda_backend.start_partition(resident, items[1], True, None).result()
     finally:
         cuda_backend.unload_key(resident)
-    for points in (("a", "b1", "b2", "c", "h"), ()):
-        placement = KeyPlacement(points, 300, 200, csr_chunk_bytes=1 << 12)
-        key = cuda_backend.load_key(zkey, placement)
-        try:
-            assert len(key.csr_chunks) > 10
-            h = cuda_backend.compute_h(key, items[0])
-            assert np.array_equal(cuda_backend.h_to_host(h), expected_h)
-            h.free()
-            got = run_batch(cuda_backend, key, [items[1]])[0]
-        finally:
-            cuda_backend.unload_key(key)
-        assert gpu_curve.g1.eq(got.h_g1, expected.h_g1) and gpu_curve.g2.eq(got.b_g2, expected.b_g2)
+    cuda_backend.csr_value_table = table
+    try:
+        placements = [KeyPlacement(points, 300, 200, csr_chunk_bytes=1 << 12) for points in (SECTIONS, ())]
+        for placement in placements + [KeyPlacement()] * table:  # the table's resident CSR too
+            key = cuda_backend.load_key(zkey, placement)
+            try:
+                assert ("vals_table" in key.d_csr) == table
+                assert placement.csr_chunk_bytes == 0 or len(key.csr_chunks) > 10
+                h = cuda_backend.compute_h(key, items[0])
+                assert np.array_equal(cuda_backend.h_to_host(h), expected_h)
+                h.free()
+                got = run_batch(cuda_backend, key, [items[1]])[0]
+            finally:
+                cuda_backend.unload_key(key)
+            assert gpu_curve.g1.eq(got.h_g1, expected.h_g1) and gpu_curve.g2.eq(got.b_g2, expected.b_g2)
+    finally:
+        cuda_backend.csr_value_table = False
 
 
 def mixed_items(curve_name: str):

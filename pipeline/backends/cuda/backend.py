@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,6 +21,8 @@ import numpy as np
 
 from ...curves import CURVES, Curve
 from ...formats.types import Groth16Zkey
+from ...keycache.coeff_table import CoefficientTable, coefficient_table
+from ...keycache.csr import csr_matrices
 from ..placement import SECTIONS, KeyPlacement, section_bytes
 from ..protocol import Backend, G2Jacobian, MsmResults, WitnessShape
 from ._bindings import driver
@@ -79,6 +82,8 @@ class CudaBackend(Backend):
         self.stream_tails = options.stream_tails  # likewise
         self._copy_streams: dict[int, Stream] = {}  # streamed keys: host-to-device copies beside the kernels
         self._pinned_pools: dict[int, PinnedResultPool] = {}  # streamed passes' H buffers, by size
+        self.csr_value_table = options.csr_value_table  # an attribute too: tests flip it
+        self._coeff_tables: dict[int, tuple[weakref.ref, CoefficientTable | None]] = {}  # by id(zkey)
 
     def pinned_pool(self, nbytes: int) -> PinnedResultPool:
         """Page-locked host buffers of ``nbytes`` kept for reuse (pinning GBs per pass would cost
@@ -127,11 +132,26 @@ class CudaBackend(Backend):
         if full + self._resident_scratch_bytes(zkey, msm) <= budget_bytes:
             return KeyPlacement(device_bytes=full)
         csr = full - sum(section_bytes(zkey, s) for s in SECTIONS)
-        return place_streamed(msm, zkey, budget_bytes, csr, self.options.stream_chunk_bytes)
+        table = self.coefficient_table(zkey)
+        return place_streamed(msm, zkey, budget_bytes, csr, self.options.stream_chunk_bytes,
+                              0 if table is None else table.table.nbytes)
+
+    def coefficient_table(self, zkey: Groth16Zkey) -> CoefficientTable | None:
+        """The key's A/B coefficients as indices into a table of their values, when
+        ``csr_value_table`` is on and they have at most 2^16 values (else None: the values
+        themselves); computed once per key object, as placing and loading both need it."""
+        if not self.csr_value_table:
+            return None
+        ref_and_table = self._coeff_tables.get(id(zkey))
+        if ref_and_table is None or ref_and_table[0]() is not zkey:
+            a, b = csr_matrices(zkey)
+            ref_and_table = (weakref.ref(zkey), coefficient_table([a.vals, b.vals]))
+            self._coeff_tables[id(zkey)] = ref_and_table
+        return ref_and_table[1]
 
     def load_key(self, zkey: Groth16Zkey, placement: KeyPlacement | None = None) -> CudaKey:
         return load_device_key(self.runtime(zkey.curve), zkey, placement or KeyPlacement(), self.upload_key_array,
-                               self.device)
+                               self.device, self.coefficient_table(zkey))
 
     def upload_key_array(self, h_array: np.ndarray, what: str) -> DeviceBuffer:
         """A key array in a new device buffer, staged through pinned pieces filled on all cores (a
@@ -140,6 +160,7 @@ class CudaBackend(Backend):
 
     def unload_key(self, key: CudaKey) -> None:
         unload_device_key(key, self.stream)
+        self._coeff_tables.pop(id(key.zkey), None)  # its indices are host memory as large as the key's columns / 2
         self.allocator.trim()  # an evicted key's memory goes back to the driver, not only to our pool
 
     # -- H and the MSMs: everything queued on the stream, nothing waited for -----------------------
@@ -168,6 +189,11 @@ class CudaBackend(Backend):
                     with self.allocator.alloc(key.csr_chunk_max, "streamed CSR chunk") as d_buf:
                         enqueue_spmv_chunks(rt.kernels, self.stream, key.csr_chunks, key.host_csr, csr, d_buf.ptr,
                                             d_w.ptr, d_a.ptr, d_b.ptr, d_c.ptr, elem)
+                elif "vals_table" in csr:  # uint16 indices into the key's coefficient table
+                    rt.kernels.launch("spmv_abc_table<fr_t>", grid_for(n, SPMV_BLOCK), SPMV_BLOCK,
+                                      (d_a.ptr, d_b.ptr, d_c.ptr, csr["a_row_ptr"].ptr, csr["a_cols"].ptr,
+                                       csr["a_index"].ptr, csr["b_row_ptr"].ptr, csr["b_cols"].ptr,
+                                       csr["b_index"].ptr, csr["vals_table"].ptr, d_w.ptr, n), self.stream)
                 else:
                     rt.kernels.launch("spmv_abc<fr_t>", grid_for(n, SPMV_BLOCK), SPMV_BLOCK,
                                       (d_a.ptr, d_b.ptr, d_c.ptr, csr["a_row_ptr"].ptr, csr["a_cols"].ptr,
@@ -324,7 +350,9 @@ class CudaBackend(Backend):
     def key_device_bytes(self, zkey: Groth16Zkey) -> int:
         """Device bytes ``load_key`` holds: the point arrays plus the two CSR matrices."""
         points = sum(getattr(zkey, f"points_{n}").nbytes for n in ("a", "b1", "b2", "c", "h"))
-        csr = zkey.coeff_values_stored.nbytes + 4 * len(zkey.coeff_signal) + 8 * (zkey.domain_size + 1)
+        table = self.coefficient_table(zkey)
+        values = zkey.coeff_values_stored.nbytes if table is None else table.nbytes
+        csr = values + 4 * len(zkey.coeff_signal) + 8 * (zkey.domain_size + 1)
         return points + csr
 
     def partition_host_bytes(self, zkey: Groth16Zkey) -> int:

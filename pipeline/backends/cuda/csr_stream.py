@@ -21,6 +21,7 @@ from .launch import SPMV_BLOCK
 from .memory import ADDRESS_MASK
 
 COL_BYTES = 4
+VALUE_ALIGN = 16  # a chunk's columns start aligned after its values (uint16 table indices leave them odd)
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,8 @@ class CsrChunk:
     b1: int
 
     def nbytes(self, elem: int) -> int:
-        return (self.a1 - self.a0 + self.b1 - self.b0) * (elem + COL_BYTES)
+        """Device bytes of the chunk with values of ``elem`` bytes each (32: an Fr; 2: a table index)."""
+        return (self.a1 - self.a0 + self.b1 - self.b0) * (elem + COL_BYTES) + VALUE_ALIGN
 
 
 def plan_csr_chunks(a_row_ptr: np.ndarray, b_row_ptr: np.ndarray, max_bytes: int, elem: int) -> list[CsrChunk]:
@@ -42,7 +44,7 @@ def plan_csr_chunks(a_row_ptr: np.ndarray, b_row_ptr: np.ndarray, max_bytes: int
     n = len(a_row_ptr) - 1
     a, b = a_row_ptr.astype(np.int64), b_row_ptr.astype(np.int64)
     entries = a + b  # entries of both matrices before each row boundary
-    per_chunk = max(1, max_bytes // (elem + COL_BYTES))
+    per_chunk = max(1, (max_bytes - VALUE_ALIGN) // (elem + COL_BYTES))  # CsrChunk.nbytes, with its padding
     chunks, r0 = [], 0
     while r0 < n:
         r1 = int(np.searchsorted(entries, entries[r0] + per_chunk, side="right")) - 1
@@ -52,28 +54,33 @@ def plan_csr_chunks(a_row_ptr: np.ndarray, b_row_ptr: np.ndarray, max_bytes: int
     return chunks
 
 
-def enqueue_spmv_chunks(kernels, stream, chunks: list[CsrChunk], host: dict, d_row_ptr: dict, d_buf: int,
+def enqueue_spmv_chunks(kernels, stream, chunks: list[CsrChunk], host: dict, d_csr: dict, d_buf: int,
                         d_w: int, d_a: int, d_b: int, d_c: int, elem: int) -> None:
-    """a, b, c over every row, chunk by chunk: ``host`` holds the page-locked cols / vals_rr
-    arrays of each matrix ({a,b}_{cols,vals_rr}: ``.ptr``), ``d_row_ptr`` the resident row
-    pointers ({a,b}_row_ptr: ``.ptr``); ``d_buf`` fits the largest chunk."""
+    """a, b, c over every row, chunk by chunk: ``host`` holds the page-locked cols and values of
+    each matrix ({a,b}_cols and {a,b}_vals_rr, or {a,b}_index with a key's coefficient table:
+    ``.ptr``), ``d_csr`` the resident row pointers ({a,b}_row_ptr) and the table (vals_table) if
+    any; ``d_buf`` fits the largest chunk; ``elem``: bytes of an Fr element."""
+    table = d_csr.get("vals_table")
+    values, vbytes = ("index", 2) if table is not None else ("vals_rr", elem)
     for ch in chunks:
         na, nb = ch.a1 - ch.a0, ch.b1 - ch.b0
-        # buffer layout: A values, B values (32-byte aligned), then A columns, B columns
-        a_vals, b_vals = d_buf, d_buf + na * elem
-        a_cols = d_buf + (na + nb) * elem
+        # buffer layout: A values, B values, then (aligned) A columns, B columns
+        a_vals, b_vals = d_buf, d_buf + na * vbytes
+        a_cols = d_buf + -(-(na + nb) * vbytes // VALUE_ALIGN) * VALUE_ALIGN
         b_cols = a_cols + na * COL_BYTES
-        for dst, src, count, size in ((a_vals, host["a_vals_rr"].ptr + ch.a0 * elem, na, elem),
-                                      (b_vals, host["b_vals_rr"].ptr + ch.b0 * elem, nb, elem),
+        for dst, src, count, size in ((a_vals, host[f"a_{values}"].ptr + ch.a0 * vbytes, na, vbytes),
+                                      (b_vals, host[f"b_{values}"].ptr + ch.b0 * vbytes, nb, vbytes),
                                       (a_cols, host["a_cols"].ptr + ch.a0 * COL_BYTES, na, COL_BYTES),
                                       (b_cols, host["b_cols"].ptr + ch.b0 * COL_BYTES, nb, COL_BYTES)):
             if count:
                 check(driver.cuMemcpyHtoDAsync(dst, src, count * size, stream.handle), "cuMemcpyHtoDAsync")
         rows = ch.r1 - ch.r0
         # Shifted pointers: entry e of the chunk's rows is at base + (e - first entry).
-        kernels.launch("spmv_abc<fr_t>", grid_for(rows, SPMV_BLOCK), SPMV_BLOCK,
-                       (d_a + ch.r0 * elem, d_b + ch.r0 * elem, d_c + ch.r0 * elem,
-                        d_row_ptr["a_row_ptr"].ptr + ch.r0 * COL_BYTES, (a_cols - ch.a0 * COL_BYTES) & ADDRESS_MASK,
-                        (a_vals - ch.a0 * elem) & ADDRESS_MASK, d_row_ptr["b_row_ptr"].ptr + ch.r0 * COL_BYTES,
-                        (b_cols - ch.b0 * COL_BYTES) & ADDRESS_MASK, (b_vals - ch.b0 * elem) & ADDRESS_MASK, d_w,
-                        rows), stream)
+        args = [d_a + ch.r0 * elem, d_b + ch.r0 * elem, d_c + ch.r0 * elem,
+                d_csr["a_row_ptr"].ptr + ch.r0 * COL_BYTES, (a_cols - ch.a0 * COL_BYTES) & ADDRESS_MASK,
+                (a_vals - ch.a0 * vbytes) & ADDRESS_MASK, d_csr["b_row_ptr"].ptr + ch.r0 * COL_BYTES,
+                (b_cols - ch.b0 * COL_BYTES) & ADDRESS_MASK, (b_vals - ch.b0 * vbytes) & ADDRESS_MASK]
+        if table is not None:
+            args.append(table.ptr)
+        kernels.launch("spmv_abc_table<fr_t>" if table is not None else "spmv_abc<fr_t>", grid_for(rows, SPMV_BLOCK),
+                       SPMV_BLOCK, (*args, d_w, rows), stream)

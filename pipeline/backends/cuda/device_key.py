@@ -14,6 +14,7 @@ import numpy as np
 
 from ... import progress
 from ...formats.types import CsrMatrix, Groth16Zkey
+from ...keycache.coeff_table import CoefficientTable
 from ...keycache.csr import csr_matrices
 from ..placement import SECTIONS, KeyPlacement
 from .csr_stream import CsrChunk, plan_csr_chunks
@@ -35,26 +36,39 @@ class CudaKey:
     zkey: Groth16Zkey
     runtime: CurveRuntime
     d_points: dict[str, DeviceBuffer]  # resident sections (a, b1, b2, c, h): affine, Montgomery
-    d_csr: dict[str, DeviceBuffer]  # {a,b}_{row_ptr,cols,vals_rr}
+    d_csr: dict[str, DeviceBuffer]  # {a,b}_{row_ptr,cols,vals_rr}, or {a,b}_index and vals_table
     resident_bytes: int = 0
     placement: KeyPlacement = field(default_factory=KeyPlacement)
     host_points: dict[str, HostRegistration] = field(default_factory=dict)  # streamed sections, page-locked
-    host_csr: dict[str, HostRegistration] = field(default_factory=dict)  # {a,b}_{cols,vals_rr} when streamed
+    host_csr: dict[str, HostRegistration] = field(default_factory=dict)  # {a,b}_{cols,vals_rr or index}, streamed
     csr_chunks: list[CsrChunk] | None = None  # row chunks of a streamed CSR
     csr_chunk_max: int = 0  # bytes of the largest one
     scratch_by_batch: dict[int, int] = field(default_factory=dict)  # CudaBackend.scratch_bytes, computed once
 
 
 
-def upload_csr(upload, matrices: tuple[CsrMatrix, CsrMatrix]) -> dict[str, DeviceBuffer]:
+def csr_value_arrays(matrices: tuple[CsrMatrix, CsrMatrix], table: CoefficientTable | None) -> dict[str, np.ndarray]:
+    """The value arrays of A and B as the device reads them: {a,b}_vals_rr (an Fr each), or with a
+    coefficient table {a,b}_index (uint16 each; the table itself is ``vals_table``)."""
+    if table is None:
+        return {f"{tag}_vals_rr": m.vals for tag, m in zip("ab", matrices)}
+    return {f"{tag}_index": index for tag, index in zip("ab", table.indices)}
+
+
+def upload_csr(upload, matrices: tuple[CsrMatrix, CsrMatrix], table: CoefficientTable | None = None
+               ) -> dict[str, DeviceBuffer]:
     """A and B by row (``keycache.csr_matrices``: prepared by the key cache, else built by a
-    parallel counting sort) on the device ({a,b}_{row_ptr,cols,vals_rr}) through ``upload(array, what)``."""
+    parallel counting sort) on the device ({a,b}_{row_ptr,cols}, and the values as
+    ``csr_value_arrays`` names them, with ``vals_table``) through ``upload(array, what)``."""
     d_csr = {}
     try:
         for tag, matrix in zip("ab", matrices):
             d_csr[f"{tag}_row_ptr"] = upload(matrix.row_ptr, f"key csr {tag} row_ptr")
             d_csr[f"{tag}_cols"] = upload(matrix.cols, f"key csr {tag} cols")
-            d_csr[f"{tag}_vals_rr"] = upload(matrix.vals, f"key csr {tag} values")
+        for name, values in csr_value_arrays(matrices, table).items():
+            d_csr[name] = upload(values, f"key csr {name}")
+        if table is not None:
+            d_csr["vals_table"] = upload(table.table, "key csr coefficient table")
     except BaseException:
         for buf in d_csr.values():
             buf.free()
@@ -62,8 +76,10 @@ def upload_csr(upload, matrices: tuple[CsrMatrix, CsrMatrix]) -> dict[str, Devic
     return d_csr
 
 
-def load_device_key(rt: CurveRuntime, zkey: Groth16Zkey, placement: KeyPlacement, upload, device) -> CudaKey:
-    """``zkey`` as ``placement`` says; ``upload(array, what)`` makes a device buffer of a key array.
+def load_device_key(rt: CurveRuntime, zkey: Groth16Zkey, placement: KeyPlacement, upload, device,
+                    table: CoefficientTable | None = None) -> CudaKey:
+    """``zkey`` as ``placement`` says; ``upload(array, what)`` makes a device buffer of a key array;
+    ``table``: the key's coefficients as indices into a table of their values (spmv reads those).
     Frees what it took if anything fails."""
     up = upload
     d_points, d_csr, host_points, host_csr = {}, {}, {}, {}
@@ -82,13 +98,16 @@ def load_device_key(rt: CurveRuntime, zkey: Groth16Zkey, placement: KeyPlacement
                 for tag, matrix in zip("ab", matrices):
                     d_csr[f"{tag}_row_ptr"] = up(matrix.row_ptr, f"key csr {tag} row_ptr")
                     host_csr[f"{tag}_cols"] = HostRegistration(device, np.ascontiguousarray(matrix.cols))
-                    host_csr[f"{tag}_vals_rr"] = HostRegistration(device, np.ascontiguousarray(matrix.vals))
-                elem = 8 * zkey.curve.fr.limbs
+                for name, values in csr_value_arrays(matrices, table).items():
+                    host_csr[name] = HostRegistration(device, np.ascontiguousarray(values))
+                if table is not None:
+                    d_csr["vals_table"] = up(table.table, "key csr coefficient table")
+                value_bytes = 2 if table is not None else 8 * zkey.curve.fr.limbs
                 csr_chunks = plan_csr_chunks(matrices[0].row_ptr, matrices[1].row_ptr, placement.csr_chunk_bytes,
-                                             elem)
-                csr_chunk_max = max(c.nbytes(elem) for c in csr_chunks)
+                                             value_bytes)
+                csr_chunk_max = max(c.nbytes(value_bytes) for c in csr_chunks)
             else:
-                d_csr = upload_csr(up, matrices)
+                d_csr = upload_csr(up, matrices, table)
             bar.update(2)
             rt.ntt.ensure_twiddles(zkey.log_domain_size)
             bar.update()

@@ -31,7 +31,7 @@ UNITS: dict[str, tuple[str, ...]] = {
     "ntt": (
         "ntt_pass<fr_t, false>", "ntt_pass<fr_t, true>", "ntt_bit_reverse<fr_t>", "ntt_coset_scale<fr_t>",
         "ntt_quotient<fr_t>", "ntt_twiddle_top<fr_t>", "ntt_twiddle_lower<fr_t>",
-        "ff_to_mont<fr_t>", "ff_from_mont<fr_t>", "spmv_abc<fr_t>",
+        "ff_to_mont<fr_t>", "ff_from_mont<fr_t>", "spmv_abc<fr_t>", "spmv_abc_table<fr_t>",
     ),
     "msm_g1": (
         "scan_tile_sums", "scan_tile_offsets", "scan_apply",
@@ -60,6 +60,7 @@ SIGNATURES: dict[str, tuple[str, ...]] = {
     "ff_to_mont": (PTR, PTR, U64),
     "ff_from_mont": (PTR, PTR, U64),
     "spmv_abc": (PTR, PTR, PTR, PTR, PTR, PTR, PTR, PTR, PTR, PTR, U32),
+    "spmv_abc_table": (PTR, PTR, PTR, PTR, PTR, PTR, PTR, PTR, PTR, PTR, PTR, U32),
     "scan_tile_sums": (PTR, U64, PTR),
     "scan_tile_offsets": (PTR, U32),
     "scan_apply": (PTR, U64, PTR, PTR),

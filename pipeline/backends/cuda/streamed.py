@@ -130,14 +130,15 @@ def chunk_point_bytes(curve: Curve, chunk: Chunk) -> int:
     return sum(s.count * point_bytes(curve, s.section) for s in chunk.slices)
 
 
-def place_streamed(msm, zkey, budget: int, csr_bytes: int, chunk_bytes: int) -> KeyPlacement:
+def place_streamed(msm, zkey, budget: int, csr_bytes: int, chunk_bytes: int, table_bytes: int = 0) -> KeyPlacement:
     """The most sections resident (hot first) such that the CSR (resident if it fits, else
     streamed: its row pointers stay), the resident points and a pass of one partition fit
     ``budget`` (with the result slots of a batch of ``PLACED_FOR_BATCH``). The sections are chosen
     with chunks of ``chunk_bytes`` (the largest half of it that fits, when the budget is tight);
     the chunks then double while they fit. ``DeviceBudgetError`` if not even a key with
-    everything streamed in the smallest chunks fits."""
-    row_ptr_bytes = 2 * 4 * (zkey.domain_size + 1)
+    everything streamed in the smallest chunks fits. ``table_bytes``: the coefficient table a
+    streamed CSR keeps on the device beside its row pointers (0: none)."""
+    row_ptr_bytes = 2 * 4 * (zkey.domain_size + 1) + table_bytes
 
     def placement(resident: list[str], csr_streamed: bool, chunk: int, csr_chunk: int | None = None) -> KeyPlacement:
         kept = tuple(s for s in SECTIONS if s in resident)

@@ -62,3 +62,20 @@ def test_at_seed_scale_the_chunks_grow_into_the_room_the_prologue_leaves():
     assert placement.chunk_signals * signal_bytes > 1 << 30
     with pytest.raises(DeviceBudgetError):
         place_streamed(msm, zkey, 8 * GIB, csr, 1 << 30)  # one partition's quotient alone needs ~13 GB
+
+
+def test_at_seed_scale_a_coefficient_table_keeps_the_csr_on_the_device_under_16_gib():
+    """2^26 BLS12-381, 2.3 coefficients a row in A and in B: as 32-byte values the CSR (~11 GB)
+    streams under 16 GiB; as uint16 indices into a table (CudaOptions.csr_value_table) it fits
+    beside one partition's quotient and stays resident, the table counted on the device."""
+    zkey = seed_shaped(BLS12_381, 26)
+    msm = MsmRunner(SimpleNamespace(curve=BLS12_381), None, None)
+    nnz, row_ptrs = int(2 * 2.3 * zkey.domain_size), 8 * (zkey.domain_size + 1)
+    values = place_streamed(msm, zkey, 16 * GIB, nnz * (32 + 4) + row_ptrs, 1 << 30)
+    assert values.csr_chunk_bytes > 0
+    table_bytes = 271 * 32
+    indexed = place_streamed(msm, zkey, 16 * GIB, nnz * (2 + 4) + table_bytes + row_ptrs, 1 << 30, table_bytes)
+    assert indexed.csr_chunk_bytes == 0 and need(msm, zkey, indexed) <= 16 * GIB
+    streamed = place_streamed(msm, zkey, 16 * GIB, 40 * GIB, 1 << 30, table_bytes)  # a CSR too big to keep
+    assert streamed.csr_chunk_bytes > 0
+    assert streamed.device_bytes == place_streamed(msm, zkey, 16 * GIB, 40 * GIB, 1 << 30).device_bytes + table_bytes

@@ -1,0 +1,42 @@
+"""The CUDA backend's coefficient table of a key (CudaBackend.coefficient_table and the key bytes it
+changes), without a GPU: the methods run on a stand-in holding the backend's attributes. Off by
+default; on, computed once per key object, exact, and the key's device bytes shrink by what the
+32-byte values gave up."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from pipeline.backends.cuda.backend import CudaBackend
+from pipeline.backends.cuda.options import CudaOptions
+from pipeline.formats.zkey import read_zkey
+from pipeline.keycache.csr import csr_matrices
+from tests.conftest import fixture_dir
+
+
+def stand_in(table_on: bool) -> SimpleNamespace:
+    fake = SimpleNamespace(csr_value_table=table_on, _coeff_tables={})
+    fake.coefficient_table = lambda zkey: CudaBackend.coefficient_table(fake, zkey)
+    return fake
+
+
+def test_the_option_is_off_by_default():
+    assert CudaOptions().csr_value_table is False
+    with pytest.raises(ValueError, match="csr_value_table must be true or false"):
+        CudaOptions(csr_value_table="yes")
+
+
+@pytest.mark.parametrize("curve_name", ["bn128", "bls12381"])
+def test_a_keys_table_is_computed_once_exact_and_shrinks_its_device_bytes(curve_name):
+    zkey = read_zkey(fixture_dir(curve_name, "chain_2e10") / "circuit_final.zkey")
+    off, on = stand_in(False), stand_in(True)
+    assert CudaBackend.coefficient_table(off, zkey) is None
+    table = CudaBackend.coefficient_table(on, zkey)
+    assert CudaBackend.coefficient_table(on, zkey) is table  # once per key object
+    a, b = csr_matrices(zkey)
+    for m, idx in zip((a, b), table.indices):
+        assert np.array_equal(table.table[idx], m.vals)
+    full, indexed = CudaBackend.key_device_bytes(off, zkey), CudaBackend.key_device_bytes(on, zkey)
+    assert full - indexed == zkey.coeff_values_stored.nbytes - table.nbytes > 0
