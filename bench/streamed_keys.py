@@ -78,9 +78,10 @@ def make_key(curve, log_n: int):
 
 
 async def run_config(zkey, witness, budget: int | None, batch: int, partitions: int, jobs: int,
-                     tails: str = CudaOptions.stream_tails, gil: float | None = None, gpu_workers: int = 2) -> dict:
+                     tails: str = CudaOptions.stream_tails, gil: float | None = None, gpu_workers: int = 2,
+                     csr_table: bool = False) -> dict:
     config = EngineConfig(backend="cuda", devices=(0,), gpu_workers_per_device=gpu_workers, vram_budget_bytes=budget,
-                          cuda=CudaOptions(stream_tails=tails), gil_switch_interval_s=gil,
+                          cuda=CudaOptions(stream_tails=tails, csr_value_table=csr_table), gil_switch_interval_s=gil,
                           gpu_batch_max=batch, queue_size=max(2, batch), max_partitions_in_flight=batch + 4,
                           epilogue_workers=2)
     async with Engine(config) as engine:
@@ -131,6 +132,8 @@ def main() -> None:
                         help="events around each phase of a pass (CudaStreamedPass.profile_phases): their sum per partition")
     parser.add_argument("--gpu-workers", type=int, nargs="+", default=[2],
                         help="EngineConfig.gpu_workers_per_device of the streamed rows; each a row")
+    parser.add_argument("--csr-table", nargs="+", choices=["off", "on"], default=["off"],
+                        help="CudaOptions.csr_value_table of every row (each value a set of rows)")
     parser.add_argument("--save-proofs", metavar="FILE", help="every proof of every row, with the verification key")
     parser.add_argument("--verify-saved", metavar="FILE", help="check a --save-proofs file with snarkjs (no GPU) and exit")
     parser.add_argument("--out", default=None)
@@ -147,7 +150,7 @@ def main() -> None:
     finally:
         probe.close()
     rows, saved = [], {"vk": verification_key_to_json(zkey.verification_key()), "rows": []}
-    for budget_gib in args.budgets_gib:
+    for budget_gib, table in [(b, t) for t in args.csr_table for b in args.budgets_gib]:
         budget = int(budget_gib * GIB) or None
         for batch, tails, gil, gw in [(b, t, g, w) for b in (args.batches if budget else [1])
                                       for t in (args.tails if budget else [CudaOptions.stream_tails])
@@ -156,7 +159,7 @@ def main() -> None:
             gil_s = None if gil == "default" else float(gil)
             try:
                 r = asyncio.run(run_config(zkey, witness, budget, batch, args.partitions, args.jobs, tails, gil_s,
-                                           gw))
+                                           gw, table == "on"))
             except Exception as exc:  # a budget too small for the key is a result, not a crash
                 rows.append([f"{budget_gib:g}", batch, f"refused: {type(exc).__name__}: {str(exc)[:160]}",
                              *["-"] * 12])
@@ -166,6 +169,7 @@ def main() -> None:
             share = r["h2d_gbps"] / copy_rate if r["h2d_gbps"] else float("nan")
             placement = r["placement"] + (f" (tails: {tails}, gpu_workers {gw}"
                                           f"{'' if gil_s is None else f', GIL switch {gil_s:g} s'})" if budget else "")
+            placement += ", coefficient table" if table == "on" else ""
             rows.append([f"{budget_gib:g}" if budget else "none", batch, placement, f"{r['load_s']:.1f}",
                          f"{r['s_per_proof']:.2f}", f"{r['batch_mean']:.1f}", f"{r['busy']:.3f}",
                          f"{r['vram_peak_gb']:.1f}", f"{r['h2d_gbps']:.1f}", f"{share:.2f}",
