@@ -70,31 +70,42 @@ class _Lookup:
 
 def coefficient_table(matrices: list[np.ndarray], max_size: int = MAX_TABLE) -> CoefficientTable | None:
     """The distinct rows of ``matrices`` ((n_i, limbs) uint64 each) and each row's index among
-    them; None when there are more than ``max_size`` (then the values stay as they are)."""
+    them; None when there are more than ``max_size`` (then the values stay as they are). One pass
+    over every value against the table of a strided sample; then rounds over the values that pass
+    missed only, their distinct rows added to the table each time."""
     limbs = matrices[0].shape[1] if matrices else 4
     total = sum(m.shape[0] for m in matrices)
     if total == 0:
         return CoefficientTable(np.zeros((0, limbs), np.uint64), tuple(np.zeros(0, np.uint16) for _ in matrices))
     stride = max(1, total // SAMPLE_ROWS)
-    sample = np.concatenate([m[::stride] for m in matrices if m.shape[0]])
-    table = _distinct(sample)
+    table = _distinct(np.concatenate([m[::stride] for m in matrices if m.shape[0]]))
     indices = [np.empty(m.shape[0], dtype=np.uint16) for m in matrices]
-    while True:
+    # (matrix, positions in it) of the values not found yet: at first every value of every matrix
+    pending: list[tuple[int, np.ndarray | None]] = [(k, None) for k in range(len(matrices))]
+    while pending:
         if len(table) > max_size:
             return None
         lookup = _Lookup(table)
         if lookup.collided:  # two distinct values share a fingerprint: not worth a second scheme
             return None
-        misses = []
-        for m, out in zip(matrices, indices):
-            def task(a: int, b: int, m=m, out=out) -> np.ndarray:
-                rows, hit = lookup.find(m[a:b])
-                out[a:b] = rows  # a miss's row is rewritten on the next round
-                return m[a:b][~hit]
-            misses += [x for x in over_chunks(m.shape[0], CHUNK_ROWS, task) if len(x)]
-        if not misses:
-            return CoefficientTable(table, tuple(indices))
-        table = np.concatenate([table, _distinct(np.concatenate(misses))])
+        missed: list[tuple[int, np.ndarray]] = []
+        for k, positions in pending:
+            m, out = matrices[k], indices[k]
+            count = m.shape[0] if positions is None else len(positions)
+
+            def task(a: int, b: int, m=m, out=out, positions=positions) -> np.ndarray:
+                where = np.arange(a, b) if positions is None else positions[a:b]
+                values = m[a:b] if positions is None else m[where]
+                rows, hit = lookup.find(values)
+                out[where[hit]] = rows[hit]
+                return where[~hit]
+            lost = [x for x in over_chunks(count, CHUNK_ROWS, task) if len(x)]
+            if lost:
+                missed.append((k, np.concatenate(lost)))
+        if missed:
+            table = np.concatenate([table, _distinct(np.concatenate([matrices[k][w] for k, w in missed]))])
+        pending = missed
+    return CoefficientTable(table, tuple(indices))
 
 
 def _distinct(rows: np.ndarray) -> np.ndarray:
