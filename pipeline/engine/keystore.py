@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable
 
 from ..backends import host_backend
-from ..backends.protocol import Backend
+from ..backends.protocol import Backend, KeyPlacement
 from ..errors import BadInput, ZkpipeError
 from ..formats.types import Groth16Zkey, R1cs
 from ..keycache import KeyCacheSettings
@@ -105,7 +105,14 @@ class _Entry:
     load_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     device_handles: dict[int, Any] = field(default_factory=dict)  # device index -> backend handle
     device_bytes: dict[int, int] = field(default_factory=dict)
-    device_placement: dict[int, str] = field(default_factory=dict)  # "resident" | "streamed" | "partly resident"
+    device_placement: dict[int, KeyPlacement] = field(default_factory=dict)  # how each device holds its copy
+
+
+def placement_layout(placement: KeyPlacement) -> dict:
+    """A device copy's placement for the status: resident and streamed point sections (hot ones,
+    such as H, kept on the device when they fit), and whether the CSR is resident or streamed."""
+    return {"resident_sections": list(placement.resident), "streamed_sections": list(placement.streamed),
+            "csr": "streamed" if placement.csr_chunk_bytes else "resident"}
 
 
 def load_host_key(spec: KeySpec, decode_g2: bool, key_cache: KeyCacheSettings = KeyCacheSettings()
@@ -301,7 +308,7 @@ class KeyStore:
             raise
         entry.device_handles[device.index] = handle
         entry.device_bytes[device.index] = needed
-        entry.device_placement[device.index] = placement.mode
+        entry.device_placement[device.index] = placement
         self.loads += 1
         return handle
 
@@ -317,7 +324,7 @@ class KeyStore:
                                  f"not as the resident copy offered; preload it instead (its backend streams the rest)")
         entry.device_bytes[device.index] = await self._reserve_vram(key_id, device, placement.device_bytes, run)
         entry.device_handles[device.index] = handle
-        entry.device_placement[device.index] = placement.mode
+        entry.device_placement[device.index] = placement
         entry.last_used = time.monotonic()
 
     async def _reserve_vram(self, key_id: str, device: Device, needed: int, run: Runner) -> int:
@@ -366,7 +373,9 @@ class KeyStore:
             keys[key_id] = {"zkey_path": e.spec.zkey_path, "host_resident": e.host is not None,
                             "host_bytes": e.host.host_bytes if e.host else 0, "refs": e.refs,
                             "devices": sorted(e.device_handles),
-                            "placement": {str(d): mode for d, mode in sorted(e.device_placement.items())},
+                            "placement": {str(d): p.mode for d, p in sorted(e.device_placement.items())},
+                            # which point sections each device keeps, which it streams, and the CSR's
+                            "layout": {str(d): placement_layout(p) for d, p in sorted(e.device_placement.items())},
                             "prepared": e.host.prepared if e.host else None}  # keycache: from the cache? how long
         return {"keys": keys, "host_budget": self.host_budget.snapshot(), "loads": self.loads,
                 "evictions": self.evictions}

@@ -126,6 +126,8 @@ async def test_a_device_copy_made_outside_the_store_is_adopted_without_a_load(fa
         assert backend.loaded == 1 and status["keys"]["loads"] == 1  # the host level only: no upload
         assert status["devices"][0]["vram"]["used_bytes"] == 1000
         assert status["keys"]["keys"]["mem"]["placement"] == {"0": "resident"}
+        assert status["keys"]["keys"]["mem"]["layout"]["0"] == {"resident_sections": ["a", "b1", "b2", "c", "h"],
+                                                                "streamed_sections": [], "csr": "resident"}
     assert backend.loaded == 0 and allocator.used == 0
 
 
