@@ -20,6 +20,7 @@ import numpy as np
 
 from ..curves import Curve
 from ..errors import BadInput
+from .coeff_table import MAX_TABLE, coefficient_table
 from .types import LinearCombination, R1cs
 
 MATRIX_NAMES = ("A", "B", "C")
@@ -88,10 +89,10 @@ class CompactR1cs:
         limbs = r1cs.curve.fr.limbs
         per_matrix = [[lcs[which] for lcs in r1cs.constraints] for which in range(3)]
         values = np.concatenate([lc.values for lcs in per_matrix for lc in lcs] + [np.zeros((0, limbs), np.uint64)])
-        table, codes = np.unique(values.reshape(-1, limbs), axis=0, return_inverse=True)
-        if table.shape[0] > 1 << 16:
-            raise BadInput(f"{r1cs.path}: {table.shape[0]} distinct coefficients do not fit 16-bit codes")
-        codes = codes.reshape(-1).astype(np.uint16)
+        found = coefficient_table([values.reshape(-1, limbs)])
+        if found is None:
+            raise BadInput(f"{r1cs.path}: more than {MAX_TABLE} distinct coefficients do not fit 16-bit codes")
+        table, (codes,) = found.table, found.indices
         matrices, used = [], 0
         for lcs in per_matrix:
             starts = np.zeros(len(lcs) + 1, dtype=np.int64)

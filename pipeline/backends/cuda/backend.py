@@ -21,16 +21,15 @@ import numpy as np
 
 from ...curves import CURVES, Curve
 from ...formats.types import Groth16Zkey
-from ...keycache.coeff_table import CoefficientTable, coefficient_table
+from ...formats.coeff_table import CoefficientTable, coefficient_table
 from ...keycache.csr import csr_matrices
 from ..placement import SECTIONS, KeyPlacement, section_bytes
 from ..protocol import Backend, G2Jacobian, MsmResults, WitnessShape
 from ._bindings import driver
 from .device import CudaDevice
-from .csr_stream import enqueue_spmv_chunks
+from .csr_stream import enqueue_spmv_chunks, launch_spmv, value_layout
 from .errors import check
-from .kernels import CurveKernels, build_units, grid_for
-from .launch import SPMV_BLOCK
+from .kernels import CurveKernels, build_units
 from .memory import DeviceAllocator, DeviceBuffer, PinnedHostBuffer
 from .msm import MsmRunner
 from .ntt import NttRunner
@@ -189,16 +188,12 @@ class CudaBackend(Backend):
                     with self.allocator.alloc(key.csr_chunk_max, "streamed CSR chunk") as d_buf:
                         enqueue_spmv_chunks(rt.kernels, self.stream, key.csr_chunks, key.host_csr, csr, d_buf.ptr,
                                             d_w.ptr, d_a.ptr, d_b.ptr, d_c.ptr, elem)
-                elif "vals_table" in csr:  # uint16 indices into the key's coefficient table
-                    rt.kernels.launch("spmv_abc_table<fr_t>", grid_for(n, SPMV_BLOCK), SPMV_BLOCK,
-                                      (d_a.ptr, d_b.ptr, d_c.ptr, csr["a_row_ptr"].ptr, csr["a_cols"].ptr,
-                                       csr["a_index"].ptr, csr["b_row_ptr"].ptr, csr["b_cols"].ptr,
-                                       csr["b_index"].ptr, csr["vals_table"].ptr, d_w.ptr, n), self.stream)
                 else:
-                    rt.kernels.launch("spmv_abc<fr_t>", grid_for(n, SPMV_BLOCK), SPMV_BLOCK,
-                                      (d_a.ptr, d_b.ptr, d_c.ptr, csr["a_row_ptr"].ptr, csr["a_cols"].ptr,
-                                       csr["a_vals_rr"].ptr, csr["b_row_ptr"].ptr, csr["b_cols"].ptr,
-                                       csr["b_vals_rr"].ptr, d_w.ptr, n), self.stream)
+                    table = csr.get("vals_table")
+                    values, _ = value_layout(table is not None, elem)
+                    launch_spmv(rt.kernels, self.stream, (d_a.ptr, d_b.ptr, d_c.ptr),
+                                *(tuple(csr[f"{m}_{part}"].ptr for part in ("row_ptr", "cols", values)) for m in "ab"),
+                                None if table is None else table.ptr, d_w.ptr, n)
                 if events is not None:
                     events.mark("spmv_ms")
                 rt.ntt.quotient(d_h.ptr, d_a.ptr, d_b.ptr, d_c.ptr, log_n)

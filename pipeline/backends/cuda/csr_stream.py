@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...formats.coeff_table import INDEX_BYTES
 from ._bindings import driver
 from .errors import check
 from .kernels import grid_for
@@ -54,14 +55,29 @@ def plan_csr_chunks(a_row_ptr: np.ndarray, b_row_ptr: np.ndarray, max_bytes: int
     return chunks
 
 
+def value_layout(table: bool, elem: int) -> tuple[str, int]:
+    """(suffix of each matrix's value array, bytes a value): ``vals_rr``, an Fr of ``elem`` bytes
+    each, or with a coefficient table ``index``, uint16 indices into it (the table: ``vals_table``)."""
+    return ("index", INDEX_BYTES) if table else ("vals_rr", elem)
+
+
+def launch_spmv(kernels, stream, d_abc: tuple[int, int, int], a: tuple[int, int, int], b: tuple[int, int, int],
+                d_table: int | None, d_w: int, rows: int) -> None:
+    """One launch of the sparse products into ``d_abc`` (a, b, c): ``a`` and ``b`` are each
+    matrix's (row pointers, columns, values) on the device, the values Fr elements, or indices into
+    ``d_table`` when there is one."""
+    name, table = ("spmv_abc<fr_t>", ()) if d_table is None else ("spmv_abc_table<fr_t>", (d_table,))
+    kernels.launch(name, grid_for(rows, SPMV_BLOCK), SPMV_BLOCK, (*d_abc, *a, *b, *table, d_w, rows), stream)
+
+
 def enqueue_spmv_chunks(kernels, stream, chunks: list[CsrChunk], host: dict, d_csr: dict, d_buf: int,
                         d_w: int, d_a: int, d_b: int, d_c: int, elem: int) -> None:
     """a, b, c over every row, chunk by chunk: ``host`` holds the page-locked cols and values of
-    each matrix ({a,b}_cols and {a,b}_vals_rr, or {a,b}_index with a key's coefficient table:
-    ``.ptr``), ``d_csr`` the resident row pointers ({a,b}_row_ptr) and the table (vals_table) if
-    any; ``d_buf`` fits the largest chunk; ``elem``: bytes of an Fr element."""
+    each matrix ({a,b}_cols and the value arrays ``value_layout`` names: ``.ptr``), ``d_csr`` the
+    resident row pointers ({a,b}_row_ptr) and the table (vals_table) if any; ``d_buf`` fits the
+    largest chunk; ``elem``: bytes of an Fr element."""
     table = d_csr.get("vals_table")
-    values, vbytes = ("index", 2) if table is not None else ("vals_rr", elem)
+    values, vbytes = value_layout(table is not None, elem)
     for ch in chunks:
         na, nb = ch.a1 - ch.a0, ch.b1 - ch.b0
         # buffer layout: A values, B values, then (aligned) A columns, B columns
@@ -74,13 +90,10 @@ def enqueue_spmv_chunks(kernels, stream, chunks: list[CsrChunk], host: dict, d_c
                                       (b_cols, host["b_cols"].ptr + ch.b0 * COL_BYTES, nb, COL_BYTES)):
             if count:
                 check(driver.cuMemcpyHtoDAsync(dst, src, count * size, stream.handle), "cuMemcpyHtoDAsync")
-        rows = ch.r1 - ch.r0
         # Shifted pointers: entry e of the chunk's rows is at base + (e - first entry).
-        args = [d_a + ch.r0 * elem, d_b + ch.r0 * elem, d_c + ch.r0 * elem,
-                d_csr["a_row_ptr"].ptr + ch.r0 * COL_BYTES, (a_cols - ch.a0 * COL_BYTES) & ADDRESS_MASK,
-                (a_vals - ch.a0 * vbytes) & ADDRESS_MASK, d_csr["b_row_ptr"].ptr + ch.r0 * COL_BYTES,
-                (b_cols - ch.b0 * COL_BYTES) & ADDRESS_MASK, (b_vals - ch.b0 * vbytes) & ADDRESS_MASK]
-        if table is not None:
-            args.append(table.ptr)
-        kernels.launch("spmv_abc_table<fr_t>" if table is not None else "spmv_abc<fr_t>", grid_for(rows, SPMV_BLOCK),
-                       SPMV_BLOCK, (*args, d_w, rows), stream)
+        launch_spmv(kernels, stream, (d_a + ch.r0 * elem, d_b + ch.r0 * elem, d_c + ch.r0 * elem),
+                    (d_csr["a_row_ptr"].ptr + ch.r0 * COL_BYTES, (a_cols - ch.a0 * COL_BYTES) & ADDRESS_MASK,
+                     (a_vals - ch.a0 * vbytes) & ADDRESS_MASK),
+                    (d_csr["b_row_ptr"].ptr + ch.r0 * COL_BYTES, (b_cols - ch.b0 * COL_BYTES) & ADDRESS_MASK,
+                     (b_vals - ch.b0 * vbytes) & ADDRESS_MASK),
+                    None if table is None else table.ptr, d_w, ch.r1 - ch.r0)

@@ -14,10 +14,10 @@ import numpy as np
 
 from ... import progress
 from ...formats.types import CsrMatrix, Groth16Zkey
-from ...keycache.coeff_table import CoefficientTable
+from ...formats.coeff_table import CoefficientTable
 from ...keycache.csr import csr_matrices
 from ..placement import SECTIONS, KeyPlacement
-from .csr_stream import CsrChunk, plan_csr_chunks
+from .csr_stream import CsrChunk, plan_csr_chunks, value_layout
 from .kernels import CurveKernels
 from .memory import DeviceBuffer, HostRegistration
 from .msm import MsmRunner
@@ -48,11 +48,11 @@ class CudaKey:
 
 
 def csr_value_arrays(matrices: tuple[CsrMatrix, CsrMatrix], table: CoefficientTable | None) -> dict[str, np.ndarray]:
-    """The value arrays of A and B as the device reads them: {a,b}_vals_rr (an Fr each), or with a
-    coefficient table {a,b}_index (uint16 each; the table itself is ``vals_table``)."""
-    if table is None:
-        return {f"{tag}_vals_rr": m.vals for tag, m in zip("ab", matrices)}
-    return {f"{tag}_index": index for tag, index in zip("ab", table.indices)}
+    """The value arrays of A and B as the device reads them, named as ``csr_stream.value_layout``
+    says: the values, or with a coefficient table its indices (the table itself is ``vals_table``)."""
+    suffix, _ = value_layout(table is not None, 0)
+    arrays = [m.vals for m in matrices] if table is None else table.indices
+    return {f"{tag}_{suffix}": array for tag, array in zip("ab", arrays)}
 
 
 def upload_csr(upload, matrices: tuple[CsrMatrix, CsrMatrix], table: CoefficientTable | None = None
@@ -102,7 +102,7 @@ def load_device_key(rt: CurveRuntime, zkey: Groth16Zkey, placement: KeyPlacement
                     host_csr[name] = HostRegistration(device, np.ascontiguousarray(values))
                 if table is not None:
                     d_csr["vals_table"] = up(table.table, "key csr coefficient table")
-                value_bytes = 2 if table is not None else 8 * zkey.curve.fr.limbs
+                _, value_bytes = value_layout(table is not None, 8 * zkey.curve.fr.limbs)
                 csr_chunks = plan_csr_chunks(matrices[0].row_ptr, matrices[1].row_ptr, placement.csr_chunk_bytes,
                                              value_bytes)
                 csr_chunk_max = max(c.nbytes(value_bytes) for c in csr_chunks)

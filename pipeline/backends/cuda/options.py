@@ -38,7 +38,7 @@ class CudaOptions:
     # 5 GiB 771 vs 1015 ms/partition (batch 4); 2^26 under 16 GiB 3.79 vs 3.64 s (bench/NOTES.md).
     stream_tails: str = "prologue"
     # Hold the A/B coefficients as uint16 indices into a table of the key's distinct values
-    # (keycache/coeff_table.py) when it has at most 2^16: 2 bytes a coefficient on the device and
+    # (formats/coeff_table.py) when it has at most 2^16: 2 bytes a coefficient on the device and
     # across PCIe instead of 32 (a 2^26 seed-shaped key: 11 GB of CSR values -> ~0.6 GB). Off until
     # its GPU tests and a streamed row have run on an H200 (bench/NOTES.md, session 8).
     csr_value_table: bool = False

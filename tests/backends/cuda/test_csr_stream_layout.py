@@ -14,7 +14,7 @@ from pipeline.backends.cuda import csr_stream
 from pipeline.backends.cuda.csr_stream import COL_BYTES, plan_csr_chunks
 from pipeline.backends.cuda.memory import ADDRESS_MASK
 from pipeline.formats.zkey import read_zkey
-from pipeline.keycache.coeff_table import coefficient_table
+from pipeline.formats.coeff_table import coefficient_table
 from pipeline.keycache.csr import csr_matrices
 from tests.conftest import fixture_dir
 

@@ -1,5 +1,5 @@
 """A key's A/B coefficients as uint16 indices into a table of their distinct values
-(keycache/coeff_table.py): exact on every value, across matrices and worker chunks, for values the
+(formats/coeff_table.py): exact on every value, across matrices and worker chunks, for values the
 sample misses and values seen once; None past the table's limit; an empty key; a real key's
 coefficients."""
 from __future__ import annotations
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from pipeline.formats.zkey import read_zkey
-from pipeline.keycache import coeff_table
-from pipeline.keycache.coeff_table import MAX_TABLE, coefficient_table, fingerprint
+from pipeline.formats import coeff_table
+from pipeline.formats.coeff_table import MAX_TABLE, coefficient_table, fingerprint
 from pipeline.keycache.csr import csr_matrices
 from tests.conftest import fixture_dir
 

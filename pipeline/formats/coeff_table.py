@@ -1,4 +1,5 @@
-"""A key's A/B coefficients as 16-bit indices into a table of their distinct values.
+"""Coefficients as 16-bit indices into a table of their distinct values: a key's A/B values for the
+CUDA backend, a circuit's terms (``CompactR1cs.from_r1cs``).
 
 A snarkjs key stores a 32-byte value for every coefficient of A and B: 11 GB of a 2^26 seed-shaped
 key, against its 271 distinct values (counted on bench circuits, bench/NOTES.md session 8). As a
@@ -18,9 +19,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..formats.binfile import over_chunks
+from .binfile import over_chunks
 
 MAX_TABLE = 1 << 16  # indices are uint16
+INDEX_BYTES = 2
 CHUNK_ROWS = 1 << 20  # rows per worker task
 SAMPLE_ROWS = 1 << 16  # rows of a strided sample that seed the table
 _MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F), np.uint64(0x165667B19E3779F9))
