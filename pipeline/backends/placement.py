@@ -141,10 +141,11 @@ def classify_scalars(witness: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return high_zero & (low == 1), ~(high_zero & (low <= 1))
 
 
-# The worker pool of a streamed pass's host work (the split, the tails' gathers): its own, so that it
-# never queues behind prep_msm's witness scans on the formats pool while the pass holds the GPU lock
-# (in the engine a 2^26 pass's host thread took 2857 ms a partition against ~1070 alone, and the
-# device waited: bench/results/streamed_keys_bls12381_2e26.md).
+# The worker pool of a streamed pass's host work (the split, the tails' gathers, where the device
+# cannot do them): its own, so that it never queues behind prep_msm's witness scans on the formats
+# pool while the pass holds the GPU lock. Measured alone it changed nothing (2^26 engine row 4.16 ->
+# 4.17 s/partition, bench/NOTES.md session 8): what held the pass up was the GIL, and moving the
+# split and gathers to the device is what helped.
 PASS_POOL = "streamed-pass"
 
 

@@ -101,11 +101,16 @@ def prologue_scratch_bytes(msm, zkey, resident: tuple[str, ...], csr_chunk: int 
     while H is computed; then the largest resident MSM's scratch plus ``msm_extra`` (a resident
     partition's 0/1 split and result slots)."""
     elem = SCALAR_BYTES
-    held = zkey.n_vars * elem + zkey.domain_size * elem
+    held = prologue_held_bytes(zkey)
     h_phase = 4 * zkey.domain_size * elem + csr_chunk
     msm_phase = max([msm.scratch_bytes(zkey.n_vars, is_g2(s)) for s in resident if s != "h"]
                     + [msm.scratch_bytes(zkey.domain_size, False) if "h" in resident else 0])
     return held + max(h_phase, msm_phase + msm_extra)
+
+
+def prologue_held_bytes(zkey) -> int:
+    """A partition's witness and H on the device, held through its prologue."""
+    return (zkey.n_vars + zkey.domain_size) * SCALAR_BYTES
 
 
 def pass_scratch_bytes(msm, zkey, placement: KeyPlacement, batch: int, csr_chunk: int | None = None) -> int:
@@ -270,9 +275,9 @@ class CudaStreamedPass(StreamedPass):
         a device address), each section's others a suffix of the lists (sections start at signal 0
         or after the public signals), and the lists, one gathered section and its MSM fitting the
         room the quotient's buffers had."""
-        b, zkey, msm = self.backend, self.key.zkey, self.msm
+        zkey, msm = self.key.zkey, self.msm
         shape = self.items[index][1]
-        if not self.device_tails or b.stream_tails != "prologue":
+        if not self.device_tails or self.backend.stream_tails != "prologue":
             return False
         need = 0
         for s in self._tail_sections():
@@ -280,11 +285,22 @@ class CudaStreamedPass(StreamedPass):
             first, count = section_span(zkey, s)
             if reg is None or reg.device_ptr is None or first not in (0, shape.prefix_len) or first + count != zkey.n_vars:
                 return False
-            n = shape.n_other - (shape.prefix_other if first else 0)
+            _, _, n = self._tail_span(shape, s)
             need = max(need, n * point_bytes(self.curve, s) + msm.scratch_bytes(n, is_g2(s)))
-        room = prologue_scratch_bytes(msm, zkey, self.key.placement.resident, self.key.csr_chunk_max)
-        held = (zkey.n_vars + zkey.domain_size) * SCALAR_BYTES  # the witness and H, still on the device
-        return held + split_scratch_bytes(zkey.n_vars) + need <= room
+        # the witness and H are still on the device; one section's gathered tail and its MSM at a time
+        return prologue_held_bytes(zkey) + split_scratch_bytes(zkey.n_vars) + need <= self._prologue_room()
+
+    def _prologue_room(self) -> int:
+        """Device bytes a partition's prologue may use: what the quotient's buffers had."""
+        return prologue_scratch_bytes(self.msm, self.key.zkey, self.key.placement.resident, self.key.csr_chunk_max)
+
+    def _tail_span(self, shape, section: str) -> tuple[int, int, int]:
+        """(first signal of ``section``, position of its first other value in the split's lists,
+        how many): a section's others are a suffix of the lists (it starts at signal 0 or after the
+        public signals)."""
+        first, _ = section_span(self.key.zkey, section)
+        t0 = shape.prefix_other if first else 0
+        return first, t0, shape.n_other - t0
 
     def _device_split(self, index: int, d_w) -> None:
         """Split the uploaded witness on the device (split.py), download its lists into page-locked
@@ -295,25 +311,20 @@ class CudaStreamedPass(StreamedPass):
         with clock.phase("prologue: device split"):
             dsplit = enqueue_split(msm, d_w.ptr, shape)
         try:
-            lists = self._download_lists(index, dsplit)
-            self.splits[index] = lists.split
-            with clock.phase("prologue: tail gathers"):
-                tails = []
-                for s in self._tail_sections():
-                    first, _ = section_span(self.key.zkey, s)
-                    t0 = shape.prefix_other if first else 0
-                    n, pb = shape.n_other - t0, point_bytes(self.curve, s)
-                    if n == 0:
-                        continue  # the slot stays infinity
-                    d_points = self.backend.allocator.alloc(n * pb, f"tail points {s}")
-                    enqueue_gather_rows(msm.kernels, self.stream, d_points.ptr, self.key.host_points[s].device_ptr,
-                                        dsplit.d_other_idx.ptr + 4 * t0, n, pb, first)
-                    tails.append((s, t0, n, d_points))
-            with clock.phase("prologue: tail MSMs"):
-                for s, t0, n, d_points in tails:
-                    out = self.d_results.ptr + index * self.block + MSM_SLOTS.index(s) * self.slot
-                    msm.enqueue(is_g2(s), d_points.ptr, dsplit.d_other_scalars.ptr + SCALAR_BYTES * t0, n, out)
-                    d_points.free()  # stream-ordered: after its MSM
+            self.splits[index] = self._download_lists(index, dsplit).split
+            for s in self._tail_sections():  # one section at a time: the room check counts one
+                first, t0, n = self._tail_span(shape, s)
+                if n == 0:
+                    continue  # the slot stays infinity
+                pb = point_bytes(self.curve, s)
+                with self.backend.allocator.alloc(n * pb, f"tail points {s}") as d_points:  # freed stream-ordered
+                    with clock.phase("prologue: tail gathers"):
+                        enqueue_gather_rows(msm.kernels, self.stream, d_points.ptr,
+                                            self.key.host_points[s].device_ptr, dsplit.d_other_idx.ptr + 4 * t0,
+                                            n, pb, first)
+                    with clock.phase("prologue: tail MSMs"):
+                        out = self.d_results.ptr + index * self.block + MSM_SLOTS.index(s) * self.slot
+                        msm.enqueue(is_g2(s), d_points.ptr, dsplit.d_other_scalars.ptr + SCALAR_BYTES * t0, n, out)
             self.tails_done[index] = True
         finally:
             dsplit.free()  # stream-ordered
@@ -321,7 +332,7 @@ class CudaStreamedPass(StreamedPass):
     def _download_lists(self, index: int, dsplit) -> "_SplitLists":
         shape = dsplit.shape
         sizes = (SCALAR_BYTES * shape.n_other, 4 * shape.n_one, 4 * shape.n_other, 8)
-        pool = self.backend.pinned_pool(-(-sum(sizes) // TAIL_STAGE_STEP) * TAIL_STAGE_STEP)
+        pool = self._staging_pool(sum(sizes))
         buf = pool.take()
         views = []
         for nbytes in sizes:
@@ -345,9 +356,7 @@ class CudaStreamedPass(StreamedPass):
         lists = self.split_lists[index]
         if lists is None or lists.checked:
             return
-        t0 = time.perf_counter()
-        lists.ready.synchronize()
-        self.blocked_s += time.perf_counter() - t0
+        self._wait(lists.ready)
         got = (int(lists.counts[0]), int(lists.counts[1]))
         if got != lists.expected:
             raise RuntimeError(f"streamed pass, partition {index}: the device split counted (ones, others) = {got}, "
@@ -358,12 +367,11 @@ class CudaStreamedPass(StreamedPass):
         """Each streamed witness section's tail MSM of partition ``index`` in one piece, over its
         other points gathered on the host, written to the section's own result slot; False (the
         chunks then run them) when one does not fit the room the prologue's quotient buffers had."""
-        b, zkey, msm = self.backend, self.key.zkey, self.msm
+        zkey, msm = self.key.zkey, self.msm
         split = self.splits[index]
-        sections = [s for s in WITNESS_SECTIONS if s in self.key.placement.streamed and (s != "b2" or self.with_b_g2)]
-        room = prologue_scratch_bytes(msm, zkey, self.key.placement.resident, self.key.csr_chunk_max)
+        room = self._prologue_room()
         tails = []
-        for s in sections:
+        for s in self._tail_sections():
             first, count = section_span(zkey, s)
             _, (t0, t1) = split.ranges(first, first + count)
             n = t1 - t0
@@ -412,8 +420,18 @@ class CudaStreamedPass(StreamedPass):
         self._release_tail_stages(wait=False)
         if len(self.tail_stages) >= TAIL_STAGES_IN_FLIGHT:
             self._release_tail_stages(wait=True, count=len(self.tail_stages) - TAIL_STAGES_IN_FLIGHT + 1)
-        pool = self.backend.pinned_pool(-(-nbytes // TAIL_STAGE_STEP) * TAIL_STAGE_STEP)
+        pool = self._staging_pool(nbytes)
         return pool.take(), pool
+
+    def _staging_pool(self, nbytes: int):
+        """Page-locked buffers of at least ``nbytes``, pooled in steps of TAIL_STAGE_STEP (few pools)."""
+        return self.backend.pinned_pool(-(-nbytes // TAIL_STAGE_STEP) * TAIL_STAGE_STEP)
+
+    def _wait(self, event: Event) -> None:
+        """This thread waits for ``event``: time counted apart from queueing (``blocked_s``)."""
+        t0 = time.perf_counter()
+        event.synchronize()
+        self.blocked_s += time.perf_counter() - t0
 
     def _release_tail_stages(self, wait: bool, count: int | None = None) -> None:
         """Give the stagings whose uploads are done back to their pools (``wait``: the oldest
@@ -421,9 +439,7 @@ class CudaStreamedPass(StreamedPass):
         kept = []
         for k, (stage, uploaded, pool) in enumerate(self.tail_stages):
             if wait and (count is None or k < count):
-                t0 = time.perf_counter()
-                uploaded.synchronize()
-                self.blocked_s += time.perf_counter() - t0
+                self._wait(uploaded)
             if uploaded.query():
                 uploaded.close()
                 pool.give_back(stage)

@@ -25,7 +25,9 @@ def pass_with(counts, expected) -> SimpleNamespace:
     lists = _SplitLists(buffer=None, pool=None, ready=FakeEvent(),
                         split=HostSplit.of_lists(np.zeros(0, np.uint32), np.zeros(0, np.uint32), np.zeros((0, 4), np.uint64)),
                         counts=np.array(counts, dtype=np.uint32), expected=expected)
-    return SimpleNamespace(split_lists=[None, lists], blocked_s=0.0)
+    fake = SimpleNamespace(split_lists=[None, lists], blocked_s=0.0)
+    fake._wait = lambda event: CudaStreamedPass._wait(fake, event)
+    return fake
 
 
 def test_lists_are_waited_for_once_and_the_wait_counts_as_blocked():
