@@ -123,17 +123,21 @@ def _enqueue_split_msm(msm: MsmRunner, g2: bool, d_points: int, d_scalars: int, 
         parts.free()  # stream-ordered: after the work queued above
 
 
-def bench_group(backend, curve, g2: bool, logs, rng, rows, repeat=5, c: int | None = None):
+def bench_group(backend, curve, g2: bool, logs, rng, rows, repeat=5, c: int | None = None, label: str | None = None,
+                data: tuple | None = None):
+    """Rows (and phase rows) of one group over ``logs``; ``label`` names a variant's rows (default
+    the group), ``data`` reuses points and scalars (``random_msm_data``) across variants."""
     logs = list(logs)
     if not logs:  # e.g. G2 with g2_max_log below g1_min_log: no G2 rows
         return
-    points, scalars = random_msm_data(rng, curve, g2, 1 << max(logs))
+    points, scalars = data or random_msm_data(rng, curve, g2, 1 << max(logs))
     profile_logs = [k for k in logs if k >= max(logs) - 2]  # where the time goes, at the larger sizes
     for t in time_msms(backend, curve, g2, logs, points, scalars, lambda _: repeat, profile_logs, c=c):
+        group = label or t.group
         if t.phases_ms is not None:
-            phases.append([t.curve, t.group, f"2^{t.log_n}", t.scalars] + [f"{v:.2f}" for v in t.phases_ms.values()])
+            phases.append([t.curve, group, f"2^{t.log_n}", t.scalars] + [f"{v:.2f}" for v in t.phases_ms.values()])
             phase_names[:] = list(t.phases_ms)
-        rows.append([t.curve, t.group, f"2^{t.log_n}", t.scalars, f"{t.ms:.2f}", t.plan.c, f"{t.madd_per_s:.0f}"])
+        rows.append([t.curve, group, f"2^{t.log_n}", t.scalars, f"{t.ms:.2f}", t.plan.c, f"{t.madd_per_s:.0f}"])
         print(rows[-1], flush=True)
 
 
@@ -146,22 +150,18 @@ def main(g1_min: int = 16, g1_max: int = 24, g2_max: int = 22, out_path: str | N
         bench_group(backend, curve, False, range(g1_min, g1_max + 1, 2), rng, rows)
     for curve in (BLS12_381, BN254):
         bench_group(backend, curve, True, range(g1_min, g2_max + 1, 2), rng, rows, repeat=3)
-    # occupancy variants of the G1 bucket kernel at the target size (bench/NOTES.md, MSM v2)
-    for curve in (BLS12_381, BN254) if variants else ():
-        default_blocks = backend.runtime(curve).msm.g1_min_blocks
-        for min_blocks in [b for b in (1, 3, 4, 5) if b != default_blocks]:
-            backend.runtime(curve).msm.g1_min_blocks = min_blocks
-            variant: list = []
-            bench_group(backend, curve, False, [g1_max], rng, variant)
-            rows += [[r[0], f"G1 min_blocks={min_blocks}", *r[2:]] for r in variant]
-        backend.runtime(curve).msm.g1_min_blocks = default_blocks
-    # window widths other than plan_msm's at the largest G1 size, phases included
-    for curve in (BLS12_381, BN254):
+    # at the largest G1 size, on one set of points and scalars per curve: the occupancy variants of the
+    # bucket kernel (bench/NOTES.md, MSM v2) and window widths other than plan_msm's
+    for curve in (BLS12_381, BN254) if variants or windows else ():
+        data = random_msm_data(rng, curve, False, 1 << g1_max)
+        msm = backend.runtime(curve).msm
+        default_blocks = msm.g1_min_blocks
+        for min_blocks in [b for b in (1, 3, 4, 5) if b != default_blocks] if variants else []:
+            msm.g1_min_blocks = min_blocks
+            bench_group(backend, curve, False, [g1_max], rng, rows, label=f"G1 min_blocks={min_blocks}", data=data)
+        msm.g1_min_blocks = default_blocks
         for c in windows:
-            variant = []
-            bench_group(backend, curve, False, [g1_max], rng, variant, c=c)
-            rows += [[r[0], f"G1 c={c}", *r[2:]] for r in variant]
-            phases[-len(variant):] = [[p[0], f"G1 c={c}", *p[2:]] for p in phases[-len(variant):]]
+            bench_group(backend, curve, False, [g1_max], rng, rows, c=c, label=f"G1 c={c}", data=data)
     table = markdown_table(["curve", "group", "n", "scalars", "ms", "window c", "Madd/s"], rows)
     phase_table = markdown_table(["curve", "group", "n", "scalars"] + [f"{p} ms" for p in phase_names], phases)
     text = (f"# MSM on {backend.device.name}\n\nPoints resident on the device, scalars copied from host "
