@@ -27,7 +27,7 @@ from ..placement import SECTIONS, KeyPlacement, section_bytes
 from ..protocol import Backend, G2Jacobian, MsmResults, WitnessShape
 from ._bindings import driver
 from .device import CudaDevice
-from .csr_stream import enqueue_spmv_chunks, launch_spmv, value_layout
+from .csr_stream import enqueue_spmv_chunks, launch_resident_spmv
 from .errors import check
 from .kernels import CurveKernels, build_units
 from .memory import DeviceAllocator, DeviceBuffer, PinnedHostBuffer
@@ -189,11 +189,7 @@ class CudaBackend(Backend):
                         enqueue_spmv_chunks(rt.kernels, self.stream, key.csr_chunks, key.host_csr, csr, d_buf.ptr,
                                             d_w.ptr, d_a.ptr, d_b.ptr, d_c.ptr, elem)
                 else:
-                    table = csr.get("vals_table")
-                    values, _ = value_layout(table is not None, elem)
-                    launch_spmv(rt.kernels, self.stream, (d_a.ptr, d_b.ptr, d_c.ptr),
-                                *(tuple(csr[f"{m}_{part}"].ptr for part in ("row_ptr", "cols", values)) for m in "ab"),
-                                None if table is None else table.ptr, d_w.ptr, n)
+                    launch_resident_spmv(rt.kernels, self.stream, csr, (d_a.ptr, d_b.ptr, d_c.ptr), d_w.ptr, n, elem)
                 if events is not None:
                     events.mark("spmv_ms")
                 rt.ntt.quotient(d_h.ptr, d_a.ptr, d_b.ptr, d_c.ptr, log_n)

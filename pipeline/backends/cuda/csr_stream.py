@@ -70,6 +70,16 @@ def launch_spmv(kernels, stream, d_abc: tuple[int, int, int], a: tuple[int, int,
     kernels.launch(name, grid_for(rows, SPMV_BLOCK), SPMV_BLOCK, (*d_abc, *a, *b, *table, d_w, rows), stream)
 
 
+def launch_resident_spmv(kernels, stream, d_csr: dict, d_abc: tuple[int, int, int], d_w: int, rows: int,
+                         elem: int) -> None:
+    """The sparse products over a CSR resident on the device (``d_csr``: {a,b}_{row_ptr,cols}, the
+    values ``value_layout`` names, and vals_table when the key has one)."""
+    table = d_csr.get("vals_table")
+    values, _ = value_layout(table is not None, elem)
+    launch_spmv(kernels, stream, d_abc, *(tuple(d_csr[f"{m}_{part}"].ptr for part in ("row_ptr", "cols", values))
+                                          for m in "ab"), None if table is None else table.ptr, d_w, rows)
+
+
 def enqueue_spmv_chunks(kernels, stream, chunks: list[CsrChunk], host: dict, d_csr: dict, d_buf: int,
                         d_w: int, d_a: int, d_b: int, d_c: int, elem: int) -> None:
     """a, b, c over every row, chunk by chunk: ``host`` holds the page-locked cols and values of

@@ -1,4 +1,5 @@
-"""The streamed CSR's copies and kernel arguments (csr_stream.enqueue_spmv_chunks), without a GPU:
+"""The CSR's copies and kernel arguments (csr_stream.enqueue_spmv_chunks, and launch_resident_spmv for a
+CSR kept on the device), without a GPU:
 the host-to-device copies land in a stand-in device memory and a stand-in spmv reads each row's
 entries through the very pointers the launch passes (shifted bases, wrapped modulo 2^64, columns
 aligned after 2-byte indices), for a key's values and for its coefficient table. Every row must
@@ -90,6 +91,15 @@ class FakeKernels:
         self.launch = device.launch
 
 
+def assert_every_row_saw_its_entries(device: FakeDevice, matrices, n_rows: int) -> None:
+    for tag, m in zip("ab", matrices):
+        seen = device.rows_seen[tag]
+        assert sorted(seen) == list(range(n_rows))
+        for row in range(n_rows):
+            lo, hi = int(m.row_ptr[row]), int(m.row_ptr[row + 1])
+            assert seen[row] == [(int(m.cols[e]), m.vals[e].tobytes()) for e in range(lo, hi)], (tag, row)
+
+
 @pytest.mark.parametrize("table_on", [False, True], ids=["values", "coefficient-table"])
 @pytest.mark.parametrize("chunk_bytes", [1 << 10, 5000, 1 << 30])
 def test_every_row_reads_exactly_its_own_entries_through_the_chunk_pointers(monkeypatch, table_on, chunk_bytes):
@@ -113,9 +123,23 @@ def test_every_row_reads_exactly_its_own_entries_through_the_chunk_pointers(monk
     csr_stream.enqueue_spmv_chunks(FakeKernels(device), type("S", (), {"handle": 0})(), chunks, host, d_csr, d_buf,
                                    d_w=0, d_a=0, d_b=0, d_c=0, elem=32)
     assert (len(chunks) > 1) == (chunk_bytes < 1 << 20)  # several chunks, or the whole CSR in one
-    for tag, m in zip("ab", matrices):
-        seen = device.rows_seen[tag]
-        assert sorted(seen) == list(range(n))
-        for row in range(n):
-            lo, hi = int(m.row_ptr[row]), int(m.row_ptr[row + 1])
-            assert seen[row] == [(int(m.cols[e]), m.vals[e].tobytes()) for e in range(lo, hi)], (tag, row)
+    assert_every_row_saw_its_entries(device, matrices, n)
+
+
+@pytest.mark.parametrize("table_on", [False, True], ids=["values", "coefficient-table"])
+def test_a_resident_csr_launch_passes_every_rows_own_entries(table_on):
+    """The launch a resident key's H makes (CudaBackend._enqueue_h): the same reading through the
+    arguments it passes, the CSR as upload_csr names it on the device."""
+    from pipeline.backends.cuda.device_key import csr_value_arrays
+
+    zkey = read_zkey(fixture_dir("bls12381", "chain_2e10") / "circuit_final.zkey")
+    matrices = csr_matrices(zkey)
+    table = coefficient_table([m.vals for m in matrices]) if table_on else None
+    device = FakeDevice(1 << 24)
+    d_csr = {f"{t}_{part}": device.put(getattr(m, part)) for t, m in zip("ab", matrices) for part in ("row_ptr", "cols")}
+    d_csr.update({name: device.put(values) for name, values in csr_value_arrays(matrices, table).items()})
+    if table_on:
+        d_csr["vals_table"] = device.put(table.table)
+    device.row_ptr_base = {t: d_csr[f"{t}_row_ptr"].ptr for t in "ab"}
+    csr_stream.launch_resident_spmv(FakeKernels(device), None, d_csr, (0, 0, 0), 0, zkey.domain_size, 32)
+    assert_every_row_saw_its_entries(device, matrices, zkey.domain_size)
