@@ -23,7 +23,7 @@ SIZES = (64, 128, 256, 512, 1024)
 
 
 def elementwise(backend, rt, log_n: int, rng) -> dict[str, dict[int, float]]:
-    """ELEMENTWISE_BLOCK: ff_to_mont, ntt_bit_reverse and ntt_quotient on 2^log_n elements."""
+    """ELEMENTWISE_BLOCK: ff_to_mont, ntt_bit_reverse, ff_mul and ntt_quotient on 2^log_n elements."""
     n, fr = 1 << log_n, rt.kernels.curve.fr
     data = random_below(rng, n, fr.limbs, fr.bits)
     out: dict[str, dict[int, float]] = {}
@@ -32,7 +32,8 @@ def elementwise(backend, rt, log_n: int, rng) -> dict[str, dict[int, float]]:
         one = fr.limbs_from_ints([fr.to_mont(1)])[0]
         calls = {"ff_to_mont": ("ff_to_mont<fr_t>", (d_out.ptr, a.ptr, n)),
                  "ntt_bit_reverse": ("ntt_bit_reverse<fr_t>", (a.ptr, log_n, one)),
-                 "ntt_quotient": ("ntt_quotient<fr_t>", (d_out.ptr, a.ptr, b.ptr, c.ptr, n))}
+                 "ff_mul": ("ff_mul<fr_t>", (d_out.ptr, a.ptr, b.ptr, n)),
+                 "ntt_quotient": ("ntt_quotient<fr_t>", (d_out.ptr, b.ptr, c.ptr, n))}
         for name, (expr, args) in calls.items():
             out[name] = {blk: time_ms(backend.stream, lambda: rt.kernels.launch(expr, grid_for(n, blk), blk, args,
                                                                                backend.stream)) for blk in SIZES}
@@ -51,7 +52,7 @@ def split_classify(backend, rt, log_n: int, rng) -> dict[int, float]:
 
 
 def spmv(backend, curve, log_n: int) -> dict[int, float]:
-    """SPMV_BLOCK: spmv_abc over a random key's A and B rows."""
+    """SPMV_BLOCK: spmv_ab over a random key's A and B rows."""
     from bench.gpu_stage import spmv_ms
 
     key = backend.load_key(random_key(curve, log_n, np.random.default_rng(log_n)))
@@ -95,13 +96,14 @@ def main() -> None:
     log_n = parser.parse_args().log_sizes[0]
     backend = CudaBackend()
     in_use = {"ff_to_mont": launch.ELEMENTWISE_BLOCK, "ntt_bit_reverse": launch.ELEMENTWISE_BLOCK,
-              "ntt_quotient": launch.ELEMENTWISE_BLOCK, "spmv_abc": launch.SPMV_BLOCK, "msm_classify": launch.SPLIT_BLOCK,
+              "ntt_quotient": launch.ELEMENTWISE_BLOCK, "ff_mul": launch.ELEMENTWISE_BLOCK, "spmv_ab": launch.SPMV_BLOCK,
+              "msm_classify": launch.SPLIT_BLOCK,
               "DIGIT_BLOCK": launch.DIGIT_BLOCK, "CHUNK_COUNT_BLOCK": launch.CHUNK_COUNT_BLOCK,
               "REDUCE_BLOCK": launch.REDUCE_BLOCK}
     rows = []
     for curve in (BN254, BLS12_381):
         rt, rng = backend.runtime(curve), np.random.default_rng(log_n)
-        results = {**elementwise(backend, rt, log_n, rng), "spmv_abc": spmv(backend, curve, log_n),
+        results = {**elementwise(backend, rt, log_n, rng), "spmv_ab": spmv(backend, curve, log_n),
                    "msm_classify": split_classify(backend, rt, log_n, rng),
                    **msm_phases(backend, rt, log_n, rng)}
         for name, by_block in results.items():

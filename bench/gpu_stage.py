@@ -58,14 +58,14 @@ def random_key(curve, log_n: int, rng) -> Groth16Zkey:
 
 
 def spmv_ms(backend, key, witness, block: int = SPMV_BLOCK) -> float:
-    """The a, b, c kernel alone (CUDA events), the same launch compute_h makes (at ``block`` threads)."""
+    """The a, b kernel alone (CUDA events), the same launch compute_h makes (at ``block`` threads)."""
     n, elem, alloc, csr = key.zkey.domain_size, 32, backend.allocator, key.d_csr
     with alloc.upload(witness, "witness") as d_w, alloc.alloc(n * elem, "a") as d_a, \
-            alloc.alloc(n * elem, "b") as d_b, alloc.alloc(n * elem, "c") as d_c:
-        args = (d_a.ptr, d_b.ptr, d_c.ptr, csr["a_row_ptr"].ptr, csr["a_cols"].ptr, csr["a_vals_rr"].ptr,
+            alloc.alloc(n * elem, "b") as d_b:
+        args = (d_a.ptr, d_b.ptr, csr["a_row_ptr"].ptr, csr["a_cols"].ptr, csr["a_vals_rr"].ptr,
                 csr["b_row_ptr"].ptr, csr["b_cols"].ptr, csr["b_vals_rr"].ptr, d_w.ptr, n)
         return time_ms(backend.stream, lambda: key.runtime.kernels.launch(
-            "spmv_abc<fr_t>", grid_for(n, block), block, args, backend.stream))
+            "spmv_ab<fr_t>", grid_for(n, block), block, args, backend.stream))
 
 
 def bench(curve, log_n: int) -> list[list]:

@@ -23,7 +23,7 @@ from ...curves import CURVES, Curve
 from ...formats.types import Groth16Zkey
 from ...formats.coeff_table import CoefficientTable, coefficient_table
 from ...keycache.csr import csr_matrices
-from ..placement import SECTIONS, KeyPlacement, section_bytes
+from ..placement import SECTIONS, WITNESS_SECTIONS, KeyPlacement, section_bytes
 from ..protocol import Backend, G2Jacobian, MsmResults, WitnessShape
 from ._bindings import driver
 from .device import CudaDevice
@@ -32,7 +32,7 @@ from .errors import check
 from .kernels import CurveKernels, build_units
 from .memory import DeviceAllocator, DeviceBuffer, PinnedHostBuffer
 from .msm import MsmRunner
-from .ntt import NttRunner
+from .ntt import NttRunner, table_bytes as ntt_table_bytes
 from .options import CudaOptions
 from .streams import Stream
 from .split import DeviceSplit, enqueue_split, split_scratch_bytes, split_worth_it
@@ -130,10 +130,11 @@ class CudaBackend(Backend):
         msm = self.runtime(zkey.curve).msm
         if full + self._resident_scratch_bytes(zkey, msm) <= budget_bytes:
             return KeyPlacement(device_bytes=full)
-        csr = full - sum(section_bytes(zkey, s) for s in SECTIONS)
+        tables = ntt_table_bytes(zkey.log_domain_size, zkey.curve.fr.n_bytes)
+        csr = full - tables - sum(section_bytes(zkey, s) for s in SECTIONS)
         table = self.coefficient_table(zkey)
         return place_streamed(msm, zkey, budget_bytes, csr, self.options.stream_chunk_bytes,
-                              0 if table is None else table.table.nbytes)
+                              0 if table is None else table.table.nbytes, tables)
 
     def coefficient_table(self, zkey: Groth16Zkey) -> CoefficientTable | None:
         """The key's A/B coefficients as indices into a table of their values, when
@@ -174,25 +175,31 @@ class CudaBackend(Backend):
             raise
         return d_w
 
-    def _enqueue_h(self, key: CudaKey, d_w, events: PhaseEvents | None = None):
-        """spmv (a, b, c) and the quotient on the odd coset, queued; returns the H buffer."""
+    def _enqueue_h(self, key: CudaKey, d_w, events: PhaseEvents | None = None, release_witness: bool = False):
+        """spmv (a, b), snarkjs's c = a o b and the quotient on the odd coset, queued; returns the H
+        buffer (a's: the quotient runs in place). ``release_witness``: ``d_w`` is freed (stream
+        order) once the sparse products have read it, before c's buffer is taken, so the H phase
+        holds the witness, a and b, then a, b and c (``h_phase_bytes``), never four vectors."""
         zkey, rt = key.zkey, key.runtime
         n, log_n = zkey.domain_size, zkey.log_domain_size
         elem = 8 * zkey.curve.fr.limbs
-        d_h = self.allocator.alloc(n * elem, "H scalars")
+        d_h = self.allocator.alloc(n * elem, "H scalars")  # a, then H
         try:
-            with self.allocator.alloc(n * elem, "a") as d_a, self.allocator.alloc(n * elem, "b") as d_b, \
-                    self.allocator.alloc(n * elem, "c") as d_c:
+            with self.allocator.alloc(n * elem, "b") as d_b:
                 csr = key.d_csr
                 if key.csr_chunks is not None:
                     with self.allocator.alloc(key.csr_chunk_max, "streamed CSR chunk") as d_buf:
                         enqueue_spmv_chunks(rt.kernels, self.stream, key.csr_chunks, key.host_csr, csr, d_buf.ptr,
-                                            d_w.ptr, d_a.ptr, d_b.ptr, d_c.ptr, elem)
+                                            d_w.ptr, d_h.ptr, d_b.ptr, elem)
                 else:
-                    launch_resident_spmv(rt.kernels, self.stream, csr, (d_a.ptr, d_b.ptr, d_c.ptr), d_w.ptr, n, elem)
+                    launch_resident_spmv(rt.kernels, self.stream, csr, (d_h.ptr, d_b.ptr), d_w.ptr, n, elem)
                 if events is not None:
                     events.mark("spmv_ms")
-                rt.ntt.quotient(d_h.ptr, d_a.ptr, d_b.ptr, d_c.ptr, log_n)
+                if release_witness:
+                    d_w.free()
+                with self.allocator.alloc(n * elem, "c") as d_c:
+                    rt.ntt.mul(d_c.ptr, d_h.ptr, d_b.ptr, n)
+                    rt.ntt.quotient(d_h.ptr, d_b.ptr, d_c.ptr, log_n)
                 if events is not None:
                     events.mark("ntt_ms")
         except BaseException:
@@ -246,9 +253,12 @@ class CudaBackend(Backend):
 
     def start_partition(self, key: CudaKey, witness: np.ndarray, with_b_g2: bool = True,
                         shape: WitnessShape | None = None) -> CudaPartitionWork:
-        """Queue the whole device work of one partition (upload, H, the 0 / 1 split when the
-        witness is bit-heavy enough, five MSMs, the results' copy into pinned memory) and return
-        without waiting; scratch goes back in stream order."""
+        """Queue the whole device work of one partition and return without waiting: the witness's
+        upload, its 0 / 1 split when it is bit-heavy enough and the four witness MSMs, then H (the
+        witness leaves the device once the sparse products have read it) and its MSM, then the
+        results' copy into pinned memory. Scratch goes back in stream order. In this order a
+        partition's peak is three vectors of the domain, not the witness, H, a, b and c together
+        (``prologue_scratch_bytes``)."""
         self.device.activate()
         rt = key.runtime
         slot = rt.msm.xyzz_bytes(True)
@@ -258,7 +268,6 @@ class CudaBackend(Backend):
         try:
             d_w = self._upload_witness(witness)
             events.mark("upload_ms")
-            d_h = self._enqueue_h(key, d_w, events)
             d_results = self.allocator.alloc(results_bytes(slot), "msm results")
             d_results.memset32(0, self.stream)  # a skipped slot (b2 on the host, no split) reads as infinity
             if split_worth_it(shape, self.msm_split_min_bits):
@@ -266,7 +275,11 @@ class CudaBackend(Backend):
                 check(driver.cuMemcpyDtoDAsync(d_results.ptr + len(MSM_SLOTS) * slot, split.d_counts.ptr, 8,
                                                self.stream.handle), "cuMemcpyDtoDAsync")
                 events.mark("split_ms")
-            self._enqueue_msms(key, d_w, d_h, d_results, with_b_g2, events, split)
+            self._enqueue_msms(key, d_w, None, d_results, with_b_g2, events, split, sections=WITNESS_SECTIONS)
+            if split is not None:
+                split.free()  # stream-ordered, before H's buffers are taken
+            d_h = self._enqueue_h(key, d_w, events, release_witness=True)
+            self._enqueue_msms(key, None, d_h, d_results, with_b_g2, events, sections=("h",))
             check(driver.cuMemcpyDtoHAsync(h_results.ptr, d_results.ptr, results_bytes(slot), self.stream.handle),
                   "cuMemcpyDtoHAsync")
             events.mark("download_ms")
@@ -339,12 +352,14 @@ class CudaBackend(Backend):
 
     # -- what the engine's budgets ask (optional Backend methods, see engine/devices.py) ------------
     def key_device_bytes(self, zkey: Groth16Zkey) -> int:
-        """Device bytes ``load_key`` holds: the point arrays plus the two CSR matrices."""
+        """Device bytes ``load_key`` holds: the point arrays, the two CSR matrices and the NTT's
+        tables of the key's domain (shared by the keys of a curve, counted by each: an overestimate
+        only with several keys of one curve on a device)."""
         points = sum(getattr(zkey, f"points_{n}").nbytes for n in ("a", "b1", "b2", "c", "h"))
         table = self.coefficient_table(zkey)
         values = zkey.coeff_values_stored.nbytes if table is None else table.nbytes
         csr = values + 4 * len(zkey.coeff_signal) + 8 * (zkey.domain_size + 1)
-        return points + csr
+        return points + csr + ntt_table_bytes(zkey.log_domain_size, zkey.curve.fr.n_bytes)
 
     def partition_host_bytes(self, zkey: Groth16Zkey) -> int:
         """H stays on the device, except in a streamed pass: there a pinned copy of H and the host
@@ -366,8 +381,8 @@ class CudaBackend(Backend):
     def _resident_scratch_bytes(self, zkey: Groth16Zkey, msm: MsmRunner) -> int:
         """One partition of a resident key: the prologue of a pass with every section resident,
         plus the split's scratch and the result slots beside its MSMs."""
-        extra = split_scratch_bytes(zkey.n_vars) + results_bytes(msm.xyzz_bytes(True))
-        return prologue_scratch_bytes(msm, zkey, SECTIONS, 0, extra)
+        return prologue_scratch_bytes(msm, zkey, SECTIONS, witness_extra=split_scratch_bytes(zkey.n_vars),
+                                      held_extra=results_bytes(msm.xyzz_bytes(True)))
 
     def memory_budget_bytes(self) -> int:
         return self.allocator.budget_bytes

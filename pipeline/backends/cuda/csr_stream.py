@@ -61,28 +61,28 @@ def value_layout(table: bool, elem: int) -> tuple[str, int]:
     return ("index", INDEX_BYTES) if table else ("vals_rr", elem)
 
 
-def launch_spmv(kernels, stream, d_abc: tuple[int, int, int], a: tuple[int, int, int], b: tuple[int, int, int],
+def launch_spmv(kernels, stream, d_ab: tuple[int, int], a: tuple[int, int, int], b: tuple[int, int, int],
                 d_table: int | None, d_w: int, rows: int) -> None:
-    """One launch of the sparse products into ``d_abc`` (a, b, c): ``a`` and ``b`` are each
-    matrix's (row pointers, columns, values) on the device, the values Fr elements, or indices into
+    """One launch of the sparse products into ``d_ab`` (a, b): ``a`` and ``b`` are each matrix's
+    (row pointers, columns, values) on the device, the values Fr elements, or indices into
     ``d_table`` when there is one."""
-    name, table = ("spmv_abc<fr_t>", ()) if d_table is None else ("spmv_abc_table<fr_t>", (d_table,))
-    kernels.launch(name, grid_for(rows, SPMV_BLOCK), SPMV_BLOCK, (*d_abc, *a, *b, *table, d_w, rows), stream)
+    name, table = ("spmv_ab<fr_t>", ()) if d_table is None else ("spmv_ab_table<fr_t>", (d_table,))
+    kernels.launch(name, grid_for(rows, SPMV_BLOCK), SPMV_BLOCK, (*d_ab, *a, *b, *table, d_w, rows), stream)
 
 
-def launch_resident_spmv(kernels, stream, d_csr: dict, d_abc: tuple[int, int, int], d_w: int, rows: int,
+def launch_resident_spmv(kernels, stream, d_csr: dict, d_ab: tuple[int, int], d_w: int, rows: int,
                          elem: int) -> None:
     """The sparse products over a CSR resident on the device (``d_csr``: {a,b}_{row_ptr,cols}, the
     values ``value_layout`` names, and vals_table when the key has one)."""
     table = d_csr.get("vals_table")
     values, _ = value_layout(table is not None, elem)
-    launch_spmv(kernels, stream, d_abc, *(tuple(d_csr[f"{m}_{part}"].ptr for part in ("row_ptr", "cols", values))
+    launch_spmv(kernels, stream, d_ab, *(tuple(d_csr[f"{m}_{part}"].ptr for part in ("row_ptr", "cols", values))
                                           for m in "ab"), None if table is None else table.ptr, d_w, rows)
 
 
 def enqueue_spmv_chunks(kernels, stream, chunks: list[CsrChunk], host: dict, d_csr: dict, d_buf: int,
-                        d_w: int, d_a: int, d_b: int, d_c: int, elem: int) -> None:
-    """a, b, c over every row, chunk by chunk: ``host`` holds the page-locked cols and values of
+                        d_w: int, d_a: int, d_b: int, elem: int) -> None:
+    """a and b over every row, chunk by chunk: ``host`` holds the page-locked cols and values of
     each matrix ({a,b}_cols and the value arrays ``value_layout`` names: ``.ptr``), ``d_csr`` the
     resident row pointers ({a,b}_row_ptr) and the table (vals_table) if any; ``d_buf`` fits the
     largest chunk; ``elem``: bytes of an Fr element."""
@@ -101,7 +101,7 @@ def enqueue_spmv_chunks(kernels, stream, chunks: list[CsrChunk], host: dict, d_c
             if count:
                 check(driver.cuMemcpyHtoDAsync(dst, src, count * size, stream.handle), "cuMemcpyHtoDAsync")
         # Shifted pointers: entry e of the chunk's rows is at base + (e - first entry).
-        launch_spmv(kernels, stream, (d_a + ch.r0 * elem, d_b + ch.r0 * elem, d_c + ch.r0 * elem),
+        launch_spmv(kernels, stream, (d_a + ch.r0 * elem, d_b + ch.r0 * elem),
                     (d_csr["a_row_ptr"].ptr + ch.r0 * COL_BYTES, (a_cols - ch.a0 * COL_BYTES) & ADDRESS_MASK,
                      (a_vals - ch.a0 * vbytes) & ADDRESS_MASK),
                     (d_csr["b_row_ptr"].ptr + ch.r0 * COL_BYTES, (b_cols - ch.b0 * COL_BYTES) & ADDRESS_MASK,

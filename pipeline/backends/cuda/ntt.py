@@ -28,6 +28,13 @@ def pass_plan(log_n: int, dit: bool) -> list[tuple[int, int, int]]:
     return plan[::-1] if dit else plan
 
 
+def table_bytes(log_n: int, elem: int) -> int:
+    """Device bytes the transforms of a 2^log_n domain keep resident: the twiddles both ways
+    (``ensure_twiddles``) and the odd coset's two tables (``_coset``)."""
+    lo_bits = (log_n + 1) // 2
+    return (2 * (1 << max(log_n, 1)) + (1 << lo_bits) + (1 << (log_n - lo_bits))) * elem
+
+
 class NttRunner:
     """Transforms of one curve's Fr on one stream; twiddle tables grow on demand (resident)."""
 
@@ -125,12 +132,17 @@ class NttRunner:
         self._launch("ntt_coset_scale<fr_t>", 1 << log_n, (d_data, log_n, d_lo.ptr, d_hi.ptr, lo_bits))
         self.radix_passes(d_data, log_n, dit=True, inverse=False)  # natural order on the coset
 
-    def quotient(self, d_h: int, d_a: int, d_b: int, d_c: int, log_n: int) -> None:
-        """H = coset(a) * coset(b) - coset(c), plain form into d_h; a, b, c (Montgomery) are overwritten."""
+    def quotient(self, d_a: int, d_b: int, d_c: int, log_n: int) -> None:
+        """H = coset(a) * coset(b) - coset(c), plain form, into a's buffer; b and c (Montgomery) are
+        overwritten."""
         for d in (d_a, d_b, d_c):
             self.to_odd_coset(d, log_n)
         n = 1 << log_n
-        self._launch("ntt_quotient<fr_t>", n, (d_h, d_a, d_b, d_c, n))
+        self._launch("ntt_quotient<fr_t>", n, (d_a, d_b, d_c, n))
+
+    def mul(self, d_out: int, d_a: int, d_b: int, n: int) -> None:
+        """d_out = a o b, elementwise (Montgomery in and out)."""
+        self._launch("ff_mul<fr_t>", n, (d_out, d_a, d_b, n))
 
     def to_mont(self, d_out: int, d_in: int, n: int) -> None:
         self._launch("ff_to_mont<fr_t>", n, (d_out, d_in, n))

@@ -5,9 +5,10 @@ B2) and the chunk sizes, so that the CSR matrices, the resident sections and one
 fit the budget. ``CudaStreamedPass`` runs a pass (batch.py's ``StreamedPass``) for several
 partitions at once:
 
-- prologue, per partition: witness upload, H (spmv, NTTs), the MSMs of resident sections, and
-  H copied to pinned host memory when the H section is streamed; the witness and H then leave
-  the device.
+- prologue, per partition, in the resident partition's order (backend.start_partition): witness
+  upload, the MSMs of resident witness sections and the 0 / 1 split, then H (spmv, NTTs; the
+  witness leaves the device once spmv has read it), H's MSM when its section is resident, and H
+  copied to pinned host memory when it is streamed; H then leaves the device.
 - chunks, in order: the copy stream fills one of two device buffers with the chunk's points
   (host -> device, from the registered key arrays) while the compute stream runs the previous
   chunk's MSMs; for every partition still in the pass, its scalars of the chunk are copied in
@@ -95,22 +96,27 @@ def slot_block_bytes(slot: int, chunks: list[Chunk]) -> int:
     return resident_slots_bytes(slot) + 2 * slot * sum(len(c.slices) for c in chunks)
 
 
-def prologue_scratch_bytes(msm, zkey, resident: tuple[str, ...], csr_chunk: int = 0, msm_extra: int = 0) -> int:
-    """One partition's device work before any streamed points (a resident key's whole partition):
-    witness and H throughout; a, b, c and the NTT's own (and a chunk of the CSR when it streams)
-    while H is computed; then the largest resident MSM's scratch plus ``msm_extra`` (a resident
-    partition's 0/1 split and result slots)."""
-    elem = SCALAR_BYTES
-    held = prologue_held_bytes(zkey)
-    h_phase = 4 * zkey.domain_size * elem + csr_chunk
-    msm_phase = max([msm.scratch_bytes(zkey.n_vars, is_g2(s)) for s in resident if s != "h"]
-                    + [msm.scratch_bytes(zkey.domain_size, False) if "h" in resident else 0])
-    return held + max(h_phase, msm_phase + msm_extra)
+def prologue_scratch_bytes(msm, zkey, resident: tuple[str, ...], csr_chunk: int = 0, witness_extra: int = 0,
+                           held_extra: int = 0) -> int:
+    """One partition's device work before any streamed points (a resident key's whole partition)
+    at its largest, in the order it is queued:
+    - the witness, the largest resident witness section's MSM scratch and ``witness_extra`` (a
+      resident partition's 0 / 1 split);
+    - the sparse products: the witness, a and b (and a chunk of the CSR when it streams);
+    - the quotient: a, b and c, the witness gone (H is written over a);
+    - H and its MSM's scratch when the H section is resident.
+    ``held_extra`` is held throughout (a resident partition's result slots). The NTT's twiddles
+    belong to the key's bytes (``twiddle_bytes``)."""
+    vector = zkey.domain_size * SCALAR_BYTES
+    witness_msm = max([msm.scratch_bytes(zkey.n_vars, is_g2(s)) for s in resident if s != "h"], default=0)
+    h_msm = msm.scratch_bytes(zkey.domain_size, False) if "h" in resident else 0
+    return held_extra + max(witness_bytes(zkey) + witness_extra + witness_msm,
+                            witness_bytes(zkey) + 2 * vector + csr_chunk, 3 * vector, vector + h_msm)
 
 
-def prologue_held_bytes(zkey) -> int:
-    """A partition's witness and H on the device, held through its prologue."""
-    return (zkey.n_vars + zkey.domain_size) * SCALAR_BYTES
+def witness_bytes(zkey) -> int:
+    """A partition's witness on the device (its prologue's first phases)."""
+    return zkey.n_vars * SCALAR_BYTES
 
 
 def pass_scratch_bytes(msm, zkey, placement: KeyPlacement, batch: int, csr_chunk: int | None = None) -> int:
@@ -135,14 +141,16 @@ def chunk_point_bytes(curve: Curve, chunk: Chunk) -> int:
     return sum(s.count * point_bytes(curve, s.section) for s in chunk.slices)
 
 
-def place_streamed(msm, zkey, budget: int, csr_bytes: int, chunk_bytes: int, table_bytes: int = 0) -> KeyPlacement:
+def place_streamed(msm, zkey, budget: int, csr_bytes: int, chunk_bytes: int, table_bytes: int = 0,
+                   fixed_bytes: int = 0) -> KeyPlacement:
     """The most sections resident (hot first) such that the CSR (resident if it fits, else
     streamed: its row pointers stay), the resident points and a pass of one partition fit
     ``budget`` (with the result slots of a batch of ``PLACED_FOR_BATCH``). The sections are chosen
     with chunks of ``chunk_bytes`` (the largest half of it that fits, when the budget is tight);
     the chunks then double while they fit. ``DeviceBudgetError`` if not even a key with
     everything streamed in the smallest chunks fits. ``table_bytes``: the coefficient table a
-    streamed CSR keeps on the device beside its row pointers (0: none)."""
+    streamed CSR keeps on the device beside its row pointers (0: none); ``fixed_bytes``: what the
+    key keeps on the device whatever its placement (the NTT's tables)."""
     row_ptr_bytes = 2 * 4 * (zkey.domain_size + 1) + table_bytes
 
     def placement(resident: list[str], csr_streamed: bool, chunk: int, csr_chunk: int | None = None) -> KeyPlacement:
@@ -150,7 +158,7 @@ def place_streamed(msm, zkey, budget: int, csr_bytes: int, chunk_bytes: int, tab
         streamed = tuple(s for s in SECTIONS if s not in kept)
         signals, h = chunk_sizes(zkey, streamed, chunk)
         csr = row_ptr_bytes if csr_streamed else csr_bytes
-        return KeyPlacement(kept, signals, h, csr + sum(section_bytes(zkey, s) for s in kept),
+        return KeyPlacement(kept, signals, h, fixed_bytes + csr + sum(section_bytes(zkey, s) for s in kept),
                             min(chunk if csr_chunk is None else csr_chunk, csr_bytes) if csr_streamed else 0)
 
     def need(p: KeyPlacement) -> int:  # a batch's result slots are small next to the rest: keep room for them
@@ -231,19 +239,31 @@ class CudaStreamedPass(StreamedPass):
         witness = self.items[index][0]
         d_w = d_h = None
         try:
-            with clock.phase("prologue: witness upload, H"):
+            with clock.phase("prologue: witness upload"):
                 d_w = b._upload_witness(witness)
-                d_h = b._enqueue_h(key, d_w)
             resident = tuple(s for s in key.placement.resident if s != "b2" or self.with_b_g2)
+            results = DeviceAddress(self.d_results.ptr + index * self.block)
             with clock.phase("prologue: resident MSMs"):
-                b._enqueue_msms(key, d_w, d_h, DeviceAddress(self.d_results.ptr + index * self.block),
-                                self.with_b_g2, None, sections=resident)
+                b._enqueue_msms(key, d_w, None, results, self.with_b_g2, None,
+                                sections=tuple(s for s in resident if s != "h"))
             bit_heavy = split_worth_it(self.items[index][1], b.msm_split_min_bits) and \
                 any(s in key.placement.streamed for s in WITNESS_SECTIONS)
-            if bit_heavy and self._device_tails_fit(index):
+            on_device = bit_heavy and self._device_tails_fit(index)
+            if on_device:  # before H, which frees the witness
                 self._device_split(index, d_w)
-            elif bit_heavy:
-                split = self.splits[index] = HostSplit(witness)  # host work while the device runs queued steps
+            with clock.phase("prologue: H"):
+                d_h = b._enqueue_h(key, d_w, release_witness=True)
+            if "h" in resident:
+                with clock.phase("prologue: resident MSMs"):
+                    b._enqueue_msms(key, None, d_h, results, self.with_b_g2, None, sections=("h",))
+            if "h" in key.placement.streamed:
+                n = key.zkey.domain_size
+                self.h_host[index] = self.h_pool.take()
+                with clock.phase("prologue: H to host"):
+                    check(driver.cuMemcpyDtoHAsync(self.h_host[index].ptr, d_h.ptr, n * SCALAR_BYTES,
+                                                   self.stream.handle), "cuMemcpyDtoHAsync")
+            if bit_heavy and not on_device:
+                split = self.splits[index] = HostSplit(witness)  # host work while the device runs H
                 # Page-locked, so that a chunk's copies of them are asynchronous: a copy from pageable
                 # memory first waits for the whole stream, and the device would idle while the host
                 # queues the next MSMs (bench/results/streamed_profile_*.md: host time per chunk ~ device time).
@@ -251,12 +271,6 @@ class CudaStreamedPass(StreamedPass):
                 if self.lock_split_arrays:
                     self.split_locks += [HostRegistration(b.device, a) for a in
                                          (split.ones, split.others, split.other_scalars) if a.nbytes >= 1 << 20]
-            if "h" in key.placement.streamed:
-                n = key.zkey.domain_size
-                self.h_host[index] = self.h_pool.take()
-                with clock.phase("prologue: H to host"):
-                    check(driver.cuMemcpyDtoHAsync(self.h_host[index].ptr, d_h.ptr, n * SCALAR_BYTES,
-                                                   self.stream.handle), "cuMemcpyDtoHAsync")
         finally:
             for buf in (d_w, d_h):
                 if buf is not None:
@@ -287,8 +301,8 @@ class CudaStreamedPass(StreamedPass):
                 return False
             _, _, n = self._tail_span(shape, s)
             need = max(need, n * point_bytes(self.curve, s) + msm.scratch_bytes(n, is_g2(s)))
-        # the witness and H are still on the device; one section's gathered tail and its MSM at a time
-        return prologue_held_bytes(zkey) + split_scratch_bytes(zkey.n_vars) + need <= self._prologue_room()
+        # before H: the witness is on the device; one section's gathered tail and its MSM at a time
+        return witness_bytes(zkey) + split_scratch_bytes(zkey.n_vars) + need <= self._prologue_room()
 
     def _prologue_room(self) -> int:
         """Device bytes a partition's prologue may use: what the quotient's buffers had."""

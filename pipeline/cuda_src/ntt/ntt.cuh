@@ -89,12 +89,12 @@ __global__ void ntt_coset_scale(F* __restrict__ d_data, int log_n, const F* __re
     }
 }
 
-// snarkjs's quotient on the odd coset: h = A*B - C (Montgomery in), plain form out.
+// snarkjs's quotient on the odd coset, in place: a = A*B - C (Montgomery in), plain form out. In
+// place so that H takes a's buffer: a partition's H phase holds three vectors of the domain, not four.
 template <class F>
-__global__ void ntt_quotient(F* __restrict__ d_h, const F* __restrict__ d_a, const F* __restrict__ d_b,
-                             const F* __restrict__ d_c, uint64_t n) {
+__global__ void ntt_quotient(F* __restrict__ d_a, const F* __restrict__ d_b, const F* __restrict__ d_c, uint64_t n) {
     for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x)
-        d_h[i] = (d_a[i] * d_b[i] - d_c[i]).from_mont();
+        d_a[i] = (d_a[i] * d_b[i] - d_c[i]).from_mont();
 }
 
 // Top level of a twiddle table: tw[h + j] = w^j for j < h, w = prod of d_pow2[b] (w^(2^b)).
@@ -129,4 +129,11 @@ template <class F>
 __global__ void ff_from_mont(F* __restrict__ d_out, const F* __restrict__ d_in, uint64_t n) {
     for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x)
         d_out[i] = d_in[i].from_mont();
+}
+// snarkjs's c = a o b on the domain (Montgomery in and out), after the sparse products: the
+// witness can leave the device before c's buffer is taken.
+template <class F>
+__global__ void ff_mul(F* __restrict__ d_out, const F* __restrict__ d_a, const F* __restrict__ d_b, uint64_t n) {
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x)
+        d_out[i] = d_a[i] * d_b[i];
 }

@@ -13,6 +13,7 @@ import pytest
 
 from pipeline.backends.cuda import csr_stream
 from pipeline.backends.cuda.csr_stream import COL_BYTES, plan_csr_chunks
+from pipeline.backends.cuda.kernels import SIGNATURES
 from pipeline.backends.cuda.memory import ADDRESS_MASK
 from pipeline.formats.zkey import read_zkey
 from pipeline.formats.coeff_table import coefficient_table
@@ -53,11 +54,12 @@ class FakeDevice:
         return (0,)
 
     def launch(self, name: str, grid, block, args: tuple, stream) -> None:
-        if name == "spmv_abc<fr_t>":
-            (_, _, _, a_ptr, a_cols, a_vals, b_ptr, b_cols, b_vals, _, rows), table = args, None
+        assert len(args) == len(SIGNATURES[name.split("<")[0]]), name  # what the kernel's parameters are
+        if name == "spmv_ab<fr_t>":
+            (_, _, a_ptr, a_cols, a_vals, b_ptr, b_cols, b_vals, _, rows), table = args, None
         else:
-            assert name == "spmv_abc_table<fr_t>"
-            _, _, _, a_ptr, a_cols, a_vals, b_ptr, b_cols, b_vals, table, _, rows = args
+            assert name == "spmv_ab_table<fr_t>"
+            _, _, a_ptr, a_cols, a_vals, b_ptr, b_cols, b_vals, table, _, rows = args
         for tag, row_ptr, cols, vals in (("a", a_ptr, a_cols, a_vals), ("b", b_ptr, b_cols, b_vals)):
             for row in range(rows):
                 start, end = self.u32(row_ptr + 4 * row), self.u32(row_ptr + 4 * (row + 1))
@@ -121,7 +123,7 @@ def test_every_row_reads_exactly_its_own_entries_through_the_chunk_pointers(monk
     d_buf = device.alloc(max(c.nbytes(value_bytes) for c in chunks))
     n = zkey.domain_size
     csr_stream.enqueue_spmv_chunks(FakeKernels(device), type("S", (), {"handle": 0})(), chunks, host, d_csr, d_buf,
-                                   d_w=0, d_a=0, d_b=0, d_c=0, elem=32)
+                                   d_w=0, d_a=0, d_b=0, elem=32)
     assert (len(chunks) > 1) == (chunk_bytes < 1 << 20)  # several chunks, or the whole CSR in one
     assert_every_row_saw_its_entries(device, matrices, n)
 
@@ -141,5 +143,5 @@ def test_a_resident_csr_launch_passes_every_rows_own_entries(table_on):
     if table_on:
         d_csr["vals_table"] = device.put(table.table)
     device.row_ptr_base = {t: d_csr[f"{t}_row_ptr"].ptr for t in "ab"}
-    csr_stream.launch_resident_spmv(FakeKernels(device), None, d_csr, (0, 0, 0), 0, zkey.domain_size, 32)
+    csr_stream.launch_resident_spmv(FakeKernels(device), None, d_csr, (0, 0), 0, zkey.domain_size, 32)
     assert_every_row_saw_its_entries(device, matrices, zkey.domain_size)

@@ -10,8 +10,9 @@ import pytest
 
 from pipeline.backends.cuda.errors import DeviceBudgetError
 from pipeline.backends.cuda.msm import MsmRunner
+from pipeline.backends.cuda.ntt import table_bytes as ntt_table_bytes
 from pipeline.backends.cuda.streamed import (MAX_CHUNKS, MIN_CHUNK_BYTES, PLACED_FOR_BATCH, chunk_candidates,
-                                             pass_scratch_bytes, place_streamed)
+                                             pass_scratch_bytes, place_streamed, prologue_scratch_bytes)
 from pipeline.backends.placement import plan_chunks
 from pipeline.curves import BLS12_381, BN254
 from pipeline.formats.zkey import read_zkey
@@ -51,17 +52,33 @@ def test_a_small_key_streams_under_a_budget_below_its_resident_need(curve):
 
 
 def test_at_seed_scale_the_chunks_grow_into_the_room_the_prologue_leaves():
-    """2^26 BLS12-381 under 16 GiB: nothing resident fits beside one partition's quotient, and
-    the chunks double past the configured 1 GiB while the pass still fits."""
+    """2^26 BLS12-381 under 16 GiB, the NTT's tables counted: the chunks double past the
+    configured 1 GiB while the pass still fits. Under 8 GiB the tables (4 GiB of twiddles) and one
+    partition's H phase (three 2 GiB vectors, or the witness and two) do not fit together."""
     zkey = seed_shaped(BLS12_381, 26)
     msm = MsmRunner(SimpleNamespace(curve=BLS12_381), None, None)
-    csr = int(zkey.domain_size * 2.5 * 40)
-    placement = place_streamed(msm, zkey, 16 * GIB, csr, 1 << 30)
-    assert need(msm, zkey, placement) <= 16 * GIB
+    csr, tables = int(zkey.domain_size * 2.5 * 40), ntt_table_bytes(26, 32)
+    placement = place_streamed(msm, zkey, 16 * GIB, csr, 1 << 30, fixed_bytes=tables)
+    assert need(msm, zkey, placement) <= 16 * GIB and placement.device_bytes >= tables
     signal_bytes = 3 * 96 + 192  # a, b1, c (G1) and b2 (G2) points of one signal
     assert placement.chunk_signals * signal_bytes > 1 << 30
     with pytest.raises(DeviceBudgetError):
-        place_streamed(msm, zkey, 8 * GIB, csr, 1 << 30)  # one partition's quotient alone needs ~13 GB
+        place_streamed(msm, zkey, 8 * GIB, csr, 1 << 30, fixed_bytes=tables)
+
+
+def test_a_partitions_peak_is_three_vectors_of_the_domain_not_five():
+    """The prologue's order (witness MSMs and split, then H with the witness freed after spmv,
+    the quotient in a's buffer): at 2^26 with nothing resident, the witness and two vectors
+    (6 GiB) beside a CSR chunk, where the witness, H, a, b and c were held together (10 GiB)."""
+    zkey = seed_shaped(BLS12_381, 26)
+    msm = MsmRunner(SimpleNamespace(curve=BLS12_381), None, None)
+    vector = zkey.domain_size * 32
+    assert prologue_scratch_bytes(msm, zkey, (), csr_chunk=1 << 20) == zkey.n_vars * 32 + 2 * vector + (1 << 20)
+    assert prologue_scratch_bytes(msm, zkey, (), 0) == 3 * vector  # the quotient's a, b and c
+    everything = prologue_scratch_bytes(msm, zkey, ("a", "b1", "b2", "c", "h"), witness_extra=7, held_extra=5)
+    h_msm = msm.scratch_bytes(zkey.domain_size, False)
+    assert everything == 5 + max(zkey.n_vars * 32 + 7 + msm.scratch_bytes(zkey.n_vars, True), vector + h_msm,
+                                 3 * vector)
 
 
 def test_at_seed_scale_a_coefficient_table_keeps_the_csr_on_the_device_under_16_gib():
