@@ -207,7 +207,8 @@ def write_table(args, zkey, device_name: str, copy_rate: float, rows: list[list]
                             "phases' device ms/partition",
                             "prep_msm ms/partition", "verifies"], shown)
     note = (f"\n{args.curve} 2^{args.log} development key ({zkey.host_bytes() / 1e9:.1f} GB), circuit witness; "
-            f"{args.jobs} job(s) of {args.partitions} partitions per row, gpu_workers 2, on {device_name}. "
+            f"{args.jobs} job(s) of {args.partitions} partitions per row, gpu_workers "
+            f"{' and '.join(map(str, args.gpu_workers))} (streamed rows; the resident row 2), on {device_name}. "
             f"Pinned host-to-device copy rate measured in the same call: {copy_rate:.1f} GB/s. Per partition, a "
             f"pass's share (its time / its batch): device time from its start to its last step, host time spent "
             f"queueing its steps, and (--phases) the summed device time of its phases: device time beyond the phases "
