@@ -124,6 +124,8 @@ def main() -> None:
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 2, 5, 10])
     parser.add_argument("--partitions", type=int, default=10)
     parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--resident-jobs", type=int, default=None,
+                        help="jobs of the resident row (default: --jobs); its s/partition settles in fewer")
     parser.add_argument("--tails", nargs="+", choices=["chunks", "prologue"], default=[CudaOptions.stream_tails],
                         help="CudaOptions.stream_tails of the streamed rows (each one a row)")
     parser.add_argument("--gil-intervals", nargs="+", default=["default"],
@@ -158,7 +160,8 @@ def main() -> None:
                                       for w in (args.gpu_workers if budget else [2])]:
             gil_s = None if gil == "default" else float(gil)
             try:
-                r = asyncio.run(run_config(zkey, witness, budget, batch, args.partitions, args.jobs, tails, gil_s,
+                jobs = args.jobs if budget or args.resident_jobs is None else args.resident_jobs
+                r = asyncio.run(run_config(zkey, witness, budget, batch, args.partitions, jobs, tails, gil_s,
                                            gw, table == "on"))
             except Exception as exc:  # a budget too small for the key is a result, not a crash
                 rows.append([f"{budget_gib:g}", batch, f"refused: {type(exc).__name__}: {str(exc)[:160]}",
@@ -207,7 +210,8 @@ def write_table(args, zkey, device_name: str, copy_rate: float, rows: list[list]
                             "phases' device ms/partition",
                             "prep_msm ms/partition", "verifies"], shown)
     note = (f"\n{args.curve} 2^{args.log} development key ({zkey.host_bytes() / 1e9:.1f} GB), circuit witness; "
-            f"{args.jobs} job(s) of {args.partitions} partitions per row, gpu_workers "
+            f"{args.jobs} job(s) of {args.partitions} partitions per row"
+            f"{'' if args.resident_jobs is None else f' ({args.resident_jobs} for the resident row)'}, gpu_workers "
             f"{' and '.join(map(str, args.gpu_workers))} (streamed rows; the resident row 2), on {device_name}. "
             f"Pinned host-to-device copy rate measured in the same call: {copy_rate:.1f} GB/s. Per partition, a "
             f"pass's share (its time / its batch): device time from its start to its last step, host time spent "

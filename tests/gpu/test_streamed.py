@@ -122,7 +122,10 @@ def test_place_key_streams_under_a_small_budget_and_refuses_one_too_small(cuda_b
     need = resident_need(cuda_backend, zkey)
     assert cuda_backend.place_key(zkey, None).mode == "resident"
     assert cuda_backend.place_key(zkey, need).mode == "resident"
-    for budget in (need - 1, need // 2):
+    # Well below the resident need, above what streaming every point still needs (the NTT's tables,
+    # one partition's H phase): a half of the need was under that floor once a partition held three
+    # vectors instead of five.
+    for budget in (need - 1, need * 3 // 4):
         small = cuda_backend.place_key(zkey, budget)
         assert small.mode in ("streamed", "partly resident")
         key = cuda_backend.load_key(zkey, small)
@@ -311,7 +314,7 @@ def test_phase_clock_times_the_pass_without_changing_its_sums(cuda_backend, gpu_
         CudaStreamedPass.profile_phases = False
         cuda_backend.unload_key(key)
     phases = {k: v for k, v in timings.items() if k.startswith("phase ")}
-    assert "phase prologue: witness upload, H ms" in phases and "phase chunk: a ones sums ms" in phases
+    assert "phase prologue: H ms" in phases and "phase chunk: a ones sums ms" in phases
     assert "phase chunk: h MSMs ms" in phases and all(v >= 0 for v in phases.values())
     assert sum(phases.values()) <= timings["stream_pass_ms"] * 1.01 + 0.1
     assert_same_msms(gpu_curve, expected, got)

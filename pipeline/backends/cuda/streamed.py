@@ -305,8 +305,12 @@ class CudaStreamedPass(StreamedPass):
         return witness_bytes(zkey) + split_scratch_bytes(zkey.n_vars) + need <= self._prologue_room()
 
     def _prologue_room(self) -> int:
-        """Device bytes a partition's prologue may use: what the quotient's buffers had."""
-        return prologue_scratch_bytes(self.msm, self.key.zkey, self.key.placement.resident, self.key.csr_chunk_max)
+        """Device bytes a partition's prologue may use: the pass's scratch beyond its result slots,
+        the larger of a prologue and the chunk phase, whose buffers are taken only after the
+        prologues. (The prologue's own peak alone, three vectors at 2^26, was too small for the
+        device split beside the witness: the host split it instead, ~620 ms of host time a
+        partition, bench/results/streamed_profile_bls12381_2e26.md, session 9.)"""
+        return self.backend.scratch_bytes(self.key, 0)  # a pass of no partitions: no result slots
 
     def _tail_span(self, shape, section: str) -> tuple[int, int, int]:
         """(first signal of ``section``, position of its first other value in the split's lists,

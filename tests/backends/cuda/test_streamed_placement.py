@@ -11,6 +11,7 @@ import pytest
 from pipeline.backends.cuda.errors import DeviceBudgetError
 from pipeline.backends.cuda.msm import MsmRunner
 from pipeline.backends.cuda.ntt import table_bytes as ntt_table_bytes
+from pipeline.backends.cuda.split import split_scratch_bytes
 from pipeline.backends.cuda.streamed import (MAX_CHUNKS, MIN_CHUNK_BYTES, PLACED_FOR_BATCH, chunk_candidates,
                                              pass_scratch_bytes, place_streamed, prologue_scratch_bytes)
 from pipeline.backends.placement import plan_chunks
@@ -96,3 +97,20 @@ def test_at_seed_scale_a_coefficient_table_keeps_the_csr_on_the_device_under_16_
     streamed = place_streamed(msm, zkey, 16 * GIB, 40 * GIB, 1 << 30, table_bytes)  # a CSR too big to keep
     assert streamed.csr_chunk_bytes > 0
     assert streamed.device_bytes == place_streamed(msm, zkey, 16 * GIB, 40 * GIB, 1 << 30).device_bytes + table_bytes
+
+
+def test_at_seed_scale_the_device_split_fits_the_room_a_pass_reserves():
+    """CudaStreamedPass._device_tails_fit at 2^26 (95% bits, the G2 tail the largest): the witness,
+    the split's scratch and one gathered tail with its MSM fit the pass's room beyond its result
+    slots (``pass_scratch_bytes(.., 0)``: the chunk phase's buffers are taken after the prologues),
+    though not one prologue's own peak (three vectors): measured against that peak, every
+    partition was split on the host (session 9, streamed_profile_bls12381_2e26.md)."""
+    zkey = seed_shaped(BLS12_381, 26)
+    msm = MsmRunner(SimpleNamespace(curve=BLS12_381), None, None)
+    nnz, row_ptrs = int(2 * 2.3 * zkey.domain_size), 8 * (zkey.domain_size + 1)
+    tables = ntt_table_bytes(26, 32)
+    placement = place_streamed(msm, zkey, 16 * GIB, nnz * (2 + 4) + 271 * 32 + row_ptrs, 1 << 30, 271 * 32, tables)
+    others = zkey.n_vars // 20
+    need = zkey.n_vars * 32 + split_scratch_bytes(zkey.n_vars) + others * 192 + msm.scratch_bytes(others, True)
+    assert need <= pass_scratch_bytes(msm, zkey, placement, 0)
+    assert need > prologue_scratch_bytes(msm, zkey, placement.resident, placement.csr_chunk_bytes)
