@@ -93,6 +93,8 @@ def main() -> None:
                         help="CudaOptions.stream_tails of the rows: a split witness's tail MSMs per chunk, or once")
     parser.add_argument("--no-phases", dest="phases", action="store_false",
                         help="no events around each phase of the pass (the phase table stays empty)")
+    parser.add_argument("--depth", type=int, default=2,
+                        help="CudaOptions.stream_queue_depth: steps queued ahead of the device")
     parser.add_argument("--csr-table", choices=["off", "on"], default="off",
                         help="CudaOptions.csr_value_table of the backend (its CSR as uint16 indices into a table)")
     parser.add_argument("--cprofile", action="store_true",
@@ -108,6 +110,7 @@ def main() -> None:
     shape_s = time.perf_counter() - t0
     backend = CudaBackend()
     backend.csr_value_table = args.csr_table == "on"
+    backend.stream_queue_depth = args.depth
     # the witness from page-locked memory, as the engine's prep_msm stages it (a pageable upload
     # holds the stream and the host: ~0.2 s more per partition at 2^26, in both paths)
     staging = backend.pinned_host_buffer(w.nbytes)
@@ -132,7 +135,8 @@ def main() -> None:
         load_s = time.perf_counter() - t0
         try:
             locked = {n: r.registered for n, r in {**key.host_points, **key.host_csr}.items()}
-            facts += [f"placement {placement}", f"coefficient table: {args.csr_table}", f"load {load_s:.1f} s", f"page-locked: {locked}",
+            facts += [f"placement {placement}", f"coefficient table: {args.csr_table}", f"queue depth {args.depth}",
+                      f"load {load_s:.1f} s", f"page-locked: {locked}",
                       f"WitnessShape.of {shape_s * 1e3:.0f} ms", "witness uploaded from page-locked memory (session 7 on)", f"pinned copy rate {copy_rate:.1f} GB/s",
                       f"resident partition (same key, same call): {resident_s * 1e3:.0f} ms"]
             for tails, lock, batch in [(t, lock, batch) for t in args.tails for lock in args.split_locks

@@ -79,6 +79,7 @@ class CudaBackend(Backend):
         self._results = PinnedResultPool(self.device, results_bytes(4 * 2 * 8 * max_fq_limbs))
         self.msm_split_min_bits = options.msm_split_min_bits  # an attribute too: benches and tests flip it
         self.stream_tails = options.stream_tails  # likewise
+        self.stream_queue_depth = options.stream_queue_depth  # likewise
         self._copy_streams: dict[int, Stream] = {}  # streamed keys: host-to-device copies beside the kernels
         self._pinned_pools: dict[int, PinnedResultPool] = {}  # streamed passes' H buffers, by size
         self.csr_value_table = options.csr_value_table  # an attribute too: tests flip it

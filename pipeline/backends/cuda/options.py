@@ -39,9 +39,17 @@ class CudaOptions:
     stream_tails: str = "prologue"
     # Hold the A/B coefficients as uint16 indices into a table of the key's distinct values
     # (formats/coeff_table.py) when it has at most 2^16: 2 bytes a coefficient on the device and
-    # across PCIe instead of 32 (a 2^26 seed-shaped key: 11 GB of CSR values -> ~0.6 GB). Off until
-    # its GPU tests and a streamed row have run on an H200 (bench/NOTES.md, session 8).
+    # across PCIe instead of 32 (a 2^26 seed-shaped key: 11 GB of CSR values -> ~1.8 GB of indices).
+    # GPU-tested, and on in session 9's 2^26 rows (resident 1.26-1.32 s/partition, streamed under
+    # 16 GiB 1.80); off by default because the table is computed at every key load (+~9 s at 2^26,
+    # not cached with the prepared key yet) and no same-call row compares it with the values.
     csr_value_table: bool = False
+    # Steps of a streamed pass (a prologue, or a chunk for every partition) queued ahead of the
+    # device: the host thread queues a step while the device runs the ones before it. 2 was never
+    # swept; a witness chunk of a large batch takes the host about as long to queue as the device
+    # to run (bench/NOTES.md, session 9), so a deeper queue may keep the device busier. A deeper
+    # queue also means a cancelled partition leaves the pass that many steps later.
+    stream_queue_depth: int = 2
 
     def __post_init__(self) -> None:
         for name in ("stream_ordered_memory", "sync_after_launch", "csr_value_table"):
@@ -59,6 +67,9 @@ class CudaOptions:
                 or self.stream_chunk_bytes < (1 << 20):
             raise ValueError(f"CudaOptions.stream_chunk_bytes must be an integer of at least 1 MiB, "
                              f"got {self.stream_chunk_bytes!r}")
+        depth = self.stream_queue_depth
+        if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= 64:
+            raise ValueError(f"CudaOptions.stream_queue_depth must be an integer from 1 to 64, got {depth!r}")
         if self.stream_tails not in ("chunks", "prologue"):
             raise ValueError(f"CudaOptions.stream_tails must be 'chunks' or 'prologue', got {self.stream_tails!r}")
         if self.kernel_cache_dir is not None and (not isinstance(self.kernel_cache_dir, str) or not self.kernel_cache_dir):

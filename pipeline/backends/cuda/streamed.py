@@ -198,6 +198,7 @@ class CudaStreamedPass(StreamedPass):
         zkey = key.zkey
         super().__init__(zkey.curve, len(items), plan_chunks(zkey, key.placement), with_b_g2)
         self.backend, self.key, self.items = backend, key, list(items)
+        self.depth = backend.stream_queue_depth
         self.msm = key.runtime.msm
         self.stream: Stream = backend.stream
         self.copy_stream: Stream = backend.copy_stream()

@@ -31,7 +31,7 @@ def test_defaults_are_the_behaviour_without_settings():
     assert options.stream_ordered_memory is True and options.sync_after_launch is False
     assert options.msm_g1_min_blocks is None and options.kernel_cache_dir is None
     assert options.msm_split_min_bits == 0.5 and options.stream_chunk_bytes == 1 << 30
-    assert options.stream_tails == "prologue"
+    assert options.stream_tails == "prologue" and options.stream_queue_depth == 2
     assert nvrtc_build.default_cache_dir() == Path.home() / ".cache" / "zkpipe" / "kernels"
     fake = SimpleNamespace(curve=BLS12_381)
     assert MsmRunner(fake, None, None).g1_min_blocks == 4
@@ -43,7 +43,7 @@ def test_defaults_are_the_behaviour_without_settings():
     {"msm_g1_min_blocks": 2}, {"msm_g1_min_blocks": True}, {"sync_after_launch": 1},
     {"stream_ordered_memory": "yes"}, {"kernel_cache_dir": ""}, {"msm_split_min_bits": -0.1},
     {"msm_split_min_bits": "half"}, {"stream_chunk_bytes": 1000}, {"stream_chunk_bytes": 2.5},
-    {"stream_tails": "host"},
+    {"stream_tails": "host"}, {"stream_queue_depth": 0}, {"stream_queue_depth": 2.0}, {"stream_queue_depth": True},
 ])
 def test_bad_values_are_refused_by_name(bad):
     with pytest.raises(ValueError, match=next(iter(bad))):
