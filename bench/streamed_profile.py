@@ -24,6 +24,7 @@ import numpy as np
 from bench.common import RESULTS, markdown_table, write_result
 from bench.streamed_keys import GIB, make_key, pinned_copy_gbps
 from pipeline.backends.cuda import CudaBackend
+from pipeline.backends.cuda.options import CudaOptions
 from pipeline.backends.cuda.streamed import CudaStreamedPass
 from pipeline.backends.protocol import WitnessShape
 from pipeline.curves import curve_by_name
@@ -93,7 +94,7 @@ def main() -> None:
                         help="CudaOptions.stream_tails of the rows: a split witness's tail MSMs per chunk, or once")
     parser.add_argument("--no-phases", dest="phases", action="store_false",
                         help="no events around each phase of the pass (the phase table stays empty)")
-    parser.add_argument("--depth", type=int, default=2,
+    parser.add_argument("--depth", type=int, default=CudaOptions.stream_queue_depth,
                         help="CudaOptions.stream_queue_depth: steps queued ahead of the device")
     parser.add_argument("--csr-table", choices=["off", "on"], default="off",
                         help="CudaOptions.csr_value_table of the backend (its CSR as uint16 indices into a table)")
@@ -108,9 +109,7 @@ def main() -> None:
     t0 = time.perf_counter()
     shape = WitnessShape.of(w, zkey.n_public + 1)
     shape_s = time.perf_counter() - t0
-    backend = CudaBackend()
-    backend.csr_value_table = args.csr_table == "on"
-    backend.stream_queue_depth = args.depth
+    backend = CudaBackend(options=CudaOptions(csr_value_table=args.csr_table == "on", stream_queue_depth=args.depth))
     # the witness from page-locked memory, as the engine's prep_msm stages it (a pageable upload
     # holds the stream and the host: ~0.2 s more per partition at 2^26, in both paths)
     staging = backend.pinned_host_buffer(w.nbytes)

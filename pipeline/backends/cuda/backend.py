@@ -23,7 +23,7 @@ from ...curves import CURVES, Curve
 from ...formats.types import Groth16Zkey
 from ...formats.coeff_table import CoefficientTable, coefficient_table
 from ...keycache.csr import csr_matrices
-from ..placement import SECTIONS, WITNESS_SECTIONS, KeyPlacement, section_bytes
+from ..placement import SECTIONS, WITNESS_SECTIONS, KeyPlacement
 from ..protocol import Backend, G2Jacobian, MsmResults, WitnessShape
 from ._bindings import driver
 from .device import CudaDevice
@@ -131,11 +131,9 @@ class CudaBackend(Backend):
         msm = self.runtime(zkey.curve).msm
         if full + self._resident_scratch_bytes(zkey, msm) <= budget_bytes:
             return KeyPlacement(device_bytes=full)
-        tables = ntt_table_bytes(zkey.log_domain_size, zkey.curve.fr.n_bytes)
-        csr = full - tables - sum(section_bytes(zkey, s) for s in SECTIONS)
         table = self.coefficient_table(zkey)
-        return place_streamed(msm, zkey, budget_bytes, csr, self.options.stream_chunk_bytes,
-                              0 if table is None else table.table.nbytes, tables)
+        return place_streamed(msm, zkey, budget_bytes, self._csr_device_bytes(zkey), self.options.stream_chunk_bytes,
+                              0 if table is None else table.table.nbytes, self._ntt_table_bytes(zkey))
 
     def coefficient_table(self, zkey: Groth16Zkey) -> CoefficientTable | None:
         """The key's A/B coefficients as indices into a table of their values, when
@@ -180,7 +178,7 @@ class CudaBackend(Backend):
         """spmv (a, b), snarkjs's c = a o b and the quotient on the odd coset, queued; returns the H
         buffer (a's: the quotient runs in place). ``release_witness``: ``d_w`` is freed (stream
         order) once the sparse products have read it, before c's buffer is taken, so the H phase
-        holds the witness, a and b, then a, b and c (``h_phase_bytes``), never four vectors."""
+        holds the witness, a and b, then a, b and c (``prologue_scratch_bytes``), never four vectors."""
         zkey, rt = key.zkey, key.runtime
         n, log_n = zkey.domain_size, zkey.log_domain_size
         elem = 8 * zkey.curve.fr.limbs
@@ -356,11 +354,19 @@ class CudaBackend(Backend):
         """Device bytes ``load_key`` holds: the point arrays, the two CSR matrices and the NTT's
         tables of the key's domain (shared by the keys of a curve, counted by each: an overestimate
         only with several keys of one curve on a device)."""
-        points = sum(getattr(zkey, f"points_{n}").nbytes for n in ("a", "b1", "b2", "c", "h"))
+        points = sum(getattr(zkey, f"points_{n}").nbytes for n in SECTIONS)
+        return points + self._csr_device_bytes(zkey) + self._ntt_table_bytes(zkey)
+
+    def _csr_device_bytes(self, zkey: Groth16Zkey) -> int:
+        """The two CSR matrices on the device: values (or table indices and the table), columns and
+        row pointers."""
         table = self.coefficient_table(zkey)
         values = zkey.coeff_values_stored.nbytes if table is None else table.nbytes
-        csr = values + 4 * len(zkey.coeff_signal) + 8 * (zkey.domain_size + 1)
-        return points + csr + ntt_table_bytes(zkey.log_domain_size, zkey.curve.fr.n_bytes)
+        return values + 4 * len(zkey.coeff_signal) + 8 * (zkey.domain_size + 1)
+
+    @staticmethod
+    def _ntt_table_bytes(zkey: Groth16Zkey) -> int:
+        return ntt_table_bytes(zkey.log_domain_size, zkey.curve.fr.n_bytes)
 
     def partition_host_bytes(self, zkey: Groth16Zkey) -> int:
         """H stays on the device, except in a streamed pass: there a pinned copy of H and the host

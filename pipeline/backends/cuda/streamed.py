@@ -106,7 +106,7 @@ def prologue_scratch_bytes(msm, zkey, resident: tuple[str, ...], csr_chunk: int 
     - the quotient: a, b and c, the witness gone (H is written over a);
     - H and its MSM's scratch when the H section is resident.
     ``held_extra`` is held throughout (a resident partition's result slots). The NTT's twiddles
-    belong to the key's bytes (``twiddle_bytes``)."""
+    belong to the key's bytes (``ntt.table_bytes``)."""
     vector = zkey.domain_size * SCALAR_BYTES
     witness_msm = max([msm.scratch_bytes(zkey.n_vars, is_g2(s)) for s in resident if s != "h"], default=0)
     h_msm = msm.scratch_bytes(zkey.domain_size, False) if "h" in resident else 0

@@ -130,6 +130,7 @@ __global__ void ff_from_mont(F* __restrict__ d_out, const F* __restrict__ d_in, 
     for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x)
         d_out[i] = d_in[i].from_mont();
 }
+
 // snarkjs's c = a o b on the domain (Montgomery in and out), after the sparse products: the
 // witness can leave the device before c's buffer is taken.
 template <class F>

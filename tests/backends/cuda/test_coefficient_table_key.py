@@ -19,6 +19,8 @@ from tests.conftest import fixture_dir
 def stand_in(table_on: bool) -> SimpleNamespace:
     fake = SimpleNamespace(csr_value_table=table_on, _coeff_tables={})
     fake.coefficient_table = lambda zkey: CudaBackend.coefficient_table(fake, zkey)
+    fake._csr_device_bytes = lambda zkey: CudaBackend._csr_device_bytes(fake, zkey)
+    fake._ntt_table_bytes = CudaBackend._ntt_table_bytes
     return fake
 
 
