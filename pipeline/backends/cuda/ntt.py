@@ -28,11 +28,25 @@ def pass_plan(log_n: int, dit: bool) -> list[tuple[int, int, int]]:
     return plan[::-1] if dit else plan
 
 
+def twiddle_count(log_n: int) -> int:
+    """Entries of the twiddle table that serves transforms up to 2^log_n, both directions."""
+    return 1 << max(log_n - 1, 0)
+
+
+def twiddle_index(j: int, log_h: int, log_tw: int, inverse: bool) -> tuple[int, bool]:
+    """(table index, negate) of w_{2h}^(+-j), h = 2^log_h, in the table of ``log_tw``: the
+    host's statement of what ``ntt_pass`` reads (kernel comment in cuda_src/ntt/ntt.cuh)."""
+    m = j << (log_tw - 1 - log_h)
+    if inverse and m:
+        return (1 << (log_tw - 1)) - m, True
+    return m, False
+
+
 def table_bytes(log_n: int, elem: int) -> int:
-    """Device bytes the transforms of a 2^log_n domain keep resident: the twiddles both ways
+    """Device bytes the transforms of a 2^log_n domain keep resident: the twiddle table
     (``ensure_twiddles``) and the odd coset's two tables (``_coset``)."""
     lo_bits = (log_n + 1) // 2
-    return (2 * (1 << max(log_n, 1)) + (1 << lo_bits) + (1 << (log_n - lo_bits))) * elem
+    return (twiddle_count(log_n) + (1 << lo_bits) + (1 << (log_n - lo_bits))) * elem
 
 
 class NttRunner:
@@ -44,7 +58,7 @@ class NttRunner:
         self.allocator = allocator
         self.stream = stream
         self.log_max = -1
-        self.d_tw = {False: None, True: None}  # inverse? -> table
+        self.d_tw = None  # forward table of 2^(log_max - 1) entries; the inverse reads it too
         self._coset_tables: dict[int, tuple] = {}
 
     @property
@@ -61,27 +75,22 @@ class NttRunner:
 
     # -- twiddles --------------------------------------------------------------------------------
     def ensure_twiddles(self, log_n: int) -> None:
-        """Tables tw[h + j] = w_{2h}^(+-j) for every h < 2^log_n (both directions)."""
+        """The table tw[m] = w_T^m, m < T/2, T = 2^log_n, which serves every transform up to 2^log_n
+        in both directions."""
         if log_n <= self.log_max:
             return
         fr, p = self.fr, self.fr.modulus
-        size = 1 << max(log_n, 1)
-        for inverse in (False, True):
-            old = self.d_tw[inverse]
-            d_tw = self.allocator.alloc(size * self.elem_bytes, f"ntt twiddles (inverse={inverse})")
-            if log_n >= 1:
-                w = fr.root_of_unity(log_n)
-                if inverse:
-                    w = pow(w, -1, p)
-                pow2 = [pow(w, 1 << b, p) for b in range(max(log_n - 1, 1))]
-                with self.allocator.upload(self.to_mont_limbs(pow2), "twiddle powers") as d_pow2:
-                    h = size >> 1
-                    self._launch("ntt_twiddle_top<fr_t>", h, (d_tw.ptr, h, d_pow2.ptr))
-                    self._launch("ntt_twiddle_lower<fr_t>", h, (d_tw.ptr, log_n - 1))
-                    self.stream.synchronize()
-            self.d_tw[inverse] = d_tw
-            if old is not None:
-                old.free()
+        count = twiddle_count(log_n)
+        old = self.d_tw
+        d_tw = self.allocator.alloc(count * self.elem_bytes, "ntt twiddles")
+        w = fr.root_of_unity(log_n) if log_n >= 1 else 1
+        pow2 = [pow(w, 1 << b, p) for b in range(max(log_n - 1, 1))]
+        with self.allocator.upload(self.to_mont_limbs(pow2), "twiddle powers") as d_pow2:
+            self._launch("ntt_twiddles<fr_t>", count, (d_tw.ptr, count, d_pow2.ptr))
+            self.stream.synchronize()
+        self.d_tw = d_tw
+        if old is not None:
+            old.free()
         self.log_max = log_n
 
     # -- transforms ------------------------------------------------------------------------------
@@ -92,7 +101,8 @@ class NttRunner:
         n = 1 << log_n
         for lo, k, tl in pass_plan(log_n, dit):
             elems = 1 << (k + tl)
-            self.kernels.launch(expr, n // elems, max(elems // 2, 1), (d_data, self.d_tw[inverse].ptr, lo, k, tl),
+            self.kernels.launch(expr, n // elems, max(elems // 2, 1),
+                                (d_data, self.d_tw.ptr, lo, k, tl, self.log_max, int(inverse)),
                                 self.stream, elems * self.elem_bytes)
 
     def bit_reverse(self, d_data: int, log_n: int, scale_mont: int) -> None:
@@ -151,12 +161,11 @@ class NttRunner:
         self._launch("ff_from_mont<fr_t>", n, (d_out, d_in, n))
 
     def close(self) -> None:
-        for buf in self.d_tw.values():
-            if buf is not None:
-                buf.free()
+        if self.d_tw is not None:
+            self.d_tw.free()
         for d_lo, d_hi, _ in self._coset_tables.values():
             d_lo.free()
             d_hi.free()
         self._coset_tables.clear()
-        self.d_tw = {False: None, True: None}
+        self.d_tw = None
         self.log_max = -1

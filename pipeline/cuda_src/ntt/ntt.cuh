@@ -7,15 +7,18 @@
 //
 // DIF (Gentleman-Sande): natural order in, bit-reversed out; stages from the top bit down.
 // DIT (Cooley-Tukey): bit-reversed in, natural order out; stages from bit 0 up.
-// Twiddles: tw[h + j] = w_{2h}^j for the half-size h of a stage (a power of two) and j < h,
-// where w_{2h} = root_of_unity(log2(2h)): one table serves every transform size. The inverse
-// transforms read a second table built from the inverse roots.
+// Twiddles: one forward table tw[m] = w_T^m, m < T/2, T = 2^log_tw >= n. A stage of half-size h
+// needs w_{2h}^j = w_T^(j T/2h) = tw[j << (log_tw - 1 - log2 h)], so one table serves every
+// transform size. The inverse reads w_T^-m = -w_T^(T/2 - m) (m > 0, as w_T^(T/2) = -1) and folds
+// the sign into the butterfly: a quarter of the bytes of two full tables.
 #pragma once
 
 // Butterfly for element pair (e0, e1) = (x, y) at half-size h, twiddle index j:
 //   DIF: x' = x + y, y' = (x - y) w^j;   DIT: x' = x + y w^j, y' = x - y w^j.
+// With w^j = -t (the inverse's folded sign): DIF y' = (y - x) t; DIT x' = x - y t, y' = x + y t.
 template <class F, bool DIT>
-__global__ void ntt_pass(F* __restrict__ d_data, const F* __restrict__ d_tw, int lo, int k, int tl) {
+__global__ void ntt_pass(F* __restrict__ d_data, const F* __restrict__ d_tw, int lo, int k, int tl, int log_tw,
+                         int inverse) {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     F* s = reinterpret_cast<F*>(smem_raw);
     const int n_elems = 1 << (k + tl);
@@ -30,24 +33,27 @@ __global__ void ntt_pass(F* __restrict__ d_data, const F* __restrict__ d_tw, int
     for (int e = threadIdx.x; e < n_elems; e += blockDim.x) s[e] = d_data[global_index(e)];
     __syncthreads();
     const int n_bfly = n_elems >> 1;
+    const uint64_t half_tw = 1ull << (log_tw - 1);
     for (int step = 0; step < k; step++) {
         const int t = DIT ? step : k - 1 - step;  // bit of v this stage pairs
-        const uint64_t h = 1ull << (lo + t);
+        const int shift = log_tw - 1 - (lo + t);  // table stride of this stage's half-size
         for (int b = threadIdx.x; b < n_bfly; b += blockDim.x) {
             const uint32_t lt = b & tl_mask;
             const uint32_t u = b >> tl;  // k - 1 bits
             const uint32_t v0 = ((u >> t) << (t + 1)) | (u & ((1u << t) - 1));
             const uint32_t e0 = (v0 << tl) | lt, e1 = e0 | (1u << (t + tl));
             const uint64_t j = ((uint64_t)(v0 & ((1u << t) - 1)) << lo) | (lw_base | lt);
-            const F w = d_tw[h + j];
+            const uint64_t m = j << shift;
+            const bool neg = inverse && m != 0;
+            const F w = d_tw[neg ? half_tw - m : m];
             const F x = s[e0], y = s[e1];
             if (DIT) {
                 const F yw = y * w;
-                s[e0] = x + yw;
-                s[e1] = x - yw;
+                s[e0] = neg ? x - yw : x + yw;
+                s[e1] = neg ? x + yw : x - yw;
             } else {
                 s[e0] = x + y;
-                s[e1] = (x - y) * w;
+                s[e1] = neg ? (y - x) * w : (x - y) * w;
             }
         }
         __syncthreads();
@@ -97,25 +103,15 @@ __global__ void ntt_quotient(F* __restrict__ d_a, const F* __restrict__ d_b, con
         d_a[i] = (d_a[i] * d_b[i] - d_c[i]).from_mont();
 }
 
-// Top level of a twiddle table: tw[h + j] = w^j for j < h, w = prod of d_pow2[b] (w^(2^b)).
+// The twiddle table: tw[m] = w^m for m < count, w^m as the product of d_pow2[b] = w^(2^b) over
+// m's set bits (no serial chain, every entry independent).
 template <class F>
-__global__ void ntt_twiddle_top(F* __restrict__ d_tw, uint64_t h, const F* __restrict__ d_pow2) {
-    for (uint64_t j = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; j < h; j += (uint64_t)gridDim.x * blockDim.x) {
+__global__ void ntt_twiddles(F* __restrict__ d_tw, uint64_t count, const F* __restrict__ d_pow2) {
+    for (uint64_t m = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; m < count; m += (uint64_t)gridDim.x * blockDim.x) {
         F acc = F::one();
-        for (int b = 0; (j >> b) != 0; b++)
-            if ((j >> b) & 1) acc = acc * d_pow2[b];
-        d_tw[h + j] = acc;
-    }
-}
-
-// Lower levels from the top one: w_{2h'}^j = w_{2h}^(j h/h'), i.e. tw[h' + j] = tw[h + j h/h'].
-template <class F>
-__global__ void ntt_twiddle_lower(F* __restrict__ d_tw, int log_h) {
-    const uint64_t h = 1ull << log_h;
-    for (uint64_t t = 1 + blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; t < h; t += (uint64_t)gridDim.x * blockDim.x) {
-        const int log_hl = 63 - __clzll(t);
-        const uint64_t j = t - (1ull << log_hl);
-        d_tw[t] = d_tw[h + (j << (log_h - log_hl))];
+        for (int b = 0; (m >> b) != 0; b++)
+            if ((m >> b) & 1) acc = acc * d_pow2[b];
+        d_tw[m] = acc;
     }
 }
 

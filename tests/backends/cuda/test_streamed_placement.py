@@ -52,19 +52,26 @@ def test_a_small_key_streams_under_a_budget_below_its_resident_need(curve):
         place_streamed(msm, zkey, 4096, csr, 1 << 30)
 
 
-def test_at_seed_scale_the_chunks_grow_into_the_room_the_prologue_leaves():
-    """2^26 BLS12-381 under 16 GiB, the NTT's tables counted: the chunks double past the
-    configured 1 GiB while the pass still fits. Under 8 GiB the tables (4 GiB of twiddles) and one
-    partition's H phase (three 2 GiB vectors, or the witness and two) do not fit together."""
+def test_at_seed_scale_the_room_goes_to_the_csr_then_to_larger_chunks():
+    """2^26 BLS12-381, the NTT's tables counted (1 GiB of twiddles since one forward table serves
+    both directions; two full tables were 4 GiB and made 8 GiB too small). Under 16 GiB a CSR of
+    32-byte values (6.7 GB) stays resident beside 1 GiB chunks; under 12 GiB it streams and the
+    chunks double past 1 GiB; under 8 GiB everything streams and one partition's quotient (three
+    2 GiB vectors) still fits; under 6 GiB nothing does."""
     zkey = seed_shaped(BLS12_381, 26)
     msm = MsmRunner(SimpleNamespace(curve=BLS12_381), None, None)
     csr, tables = int(zkey.domain_size * 2.5 * 40), ntt_table_bytes(26, 32)
-    placement = place_streamed(msm, zkey, 16 * GIB, csr, 1 << 30, fixed_bytes=tables)
-    assert need(msm, zkey, placement) <= 16 * GIB and placement.device_bytes >= tables
     signal_bytes = 3 * 96 + 192  # a, b1, c (G1) and b2 (G2) points of one signal
-    assert placement.chunk_signals * signal_bytes > 1 << 30
+    roomy = place_streamed(msm, zkey, 16 * GIB, csr, 1 << 30, fixed_bytes=tables)
+    assert need(msm, zkey, roomy) <= 16 * GIB and roomy.csr_chunk_bytes == 0
+    assert roomy.device_bytes == tables + csr
+    middle = place_streamed(msm, zkey, 12 * GIB, csr, 1 << 30, fixed_bytes=tables)
+    assert need(msm, zkey, middle) <= 12 * GIB and middle.csr_chunk_bytes > 0
+    assert middle.chunk_signals * signal_bytes > 1 << 30
+    tight = place_streamed(msm, zkey, 8 * GIB, csr, 1 << 30, fixed_bytes=tables)
+    assert need(msm, zkey, tight) <= 8 * GIB and tight.resident == () and tight.csr_chunk_bytes > 0
     with pytest.raises(DeviceBudgetError):
-        place_streamed(msm, zkey, 8 * GIB, csr, 1 << 30, fixed_bytes=tables)
+        place_streamed(msm, zkey, 6 * GIB, csr, 1 << 30, fixed_bytes=tables)
 
 
 def test_a_partitions_peak_is_three_vectors_of_the_domain_not_five():
