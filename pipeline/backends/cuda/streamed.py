@@ -177,11 +177,16 @@ def place_streamed(msm, zkey, budget: int, csr_bytes: int, chunk_bytes: int, tab
                 least = min(least or need(best), need(best))
                 continue
             # Then chunks as large as the room left allows: every chunk costs each partition a
-            # few MSMs whose fixed cost (bucket sums) does not shrink with the chunk.
-            # The CSR's chunks stay: they share the prologue with the quotient's buffers.
+            # few MSMs whose fixed cost (bucket sums) does not shrink with the chunk. Doubling
+            # first, then steps of a half, a quarter and an eighth of the size reached, so that
+            # the room a doubling would overfill is still used. The CSR's chunks stay: they share
+            # the prologue with the quotient's buffers.
             grown = chunk
             while grown < whole and need(bigger := placement(chosen, csr_streamed, 2 * grown, chunk)) <= budget:
                 best, grown = bigger, 2 * grown
+            for step in (grown // 2, grown // 4, grown // 8):
+                if grown < whole and need(bigger := placement(chosen, csr_streamed, grown + step, chunk)) <= budget:
+                    best, grown = bigger, grown + step
             return best
     raise DeviceBudgetError(f"a {zkey.curve.name} key of 2^{zkey.log_domain_size} constraints needs at least {least} "
                             f"bytes of device memory even with every point streamed, its CSR too, in chunks of "

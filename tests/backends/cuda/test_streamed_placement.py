@@ -74,6 +74,22 @@ def test_at_seed_scale_the_room_goes_to_the_csr_then_to_larger_chunks():
         place_streamed(msm, zkey, 6 * GIB, csr, 1 << 30, fixed_bytes=tables)
 
 
+def test_the_chunks_grow_past_a_doubling_into_the_room_left():
+    """2^26 BLS12-381 under 16 GiB with the coefficient table and the NTT's tables: doubling stops
+    at 2 GiB chunks (4 GiB would not fit), and the half steps after it take the chunks to 3 GiB:
+    12 chunks a pass where doubling alone made 19 (each costs every partition its MSMs' fixed
+    costs), the pass still within the budget."""
+    zkey = seed_shaped(BLS12_381, 26)
+    msm = MsmRunner(SimpleNamespace(curve=BLS12_381), None, None)
+    nnz, row_ptrs, table = int(2 * 2.3 * zkey.domain_size), 8 * (zkey.domain_size + 1), 271 * 32
+    placement = place_streamed(msm, zkey, 16 * GIB, nnz * (2 + 4) + table + row_ptrs, 1 << 30, table,
+                               ntt_table_bytes(26, 32))
+    signal_bytes = 3 * 96 + 192
+    assert 2 * GIB < placement.chunk_signals * signal_bytes < 4 * GIB
+    assert need(msm, zkey, placement) <= 16 * GIB
+    assert len(plan_chunks(zkey, placement)) == 12
+
+
 def test_a_partitions_peak_is_three_vectors_of_the_domain_not_five():
     """The prologue's order (witness MSMs and split, then H with the witness freed after spmv,
     the quotient in a's buffer): at 2^26 with nothing resident, the witness and two vectors
