@@ -18,6 +18,10 @@ Forms (know them for every buffer):
   (``pipeline.keycache``); then the coefficient arrays are in that order too (A's rows, then B's).
   Arrays may be read-only maps of the key's or the cache's files (``np.memmap``), possibly
   unaligned (a zkey section starts at any multiple of 4 bytes).
+- ``Groth16Zkey.coeff_table``: with ``coeff_table_prepared``, the coefficient table of the CSR
+  values (``CoefficientTable``: indices of A's then B's values, in the order of ``csr``) as the
+  key cache stored it, or None when the key has more than 2^16 distinct values; without it, not
+  known (whoever needs one computes it from the CSR).
 """
 from __future__ import annotations
 
@@ -27,6 +31,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..curves import Curve
+from .coeff_table import CoefficientTable
 
 G1Affine = tuple[int, int] | None
 G2Affine = tuple[tuple[int, int], tuple[int, int]] | None
@@ -70,6 +75,8 @@ class Groth16Zkey:
     points_h: np.ndarray  # (domain_size, 2, fq_limbs) Montgomery
     sections: dict[int, tuple[int, int]] = field(default_factory=dict)  # id -> (offset, size)
     csr: tuple[CsrMatrix, CsrMatrix] | None = None  # (A, B) by row when prepared (pipeline.keycache)
+    coeff_table: CoefficientTable | None = None  # the CSR values' table when prepared (None: > 2^16 values)
+    coeff_table_prepared: bool = False  # whether coeff_table says it; else nobody looked
 
     @property
     def log_domain_size(self) -> int:
@@ -88,7 +95,8 @@ class Groth16Zkey:
         arrays = (self.coeff_matrix, self.coeff_constraint, self.coeff_signal, self.coeff_values_stored,
                   self.points_a, self.points_b1, self.points_b2, self.points_c, self.points_h)
         row_ptrs = sum(m.row_ptr.nbytes for m in self.csr) if self.csr else 0  # cols and vals are the coefficients
-        return sum(a.nbytes for a in arrays) + row_ptrs
+        table = self.coeff_table.nbytes if self.coeff_table is not None else 0
+        return sum(a.nbytes for a in arrays) + row_ptrs + table
 
 
 @dataclass(frozen=True)

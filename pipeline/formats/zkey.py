@@ -172,16 +172,20 @@ def read_zkey(path: str | os.PathLike, check_points: bool = False, map_points: b
 
 
 def zkey_from_parts(header: ZkeyHeader, vk: dict, ic: tuple, coefficients: tuple, points: dict,
-                    csr=None) -> Groth16Zkey:
+                    csr=None, coeff_table=None, coeff_table_prepared: bool = False) -> Groth16Zkey:
     """The ``Groth16Zkey`` of a header, its vk points, its coefficients (matrix, constraint,
-    signal, values) and its point arrays ({"a": ..., "h": ...}); ``csr`` when prepared."""
+    signal, values) and its point arrays ({"a": ..., "h": ...}); ``csr`` when prepared, and with
+    ``coeff_table_prepared`` the table of its values (``coeff_table``; None: more than 2^16)."""
+    if coeff_table_prepared and csr is None:
+        raise ValueError("a prepared coefficient table indexes the prepared CSR: give both")
     matrix, constraint, signal, values = coefficients
     return Groth16Zkey(
         path=header.binfile.path, curve=header.curve, n_vars=header.n_vars, n_public=header.n_public,
         domain_size=header.domain_size, alpha1=vk["alpha1"], beta1=vk["beta1"], beta2=vk["beta2"],
         gamma2=vk["gamma2"], delta1=vk["delta1"], delta2=vk["delta2"], ic=ic,
         coeff_matrix=matrix, coeff_constraint=constraint, coeff_signal=signal, coeff_values_stored=values,
-        sections=dict(header.binfile.sections), csr=csr, **{f"points_{n}": points[n] for n in POINT_SECTIONS})
+        sections=dict(header.binfile.sections), csr=csr, coeff_table=coeff_table,
+        coeff_table_prepared=coeff_table_prepared, **{f"points_{n}": points[n] for n in POINT_SECTIONS})
 
 
 def point_layout(header: ZkeyHeader) -> dict[str, tuple[int, tuple[int, ...]]]:

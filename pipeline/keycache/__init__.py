@@ -4,7 +4,10 @@ beside the key (docs/key_cache.md).
 - ``csr``: A and B by row through a parallel counting sort (``csr_matrices``), used by every
   backend path that uploads a key;
 - ``prepare``: ``prepare_key(path, settings)`` opens a key from its cache folder when that is
-  valid, else prepares and caches it (``folder``: the files; ``checksum``: the digests).
+  valid, else prepares and caches it (``folder``: the files; ``checksum``: the digests). The
+  cache holds A and B by row (their CSR) and the table of their distinct values with each value's
+  16-bit index in it (``Groth16Zkey.coeff_table``, what the CUDA backend's ``csr_value_table``
+  uploads), so that a later start maps both instead of sorting and scanning the coefficients.
 
 Layer 2.5: imports formats and curves; backends, engine and the commands import it.
 """

@@ -7,10 +7,19 @@
     coeff_signal.bin        (nnz,) uint32      = the CSR column indices of A, then of B
     coeff_values.bin        (nnz, limbs) uint64  = the CSR values (stored form, value * R^2)
     row_ptr_a.bin, row_ptr_b.bin  (domain_size + 1,) uint32
+    coeff_table.bin         (k, limbs) uint64  the distinct CSR values (formats/coeff_table.py), and
+    coeff_index.bin         (nnz,) uint16      each CSR value's row in it (A's, then B's); both absent,
+                                               and the manifest's "coeff_table" null, when the key has
+                                               more than 2^16 distinct values
 
 The point sections are not copied: their layout in the zkey is the one the backends use, so a
 prepared key maps them from the key file itself (``read_points(map_points=True)``); copying them
 would double the disk and the first start's writes for nothing.
+
+The table is found on the values in file order (the same distinct values; its rows are in order
+of first appearance there, so they may differ in order from a table of the CSR values), and each
+CSR value's index is gathered through the CSR order like the values: the CUDA backend then maps
+it at each start instead of spending a pass over every value (~9 s of a 2^26 key's load).
 
 ``write_folder`` writes every array in 64 MiB blocks on the worker threads, each block computed,
 hashed and written in one task (one block per thread in memory, never a second copy of an array).
@@ -24,6 +33,7 @@ import math
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import xxhash
@@ -32,13 +42,25 @@ import pipeline  # its __version__ (the layering test reads `from .. import` as 
 
 from ..errors import InternalError
 from ..formats.binfile import over_chunks
+from ..formats.coeff_table import CoefficientTable, coefficient_table
 from ..formats.types import CsrMatrix
 from ..formats.zkey import ZkeyHeader
 from .checksum import BLOCK_BYTES, digest_file_range, scratch, tree_digest
 from .csr import split_row_ptr
 
-CACHE_FORMAT = 1  # bump when what a file holds or how it is laid out changes
+CACHE_FORMAT = 2  # bump when what a file holds or how it is laid out changes (2: the coefficient table)
 MANIFEST = "manifest.json"
+ARRAYS = ("coeff_matrix", "coeff_constraint", "coeff_signal", "coeff_values", "row_ptr_a", "row_ptr_b")
+TABLE_ARRAYS = ("coeff_table", "coeff_index")  # when the key has a coefficient table
+
+
+class OpenedFolder(NamedTuple):
+    """What ``open_folder`` maps: the coefficients in CSR order (matrix, constraint, signal,
+    values), A and B by row, and the coefficient table of their values (None: more than 2^16)."""
+
+    coefficients: tuple
+    csr: tuple[CsrMatrix, CsrMatrix]
+    coeff_table: CoefficientTable | None
 
 
 class CacheInvalid(InternalError):
@@ -49,7 +71,8 @@ class CacheInvalid(InternalError):
 def write_folder(folder: Path, header: ZkeyHeader, content: str, coefficients: tuple, order: np.ndarray,
                  row_ptr: np.ndarray) -> None:
     """Write the prepared key into ``folder`` (new, empty): the coefficients gathered through
-    ``order`` (their CSR order), the split row pointers, then the manifest."""
+    ``order`` (their CSR order), the split row pointers, the coefficient table with each CSR
+    value's index in it (when there are at most 2^16 values), then the manifest."""
     _, _, signal, values = coefficients  # matrix and constraint follow from the order
     d = header.domain_size
     ptr_a, ptr_b = split_row_ptr(row_ptr, d)
@@ -81,17 +104,31 @@ def write_folder(folder: Path, header: ZkeyHeader, content: str, coefficients: t
             out[:] = ptr[a:b]
         return rows
 
-    u4, u8 = np.dtype("<u4"), np.dtype("<u8")
+    u2, u4, u8 = np.dtype("<u2"), np.dtype("<u4"), np.dtype("<u8")
     makers = {"coeff_matrix": (u4, (n,), matrix_rows), "coeff_constraint": (u4, (n,), constraint_rows),
               "coeff_signal": (u4, (n,), signal_rows), "coeff_values": (u8, values.shape, value_rows),
               "row_ptr_a": (u4, ptr_a.shape, row_ptr_rows(ptr_a)), "row_ptr_b": (u4, ptr_b.shape, row_ptr_rows(ptr_b))}
+    # the table of the values in file order: the same distinct values, found without gathering them first
+    found = coefficient_table([values])
+    if found is not None:
+        table, (index,) = found.table, found.indices
+
+        def table_rows(out, a, b):
+            out[:] = table[a:b]
+
+        def index_rows(out, a, b):
+            np.take(index, order[a:b], out=out, mode="clip")
+
+        makers["coeff_table"] = (u8, table.shape, table_rows)  # rows of limbs * 8 bytes, as coeff_values
+        makers["coeff_index"] = (u2, (n,), index_rows)
     arrays = {}
     for name, (dtype, shape, fill) in makers.items():
         digest = _write_array(folder / f"{name}.bin", dtype, shape, fill)
         arrays[name] = {"dtype": dtype.str, "shape": list(shape), "digest": digest}
     manifest = {"format": CACHE_FORMAT, "zkpipe": pipeline.__version__, "content": content, "curve": header.curve.name,
                 "n_vars": header.n_vars, "n_public": header.n_public, "domain_size": d, "n_coefficients": n,
-                "n_a": n_a, "key_path": header.binfile.path, "arrays": arrays}
+                "n_a": n_a, "key_path": header.binfile.path, "arrays": arrays,
+                "coeff_table": None if found is None else {"distinct_values": int(found.table.shape[0])}}
     (folder / MANIFEST).write_text(json.dumps(manifest, indent=1))
 
 
@@ -128,8 +165,8 @@ def read_manifest(folder: Path) -> dict:
     return manifest
 
 
-def open_folder(folder: Path, header: ZkeyHeader, content: str, verify: bool = True):
-    """((matrix, constraint, signal, values), (A, B) CsrMatrix) mapped read-only from ``folder``;
+def open_folder(folder: Path, header: ZkeyHeader, content: str, verify: bool = True) -> OpenedFolder:
+    """The prepared key's arrays mapped read-only from ``folder`` (``OpenedFolder``);
     ``CacheInvalid`` unless it was made by this version from a key with ``content`` and every
     array is whole (and, with ``verify``, matches its digest)."""
     m = read_manifest(folder)
@@ -144,7 +181,8 @@ def open_folder(folder: Path, header: ZkeyHeader, content: str, verify: bool = T
         raise CacheInvalid("the manifest does not describe this key")
     arrays = {}
     try:
-        for name in ("coeff_matrix", "coeff_constraint", "coeff_signal", "coeff_values", "row_ptr_a", "row_ptr_b"):
+        has_table = m["coeff_table"] is not None
+        for name in ARRAYS + (TABLE_ARRAYS if has_table else ()):
             spec = m["arrays"][name]
             arrays[name] = _map_array(folder / f"{name}.bin", np.dtype(spec["dtype"]), tuple(spec["shape"]),
                                       spec["digest"] if verify else None)
@@ -153,11 +191,17 @@ def open_folder(folder: Path, header: ZkeyHeader, content: str, verify: bool = T
         raise CacheInvalid(f"the manifest does not describe the arrays ({exc!r})") from None
     ptr_a, ptr_b = arrays["row_ptr_a"], arrays["row_ptr_b"]
     if ptr_a.shape != (header.domain_size + 1,) or arrays["coeff_signal"].shape != (n,) or \
-            int(ptr_a[-1]) != n_a or int(ptr_b[-1]) != n - n_a:
+            int(ptr_a[-1]) != n_a or int(ptr_b[-1]) != n - n_a or \
+            (has_table and (arrays["coeff_index"].shape != (n,) or
+                            arrays["coeff_table"].shape[1:] != arrays["coeff_values"].shape[1:])):
         raise CacheInvalid("the arrays' sizes do not agree with each other")
     signal, values = arrays["coeff_signal"], arrays["coeff_values"]
     csr = (CsrMatrix(ptr_a, signal[:n_a], values[:n_a]), CsrMatrix(ptr_b, signal[n_a:], values[n_a:]))
-    return (arrays["coeff_matrix"], arrays["coeff_constraint"], signal, values), csr
+    table = None
+    if has_table:
+        index = arrays["coeff_index"]
+        table = CoefficientTable(arrays["coeff_table"], (index[:n_a], index[n_a:]))
+    return OpenedFolder((arrays["coeff_matrix"], arrays["coeff_constraint"], signal, values), csr, table)
 
 
 def _map_array(path: Path, dtype: np.dtype, shape: tuple, digest: str | None) -> np.ndarray:

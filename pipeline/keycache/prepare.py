@@ -82,7 +82,8 @@ def cache_folder(zkey_path: str | os.PathLike, settings: KeyCacheSettings) -> Pa
 
 
 def prepare_key(zkey_path: str | os.PathLike, settings: KeyCacheSettings = KeyCacheSettings()) -> PreparedKey:
-    """The key with its CSR, mapped from its cache folder or prepared now (see the module docstring).
+    """The key with its CSR and the table of its values (``coeff_table``), mapped from its cache
+    folder or prepared now (see the module docstring).
     Raises ``FormatError`` for a bad key; a cache that cannot be written only costs the caching."""
     t0 = time.perf_counter()
     zkey_path = os.fspath(zkey_path)
@@ -97,9 +98,9 @@ def prepare_key(zkey_path: str | os.PathLike, settings: KeyCacheSettings = KeyCa
         bar.update(bar.total - bar.n)
     if opened is None:  # the cache could not be written: the key as read, CSR built at load
         return _done(read_zkey(zkey_path), "uncached", t0, None, reason)
-    coefficients, csr = opened
     vk, ic = read_vk_points(header)
-    zkey = zkey_from_parts(header, vk, ic, coefficients, read_points(header, map_points=True), csr)
+    zkey = zkey_from_parts(header, vk, ic, opened.coefficients, read_points(header, map_points=True), opened.csr,
+                           coeff_table=opened.coeff_table, coeff_table_prepared=True)
     return _done(zkey, source, t0, str(folder), reason)
 
 

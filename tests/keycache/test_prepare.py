@@ -17,6 +17,7 @@ import pytest
 
 import pipeline
 from pipeline.curves import curve_by_name
+from pipeline.formats.coeff_table import coefficient_table
 from pipeline.formats.errors import FormatError
 from pipeline.formats.zkey import read_zkey
 from pipeline.formats.zkey_writer import write_random_zkey
@@ -48,6 +49,24 @@ def assert_same_key(prepared, path) -> None:
         for field in ("row_ptr", "cols", "vals"):
             assert getattr(got, field).dtype == getattr(want, field).dtype
             assert np.array_equal(getattr(got, field), getattr(want, field)), field
+    assert_table_of_csr(prepared)
+
+
+def assert_table_of_csr(zkey) -> None:
+    """``zkey`` carries the prepared coefficient table of its CSR values: the distinct values a
+    table found on them has (its rows may come in another order: the cache finds them in file
+    order), with each value's uint16 index pointing at its own value."""
+    assert zkey.coeff_table_prepared
+    a, b = zkey.csr
+    want, got = coefficient_table([a.vals, b.vals]), zkey.coeff_table
+    assert (got is None) == (want is None)
+    if got is None:
+        return
+    assert got.table.dtype == np.uint64 and got.table.shape == want.table.shape
+    assert np.array_equal(np.unique(got.table, axis=0), np.unique(want.table, axis=0))  # the same distinct rows
+    for m, index in zip((a, b), got.indices, strict=True):
+        assert index.dtype == np.uint16 and index.shape == (m.vals.shape[0],)
+        assert np.array_equal(got.table[index], m.vals)
 
 
 @pytest.fixture
@@ -148,7 +167,7 @@ def test_changed_points_need_no_rebuild_and_are_seen(key_copy):
 
 
 @pytest.mark.parametrize("change, reason", [
-    (lambda m: m.setattr(folder_module, "CACHE_FORMAT", 99), "cache format 1), this is zkpipe"),
+    (lambda m: m.setattr(folder_module, "CACHE_FORMAT", 99), f"cache format {folder_module.CACHE_FORMAT}), this is zkpipe"),
     (lambda m: m.setattr(pipeline, "__version__", "9.9.9"), "this is zkpipe 9.9.9"),
 ])
 def test_a_cache_of_another_version_is_rebuilt(key_copy, caplog, monkeypatch, change, reason):
@@ -163,6 +182,10 @@ def test_a_cache_of_another_version_is_rebuilt(key_copy, caplog, monkeypatch, ch
     (lambda f: os.truncate(f / "row_ptr_b.bin", 0), "truncated"),
     (lambda f: (f / "coeff_signal.bin").unlink(), "coeff_signal.bin"),
     (lambda f: _flip_byte(f / "coeff_values.bin"), "checksum"),
+    (lambda f: _flip_byte(f / "coeff_index.bin"), "coeff_index.bin does not match its checksum"),
+    (lambda f: os.truncate(f / "coeff_index.bin", (f / "coeff_index.bin").stat().st_size - 2), "truncated"),
+    (lambda f: _flip_byte(f / "coeff_table.bin"), "coeff_table.bin does not match its checksum"),
+    (lambda f: (f / "coeff_table.bin").unlink(), "coeff_table.bin"),
     (lambda f: (f / "manifest.json").write_text("{\"format\": 1, "), "unreadable manifest"),
     (lambda f: (f / "manifest.json").write_text("[]"), "unreadable manifest"),
 ])

@@ -138,13 +138,18 @@ class CudaBackend(Backend):
     def coefficient_table(self, zkey: Groth16Zkey) -> CoefficientTable | None:
         """The key's A/B coefficients as indices into a table of their values, when
         ``csr_value_table`` is on and they have at most 2^16 values (else None: the values
-        themselves); computed once per key object, as placing and loading both need it."""
+        themselves); the one the key cache prepared (``zkey.coeff_table_prepared``), else
+        computed from the CSR, once per key object, as placing and loading both need it."""
         if not self.csr_value_table:
             return None
         ref_and_table = self._coeff_tables.get(id(zkey))
         if ref_and_table is None or ref_and_table[0]() is not zkey:
-            a, b = csr_matrices(zkey)
-            ref_and_table = (weakref.ref(zkey), coefficient_table([a.vals, b.vals]))
+            if zkey.coeff_table_prepared:
+                table = zkey.coeff_table
+            else:
+                a, b = csr_matrices(zkey)
+                table = coefficient_table([a.vals, b.vals])
+            ref_and_table = (weakref.ref(zkey), table)
             self._coeff_tables[id(zkey)] = ref_and_table
         return ref_and_table[1]
 

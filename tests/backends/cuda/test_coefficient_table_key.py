@@ -1,7 +1,8 @@
 """The CUDA backend's coefficient table of a key (CudaBackend.coefficient_table and the key bytes it
 changes), without a GPU: the methods run on a stand-in holding the backend's attributes. Off by
 default; on, computed once per key object, exact, and the key's device bytes shrink by what the
-32-byte values gave up."""
+32-byte values gave up; a key prepared through the key cache brings its table (or its "none"),
+taken as it is."""
 from __future__ import annotations
 
 from types import SimpleNamespace
@@ -9,9 +10,13 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from pipeline.backends.cuda import backend as backend_module
 from pipeline.backends.cuda.backend import CudaBackend
 from pipeline.backends.cuda.options import CudaOptions
+from pipeline.curves import curve_by_name
 from pipeline.formats.zkey import read_zkey
+from pipeline.formats.zkey_writer import write_random_zkey
+from pipeline.keycache import KeyCacheSettings, prepare_key
 from pipeline.keycache.csr import csr_matrices
 from tests.conftest import fixture_dir
 
@@ -42,3 +47,36 @@ def test_a_keys_table_is_computed_once_exact_and_shrinks_its_device_bytes(curve_
         assert np.array_equal(table.table[idx], m.vals)
     full, indexed = CudaBackend.key_device_bytes(off, zkey), CudaBackend.key_device_bytes(on, zkey)
     assert full - indexed == zkey.coeff_values_stored.nbytes - table.nbytes > 0
+
+
+@pytest.fixture
+def never_computed(monkeypatch):
+    """The backend's own way to a table fails the test: a prepared key must not need it."""
+    def fail(*_):
+        raise AssertionError("the table was computed, not taken from the prepared key")
+    monkeypatch.setattr(backend_module, "coefficient_table", fail)
+    monkeypatch.setattr(backend_module, "csr_matrices", fail)
+
+
+@pytest.mark.parametrize("curve_name", ["bn128", "bls12381"])
+def test_a_prepared_keys_table_is_taken_not_computed(tmp_path, curve_name, never_computed):
+    path = fixture_dir(curve_name, "chain_2e10") / "circuit_final.zkey"
+    settings = KeyCacheSettings(cache_dir=str(tmp_path))
+    prepare_key(path, settings)
+    zkey = prepare_key(path, settings).zkey  # from the cache
+    off, on = stand_in(False), stand_in(True)
+    assert CudaBackend.coefficient_table(off, zkey) is None
+    table = CudaBackend.coefficient_table(on, zkey)
+    assert table is zkey.coeff_table and CudaBackend.coefficient_table(on, zkey) is table
+    for m, idx in zip(zkey.csr, table.indices, strict=True):
+        assert np.array_equal(table.table[idx], m.vals)
+    full, indexed = CudaBackend.key_device_bytes(off, zkey), CudaBackend.key_device_bytes(on, zkey)
+    assert full - indexed == zkey.coeff_values_stored.nbytes - table.nbytes > 0
+
+
+def test_a_prepared_none_is_none_without_computing(tmp_path, never_computed):
+    path = tmp_path / "many_values.zkey"  # ~2^17 random coefficient values: more than a uint16 index holds
+    write_random_zkey(path, curve_by_name("bn128"), n_vars=(1 << 16) - 5, domain_size=1 << 16, n_public=2, seed=3)
+    zkey = prepare_key(path).zkey
+    assert zkey.coeff_table_prepared and zkey.coeff_table is None
+    assert CudaBackend.coefficient_table(stand_in(True), zkey) is None
