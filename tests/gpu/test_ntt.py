@@ -97,18 +97,22 @@ def test_elementwise_product_matches_reference(cuda_backend, runtime, gpu_curve,
     assert [fr.from_mont(v) for v in fr.ints_from_limbs(out)] == [x * y % fr.modulus for x, y in zip(a, b)]
 
 
-@pytest.mark.parametrize("log_n", [1, 3, 9])
+@pytest.mark.parametrize("log_n", [1, 3, 9, 12])
 @pytest.mark.parametrize("inverse", [False, True])
-def test_small_transforms_read_a_larger_domains_table(cuda_backend, runtime, gpu_curve, log_n, inverse):
-    """One forward table of 2^16's domain serves a 2^log_n transform both ways (strided, the
-    inverse's sign folded into the butterfly)."""
+@pytest.mark.parametrize("compact", [False, True], ids=["levels", "compact"])
+def test_transforms_read_a_larger_domains_table_in_either_layout(cuda_backend, runtime, gpu_curve, log_n, inverse,
+                                                                  compact):
+    """One forward table of 2^16's domain serves a 2^log_n transform both ways, in the level or the
+    compact layout (the inverse's sign folded into the butterfly); a layout change rebuilds it."""
     from pipeline.backends.cuda.ntt import NttRunner
 
     fr, n = gpu_curve.fr, 1 << log_n
     ntt = NttRunner(runtime.ntt.kernels, cuda_backend.allocator, cuda_backend.stream)
     try:
-        ntt.ensure_twiddles(16)
-        values = _random_values(fr, random.Random(f"wide{gpu_curve.name}{log_n}{inverse}"), n)
+        ntt.ensure_twiddles(16, compact=not compact)
+        ntt.ensure_twiddles(5, compact=compact)  # the other layout, still for 2^16
+        assert (ntt.log_max, ntt.compact) == (16, compact)
+        values = _random_values(fr, random.Random(f"wide{gpu_curve.name}{log_n}{inverse}{compact}"), n)
         with _upload_mont(cuda_backend, fr, values) as d:
             ntt.ntt(d.ptr, log_n, inverse=inverse)
             got = _download_plain(cuda_backend, fr, d, n)

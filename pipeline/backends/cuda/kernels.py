@@ -30,7 +30,7 @@ UNITS: dict[str, tuple[str, ...]] = {
     ),
     "ntt": (
         "ntt_pass<fr_t, false>", "ntt_pass<fr_t, true>", "ntt_bit_reverse<fr_t>", "ntt_coset_scale<fr_t>",
-        "ntt_quotient<fr_t>", "ntt_twiddles<fr_t>",
+        "ntt_quotient<fr_t>", "ntt_twiddles<fr_t>", "ntt_twiddle_lower<fr_t>",
         "ff_to_mont<fr_t>", "ff_from_mont<fr_t>", "ff_mul<fr_t>", "spmv_ab<fr_t>", "spmv_ab_table<fr_t>",
     ),
     "msm_g1": (
@@ -51,11 +51,12 @@ SIGNATURES: dict[str, tuple[str, ...]] = {
     "test_field_op": (PTR, PTR, PTR, I32, U32),
     "test_point_op": (PTR, PTR, PTR, PTR, PTR, I32, U32),
     "test_spin": (U64, PTR),
-    "ntt_pass": (PTR, PTR, I32, I32, I32, I32, I32),
+    "ntt_pass": (PTR, PTR, I32, I32, I32, I32, I32, I32),
     "ntt_bit_reverse": (PTR, I32, "fr"),
     "ntt_coset_scale": (PTR, I32, PTR, PTR, I32),
     "ntt_quotient": (PTR, PTR, PTR, U64),
     "ntt_twiddles": (PTR, U64, PTR),
+    "ntt_twiddle_lower": (PTR, I32),
     "ff_to_mont": (PTR, PTR, U64),
     "ff_from_mont": (PTR, PTR, U64),
     "ff_mul": (PTR, PTR, PTR, U64),

@@ -28,25 +28,25 @@ def pass_plan(log_n: int, dit: bool) -> list[tuple[int, int, int]]:
     return plan[::-1] if dit else plan
 
 
-def twiddle_count(log_n: int) -> int:
-    """Entries of the twiddle table that serves transforms up to 2^log_n, both directions."""
-    return 1 << max(log_n - 1, 0)
+def twiddle_count(log_n: int, compact: bool) -> int:
+    """Entries of the twiddle table that serves transforms up to 2^log_n, both directions: the
+    level table (every stage's powers contiguous) or the compact one (the top stage's only)."""
+    return 1 << max(log_n - 1, 0) if compact else 1 << max(log_n, 1)
 
 
-def twiddle_index(j: int, log_h: int, log_tw: int, inverse: bool) -> tuple[int, bool]:
-    """(table index, negate) of w_{2h}^(+-j), h = 2^log_h, in the table of ``log_tw``: the
-    host's statement of what ``ntt_pass`` reads (kernel comment in cuda_src/ntt/ntt.cuh)."""
-    m = j << (log_tw - 1 - log_h)
-    if inverse and m:
-        return (1 << (log_tw - 1)) - m, True
-    return m, False
+def twiddle_index(j: int, log_h: int, log_tw: int, inverse: bool, compact: bool) -> tuple[int, bool]:
+    """(table index, negate) of w_{2h}^(+-j), h = 2^log_h, in the table of ``log_tw``: the host's
+    statement of what ``ntt_pass`` reads (the layouts: cuda_src/ntt/ntt.cuh)."""
+    negate = inverse and j != 0
+    jj = (1 << log_h) - j if negate else j  # w^-j = -w^(h - j)
+    return (jj << (log_tw - 1 - log_h) if compact else (1 << log_h) + jj), negate
 
 
-def table_bytes(log_n: int, elem: int) -> int:
+def table_bytes(log_n: int, elem: int, compact: bool = False) -> int:
     """Device bytes the transforms of a 2^log_n domain keep resident: the twiddle table
     (``ensure_twiddles``) and the odd coset's two tables (``_coset``)."""
     lo_bits = (log_n + 1) // 2
-    return (twiddle_count(log_n) + (1 << lo_bits) + (1 << (log_n - lo_bits))) * elem
+    return (twiddle_count(log_n, compact) + (1 << lo_bits) + (1 << (log_n - lo_bits))) * elem
 
 
 class NttRunner:
@@ -58,7 +58,8 @@ class NttRunner:
         self.allocator = allocator
         self.stream = stream
         self.log_max = -1
-        self.d_tw = None  # forward table of 2^(log_max - 1) entries; the inverse reads it too
+        self.compact = False  # the table's layout (twiddle_count)
+        self.d_tw = None  # the forward table; the inverse reads it too
         self._coset_tables: dict[int, tuple] = {}
 
     @property
@@ -74,24 +75,31 @@ class NttRunner:
                             self.stream, shared)
 
     # -- twiddles --------------------------------------------------------------------------------
-    def ensure_twiddles(self, log_n: int) -> None:
-        """The table tw[m] = w_T^m, m < T/2, T = 2^log_n, which serves every transform up to 2^log_n
-        in both directions."""
-        if log_n <= self.log_max:
+    def ensure_twiddles(self, log_n: int, compact: bool = False) -> None:
+        """A twiddle table that serves every transform up to 2^log_n in both directions, in the
+        layout asked for (compact: half the entries of the level table, ~9% slower transforms;
+        for keys placed under a tight budget). A change of layout rebuilds it for the largest
+        domain served so far; the last key loaded decides."""
+        if log_n <= self.log_max and compact == self.compact:
             return
+        log_n = max(log_n, self.log_max)
         fr, p = self.fr, self.fr.modulus
-        count = twiddle_count(log_n)
+        count = twiddle_count(log_n, compact)
+        top = twiddle_count(log_n, True)  # w_T^m, m < T/2: the compact table, or the level table's top level
         old = self.d_tw
         d_tw = self.allocator.alloc(count * self.elem_bytes, "ntt twiddles")
         w = fr.root_of_unity(log_n) if log_n >= 1 else 1
         pow2 = [pow(w, 1 << b, p) for b in range(max(log_n - 1, 1))]
         with self.allocator.upload(self.to_mont_limbs(pow2), "twiddle powers") as d_pow2:
-            self._launch("ntt_twiddles<fr_t>", count, (d_tw.ptr, count, d_pow2.ptr))
+            first = d_tw.ptr if compact else d_tw.ptr + (count - top) * self.elem_bytes
+            self._launch("ntt_twiddles<fr_t>", top, (first, top, d_pow2.ptr))
+            if not compact:
+                self._launch("ntt_twiddle_lower<fr_t>", top, (d_tw.ptr, max(log_n, 1) - 1))
             self.stream.synchronize()
         self.d_tw = d_tw
         if old is not None:
             old.free()
-        self.log_max = log_n
+        self.log_max, self.compact = log_n, compact
 
     # -- transforms ------------------------------------------------------------------------------
     def radix_passes(self, d_data: int, log_n: int, dit: bool, inverse: bool) -> None:
@@ -102,7 +110,7 @@ class NttRunner:
         for lo, k, tl in pass_plan(log_n, dit):
             elems = 1 << (k + tl)
             self.kernels.launch(expr, n // elems, max(elems // 2, 1),
-                                (d_data, self.d_tw.ptr, lo, k, tl, self.log_max, int(inverse)),
+                                (d_data, self.d_tw.ptr, lo, k, tl, self.log_max, int(inverse), int(not self.compact)),
                                 self.stream, elems * self.elem_bytes)
 
     def bit_reverse(self, d_data: int, log_n: int, scale_mont: int) -> None:

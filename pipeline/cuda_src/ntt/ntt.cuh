@@ -7,10 +7,14 @@
 //
 // DIF (Gentleman-Sande): natural order in, bit-reversed out; stages from the top bit down.
 // DIT (Cooley-Tukey): bit-reversed in, natural order out; stages from bit 0 up.
-// Twiddles: one forward table tw[m] = w_T^m, m < T/2, T = 2^log_tw >= n. A stage of half-size h
-// needs w_{2h}^j = w_T^(j T/2h) = tw[j << (log_tw - 1 - log2 h)], so one table serves every
-// transform size. The inverse reads w_T^-m = -w_T^(T/2 - m) (m > 0, as w_T^(T/2) = -1) and folds
-// the sign into the butterfly: a quarter of the bytes of two full tables.
+// Twiddles come from one forward table in one of two layouts, T = 2^log_tw >= n:
+//   levels:  tw[h + j] = w_{2h}^j for every half-size h < T and j < h (T entries): each stage
+//            reads a contiguous run (coalesced);
+//   compact: tw[m] = w_T^m for m < T/2 (a quarter of two level tables): a stage of half-size h
+//            reads w_{2h}^j = tw[j << (log_tw - 1 - log2 h)], strided below the top stage (about
+//            9% slower at 2^26-27, measured); for keys whose budget is tight.
+// The inverse reads the forward table: w_{2h}^-j = -w_{2h}^(h - j) for 0 < j < h (w_{2h}^h = -1),
+// the sign folded into the butterfly.
 #pragma once
 
 // Butterfly for element pair (e0, e1) = (x, y) at half-size h, twiddle index j:
@@ -18,7 +22,7 @@
 // With w^j = -t (the inverse's folded sign): DIF y' = (y - x) t; DIT x' = x - y t, y' = x + y t.
 template <class F, bool DIT>
 __global__ void ntt_pass(F* __restrict__ d_data, const F* __restrict__ d_tw, int lo, int k, int tl, int log_tw,
-                         int inverse) {
+                         int inverse, int levels) {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     F* s = reinterpret_cast<F*>(smem_raw);
     const int n_elems = 1 << (k + tl);
@@ -33,19 +37,19 @@ __global__ void ntt_pass(F* __restrict__ d_data, const F* __restrict__ d_tw, int
     for (int e = threadIdx.x; e < n_elems; e += blockDim.x) s[e] = d_data[global_index(e)];
     __syncthreads();
     const int n_bfly = n_elems >> 1;
-    const uint64_t half_tw = 1ull << (log_tw - 1);
     for (int step = 0; step < k; step++) {
         const int t = DIT ? step : k - 1 - step;  // bit of v this stage pairs
-        const int shift = log_tw - 1 - (lo + t);  // table stride of this stage's half-size
+        const uint64_t h = 1ull << (lo + t);
+        const int shift = log_tw - 1 - (lo + t);  // the compact table's stride at this half-size
         for (int b = threadIdx.x; b < n_bfly; b += blockDim.x) {
             const uint32_t lt = b & tl_mask;
             const uint32_t u = b >> tl;  // k - 1 bits
             const uint32_t v0 = ((u >> t) << (t + 1)) | (u & ((1u << t) - 1));
             const uint32_t e0 = (v0 << tl) | lt, e1 = e0 | (1u << (t + tl));
             const uint64_t j = ((uint64_t)(v0 & ((1u << t) - 1)) << lo) | (lw_base | lt);
-            const uint64_t m = j << shift;
-            const bool neg = inverse && m != 0;
-            const F w = d_tw[neg ? half_tw - m : m];
+            const bool neg = inverse && j != 0;
+            const uint64_t jj = neg ? h - j : j;
+            const F w = d_tw[levels ? h + jj : jj << shift];
             const F x = s[e0], y = s[e1];
             if (DIT) {
                 const F yw = y * w;
@@ -103,8 +107,8 @@ __global__ void ntt_quotient(F* __restrict__ d_a, const F* __restrict__ d_b, con
         d_a[i] = (d_a[i] * d_b[i] - d_c[i]).from_mont();
 }
 
-// The twiddle table: tw[m] = w^m for m < count, w^m as the product of d_pow2[b] = w^(2^b) over
-// m's set bits (no serial chain, every entry independent).
+// The compact table, or the top level of a level table: tw[m] = w^m for m < count, w^m as the
+// product of d_pow2[b] = w^(2^b) over m's set bits (no serial chain, every entry independent).
 template <class F>
 __global__ void ntt_twiddles(F* __restrict__ d_tw, uint64_t count, const F* __restrict__ d_pow2) {
     for (uint64_t m = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; m < count; m += (uint64_t)gridDim.x * blockDim.x) {
@@ -112,6 +116,18 @@ __global__ void ntt_twiddles(F* __restrict__ d_tw, uint64_t count, const F* __re
         for (int b = 0; (m >> b) != 0; b++)
             if ((m >> b) & 1) acc = acc * d_pow2[b];
         d_tw[m] = acc;
+    }
+}
+
+// A level table's lower levels from its top one (h = 2^log_h): w_{2h'}^j = w_{2h}^(j h/h'), i.e.
+// tw[h' + j] = tw[h + j h/h'].
+template <class F>
+__global__ void ntt_twiddle_lower(F* __restrict__ d_tw, int log_h) {
+    const uint64_t h = 1ull << log_h;
+    for (uint64_t t = 1 + blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; t < h; t += (uint64_t)gridDim.x * blockDim.x) {
+        const int log_hl = 63 - __clzll(t);
+        const uint64_t j = t - (1ull << log_hl);
+        d_tw[t] = d_tw[h + (j << (log_h - log_hl))];
     }
 }
 

@@ -53,14 +53,14 @@ def test_a_small_key_streams_under_a_budget_below_its_resident_need(curve):
 
 
 def test_at_seed_scale_the_room_goes_to_the_csr_then_to_larger_chunks():
-    """2^26 BLS12-381, the NTT's tables counted (1 GiB of twiddles since one forward table serves
-    both directions; two full tables were 4 GiB and made 8 GiB too small). Under 16 GiB a CSR of
+    """2^26 BLS12-381, the NTT's tables counted as a streamed key keeps them (the compact twiddle
+    table, 1 GiB; a level table per direction was 4 GiB and made 8 GiB too small). Under 16 GiB a CSR of
     32-byte values (6.7 GB) stays resident beside 1 GiB chunks; under 12 GiB it streams and the
     chunks double past 1 GiB; under 8 GiB everything streams and one partition's quotient (three
     2 GiB vectors) still fits; under 6 GiB nothing does."""
     zkey = seed_shaped(BLS12_381, 26)
     msm = MsmRunner(SimpleNamespace(curve=BLS12_381), None, None)
-    csr, tables = int(zkey.domain_size * 2.5 * 40), ntt_table_bytes(26, 32)
+    csr, tables = int(zkey.domain_size * 2.5 * 40), ntt_table_bytes(26, 32, compact=True)
     signal_bytes = 3 * 96 + 192  # a, b1, c (G1) and b2 (G2) points of one signal
     roomy = place_streamed(msm, zkey, 16 * GIB, csr, 1 << 30, fixed_bytes=tables)
     assert need(msm, zkey, roomy) <= 16 * GIB and roomy.csr_chunk_bytes == 0
@@ -83,7 +83,7 @@ def test_the_chunks_grow_past_a_doubling_into_the_room_left():
     msm = MsmRunner(SimpleNamespace(curve=BLS12_381), None, None)
     nnz, row_ptrs, table = int(2 * 2.3 * zkey.domain_size), 8 * (zkey.domain_size + 1), 271 * 32
     placement = place_streamed(msm, zkey, 16 * GIB, nnz * (2 + 4) + table + row_ptrs, 1 << 30, table,
-                               ntt_table_bytes(26, 32))
+                               ntt_table_bytes(26, 32, compact=True))
     signal_bytes = 3 * 96 + 192
     assert 2 * GIB < placement.chunk_signals * signal_bytes < 4 * GIB
     assert need(msm, zkey, placement) <= 16 * GIB
@@ -131,7 +131,7 @@ def test_at_seed_scale_the_device_split_fits_the_room_a_pass_reserves():
     zkey = seed_shaped(BLS12_381, 26)
     msm = MsmRunner(SimpleNamespace(curve=BLS12_381), None, None)
     nnz, row_ptrs = int(2 * 2.3 * zkey.domain_size), 8 * (zkey.domain_size + 1)
-    tables = ntt_table_bytes(26, 32)
+    tables = ntt_table_bytes(26, 32, compact=True)
     placement = place_streamed(msm, zkey, 16 * GIB, nnz * (2 + 4) + 271 * 32 + row_ptrs, 1 << 30, 271 * 32, tables)
     others = zkey.n_vars // 20
     need = zkey.n_vars * 32 + split_scratch_bytes(zkey.n_vars) + others * 192 + msm.scratch_bytes(others, True)
