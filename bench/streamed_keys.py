@@ -38,6 +38,7 @@ from pipeline.curves import curve_by_name
 from pipeline.engine import Engine, EngineConfig
 from pipeline.formats.snarkjs_json import proof_to_json, public_to_json, verification_key_to_json
 from pipeline.groth16.verifier import verify
+from pipeline.keycache import prepare_in_memory
 from pipeline.setup import DevSecrets
 from pipeline.setup.gpu import GpuDevSetup
 from pipeline.synth import generate_circuit
@@ -71,7 +72,9 @@ def make_key(curve, log_n: int):
         r1cs, witness = generate_circuit(log_n, 8, curve, seed=log_n)  # witness: a Witness, bit-heavy
         dev_key = setup.run(r1cs, DevSecrets.draw(curve, r1cs.domain_size, seed=log_n), path=f"<dev key 2^{log_n}>")
         dev_key.free()  # the engine loads the key itself, as its budget allows
-        return dev_key.zkey, witness
+        # its CSR and coefficient table once, as the key cache holds them for a key file: every
+        # row's load then uploads them (the load column is a prepared key's)
+        return prepare_in_memory(dev_key.zkey), witness
     finally:
         setup.close()
         backend.close()

@@ -7,11 +7,12 @@ beside the key (docs/key_cache.md).
   valid, else prepares and caches it (``folder``: the files; ``checksum``: the digests). The
   cache holds A and B by row (their CSR) and the table of their distinct values with each value's
   16-bit index in it (``Groth16Zkey.coeff_table``, what the CUDA backend's ``csr_value_table``
-  uploads), so that a later start maps both instead of sorting and scanning the coefficients.
+  uploads), so that a later start maps both instead of sorting and scanning the coefficients;
+  ``prepare_in_memory`` computes the same for a key that has no file (a development key).
 
 Layer 2.5: imports formats and curves; backends, engine and the commands import it.
 """
 from .csr import csr_matrices
-from .prepare import KeyCacheSettings, PreparedKey, prepare_key
+from .prepare import KeyCacheSettings, PreparedKey, prepare_in_memory, prepare_key
 
-__all__ = ["KeyCacheSettings", "PreparedKey", "csr_matrices", "prepare_key"]
+__all__ = ["KeyCacheSettings", "PreparedKey", "csr_matrices", "prepare_in_memory", "prepare_key"]

@@ -22,7 +22,7 @@ import os
 import secrets
 import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -30,10 +30,11 @@ import xxhash
 
 from .. import progress
 from ..formats.binfile import read_array
+from ..formats.coeff_table import coefficient_table
 from ..formats.types import Groth16Zkey
 from ..formats.zkey import read_coefficients, read_points, read_vk_points, read_zkey, read_zkey_header, zkey_from_parts
 from .checksum import zkey_content_digest
-from .csr import coefficient_order
+from .csr import coefficient_order, csr_matrices
 from .folder import MANIFEST, CacheInvalid, open_folder, write_folder
 
 log = logging.getLogger("zkpipe.keycache")
@@ -102,6 +103,16 @@ def prepare_key(zkey_path: str | os.PathLike, settings: KeyCacheSettings = KeyCa
     zkey = zkey_from_parts(header, vk, ic, opened.coefficients, read_points(header, map_points=True), opened.csr,
                            coeff_table=opened.coeff_table, coeff_table_prepared=True)
     return _done(zkey, source, t0, str(folder), reason)
+
+
+def prepare_in_memory(zkey: Groth16Zkey) -> Groth16Zkey:
+    """The key with what its cache would hold, computed in memory: for keys that have no file to
+    cache beside (a development key made on the GPU), so that every later load (a bench's rows,
+    an engine's reloads) maps the CSR and the coefficient table instead of recomputing them."""
+    if zkey.csr is not None and zkey.coeff_table_prepared:
+        return zkey
+    a, b = csr = csr_matrices(zkey)
+    return replace(zkey, csr=csr, coeff_table=coefficient_table([a.vals, b.vals]), coeff_table_prepared=True)
 
 
 def _open_or_build(folder: Path, header, bar):

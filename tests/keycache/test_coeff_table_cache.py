@@ -104,3 +104,22 @@ def test_a_plain_key_has_no_prepared_table_and_a_table_needs_the_prepared_csr():
     vk, ic = read_vk_points(header)
     with pytest.raises(ValueError, match="prepared CSR"):
         zkey_from_parts(header, vk, ic, read_coefficients(header), read_points(header), coeff_table_prepared=True)
+
+
+@pytest.mark.parametrize("curve", ["bn128", "bls12381"])
+def test_a_key_prepared_in_memory_carries_its_csr_and_table(curve):
+    """A key without a cache (a development key made on the GPU) prepared once in memory: later
+    loads take its CSR and table as they are (no recomputation), equal to what a load computes."""
+    from pipeline.formats.coeff_table import coefficient_table
+    from pipeline.formats.zkey import read_zkey
+    from pipeline.keycache import csr_matrices, prepare_in_memory
+
+    zkey = read_zkey(fixture_dir(curve, "chain_2e10") / "circuit_final.zkey")
+    prepared = prepare_in_memory(zkey)
+    assert prepared.coeff_table_prepared and prepare_in_memory(prepared) is prepared
+    a, b = csr_matrices(zkey)
+    assert all(np.array_equal(getattr(m, f), getattr(n, f)) for m, n in zip((a, b), prepared.csr)
+               for f in ("row_ptr", "cols", "vals"))
+    expected = coefficient_table([a.vals, b.vals])
+    assert np.array_equal(prepared.coeff_table.table, expected.table)
+    assert all(np.array_equal(x, y) for x, y in zip(prepared.coeff_table.indices, expected.indices))
