@@ -68,7 +68,24 @@ def spmv_ms(backend, key, witness, block: int = SPMV_BLOCK) -> float:
             "spmv_ab<fr_t>", grid_for(n, block), block, args, backend.stream))
 
 
-def bench(curve, log_n: int) -> list[list]:
+def profile_text(backend, key, witness, shape, runs: int = 20, top: int = 30) -> str:
+    """cProfile of ``runs`` stages (after the rows' warm-up): where the host's time goes, the
+    part of a small proof's stage that no kernel accounts for."""
+    import cProfile
+    import io
+    import pstats
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(runs):
+        stage_once(backend, key, witness, shape)
+    profiler.disable()
+    out = io.StringIO()
+    pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(top)
+    return out.getvalue()
+
+
+def bench(curve, log_n: int, profiles: dict[str, str] | None = None) -> list[list]:
     t1 = time.perf_counter()
     zkey = random_key(curve, log_n, np.random.default_rng(log_n))
     t2 = time.perf_counter()
@@ -92,6 +109,8 @@ def bench(curve, log_n: int) -> list[list]:
                      f"{med['msm_a_ms']:.0f}", f"{med['msm_b1_ms']:.0f}", f"{med['msm_b2_ms']:.0f}",
                      f"{med['msm_c_ms']:.0f}", f"{med['msm_h_ms']:.0f}", f"{(t3 - t2):.2f}"])
         print(rows[-1], flush=True)
+        if profiles is not None and label == "random":
+            profiles[f"{curve.name} 2^{log_n}, {label} witness"] = profile_text(backend, key, witness, shape)
     backend.unload_key(key)
     backend.close()
     print(f"  (random key made in {t2 - t1:.1f} s)", flush=True)
@@ -101,20 +120,24 @@ def bench(curve, log_n: int) -> list[list]:
 def main() -> None:
     parser = arg_parser(__doc__)
     add_log_sizes(parser, [20], "log2 constraints")
-    sizes = parser.parse_args().log_sizes
+    parser.add_argument("--cprofile", action="store_true",
+                        help="append a cProfile of 20 stages per size and curve (random witness) to the result")
+    args = parser.parse_args()
+    sizes, profiles = args.log_sizes, ({} if args.cprofile else None)
     header = ["curve", "constraints", "witness", "stage ms", "spmv ms", "H ms (upload+spmv+NTTs)", "A ms", "B1 ms", "B2 (G2) ms", "C ms",
               "H-MSM ms", "key upload s"]
     rows = []
     for log_n in sizes:
         for curve in (BN254, BLS12_381):
-            rows += bench(curve, log_n)
+            rows += bench(curve, log_n, profiles)
     table = markdown_table(header, rows)
     note = (f"\nWhole GPU stage of one proof (wall clock around `start_partition` + its wait + `result`, "
             f"the host-side conversions included; the phase split from CUDA events), median of {REPEAT} "
             f"after one warm-up; key resident, witness "
             f"uploaded each call. Machine: one H200.\n")
-    write_result(result_path(f"gpu_stage_{'_'.join(map(str, sizes))}.md"), "# GPU stage\n" + note + "\n" + table + "\n",
-                 show=table)
+    profiled = "".join(f"\n## Host profile: {what}\n\n```\n{text.strip()}\n```\n" for what, text in (profiles or {}).items())
+    write_result(result_path(f"gpu_stage_{'_'.join(map(str, sizes))}.md"),
+                 "# GPU stage\n" + note + "\n" + table + "\n" + profiled, show=table)
 
 
 if __name__ == "__main__":
