@@ -31,10 +31,10 @@ import xxhash
 from .. import progress
 from ..formats.binfile import read_array
 from ..formats.coeff_table import coefficient_table
-from ..formats.types import Groth16Zkey
+from ..formats.types import CsrMatrix, Groth16Zkey
 from ..formats.zkey import read_coefficients, read_points, read_vk_points, read_zkey, read_zkey_header, zkey_from_parts
 from .checksum import zkey_content_digest
-from .csr import coefficient_order, csr_matrices
+from .csr import coefficient_order, gather, split_row_ptr
 from .folder import MANIFEST, CacheInvalid, open_folder, write_folder
 
 log = logging.getLogger("zkpipe.keycache")
@@ -106,13 +106,23 @@ def prepare_key(zkey_path: str | os.PathLike, settings: KeyCacheSettings = KeyCa
 
 
 def prepare_in_memory(zkey: Groth16Zkey) -> Groth16Zkey:
-    """The key with what its cache would hold, computed in memory: for keys that have no file to
-    cache beside (a development key made on the GPU), so that every later load (a bench's rows,
-    an engine's reloads) maps the CSR and the coefficient table instead of recomputing them."""
+    """The key as its cache would hold it, made in memory: for keys that have no file to cache
+    beside (a development key made on the GPU), so that every later load (a bench's rows, an
+    engine's reloads) takes the CSR and the coefficient table instead of recomputing them. As in
+    the cache, the coefficients are put in CSR order and the CSR's columns and values are slices
+    of them: no second copy (a 2^26 key's is ~11 GB)."""
     if zkey.csr is not None and zkey.coeff_table_prepared:
         return zkey
-    a, b = csr = csr_matrices(zkey)
-    return replace(zkey, csr=csr, coeff_table=coefficient_table([a.vals, b.vals]), coeff_table_prepared=True)
+    order, row_ptr = coefficient_order(zkey.coeff_matrix, zkey.coeff_constraint, zkey.domain_size)
+    matrix, constraint, signal, values = (gather(a, order) for a in (zkey.coeff_matrix, zkey.coeff_constraint,
+                                                                        zkey.coeff_signal, zkey.coeff_values_stored))
+    del order
+    ptr_a, ptr_b = split_row_ptr(row_ptr, zkey.domain_size)
+    n_a = int(ptr_a[-1])
+    a, b = CsrMatrix(ptr_a, signal[:n_a], values[:n_a]), CsrMatrix(ptr_b, signal[n_a:], values[n_a:])
+    return replace(zkey, coeff_matrix=matrix, coeff_constraint=constraint, coeff_signal=signal,
+                   coeff_values_stored=values, csr=(a, b), coeff_table=coefficient_table([a.vals, b.vals]),
+                   coeff_table_prepared=True)
 
 
 def _open_or_build(folder: Path, header, bar):

@@ -107,19 +107,22 @@ def test_a_plain_key_has_no_prepared_table_and_a_table_needs_the_prepared_csr():
 
 
 @pytest.mark.parametrize("curve", ["bn128", "bls12381"])
-def test_a_key_prepared_in_memory_carries_its_csr_and_table(curve):
-    """A key without a cache (a development key made on the GPU) prepared once in memory: later
-    loads take its CSR and table as they are (no recomputation), equal to what a load computes."""
-    from pipeline.formats.coeff_table import coefficient_table
+@pytest.mark.parametrize("key", ["chain_2e10", "random"])
+def test_a_key_prepared_in_memory_is_the_key_its_cache_would_hold(tmp_path, curve, key):
+    """A key without a cache (a development key made on the GPU) prepared once in memory: its
+    coefficients in CSR order with the CSR's columns and values slices of them (no second copy),
+    and the table of its values: what prepare_key opens from a cache, array for array."""
     from pipeline.formats.zkey import read_zkey
-    from pipeline.keycache import csr_matrices, prepare_in_memory
+    from pipeline.keycache import prepare_in_memory
 
-    zkey = read_zkey(fixture_dir(curve, "chain_2e10") / "circuit_final.zkey")
-    prepared = prepare_in_memory(zkey)
+    path = random_key(tmp_path, curve) if key == "random" else fixture_dir(curve, key) / "circuit_final.zkey"
+    prepared = prepare_in_memory(read_zkey(path))
     assert prepared.coeff_table_prepared and prepare_in_memory(prepared) is prepared
-    a, b = csr_matrices(zkey)
-    assert all(np.array_equal(getattr(m, f), getattr(n, f)) for m, n in zip((a, b), prepared.csr)
-               for f in ("row_ptr", "cols", "vals"))
-    expected = coefficient_table([a.vals, b.vals])
-    assert np.array_equal(prepared.coeff_table.table, expected.table)
-    assert all(np.array_equal(x, y) for x, y in zip(prepared.coeff_table.indices, expected.indices))
+    cached = prepare_key(path, KeyCacheSettings(cache_dir=str(tmp_path / "cache"))).zkey
+    for name in ("coeff_matrix", "coeff_constraint", "coeff_signal", "coeff_values_stored"):
+        assert np.array_equal(getattr(prepared, name), getattr(cached, name)), name
+    for mine, theirs in zip(prepared.csr, cached.csr):
+        for field in ("row_ptr", "cols", "vals"):
+            assert np.array_equal(getattr(mine, field), getattr(theirs, field)), field
+    assert np.shares_memory(prepared.csr[1].vals, prepared.coeff_values_stored)
+    assert_table_of_csr(prepared)

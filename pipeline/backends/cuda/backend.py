@@ -133,7 +133,8 @@ class CudaBackend(Backend):
             return KeyPlacement(device_bytes=full)
         table = self.coefficient_table(zkey)
         return place_streamed(msm, zkey, budget_bytes, self._csr_device_bytes(zkey), self.options.stream_chunk_bytes,
-                              0 if table is None else table.table.nbytes, self._ntt_table_bytes(zkey, compact=True))
+                              0 if table is None else table.table.nbytes, self._ntt_table_bytes(zkey, compact=True),
+                              self.options.stream_chunk_max_bytes or None)
 
     def coefficient_table(self, zkey: Groth16Zkey) -> CoefficientTable | None:
         """The key's A/B coefficients as indices into a table of their values, when

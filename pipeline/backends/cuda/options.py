@@ -32,6 +32,10 @@ class CudaOptions:
     # A key larger than the VRAM budget streams its points through two device buffers of about
     # this many bytes each (streamed.py): larger chunks mean fewer launches per pass, more VRAM.
     stream_chunk_bytes: int = 1 << 30
+    # The chunks then grow while the pass still fits the budget, up to this many bytes (0: no
+    # limit): fewer chunks cost each partition fewer MSM fixed costs, larger ones fill and drain
+    # the pass's pipeline in coarser steps (bench.streamed_keys --chunk-max-gib compares).
+    stream_chunk_max_bytes: int = 0
     # Where a streamed pass runs a bit-heavy witness's tail MSMs (its values other than 0 and 1):
     # "prologue", one per section per partition over points gathered on the host, in the room the
     # quotient's buffers leave; "chunks", one per section per chunk. Same call, H200: 2^24 under
@@ -67,6 +71,9 @@ class CudaOptions:
                 or self.stream_chunk_bytes < (1 << 20):
             raise ValueError(f"CudaOptions.stream_chunk_bytes must be an integer of at least 1 MiB, "
                              f"got {self.stream_chunk_bytes!r}")
+        cap = self.stream_chunk_max_bytes
+        if isinstance(cap, bool) or not isinstance(cap, int) or cap < 0:
+            raise ValueError(f"CudaOptions.stream_chunk_max_bytes must be an integer >= 0 (0: no limit), got {cap!r}")
         depth = self.stream_queue_depth
         if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= 64:
             raise ValueError(f"CudaOptions.stream_queue_depth must be an integer from 1 to 64, got {depth!r}")

@@ -142,7 +142,7 @@ def chunk_point_bytes(curve: Curve, chunk: Chunk) -> int:
 
 
 def place_streamed(msm, zkey, budget: int, csr_bytes: int, chunk_bytes: int, table_bytes: int = 0,
-                   fixed_bytes: int = 0) -> KeyPlacement:
+                   fixed_bytes: int = 0, max_chunk_bytes: int | None = None) -> KeyPlacement:
     """The most sections resident (hot first) such that the CSR (resident if it fits, else
     streamed: its row pointers stay), the resident points and a pass of one partition fit
     ``budget`` (with the result slots of a batch of ``PLACED_FOR_BATCH``). The sections are chosen
@@ -150,7 +150,8 @@ def place_streamed(msm, zkey, budget: int, csr_bytes: int, chunk_bytes: int, tab
     the chunks then double while they fit. ``DeviceBudgetError`` if not even a key with
     everything streamed in the smallest chunks fits. ``table_bytes``: the coefficient table a
     streamed CSR keeps on the device beside its row pointers (0: none); ``fixed_bytes``: what the
-    key keeps on the device whatever its placement (the NTT's tables)."""
+    key keeps on the device whatever its placement (the NTT's tables); ``max_chunk_bytes``: how
+    far the chunks may grow (None: while they fit)."""
     row_ptr_bytes = 2 * 4 * (zkey.domain_size + 1) + table_bytes
 
     def placement(resident: list[str], csr_streamed: bool, chunk: int, csr_chunk: int | None = None) -> KeyPlacement:
@@ -181,11 +182,13 @@ def place_streamed(msm, zkey, budget: int, csr_bytes: int, chunk_bytes: int, tab
             # first, then steps of a half, a quarter and an eighth of the size reached, so that
             # the room a doubling would overfill is still used. The CSR's chunks stay: they share
             # the prologue with the quotient's buffers.
-            grown = chunk
-            while grown < whole and need(bigger := placement(chosen, csr_streamed, 2 * grown, chunk)) <= budget:
+            grown, cap = chunk, max(chunk, max_chunk_bytes) if max_chunk_bytes else float("inf")
+            while 2 * grown <= cap and grown < whole and \
+                    need(bigger := placement(chosen, csr_streamed, 2 * grown, chunk)) <= budget:
                 best, grown = bigger, 2 * grown
             for step in (grown // 2, grown // 4, grown // 8):
-                if grown < whole and need(bigger := placement(chosen, csr_streamed, grown + step, chunk)) <= budget:
+                if grown + step <= cap and grown < whole and \
+                        need(bigger := placement(chosen, csr_streamed, grown + step, chunk)) <= budget:
                     best, grown = bigger, grown + step
             return best
     raise DeviceBudgetError(f"a {zkey.curve.name} key of 2^{zkey.log_domain_size} constraints needs at least {least} "

@@ -43,6 +43,7 @@ def test_defaults_are_the_behaviour_without_settings():
     {"msm_g1_min_blocks": 2}, {"msm_g1_min_blocks": True}, {"sync_after_launch": 1},
     {"stream_ordered_memory": "yes"}, {"kernel_cache_dir": ""}, {"msm_split_min_bits": -0.1},
     {"msm_split_min_bits": "half"}, {"stream_chunk_bytes": 1000}, {"stream_chunk_bytes": 2.5},
+    {"stream_chunk_max_bytes": -1}, {"stream_chunk_max_bytes": True},
     {"stream_tails": "host"}, {"stream_queue_depth": 0}, {"stream_queue_depth": 2.0}, {"stream_queue_depth": True},
 ])
 def test_bad_values_are_refused_by_name(bad):

@@ -88,6 +88,9 @@ def test_the_chunks_grow_past_a_doubling_into_the_room_left():
     assert 2 * GIB < placement.chunk_signals * signal_bytes < 4 * GIB
     assert need(msm, zkey, placement) <= 16 * GIB
     assert len(plan_chunks(zkey, placement)) == 12
+    capped = place_streamed(msm, zkey, 16 * GIB, nnz * (2 + 4) + table + row_ptrs, 1 << 30, table,
+                            ntt_table_bytes(26, 32, compact=True), max_chunk_bytes=2 * GIB)
+    assert capped.chunk_signals * signal_bytes <= 2 * GIB and len(plan_chunks(zkey, capped)) == 19
 
 
 def test_a_partitions_peak_is_three_vectors_of_the_domain_not_five():
