@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import statistics
 import subprocess
@@ -196,9 +197,27 @@ def main() -> None:
                          "yes" if r["verifies"] else "NO"])
             print(rows[-1], flush=True)
             write_table(args, zkey, device_name, copy_rate, rows)  # after every row: a call cut short keeps them
+            # a closed engine's arrays can sit in reference cycles until the collector runs; the fourth
+            # engine of session 10's call 3 was killed by the OOM killer: collect, and log what is held
+            gc.collect()
+            print(f"host memory after the row: {host_memory_line()}", flush=True)
             if args.save_proofs:
                 saved["rows"].append({"row": f"{budget_gib:g} GiB, {placement}, batch {batch}", "proofs": r["proofs"]})
                 Path(args.save_proofs).write_text(json.dumps(saved))
+
+
+def host_memory_line() -> str:
+    """This process's resident and peak resident memory, and the host's available memory (Linux)."""
+    fields = {}
+    for name in ("/proc/self/status", "/proc/meminfo"):
+        try:
+            for line in Path(name).read_text().splitlines():
+                key, _, value = line.partition(":")
+                fields[key] = value.strip()
+        except OSError:
+            return "unknown (no /proc)"
+    return (f"RSS {fields.get('VmRSS', '?')}, peak {fields.get('VmHWM', '?')}, "
+            f"host available {fields.get('MemAvailable', '?')}")
 
 
 def verify_saved(path: str) -> None:
