@@ -18,6 +18,11 @@ of ``--runs`` new processes, all on the same files:
 - server    ``zkpipe prove ... --server URL`` against a ``zkpipe serve`` started here with the
             key preloaded (one proof first, untimed); its ``--timings`` include the server's
             own split of the job (upload, durable commit, engine stages)
+- warm and server again from a clean environment (columns marked "clean env"): the same command
+  run by the python of a venv made here (``venv --without-pip`` from this interpreter's base),
+  whose one ``.pth`` file only lists folders (the checkout, PYTHONPATH's and this interpreter's
+  site folders), so none of the host's ``.pth`` start-up hooks run: what a clean install (a
+  pipx-style venv, the project's container) pays. The server stays in the host environment.
 
 What a new process costs before zkpipe runs is measured beside it (``python3 -c pass``, with
 ``-I`` and ``-S``, and the slowest imports of ``python3 -X importtime -c pass``), with the
@@ -34,6 +39,7 @@ breakdown of one cold and one warm run per size.
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import os
 import platform
@@ -53,11 +59,15 @@ from bench.random_circuit import write_random_circuit
 ZKPIPE = [sys.executable, "-m", "pipeline"]
 
 
+def process_env(env: dict | None) -> dict:
+    """This process's environment with ``env`` added; a value of None removes that variable."""
+    return {name: value for name, value in {**os.environ, **(env or {})}.items() if value is not None}
+
+
 def run_timed(cmd: list[str], env: dict | None = None, timeout: float = 3600) -> tuple[float, str]:
     """Wall seconds of one command (a new process) and its stderr; raises on a non-zero exit."""
     t0 = time.perf_counter()
-    out = subprocess.run(cmd, cwd=REPO, env={**os.environ, **(env or {})}, capture_output=True, text=True,
-                         timeout=timeout)
+    out = subprocess.run(cmd, cwd=REPO, env=process_env(env), capture_output=True, text=True, timeout=timeout)
     wall = time.perf_counter() - t0
     if out.returncode:
         raise RuntimeError(f"{shlex.join(cmd)} exited {out.returncode}:\n{out.stdout[-2000:]}{out.stderr[-4000:]}")
@@ -71,9 +81,11 @@ def snarkjs_command(option: str | None) -> list[str] | None:
     return [str(local)] if local.exists() else None
 
 
-def zkpipe_prove(key: Path, wtns: Path, out: Path, backend: str, *extra: str) -> list[str]:
-    return [*ZKPIPE, "prove", str(key), str(wtns), str(out / "proof.json"), str(out / "public.json"),
-            "--backend", backend, *extra]
+def zkpipe_prove(key: Path, wtns: Path, out: Path, backend: str, *extra: str,
+                 python: str = sys.executable) -> list[str]:
+    """``python -m pipeline prove ...``: pipeline/__main__.py calls what the ``zkpipe`` script calls."""
+    return [python, "-m", "pipeline", "prove", str(key), str(wtns), str(out / "proof.json"),
+            str(out / "public.json"), "--backend", backend, *extra]
 
 
 def check_real_circuit(curve: str, backend: str, snarkjs: list[str] | None, work: Path) -> str:
@@ -162,12 +174,15 @@ CUDA_FLOOR = {"cuInit + primary context (cuda-python)": ([], "from cuda.bindings
                                                              "d.cuDevicePrimaryCtxRetain(d.cuDeviceGet(0)[1])")}
 
 
-def process_floors(runs: int, cuda: bool) -> dict[str, float]:
+def process_floors(runs: int, cuda: bool, clean_python: str) -> dict[str, float]:
     """Median wall seconds of new processes that do only the named start-up step: the floor under
-    any one-shot command (the CUDA one only with --backend cuda)."""
+    any one-shot command (the CUDA one only with --backend cuda), and the clean venv's start."""
     floors = {**FLOORS, **(CUDA_FLOOR if cuda else {})}
-    return {name: median_of(runs, lambda i, flags=flags, code=code: ([sys.executable, *flags, "-c", code], None))[0]
-            for name, (flags, code) in floors.items()}
+    medians = {name: median_of(runs, lambda i, flags=flags, code=code: ([sys.executable, *flags, "-c", code], None))[0]
+               for name, (flags, code) in floors.items()}
+    medians["python -c pass in the clean env"] = median_of(runs, lambda i: ([clean_python, "-c", "pass"],
+                                                                            CLEAN_ENV))[0]
+    return medians
 
 
 def site_pth_files() -> list[str]:
@@ -201,7 +216,56 @@ def interpreter_imports() -> str:
     return slowest_imports(err, 15)
 
 
-def bench_size(spec: str, args, snarkjs, work: Path) -> dict:
+CLEAN_ENV = {"PYTHONPATH": None}  # its folders are in the clean venv's .pth, as installed packages would be
+CLEAN_PTH = "zkpipe_clean_env.pth"
+
+
+def python_prints(python: str, code: str, env: dict | None = None) -> str:
+    """What ``python -c code`` prints (untimed); raises on a non-zero exit."""
+    return subprocess.run([python, "-c", code], cwd=REPO, env=process_env(env), capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def pth_files_run(python: str, env: dict | None = None) -> list[str]:
+    """The ``.pth`` files ``site`` processes when ``python`` starts (its ``-v`` trace names each one)."""
+    _, err = run_timed([python, "-v", "-c", "pass"], env)
+    prefix = "Processing .pth file: "
+    return list(dict.fromkeys(ast.literal_eval(line[len(prefix):]) for line in err.splitlines()
+                              if line.startswith(prefix)))
+
+
+def make_clean_env(work: Path, backend: str) -> dict:
+    """A venv like a clean install's, made once per bench run (untimed): ``venv --without-pip`` from
+    this interpreter's base (``venv`` takes sys._base_executable when this python is itself a
+    venv), whose site-packages holds one path-only .pth listing the checkout (as a static editable
+    install does), PYTHONPATH's folders (device.sh installs wheels there) and this interpreter's
+    site folders (numpy, cuda-python). ``site`` runs the .pth files of the folders it scans, not
+    of folders a path line adds, so the host's start-up hooks stay out: checked from ``-v``."""
+    import site
+
+    folder = work / "clean-venv"
+    run_timed([sys.executable, "-m", "venv", "--without-pip", str(folder)])
+    python = str(folder / "bin" / "python")
+    site_dir = Path(python_prints(python, "import site; print(site.getsitepackages()[0])", CLEAN_ENV))
+    paths = [str(REPO), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep)), *site.getsitepackages()]
+    (site_dir / CLEAN_PTH).write_text("".join(f"{path}\n" for path in dict.fromkeys(paths)))
+    base = python_prints(python, "import sys; print(sys._base_executable); print(sys.version)", CLEAN_ENV)
+    if base.split("\n", 1)[1] != sys.version:
+        raise RuntimeError(f"the clean venv runs another Python: {base} (this one: {sys.version})")
+    ran, host_ran = pth_files_run(python, CLEAN_ENV), pth_files_run(sys.executable)
+    if ran != [str(site_dir / CLEAN_PTH)]:
+        raise RuntimeError(f"the clean venv ran other .pth files than its own: {ran}")
+    imports = "import pipeline, numpy" + ("; from cuda.bindings import driver" if backend == "cuda" else "")
+    python_prints(python, imports, CLEAN_ENV)  # raises when a package is not found from the listed folders
+    modules = "import sys; print(*sys.modules)"
+    host_only = sorted(set(python_prints(sys.executable, modules).split())
+                       - set(python_prints(python, modules, CLEAN_ENV).split()))
+    return {"python": python, "folder": str(folder), "base": base.split("\n", 1)[0],
+            "host_base": sys._base_executable, "pth": str(site_dir / CLEAN_PTH), "paths": list(dict.fromkeys(paths)),
+            "host_pth_run": host_ran, "host_only_modules": host_only}
+
+
+def bench_size(spec: str, args, snarkjs, work: Path, clean: dict) -> dict:
     parts = spec.split(":")
     curve, log_domain = parts[0], int(parts[1])
     size_dir = work / spec.replace(":", "_")
@@ -228,6 +292,8 @@ def bench_size(spec: str, args, snarkjs, work: Path) -> dict:
     run_timed(zkpipe_prove(key, wtns, out, args.backend), warm_cache)  # fills the cache when nothing is prebuilt
     row["warm_s"], warm_err = median_of(args.runs, lambda i: (
         zkpipe_prove(key, wtns, out, args.backend, "--timings"), warm_cache))
+    row["warm_clean_s"], _ = median_of(args.runs, lambda i: (
+        zkpipe_prove(key, wtns, out, args.backend, "--timings", python=clean["python"]), {**warm_cache, **CLEAN_ENV}))
     _, imports_err = run_timed([sys.executable, "-X", "importtime", *zkpipe_prove(key, wtns, out, args.backend)[1:]],
                                warm_cache)
     row["imports"] = slowest_imports(imports_err)
@@ -237,13 +303,16 @@ def bench_size(spec: str, args, snarkjs, work: Path) -> dict:
         run_timed(zkpipe_prove(key, wtns, out, args.backend, "--server", server.url))  # untimed first proof
         row["server_s"], server_err = median_of(args.runs, lambda i: (
             zkpipe_prove(key, wtns, out, args.backend, "--server", server.url, "--timings"), None))
+        row["server_clean_s"], server_clean_err = median_of(args.runs, lambda i: (
+            zkpipe_prove(key, wtns, out, args.backend, "--server", server.url, "--timings", python=clean["python"]),
+            CLEAN_ENV))
         _, server_imports = run_timed([sys.executable, "-X", "importtime",
                                        *zkpipe_prove(key, wtns, out, args.backend, "--server", server.url)[1:]])
         row["server_imports"] = slowest_imports(server_imports)
     finally:
         server.stop()
     row["timings"] = {"cold": timings_block(cold_err), "warm": timings_block(warm_err),
-                      "server": timings_block(server_err)}
+                      "server": timings_block(server_err), "server (clean env)": timings_block(server_clean_err)}
     return row
 
 
@@ -262,14 +331,36 @@ def write_report(rows: list[dict], args, checks: list[str], snarkjs, floors: dic
              "(process start to exit). Random keys and full-width witnesses (bench/random_circuit.py). "
              f"snarkjs: {shlex.join(snarkjs) if snarkjs else 'not run (no snarkjs here)'}.",
              "",
-             "| curve | domain | signals | snarkjs s | cold s | warm s | server s | snarkjs / warm | snarkjs / server | cold kernels |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| curve | domain | signals | snarkjs s | cold s | warm s | server s | warm s (clean env) | "
+             "server s (clean env) | snarkjs / warm | snarkjs / server | snarkjs / warm (clean env) | "
+             "snarkjs / server (clean env) | cold kernels |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         sj = r.get("snarkjs_s")
         lines.append(f"| {r['curve']} | {r['domain']} | {r['signals']} | {f'{sj:.3f}' if sj else '-'} | "
-                     f"{r['cold_s']:.3f} | {r['warm_s']:.3f} | {r['server_s']:.3f} | {ratio(sj, r['warm_s'])} | "
-                     f"{ratio(sj, r['server_s'])} | {r['kernels']} |")
-    lines += ["", "Checks before timing: " + "; ".join(checks) + ".", "",
+                     f"{r['cold_s']:.3f} | {r['warm_s']:.3f} | {r['server_s']:.3f} | {r['warm_clean_s']:.3f} | "
+                     f"{r['server_clean_s']:.3f} | {ratio(sj, r['warm_s'])} | {ratio(sj, r['server_s'])} | "
+                     f"{ratio(sj, r['warm_clean_s'])} | {ratio(sj, r['server_clean_s'])} | {r['kernels']} |")
+    clean = start["clean"]
+    host_only = clean["host_only_modules"]
+    lines += ["", "Clean env columns: the same command run by `<venv>/bin/python -m pipeline` "
+              "(pipeline/__main__.py calls pipeline.cli.main, the `zkpipe` console script's entry point) with "
+              f"PYTHONPATH unset, `<venv>` = `{clean['folder']}`: made by this bench (untimed) with "
+              f"`python3 -m venv --without-pip` on `{clean['base']}` (this interpreter's base: `{clean['host_base']}`, "
+              "same Python version), its site-packages holding one `.pth` file of path lines only, "
+              f"`{clean['pth']}`: " + ", ".join(f"`{path}`" for path in clean["paths"]) + " (the checkout, as a static "
+              "editable install; PYTHONPATH's folders; this interpreter's site folders). A path line only extends "
+              "sys.path: `site` runs the `.pth` files of the folders it scans (the venv's own site-packages), not "
+              "of folders a path line adds. Checked at start (`python -v`): the clean venv processed its own file "
+              f"only; this interpreter processed {len(clean['host_pth_run'])}: "
+              + (", ".join(f"`{pth}`" for pth in clean["host_pth_run"]) or "none") + ". Modules a start of this "
+              f"interpreter imports that a start of the clean venv does not ({len(host_only)}): "
+              + (", ".join(host_only[:40]) + (", ..." if len(host_only) > 40 else "") or "none") + ". "
+              "The server is the same `zkpipe serve` (host environment); only the client process changes. "
+              "The columns without \"clean env\" are what a process started on this host with `python3` pays, "
+              "its `.pth` hooks included; the clean-env ones are what the same command pays from a clean install "
+              "(a pipx-style venv, the project's container) on the same host.",
+              "", "Checks before timing: " + "; ".join(checks) + ".", "",
               "New processes that only start (medians, same host and call): "
               + "; ".join(f"{name} {secs:.3f} s" for name, secs in floors.items()) + ".", "",
               f"Bytecode: {start['bytecode']}.", "",
@@ -309,16 +400,17 @@ def main(argv: list[str] | None = None) -> int:
         if read_manifest() is None:
             print(f"building prebuilt kernels for {args.aot_arch} (untimed)", file=sys.stderr, flush=True)
             run_timed([sys.executable, "-m", "pipeline.backends.cuda.aot_build", "--inplace", "--arch", args.aot_arch])
-    start = {"bytecode": prepare_bytecode(), "pth": site_pth_files(), "imports": interpreter_imports()}
+    start = {"bytecode": prepare_bytecode(), "pth": site_pth_files(), "imports": interpreter_imports(),
+             "clean": make_clean_env(work, args.backend)}
     sizes = args.sizes.split(",")
     checks = [check_real_circuit(curve, args.backend, snarkjs, work)
               for curve in dict.fromkeys(spec.split(":")[0] for spec in sizes)]
     rows = []
     for spec in sizes:
         print(f"{spec}: timing", file=sys.stderr, flush=True)
-        rows.append(bench_size(spec, args, snarkjs, work))
+        rows.append(bench_size(spec, args, snarkjs, work, start["clean"]))
         print(json.dumps({k: v for k, v in rows[-1].items() if k != "timings"}), file=sys.stderr, flush=True)
-    floors = process_floors(args.runs, cuda=args.backend == "cuda")
+    floors = process_floors(args.runs, cuda=args.backend == "cuda", clean_python=start["clean"]["python"])
     path = write_report(rows, args, checks, snarkjs, floors, start)
     print(path.read_text().split("\n### ")[0])
     return 0
