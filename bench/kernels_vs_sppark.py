@@ -23,6 +23,7 @@ from bench.common import REPO, Stopwatch, arg_parser, markdown_table, time_ms, w
 from bench.gpu_msm import SPLIT, random_msm_data, time_msms
 from pipeline import progress
 from pipeline.backends.cuda.backend import CudaBackend  # the import makes no CUDA context
+from pipeline.backends.cuda.launch import NTT_RADIX_BUILT, NTT_RADIX_LOG
 from pipeline.curves import curve_by_name
 
 METHOD = """sppark first: one harness call per curve (shared/anchors/sppark, carried as .anchors/bench_<curve>),
@@ -49,8 +50,9 @@ GOALS = {"G1 MSM": 0.8, "G2 MSM": 0.8, "NTT": 1.0, "H": 1.0}  # ours / sppark, a
 SPPARK_MSM_ROWS = {"random": "MSM", "80% {0,1}": "MSM 80%{0,1}"}  # the harness's names, after "G1 " or "G2 "
 SPPARK_NTT = "NTT Fr (NR)"
 H_NTTS = 7  # the issue's goal: H in at most the time of 7 sppark NTTs of its size
-NATURAL = "natural in and out"
-RADIX_ONLY = "radix passes only (bit-reversed out)"
+NATURAL = f"natural in and out ({NTT_RADIX_LOG} stages per register group, tiled bit reversal)"
+RADIX_ONLY = f"radix passes only (bit-reversed out), {NTT_RADIX_LOG} stage(s) per register group"
+ELEMENTWISE_REVERSE = "natural in and out, element-wise bit reversal"
 QUOTIENT = "3 iNTT + 3 coset NTT + pointwise"
 QUOTIENT_COMPACT = QUOTIENT + ", compact twiddles (a streamed key's)"
 HEADER = ["curve", "kernel", "n", "input", "ours ms", "sppark row", "sppark ms", "ours ÷ sppark", "goal"]
@@ -148,9 +150,11 @@ def msm_rows(backend, curve, g2: bool, logs: list[int], points: np.ndarray, scal
 
 
 def time_fr(backend, curve, logs: list[int], values: np.ndarray,
-            repeat: int = 5) -> Iterator[tuple[int, float, float, float, float]]:
+            repeat: int = 5) -> Iterator[tuple[int, float, float, float, float, dict[str, float]]]:
     """(log2 n, natural-order NTT ms, radix passes ms, quotient ms, quotient ms with the compact
-    twiddle table of a streamed key) per size; three resident buffers of the largest size (a, b,
+    twiddle table of a streamed key, {variant: ms}) per size, the first four with the defaults
+    (launch.NTT_RADIX_LOG stages per register group, the tiled bit reversal), the variants the
+    other group sizes built and the element-wise bit reversal; three resident buffers of the largest size (a, b,
     c), filled with ``values`` over and over. The quotient step is what a proof's H runs after the
     sparse products: c = a o b, then the transforms and the pointwise step (H over a)."""
     rt = backend.runtime(curve)
@@ -174,11 +178,31 @@ def time_fr(backend, curve, logs: list[int], values: np.ndarray,
             h = time_ms(backend.stream, quotient, repeat=repeat)
             rt.ntt.ensure_twiddles(max(logs), compact=True)
             h_compact = time_ms(backend.stream, quotient, repeat=repeat)
-            yield log_n, ntt, radix, h, h_compact
+            yield log_n, ntt, radix, h, h_compact, time_ntt_variants(backend, rt.ntt, d_a.ptr, log_n, repeat)
     finally:
         for buf in bufs:
             buf.free()
         rt.ntt.close()  # the twiddles and coset tables too
+
+
+def time_ntt_variants(backend, ntt, d_data: int, log_n: int, repeat: int) -> dict[str, float]:
+    """The transform's variants that are not the defaults, one at a time, the defaults restored."""
+    out = {}
+    ntt.ensure_twiddles(ntt.log_max, compact=False)
+    try:
+        for radix_log in (r for r in NTT_RADIX_BUILT if r != NTT_RADIX_LOG):
+            ntt.radix_log = radix_log
+            out[radix_variant(radix_log)] = time_ms(
+                backend.stream, lambda: ntt.radix_passes(d_data, log_n, False, False), repeat=repeat)
+        ntt.radix_log, ntt.tiled_bit_reverse = NTT_RADIX_LOG, False
+        out[ELEMENTWISE_REVERSE] = time_ms(backend.stream, lambda: ntt.ntt(d_data, log_n), repeat=repeat)
+    finally:
+        ntt.radix_log, ntt.tiled_bit_reverse = NTT_RADIX_LOG, True
+    return out
+
+
+def radix_variant(radix_log: int) -> str:
+    return RADIX_ONLY.replace(f"{NTT_RADIX_LOG} stage(s)", f"{radix_log} stage(s)")
 
 
 def curve_rows(backend, curve, args, sppark: SpparkRows | str, rng) -> Iterator[Row]:
@@ -190,11 +214,13 @@ def curve_rows(backend, curve, args, sppark: SpparkRows | str, rng) -> Iterator[
     if args.g2:
         yield from msm_rows(backend, curve, True, args.g2, points.reshape(n // 2, 4, -1), scalars, sppark)
     del points
-    for log_n, ntt, radix, h, h_compact in time_fr(backend, curve, list(range(args.ntt[0], args.ntt[1] + 1)),
-                                                   scalars["random"]):
+    for log_n, ntt, radix, h, h_compact, variants in time_fr(
+            backend, curve, list(range(args.ntt[0], args.ntt[1] + 1)), scalars["random"]):
         ntt_ms = sppark_ms(sppark, SPPARK_NTT, log_n)
         yield Row(curve.name, "NTT", log_n, NATURAL, ntt, SPPARK_NTT, ntt_ms)
         yield Row(curve.name, "NTT", log_n, RADIX_ONLY, radix, SPPARK_NTT, ntt_ms)
+        for input_, ms in variants.items():
+            yield Row(curve.name, "NTT", log_n, input_, ms, SPPARK_NTT, ntt_ms)
         for input_, ms in ((QUOTIENT, h), (QUOTIENT_COMPACT, h_compact)):
             yield Row(curve.name, "H", log_n, input_, ms, f"{H_NTTS} x {SPPARK_NTT}",
                       sppark_ms(sppark, SPPARK_NTT, log_n, times=H_NTTS))

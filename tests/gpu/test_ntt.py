@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from pipeline.backends.cpu.ntt import ntt as ntt_ref
-from pipeline.backends.cpu.ntt import quotient_on_coset
+from pipeline.backends.cpu.ntt import quotient_on_coset, to_odd_coset
+from pipeline.backends.cuda.launch import NTT_RADIX_BUILT
 
 pytestmark = pytest.mark.gpu
 
@@ -119,3 +120,44 @@ def test_transforms_read_a_larger_domains_table_in_either_layout(cuda_backend, r
     finally:
         ntt.close()
     assert got == ntt_ref(fr, values, inverse=inverse)
+
+
+# 2^17 (three passes: 1 + 8 + 8 stages) with the default, tiled bit reversal only: its CPU reference
+# takes seconds.
+@pytest.mark.parametrize("log_n, tiled", [(k, t) for k in (3, 8, 9, 11, 13) for t in (False, True)] + [(17, True)],
+                         ids=lambda v: {False: "elementwise-reverse", True: "tiled-reverse"}.get(v, v)
+                         if isinstance(v, bool) else str(v))
+@pytest.mark.parametrize("radix_log", NTT_RADIX_BUILT)
+def test_every_built_pass_variant_and_bit_reversal_match_the_reference(cuda_backend, runtime, gpu_curve, log_n,
+                                                                       radix_log, tiled):
+    """Each register-group size a pass is built with (launch.NTT_RADIX_BUILT) and both bit
+    reversals, on sizes across the tile threshold (2^8) and the pass boundaries (2^10, 2^16): the
+    forward and inverse transform (DIF + bit reversal) and the odd coset (DIF inverse, then DIT)."""
+    from pipeline.backends.cuda.ntt import NttRunner
+
+    fr, n = gpu_curve.fr, 1 << log_n
+    ntt = NttRunner(runtime.ntt.kernels, cuda_backend.allocator, cuda_backend.stream)
+    ntt.radix_log, ntt.tiled_bit_reverse = radix_log, tiled
+    values = _random_values(fr, random.Random(f"variant{gpu_curve.name}{log_n}{radix_log}{tiled}"), n)
+    try:
+        for inverse in (False, True):
+            with _upload_mont(cuda_backend, fr, values) as d:
+                ntt.ntt(d.ptr, log_n, inverse=inverse)
+                assert _download_plain(cuda_backend, fr, d, n) == ntt_ref(fr, values, inverse=inverse), inverse
+        with _upload_mont(cuda_backend, fr, values) as d:
+            ntt.to_odd_coset(d.ptr, log_n)
+            assert _download_plain(cuda_backend, fr, d, n) == to_odd_coset(fr, values)
+    finally:
+        ntt.close()
+
+
+def test_a_pass_variant_that_is_not_built_is_refused(cuda_backend, runtime):
+    from pipeline.backends.cuda.ntt import NttRunner
+
+    ntt = NttRunner(runtime.ntt.kernels, cuda_backend.allocator, cuda_backend.stream)
+    ntt.radix_log = max(NTT_RADIX_BUILT) + 1
+    try:
+        with pytest.raises(ValueError, match="radix_log must be one of"):
+            ntt.radix_passes(0, 4, dit=False, inverse=False)
+    finally:
+        ntt.close()

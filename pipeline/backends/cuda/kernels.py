@@ -18,7 +18,7 @@ from ._bindings import driver
 from .constants import HEADER_NAME, curve_header
 from .errors import CudaError, check
 from .kernel_binaries import PREBUILT_DIR, find_prebuilt
-from .launch import G1_MIN_BLOCKS_BUILT
+from .launch import G1_MIN_BLOCKS_BUILT, NTT_RADIX_BUILT
 from .nvrtc_build import BuiltUnit, compile_unit, load_cached_unit
 
 PTR, U32, I32, U64 = "ptr", "u32", "i32", "u64"
@@ -29,7 +29,8 @@ UNITS: dict[str, tuple[str, ...]] = {
         "test_point_op<fq_t>", "test_point_op<fq2_t>", "test_spin",
     ),
     "ntt": (
-        "ntt_pass<fr_t, false>", "ntt_pass<fr_t, true>", "ntt_bit_reverse<fr_t>", "ntt_coset_scale<fr_t>",
+        *(f"ntt_pass<fr_t, {d}, {r}>" for d in ("false", "true") for r in NTT_RADIX_BUILT),
+        "ntt_bit_reverse<fr_t>", "ntt_bit_reverse_tiles<fr_t>", "ntt_coset_scale<fr_t>",
         "ntt_quotient<fr_t>", "ntt_twiddles<fr_t>", "ntt_twiddle_lower<fr_t>",
         "ff_to_mont<fr_t>", "ff_from_mont<fr_t>", "ff_mul<fr_t>", "spmv_ab<fr_t>", "spmv_ab_table<fr_t>",
     ),
@@ -53,6 +54,7 @@ SIGNATURES: dict[str, tuple[str, ...]] = {
     "test_spin": (U64, PTR),
     "ntt_pass": (PTR, PTR, I32, I32, I32, I32, I32, I32),
     "ntt_bit_reverse": (PTR, I32, "fr"),
+    "ntt_bit_reverse_tiles": (PTR, I32, "fr"),
     "ntt_coset_scale": (PTR, I32, PTR, PTR, I32),
     "ntt_quotient": (PTR, PTR, PTR, U64),
     "ntt_twiddles": (PTR, U64, PTR),

@@ -29,8 +29,14 @@ G1_MIN_BLOCKS_BUILT = (1, 3, 4, 5)
 # Not measured yet: bench/dev_setup.py times it per key section (bench/NOTES.md, development setup).
 SETUP_MUL_THREADS = 256
 
+# NTT bit reversal by tiles (ntt/ntt.cuh, ntt_bit_reverse_tiles): two tiles of 2^S x 2^S elements per
+# block in static shared memory (S = 4: 2 x 16 x 17 x 32 bytes = 17 KiB; rows of 16 elements, 512 bytes,
+# are whole 32-byte sectors). Transforms below 2^(2S) use the element-wise kernel.
+NTT_BR_TILE_LOG = 4
+
 IN_HEADER = {"SCAN_THREADS": SCAN_THREADS, "SCAN_PER_THREAD": SCAN_PER_THREAD, "SCAN_TILE": SCAN_TILE,
-             "MSM_ACC_THREADS": MSM_ACC_THREADS, "SETUP_MUL_THREADS": SETUP_MUL_THREADS}
+             "MSM_ACC_THREADS": MSM_ACC_THREADS, "SETUP_MUL_THREADS": SETUP_MUL_THREADS,
+             "NTT_BR_TILE_LOG": NTT_BR_TILE_LOG}
 
 # -- launch arguments only (grid-stride kernels) --------------------------------------------------
 # Their sweep is `python3 -m bench.gpu_blocks` (bench/results/gpu_blocks_2e22.md), not yet run on
@@ -45,6 +51,13 @@ ELEMENTWISE_BLOCK = 256  # NTT helpers (bit reversal, coset scale, quotient, con
 # elements in shared memory (32 KiB a block, 512 threads): bench/NOTES.md, NTT v1 (2^24 8.3 ms).
 STAGES_PER_PASS = 8
 PASS_ELEMENTS_LOG = 10
+# Stages per group held in registers inside a pass (ntt_pass<F, DIT, R>): R = 1 is the first
+# version (one stage per barrier, 2 elements a thread); 3 loads 8 elements a thread and runs 3
+# stages per shared-memory round trip. The variants built, for the same-call comparison
+# (bench/kernels_vs_sppark.py); the default is NTT_RADIX_LOG.
+NTT_RADIX_BUILT = (1, 2, 3)
+NTT_RADIX_LOG = 3
+BIT_REVERSE_BLOCK = 256  # ntt_bit_reverse_tiles: 256 elements a tile
 SPLIT_BLOCK = 256  # msm_classify, msm_compact, gather_rows (split.py): not yet swept on the H200
 SETUP_BLOCK = 256  # every other setup kernel (a multiple of 32: the counting sort aggregates whole warps);
 # unswept, their phases timed by bench/dev_setup.py

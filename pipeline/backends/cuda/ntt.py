@@ -10,7 +10,8 @@ import numpy as np
 
 from ...curves.field import ScalarField
 from .kernels import CurveKernels, grid_for
-from .launch import ELEMENTWISE_BLOCK, PASS_ELEMENTS_LOG, STAGES_PER_PASS
+from .launch import (BIT_REVERSE_BLOCK, ELEMENTWISE_BLOCK, NTT_BR_TILE_LOG, NTT_RADIX_BUILT, NTT_RADIX_LOG,
+                     PASS_ELEMENTS_LOG, STAGES_PER_PASS)
 
 
 def pass_plan(log_n: int, dit: bool) -> list[tuple[int, int, int]]:
@@ -61,6 +62,8 @@ class NttRunner:
         self.compact = False  # the table's layout (twiddle_count)
         self.d_tw = None  # the forward table; the inverse reads it too
         self._coset_tables: dict[int, tuple] = {}
+        self.radix_log = NTT_RADIX_LOG  # stages per register group in a pass (launch.py); benches compare
+        self.tiled_bit_reverse = True  # False: the element-wise kernel at every size (benches compare)
 
     @property
     def elem_bytes(self) -> int:
@@ -104,18 +107,24 @@ class NttRunner:
     # -- transforms ------------------------------------------------------------------------------
     def radix_passes(self, d_data: int, log_n: int, dit: bool, inverse: bool) -> None:
         """DIF (natural -> bit-reversed) or DIT (bit-reversed -> natural), unscaled."""
+        if self.radix_log not in NTT_RADIX_BUILT:
+            raise ValueError(f"NttRunner.radix_log must be one of {NTT_RADIX_BUILT}, got {self.radix_log!r}")
         self.ensure_twiddles(log_n)
-        expr = "ntt_pass<fr_t, true>" if dit else "ntt_pass<fr_t, false>"
+        expr = f"ntt_pass<fr_t, {'true' if dit else 'false'}, {self.radix_log}>"
         n = 1 << log_n
         for lo, k, tl in pass_plan(log_n, dit):
             elems = 1 << (k + tl)
-            self.kernels.launch(expr, n // elems, max(elems // 2, 1),
+            self.kernels.launch(expr, n // elems, max(elems >> self.radix_log, 1),
                                 (d_data, self.d_tw.ptr, lo, k, tl, self.log_max, int(inverse), int(not self.compact)),
                                 self.stream, elems * self.elem_bytes)
 
     def bit_reverse(self, d_data: int, log_n: int, scale_mont: int) -> None:
         scale = self.fr.limbs_from_ints([scale_mont])[0]
-        self._launch("ntt_bit_reverse<fr_t>", 1 << log_n, (d_data, log_n, scale))
+        if self.tiled_bit_reverse and log_n >= 2 * NTT_BR_TILE_LOG:
+            self._launch("ntt_bit_reverse_tiles<fr_t>", 0, (d_data, log_n, scale), block=BIT_REVERSE_BLOCK,
+                         grid=1 << (log_n - 2 * NTT_BR_TILE_LOG))
+        else:
+            self._launch("ntt_bit_reverse<fr_t>", 1 << log_n, (d_data, log_n, scale))
 
     def ntt(self, d_data: int, log_n: int, inverse: bool = False) -> None:
         """In place, natural order in and out; the inverse includes 1/n (ffjavascript's fft/ifft)."""

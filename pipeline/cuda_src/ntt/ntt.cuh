@@ -3,7 +3,8 @@
 // Index i of an n = 2^L transform is split, for one pass over bits [lo, lo + k), as
 //   i = hi << (lo + k) | v << lo | lw,   v in [0, 2^k) the bits this pass transforms.
 // A block holds 2^k values of v times 2^tl consecutive lw (coalesced loads of 2^tl elements)
-// in shared memory and runs the k butterfly stages of those bits, synchronising in between.
+// in shared memory and runs the k butterfly stages of those bits, up to R of them at a time in
+// each thread's registers (ntt_group), synchronising between the groups.
 //
 // DIF (Gentleman-Sande): natural order in, bit-reversed out; stages from the top bit down.
 // DIT (Cooley-Tukey): bit-reversed in, natural order out; stages from bit 0 up.
@@ -17,10 +18,64 @@
 // the sign folded into the butterfly.
 #pragma once
 
-// Butterfly for element pair (e0, e1) = (x, y) at half-size h, twiddle index j:
+// Butterfly for element pair (x, y) at half-size h with twiddle w = w^j:
 //   DIF: x' = x + y, y' = (x - y) w^j;   DIT: x' = x + y w^j, y' = x - y w^j.
-// With w^j = -t (the inverse's folded sign): DIF y' = (y - x) t; DIT x' = x - y t, y' = x + y t.
+// With w^j = -w (the inverse's folded sign, neg): DIF y' = (y - x) w; DIT x' = x - y w, y' = x + y w.
 template <class F, bool DIT>
+__device__ __forceinline__ void ntt_butterfly(F& x, F& y, const F& w, bool neg) {
+    if (DIT) {
+        const F yw = y * w;
+        const F x0 = x;
+        x = neg ? x0 - yw : x0 + yw;
+        y = neg ? x0 + yw : x0 - yw;
+    } else {
+        const F x0 = x;
+        x = x0 + y;
+        y = neg ? (y - x0) * w : (x0 - y) * w;
+    }
+}
+
+// G consecutive stages of a pass in registers: stages on bits [t0, t0 + G) of v, DIF from the top
+// bit of the group down, DIT from its bottom up. Each thread loads the 2^G elements that differ
+// only in those bits (its other bits: u, and lt), runs the G x 2^(G-1) butterflies, stores them
+// back: one shared-memory round trip and one barrier per G stages instead of per stage.
+template <class F, bool DIT, int G>
+__device__ __forceinline__ void ntt_group(F* s, const F* __restrict__ d_tw, int n_elems, int t0, int tl, int lo,
+                                          uint64_t lw_base, int log_tw, int inverse, int levels) {
+    const uint32_t tl_mask = (1u << tl) - 1;
+    for (int b = threadIdx.x; b < (n_elems >> G); b += blockDim.x) {
+        const uint32_t lt = b & tl_mask;
+        const uint32_t u = b >> tl;  // the k - G bits of v outside the group
+        const uint32_t vbase = ((u >> t0) << (t0 + G)) | (u & ((1u << t0) - 1));
+        F x[1 << G];
+#pragma unroll
+        for (int m = 0; m < (1 << G); m++) x[m] = s[((vbase | ((uint32_t)m << t0)) << tl) | lt];
+#pragma unroll
+        for (int st = 0; st < G; st++) {
+            const int i = DIT ? st : G - 1 - st;  // bit of the group this stage pairs
+            const int t = t0 + i;
+            const uint64_t h = 1ull << (lo + t);
+            const int shift = log_tw - 1 - (lo + t);  // the compact table's stride at this half-size
+#pragma unroll
+            for (int q = 0; q < (1 << (G - 1)); q++) {
+                const int m0 = ((q >> i) << (i + 1)) | (q & ((1 << i) - 1)), m1 = m0 | (1 << i);
+                const uint32_t v0 = vbase | ((uint32_t)m0 << t0);
+                const uint64_t j = ((uint64_t)(v0 & ((1u << t) - 1)) << lo) | (lw_base | lt);
+                const bool neg = inverse && j != 0;
+                const uint64_t jj = neg ? h - j : j;
+                const F w = d_tw[levels ? h + jj : jj << shift];
+                ntt_butterfly<F, DIT>(x[m0], x[m1], w, neg);
+            }
+        }
+#pragma unroll
+        for (int m = 0; m < (1 << G); m++) s[((vbase | ((uint32_t)m << t0)) << tl) | lt] = x[m];
+    }
+}
+
+// One pass: k stages on bits [lo, lo + k), in groups of up to R stages held in registers (R = 1:
+// one stage per barrier, the first version's structure; kept as a variant for the same-call
+// comparison, bench/kernels_vs_sppark.py). Any block size works (the groups are grid-stride).
+template <class F, bool DIT, int R>
 __global__ void ntt_pass(F* __restrict__ d_data, const F* __restrict__ d_tw, int lo, int k, int tl, int log_tw,
                          int inverse, int levels) {
     extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -36,30 +91,16 @@ __global__ void ntt_pass(F* __restrict__ d_data, const F* __restrict__ d_tw, int
     };
     for (int e = threadIdx.x; e < n_elems; e += blockDim.x) s[e] = d_data[global_index(e)];
     __syncthreads();
-    const int n_bfly = n_elems >> 1;
-    for (int step = 0; step < k; step++) {
-        const int t = DIT ? step : k - 1 - step;  // bit of v this stage pairs
-        const uint64_t h = 1ull << (lo + t);
-        const int shift = log_tw - 1 - (lo + t);  // the compact table's stride at this half-size
-        for (int b = threadIdx.x; b < n_bfly; b += blockDim.x) {
-            const uint32_t lt = b & tl_mask;
-            const uint32_t u = b >> tl;  // k - 1 bits
-            const uint32_t v0 = ((u >> t) << (t + 1)) | (u & ((1u << t) - 1));
-            const uint32_t e0 = (v0 << tl) | lt, e1 = e0 | (1u << (t + tl));
-            const uint64_t j = ((uint64_t)(v0 & ((1u << t) - 1)) << lo) | (lw_base | lt);
-            const bool neg = inverse && j != 0;
-            const uint64_t jj = neg ? h - j : j;
-            const F w = d_tw[levels ? h + jj : jj << shift];
-            const F x = s[e0], y = s[e1];
-            if (DIT) {
-                const F yw = y * w;
-                s[e0] = neg ? x - yw : x + yw;
-                s[e1] = neg ? x + yw : x - yw;
-            } else {
-                s[e0] = x + y;
-                s[e1] = neg ? (y - x) * w : (x - y) * w;
-            }
-        }
+    for (int done = 0; done < k;) {
+        const int g = k - done < R ? k - done : R;
+        const int t0 = DIT ? done : k - done - g;  // DIF: the top group first
+        if (g >= 3 && R >= 3)
+            ntt_group<F, DIT, (R >= 3 ? 3 : 1)>(s, d_tw, n_elems, t0, tl, lo, lw_base, log_tw, inverse, levels);
+        else if (g == 2 && R >= 2)
+            ntt_group<F, DIT, (R >= 2 ? 2 : 1)>(s, d_tw, n_elems, t0, tl, lo, lw_base, log_tw, inverse, levels);
+        else
+            ntt_group<F, DIT, 1>(s, d_tw, n_elems, t0, tl, lo, lw_base, log_tw, inverse, levels);
+        done += g;
         __syncthreads();
     }
     for (int e = threadIdx.x; e < n_elems; e += blockDim.x) d_data[global_index(e)] = s[e];
@@ -82,6 +123,35 @@ __global__ void ntt_bit_reverse(F* __restrict__ d_data, int log_n, F scale) {
         } else if (i == j) {
             d_data[i] = d_data[i] * scale;
         }
+    }
+}
+
+// The same permutation by tiles, for log_n >= 2 S (S = NTT_BR_TILE_LOG): index
+// i = a << (log_n - S) | m << S | b (a, b < 2^S) goes to rev(b) << (log_n - S) | rev(m) << S | rev(a).
+// Block m (the pair m, rev(m); the block with m > rev(m) has nothing to do) reads both tiles as rows
+// of 2^S consecutive elements and writes each into the other's place, transposed through shared
+// memory: every global access is a run of 2^S elements, where the element-wise kernel above reads
+// one of its two elements scattered.
+template <class F>
+__global__ void ntt_bit_reverse_tiles(F* __restrict__ d_data, int log_n, F scale) {
+    constexpr int S = NTT_BR_TILE_LOG, W = 1 << S, ROW = W + 1;  // a padded row: column reads spread over banks
+    __shared__ __align__(16) unsigned char raw[2 * W * ROW * sizeof(F)];
+    F* t0 = reinterpret_cast<F*>(raw);
+    F* t1 = t0 + W * ROW;
+    const uint64_t m = blockIdx.x, mr = bit_reverse(m, log_n - 2 * S);
+    if (m > mr) return;
+    const int hi_shift = log_n - S;
+    for (int e = threadIdx.x; e < W * W; e += blockDim.x) {
+        const int a = e >> S, b = e & (W - 1);
+        t0[a * ROW + b] = d_data[((uint64_t)a << hi_shift) | (m << S) | b];
+        if (mr != m) t1[a * ROW + b] = d_data[((uint64_t)a << hi_shift) | (mr << S) | b];
+    }
+    __syncthreads();
+    for (int e = threadIdx.x; e < W * W; e += blockDim.x) {
+        const int a2 = e >> S, b2 = e & (W - 1);  // destination row and column; the source is (rev b2, rev a2)
+        const int src = (int)(__brev(b2) >> (32 - S)) * ROW + (int)(__brev(a2) >> (32 - S));
+        d_data[((uint64_t)a2 << hi_shift) | (mr << S) | b2] = t0[src] * scale;
+        if (mr != m) d_data[((uint64_t)a2 << hi_shift) | (m << S) | b2] = t1[src] * scale;
     }
 }
 

@@ -1,0 +1,116 @@
+"""The index arithmetic of ntt_pass's register groups and of ntt_bit_reverse_tiles, written out in
+Python statement by statement (cuda_src/ntt/ntt.cuh) and run on small transforms against the
+CPU reference (backends/cpu/ntt.py): a wrong group, pairing or twiddle index shows up here, before any GPU time. The
+kernels themselves are checked bit-exact on the GPU (tests/gpu/test_ntt.py)."""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from pipeline.backends.cuda.launch import NTT_BR_TILE_LOG, NTT_RADIX_BUILT
+from pipeline.backends.cpu.ntt import ntt as reference_ntt
+from pipeline.backends.cuda.ntt import pass_plan, twiddle_count, twiddle_index
+from pipeline.curves import BN254
+
+
+def rev(i: int, bits: int) -> int:
+    return int(format(i, f"0{bits}b")[::-1], 2) if bits else 0
+
+
+def model_pass(data, table, p, lo, k, tl, log_tw, inverse, compact, dit, radix):
+    """ntt_pass<F, DIT, R> over every block of one launch, as the kernel indexes it."""
+    n = len(data)
+    n_elems = 1 << (k + tl)
+    lw_blocks_log = lo - tl
+    for block in range(n // n_elems):
+        hi, lw_base = block >> lw_blocks_log, (block & ((1 << lw_blocks_log) - 1)) << tl
+
+        def gidx(e):
+            return (hi << (lo + k)) | ((e >> tl) << lo) | (lw_base | (e & ((1 << tl) - 1)))
+        s = [data[gidx(e)] for e in range(n_elems)]
+        done = 0
+        while done < k:
+            g = min(radix, k - done)
+            t0 = done if dit else k - done - g
+            for b in range(n_elems >> g):  # ntt_group<F, DIT, g>
+                lt, u = b & ((1 << tl) - 1), b >> tl
+                vbase = ((u >> t0) << (t0 + g)) | (u & ((1 << t0) - 1))
+                slots = [((vbase | (m << t0)) << tl) | lt for m in range(1 << g)]
+                x = [s[e] for e in slots]
+                for st in range(g):
+                    i = st if dit else g - 1 - st
+                    t = t0 + i
+                    for q in range(1 << (g - 1)):
+                        m0 = ((q >> i) << (i + 1)) | (q & ((1 << i) - 1))
+                        m1 = m0 | (1 << i)
+                        v0 = vbase | (m0 << t0)
+                        j = ((v0 & ((1 << t) - 1)) << lo) | (lw_base | lt)
+                        index, neg = twiddle_index(j, lo + t, log_tw, inverse, compact)
+                        w = (p - table[index]) % p if neg else table[index]  # the folded sign, undone
+                        a, c = x[m0], x[m1]
+                        if dit:
+                            x[m0], x[m1] = (a + c * w) % p, (a - c * w) % p
+                        else:
+                            x[m0], x[m1] = (a + c) % p, (a - c) * w % p
+                for e, v in zip(slots, x):
+                    s[e] = v
+            done += g
+        for e in range(n_elems):
+            data[gidx(e)] = s[e]
+
+
+def twiddle_table(fr, log_tw, compact):
+    p = fr.modulus
+    if compact:
+        w_t = fr.root_of_unity(log_tw)
+        return [pow(w_t, m, p) for m in range(twiddle_count(log_tw, True))]
+    return [0] + [pow(fr.root_of_unity(h.bit_length()), i - h, p)
+                  for i in range(1, twiddle_count(log_tw, False)) for h in [1 << (i.bit_length() - 1)]]
+
+
+@pytest.mark.parametrize("radix", NTT_RADIX_BUILT)
+@pytest.mark.parametrize("log_n", [1, 2, 3, 4, 5, 7, 10])
+@pytest.mark.parametrize("compact", [False, True], ids=["levels", "compact"])
+def test_passes_in_register_groups_compute_the_transform(radix, log_n, compact):
+    fr, p = BN254.fr, BN254.fr.modulus
+    log_tw = log_n + 1  # a larger domain's table, as a key's transforms read it
+    table = twiddle_table(fr, log_tw, compact)
+    rng = random.Random(log_n * 10 + radix)
+    values = [rng.randrange(p) for _ in range(1 << log_n)]
+    for inverse in (False, True):
+        expect = reference_ntt(fr, values, inverse)
+        if inverse:  # the passes leave the 1/n scaling to a later step
+            expect = [v * (1 << log_n) % p for v in expect]
+        dif = list(values)  # natural in, bit-reversed out
+        for lo, k, tl in pass_plan(log_n, dit=False):
+            model_pass(dif, table, p, lo, k, tl, log_tw, inverse, compact, False, radix)
+        assert [dif[rev(o, log_n)] for o in range(1 << log_n)] == expect, ("DIF", inverse)
+        dit = [values[rev(i, log_n)] for i in range(1 << log_n)]  # bit-reversed in, natural out
+        for lo, k, tl in pass_plan(log_n, dit=True):
+            model_pass(dit, table, p, lo, k, tl, log_tw, inverse, compact, True, radix)
+        assert dit == expect, ("DIT", inverse)
+
+
+@pytest.mark.parametrize("log_n", [2 * NTT_BR_TILE_LOG, 2 * NTT_BR_TILE_LOG + 1, 2 * NTT_BR_TILE_LOG + 4])
+def test_tiled_bit_reversal_is_the_permutation(log_n):
+    s = NTT_BR_TILE_LOG
+    w, hi_shift = 1 << s, log_n - s
+    data = list(range(1 << log_n))
+    out = list(data)
+    touched = set()
+    for m in range(1 << (log_n - 2 * s)):  # one block per m; m > rev(m) returns
+        mr = rev(m, log_n - 2 * s)
+        if m > mr:
+            continue
+        t0 = {(e >> s, e & (w - 1)): data[((e >> s) << hi_shift) | (m << s) | (e & (w - 1))] for e in range(w * w)}
+        t1 = {(e >> s, e & (w - 1)): data[((e >> s) << hi_shift) | (mr << s) | (e & (w - 1))] for e in range(w * w)}
+        for e in range(w * w):
+            a2, b2 = e >> s, e & (w - 1)
+            src = (rev(b2, s), rev(a2, s))
+            for dst_m, tile in ((mr, t0), (m, t1)):
+                index = (a2 << hi_shift) | (dst_m << s) | b2
+                assert index not in touched or dst_m == m == mr
+                touched.add(index)
+                out[index] = tile[src]
+    assert out == [rev(i, log_n) for i in range(1 << log_n)]
