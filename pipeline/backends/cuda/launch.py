@@ -54,9 +54,12 @@ PASS_ELEMENTS_LOG = 10
 # Stages per group held in registers inside a pass (ntt_pass<F, DIT, R>): R = 1 is the first
 # version (one stage per barrier, 2 elements a thread); 3 loads 8 elements a thread and runs 3
 # stages per shared-memory round trip. The variants built, for the same-call comparison
-# (bench/kernels_vs_sppark.py); the default is NTT_RADIX_LOG.
+# (bench/kernels_vs_sppark.py); the default is NTT_RADIX_LOG. Measured (session 11,
+# results/kernels_vs_sppark_ntt_v2.md): R = 1 fastest, R = 2 +1-2%, R = 3 +4% at 2^24-2^27 on both
+# curves; a block of 2^10 elements then has 128 threads, and 32 KiB of shared memory a block caps
+# an SM at 7 blocks (896 threads, where R = 1 runs 2048): latency hiding lost beats barriers saved.
 NTT_RADIX_BUILT = (1, 2, 3)
-NTT_RADIX_LOG = 3
+NTT_RADIX_LOG = 1
 BIT_REVERSE_BLOCK = 256  # ntt_bit_reverse_tiles: 256 elements a tile
 SPLIT_BLOCK = 256  # msm_classify, msm_compact, gather_rows (split.py): not yet swept on the H200
 SETUP_BLOCK = 256  # every other setup kernel (a multiple of 32: the counting sort aggregates whole warps);
