@@ -201,7 +201,10 @@ for section in ${@:-tests demo prove stage msm engine server}; do
     *) echo "bench/device.sh: unknown section '$section'" >&2; rc=2 ;;
   esac
 done
-# One archive: a call brings back at most 8 files.
-find bench/results -type f -newer "$started" -print0 | tar -cf "$OUT/results.tar" --null -T -
+# One archive per run of this script (a call brings back at most 8 files); a second run in the same
+# call writes results-2.tar, not over the first one's.
+archive=$OUT/results.tar n=1
+while [ -e "$archive" ]; do n=$((n + 1)); archive=$OUT/results-$n.tar; done
+find bench/results -type f -newer "$started" -print0 | tar -cf "$archive" --null -T -
 [ -f "$OUT/pytest.log" ] && grep -E "passed|failed|error" "$OUT/pytest.log" | tail -n 3
 exit $rc
