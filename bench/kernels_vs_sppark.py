@@ -23,7 +23,7 @@ from bench.common import REPO, Stopwatch, arg_parser, markdown_table, time_ms, w
 from bench.gpu_msm import SPLIT, random_msm_data, time_msms
 from pipeline import progress
 from pipeline.backends.cuda.backend import CudaBackend  # the import makes no CUDA context
-from pipeline.backends.cuda.launch import NTT_RADIX_BUILT, NTT_RADIX_LOG
+from pipeline.backends.cuda.launch import NTT_RADIX_BUILT, NTT_RADIX_LOG, STAGES_PER_PASS, STAGES_PER_PASS_COMPARED
 from pipeline.curves import curve_by_name
 
 METHOD = """sppark first: one harness call per curve (shared/anchors/sppark, carried as .anchors/bench_<curve>),
@@ -150,12 +150,12 @@ def msm_rows(backend, curve, g2: bool, logs: list[int], points: np.ndarray, scal
 
 
 def time_fr(backend, curve, logs: list[int], values: np.ndarray,
-            repeat: int = 5) -> Iterator[tuple[int, float, float, float, float, dict[str, float]]]:
+            repeat: int = 5) -> Iterator[tuple[int, float, float, float, float, dict[tuple[str, str], float]]]:
     """(log2 n, natural-order NTT ms, radix passes ms, quotient ms, quotient ms with the compact
-    twiddle table of a streamed key, {variant: ms}) per size, the first four with the defaults
-    (launch.NTT_RADIX_LOG stages per register group, the tiled bit reversal), the variants the
-    other group sizes built and the element-wise bit reversal; three resident buffers of the largest size (a, b,
-    c), filled with ``values`` over and over. The quotient step is what a proof's H runs after the
+    twiddle table of a streamed key, {(kernel, variant): ms}) per size, the first four with the
+    defaults (launch.py), the variants: the other register-group sizes built, the other pass plans
+    compared (NTT and H) and the element-wise bit reversal. Three resident buffers of the largest
+    size (a, b, c), filled with ``values`` over and over. The quotient step is what a proof's H runs after the
     sparse products: c = a o b, then the transforms and the pointwise step (H over a)."""
     rt = backend.runtime(curve)
     n_max, elem = 1 << max(logs), 8 * curve.fr.limbs
@@ -178,26 +178,40 @@ def time_fr(backend, curve, logs: list[int], values: np.ndarray,
             h = time_ms(backend.stream, quotient, repeat=repeat)
             rt.ntt.ensure_twiddles(max(logs), compact=True)
             h_compact = time_ms(backend.stream, quotient, repeat=repeat)
-            yield log_n, ntt, radix, h, h_compact, time_ntt_variants(backend, rt.ntt, d_a.ptr, log_n, repeat)
+            variants = time_ntt_variants(backend, rt.ntt, d_a.ptr, log_n, repeat)
+            try:
+                for stages in STAGES_PER_PASS_COMPARED:
+                    rt.ntt.stages_per_pass = stages
+                    variants["H", f"{QUOTIENT}, {stages} stages per pass (not {STAGES_PER_PASS})"] = time_ms(
+                        backend.stream, quotient, repeat=repeat)
+            finally:
+                rt.ntt.stages_per_pass = STAGES_PER_PASS
+            yield log_n, ntt, radix, h, h_compact, variants
     finally:
         for buf in bufs:
             buf.free()
         rt.ntt.close()  # the twiddles and coset tables too
 
 
-def time_ntt_variants(backend, ntt, d_data: int, log_n: int, repeat: int) -> dict[str, float]:
-    """The transform's variants that are not the defaults, one at a time, the defaults restored."""
+def time_ntt_variants(backend, ntt, d_data: int, log_n: int, repeat: int) -> dict[tuple[str, str], float]:
+    """The transform's variants that are not the defaults, one at a time, the defaults restored;
+    the level layout of the twiddles (left with it)."""
     out = {}
     ntt.ensure_twiddles(ntt.log_max, compact=False)
     try:
         for radix_log in (r for r in NTT_RADIX_BUILT if r != NTT_RADIX_LOG):
             ntt.radix_log = radix_log
-            out[radix_variant(radix_log)] = time_ms(
+            out["NTT", radix_variant(radix_log)] = time_ms(
                 backend.stream, lambda: ntt.radix_passes(d_data, log_n, False, False), repeat=repeat)
-        ntt.radix_log, ntt.tiled_bit_reverse = NTT_RADIX_LOG, False
-        out[ELEMENTWISE_REVERSE] = time_ms(backend.stream, lambda: ntt.ntt(d_data, log_n), repeat=repeat)
+        ntt.radix_log = NTT_RADIX_LOG
+        for stages in STAGES_PER_PASS_COMPARED:
+            ntt.stages_per_pass = stages
+            out["NTT", f"{RADIX_ONLY}, {stages} stages per pass (not {STAGES_PER_PASS})"] = time_ms(
+                backend.stream, lambda: ntt.radix_passes(d_data, log_n, False, False), repeat=repeat)
+        ntt.stages_per_pass, ntt.tiled_bit_reverse = STAGES_PER_PASS, False
+        out["NTT", ELEMENTWISE_REVERSE] = time_ms(backend.stream, lambda: ntt.ntt(d_data, log_n), repeat=repeat)
     finally:
-        ntt.radix_log, ntt.tiled_bit_reverse = NTT_RADIX_LOG, True
+        ntt.radix_log, ntt.tiled_bit_reverse, ntt.stages_per_pass = NTT_RADIX_LOG, True, STAGES_PER_PASS
     return out
 
 
@@ -219,11 +233,14 @@ def curve_rows(backend, curve, args, sppark: SpparkRows | str, rng) -> Iterator[
         ntt_ms = sppark_ms(sppark, SPPARK_NTT, log_n)
         yield Row(curve.name, "NTT", log_n, NATURAL, ntt, SPPARK_NTT, ntt_ms)
         yield Row(curve.name, "NTT", log_n, RADIX_ONLY, radix, SPPARK_NTT, ntt_ms)
-        for input_, ms in variants.items():
-            yield Row(curve.name, "NTT", log_n, input_, ms, SPPARK_NTT, ntt_ms)
+        h_sppark = sppark_ms(sppark, SPPARK_NTT, log_n, times=H_NTTS)
         for input_, ms in ((QUOTIENT, h), (QUOTIENT_COMPACT, h_compact)):
-            yield Row(curve.name, "H", log_n, input_, ms, f"{H_NTTS} x {SPPARK_NTT}",
-                      sppark_ms(sppark, SPPARK_NTT, log_n, times=H_NTTS))
+            yield Row(curve.name, "H", log_n, input_, ms, f"{H_NTTS} x {SPPARK_NTT}", h_sppark)
+        for (kernel, input_), ms in variants.items():
+            if kernel == "NTT":
+                yield Row(curve.name, kernel, log_n, input_, ms, SPPARK_NTT, ntt_ms)
+            else:
+                yield Row(curve.name, kernel, log_n, input_, ms, f"{H_NTTS} x {SPPARK_NTT}", h_sppark)
 
 
 # -- the table ---------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ import pytest
 
 from pipeline.backends.cpu.ntt import ntt as ntt_ref
 from pipeline.backends.cpu.ntt import quotient_on_coset, to_odd_coset
-from pipeline.backends.cuda.launch import NTT_RADIX_BUILT
+from pipeline.backends.cuda.launch import NTT_RADIX_BUILT, STAGES_PER_PASS_COMPARED
 
 pytestmark = pytest.mark.gpu
 
@@ -161,3 +161,42 @@ def test_a_pass_variant_that_is_not_built_is_refused(cuda_backend, runtime):
             ntt.radix_passes(0, 4, dit=False, inverse=False)
     finally:
         ntt.close()
+
+
+@pytest.mark.parametrize("stages", STAGES_PER_PASS_COMPARED)
+@pytest.mark.parametrize("log_n", [21, 22])
+def test_other_pass_plans_equal_the_default_at_sizes_of_three_passes(cuda_backend, runtime, gpu_curve, stages, log_n):
+    """The pass plans bench/kernels_vs_sppark.py compares (9 or 10 stages a launch; at 2^21-2^22 a
+    middle pass with no low bits to coalesce) give the default plan's transform, forward, inverse and
+    on the odd coset, element for element, and X_1 by Horner."""
+    from pipeline.backends.cuda.ntt import NttRunner, pass_plan
+
+    assert len(pass_plan(log_n, False, stages)) == 3
+    fr, n, p = gpu_curve.fr, 1 << log_n, gpu_curve.fr.modulus
+    rng = np.random.default_rng(log_n * 100 + stages)
+    words = rng.integers(0, 2**63, size=(n, fr.limbs), dtype=np.uint64)
+    words[:, -1] &= np.uint64((1 << (fr.bits - 1 - 64 * (fr.limbs - 1))) - 1)  # < 2^(bits-1) < p
+    other = NttRunner(runtime.ntt.kernels, cuda_backend.allocator, cuda_backend.stream)
+    other.stages_per_pass = stages
+    outputs = {}
+    try:
+        for name, ntt in (("default", runtime.ntt), ("other", other)):
+            for what in ("forward", "inverse", "coset"):
+                with cuda_backend.allocator.upload(words, "x") as d:
+                    if what == "coset":
+                        ntt.to_odd_coset(d.ptr, log_n)
+                    else:
+                        ntt.ntt(d.ptr, log_n, inverse=what == "inverse")
+                    out = np.zeros_like(words)
+                    d.download(out, cuda_backend.stream)
+                outputs[name, what] = out
+    finally:
+        other.close()
+    for what in ("forward", "inverse", "coset"):
+        assert np.array_equal(outputs["other", what], outputs["default", what]), what
+    # the transform is linear: words read as plain integers transform like the values they encode
+    x = fr.ints_from_limbs(words)
+    w, acc = fr.root_of_unity(log_n), 0
+    for v in reversed(x):
+        acc = (acc * w + v) % p
+    assert fr.ints_from_limbs(outputs["other", "forward"][1:2])[0] == acc

@@ -49,7 +49,11 @@ ELEMENTWISE_BLOCK = 256  # NTT helpers (bit reversal, coset scale, quotient, con
 # 8.3 ms of an NTT at 2^24 are the bit-reversal pass (bench/NOTES.md, NTT v1).
 # NTT radix passes: up to STAGES_PER_PASS butterfly stages per launch on 2^PASS_ELEMENTS_LOG
 # elements in shared memory (32 KiB a block, 512 threads): bench/NOTES.md, NTT v1 (2^24 8.3 ms).
+# Up to PASS_ELEMENTS_LOG stages fit a block (then each element is its own 32-byte sector: no
+# coalescing over low bits); STAGES_PER_PASS_COMPARED are the plans bench/kernels_vs_sppark.py times
+# beside the default (2^26: 8 -> 2+8+8+8, four passes over the array; 10 -> 6+10+10, three).
 STAGES_PER_PASS = 8
+STAGES_PER_PASS_COMPARED = (9, 10)
 PASS_ELEMENTS_LOG = 10
 # Stages per group held in registers inside a pass (ntt_pass<F, DIT, R>): R = 1 is the first
 # version (one stage per barrier, 2 elements a thread); 3 loads 8 elements a thread and runs 3

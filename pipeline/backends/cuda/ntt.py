@@ -14,17 +14,21 @@ from .launch import (BIT_REVERSE_BLOCK, ELEMENTWISE_BLOCK, NTT_BR_TILE_LOG, NTT_
                      PASS_ELEMENTS_LOG, STAGES_PER_PASS)
 
 
-def pass_plan(log_n: int, dit: bool) -> list[tuple[int, int, int]]:
-    """(lo, k, tl) per launch, in launch order. The short pass sits at the top bits, where
-    there are many low bits to coalesce over; DIF runs top-down, DIT bottom-up."""
+def pass_plan(log_n: int, dit: bool, stages: int = STAGES_PER_PASS,
+              elements_log: int = PASS_ELEMENTS_LOG) -> list[tuple[int, int, int]]:
+    """(lo, k, tl) per launch, in launch order: passes of ``stages`` stages (the top one shorter),
+    each block 2^elements_log elements where the bits allow. The short pass sits at the top bits,
+    where there are many low bits to coalesce over; DIF runs top-down, DIT bottom-up."""
+    if not 1 <= stages <= elements_log:
+        raise ValueError(f"NTT pass of {stages} stages: 1 to {elements_log} (2^{elements_log} elements a block)")
     if log_n == 0:
         return []
-    ks = [STAGES_PER_PASS] * ((log_n - 1) // STAGES_PER_PASS)
-    ks.insert(0, log_n - sum(ks))  # top pass, 1..8 stages
+    ks = [stages] * ((log_n - 1) // stages)
+    ks.insert(0, log_n - sum(ks))  # top pass, 1..stages stages
     plan, hi = [], log_n
     for k in ks:  # top-down
         lo = hi - k
-        plan.append((lo, k, min(lo, max(PASS_ELEMENTS_LOG - k, 0))))
+        plan.append((lo, k, min(lo, max(elements_log - k, 0))))
         hi = lo
     return plan[::-1] if dit else plan
 
@@ -63,6 +67,7 @@ class NttRunner:
         self.d_tw = None  # the forward table; the inverse reads it too
         self._coset_tables: dict[int, tuple] = {}
         self.radix_log = NTT_RADIX_LOG  # stages per register group in a pass (launch.py); benches compare
+        self.stages_per_pass = STAGES_PER_PASS  # stages per launch (launch.py); benches compare
         self.tiled_bit_reverse = True  # False: the element-wise kernel at every size (benches compare)
 
     @property
@@ -112,7 +117,7 @@ class NttRunner:
         self.ensure_twiddles(log_n)
         expr = f"ntt_pass<fr_t, {'true' if dit else 'false'}, {self.radix_log}>"
         n = 1 << log_n
-        for lo, k, tl in pass_plan(log_n, dit):
+        for lo, k, tl in pass_plan(log_n, dit, self.stages_per_pass):
             elems = 1 << (k + tl)
             self.kernels.launch(expr, n // elems, max(elems >> self.radix_log, 1),
                                 (d_data, self.d_tw.ptr, lo, k, tl, self.log_max, int(inverse), int(not self.compact)),

@@ -92,6 +92,36 @@ def test_passes_in_register_groups_compute_the_transform(radix, log_n, compact):
         assert dit == expect, ("DIT", inverse)
 
 
+@pytest.mark.parametrize("stages, elements_log", [(3, 3), (4, 4), (4, 6), (5, 5), (9, 10), (10, 10)])
+@pytest.mark.parametrize("log_n", [9, 11])
+def test_other_pass_plans_compute_the_transform(stages, elements_log, log_n):
+    """Plans of other stage counts and block sizes (NttRunner.stages_per_pass; PASS_ELEMENTS_LOG in
+    small), full passes at lo > 0 with no low bits to coalesce (tl = 0) included."""
+    fr, p = BN254.fr, BN254.fr.modulus
+    table = twiddle_table(fr, log_n, False)
+    values = [random.Random(stages * 100 + log_n).randrange(p) for _ in range(1 << log_n)]
+    plans = [pass_plan(log_n, dit, stages, elements_log) for dit in (False, True)]
+    if (stages, elements_log) in ((3, 3), (4, 4)):  # the case of the 10-stage plan's middle passes at 2^21+
+        assert any(lo > 0 and tl == 0 for lo, k, tl in plans[0]), plans[0]
+    for inverse in (False, True):
+        expect = reference_ntt(fr, values, inverse)
+        if inverse:
+            expect = [v * (1 << log_n) % p for v in expect]
+        dif = list(values)
+        for lo, k, tl in plans[0]:
+            model_pass(dif, table, p, lo, k, tl, log_n, inverse, False, False, 1)
+        assert [dif[rev(o, log_n)] for o in range(1 << log_n)] == expect, ("DIF", inverse)
+        dit = [values[rev(i, log_n)] for i in range(1 << log_n)]
+        for lo, k, tl in plans[1]:
+            model_pass(dit, table, p, lo, k, tl, log_n, inverse, False, True, 1)
+        assert dit == expect, ("DIT", inverse)
+
+
+def test_a_pass_plan_wider_than_a_block_is_refused():
+    with pytest.raises(ValueError, match="11 stages"):
+        pass_plan(20, False, stages=11, elements_log=10)
+
+
 @pytest.mark.parametrize("log_n", [2 * NTT_BR_TILE_LOG, 2 * NTT_BR_TILE_LOG + 1, 2 * NTT_BR_TILE_LOG + 4])
 def test_tiled_bit_reversal_is_the_permutation(log_n):
     s = NTT_BR_TILE_LOG
