@@ -22,6 +22,7 @@ from pipeline.formats.types import Groth16Zkey
 from pipeline.formats.zkey_writer import random_limbs
 
 REPEAT = 3
+CURVES = (BN254, BLS12_381)
 
 
 def stage_once(backend, key, witness, shape=None) -> dict[str, float]:
@@ -122,13 +123,14 @@ def main() -> None:
     add_log_sizes(parser, [20], "log2 constraints")
     parser.add_argument("--cprofile", action="store_true",
                         help="append a cProfile of 20 stages per size and curve (random witness) to the result")
+    parser.add_argument("--curves", nargs="+", choices=[c.name for c in CURVES], default=[c.name for c in CURVES])
     args = parser.parse_args()
     sizes, profiles = args.log_sizes, ({} if args.cprofile else None)
     header = ["curve", "constraints", "witness", "stage ms", "spmv ms", "H ms (upload+spmv+NTTs)", "A ms", "B1 ms", "B2 (G2) ms", "C ms",
               "H-MSM ms", "key upload s"]
     rows = []
     for log_n in sizes:
-        for curve in (BN254, BLS12_381):
+        for curve in (c for c in CURVES if c.name in args.curves):
             rows += bench(curve, log_n, profiles)
     table = markdown_table(header, rows)
     note = (f"\nWhole GPU stage of one proof (wall clock around `start_partition` + its wait + `result`, "
