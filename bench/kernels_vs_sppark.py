@@ -23,7 +23,8 @@ from bench.common import REPO, Stopwatch, arg_parser, markdown_table, time_ms, w
 from bench.gpu_msm import SPLIT, random_msm_data, time_msms
 from pipeline import progress
 from pipeline.backends.cuda.backend import CudaBackend  # the import makes no CUDA context
-from pipeline.backends.cuda.launch import NTT_RADIX_BUILT, NTT_RADIX_LOG, STAGES_PER_PASS, STAGES_PER_PASS_COMPARED
+from pipeline.backends.cuda.launch import (G2_FIELDS_BUILT, G2_MIN_BLOCKS_BUILT, NTT_RADIX_BUILT, NTT_RADIX_LOG,
+                                          STAGES_PER_PASS, STAGES_PER_PASS_COMPARED)
 from pipeline.curves import curve_by_name
 
 METHOD = """sppark first: one harness call per curve (shared/anchors/sppark, carried as .anchors/bench_<curve>),
@@ -144,9 +145,32 @@ def msm_rows(backend, curve, g2: bool, logs: list[int], points: np.ndarray, scal
              sppark: SpparkRows | str) -> Iterator[Row]:
     group = "G2" if g2 else "G1"
     largest = 24 if g2 else 26  # the sizes timed 3 times, the others 5
-    for t in time_msms(backend, curve, g2, logs, points, scalars, lambda k: 3 if k >= largest else 5, split=True):
+    repeats = lambda k: 3 if k >= largest else 5  # noqa: E731
+    for t in time_msms(backend, curve, g2, logs, points, scalars, repeats, split=True):
         against = f"{group} {SPPARK_MSM_ROWS[t.scalars.removesuffix(SPLIT)]}"
         yield Row(curve.name, f"{group} MSM", t.log_n, t.scalars, t.ms, against, sppark_ms(sppark, against, t.log_n))
+    if g2:  # the G2 kernels' other field type and occupancy variants, random scalars, defaults restored
+        msm = backend.runtime(curve).msm
+        default = (msm.g2_field, msm.g2_min_blocks)
+        try:
+            for field, blocks in g2_variants(default):
+                msm.g2_field, msm.g2_min_blocks = field, blocks
+                for t in time_msms(backend, curve, g2, logs, points, {"random": scalars["random"]}, repeats):
+                    against = f"{group} {SPPARK_MSM_ROWS[t.scalars]}"
+                    yield Row(curve.name, f"{group} MSM", t.log_n, f"{t.scalars}, {g2_variant_name(field, blocks)}",
+                              t.ms, against, sppark_ms(sppark, against, t.log_n))
+        finally:
+            msm.g2_field, msm.g2_min_blocks = default
+
+
+def g2_variants(default: tuple[str, int]) -> list[tuple[str, int]]:
+    """(field, min_blocks) of the G2 bucket kernels built other than ``default``."""
+    pairs = [("fq2_pair_t", b) for b in G2_MIN_BLOCKS_BUILT] + [(f, 1) for f in G2_FIELDS_BUILT if f != "fq2_pair_t"]
+    return [v for v in pairs if v != default]
+
+
+def g2_variant_name(field: str, blocks: int) -> str:
+    return f"{field}, min_blocks {blocks}" if field == "fq2_pair_t" else f"{field} (one thread a point)"
 
 
 def time_fr(backend, curve, logs: list[int], values: np.ndarray,

@@ -6,8 +6,10 @@
 #include "curve_params.cuh"
 #include "ff/mont.cuh"
 #include "ff/fq2.cuh"
+#include "ff/fq2_pair.cuh"
 #include "ec/xyzz.cuh"
 
 typedef mont_t<fr_params> fr_t;  // scalar field
 typedef mont_t<fq_params> fq_t;  // base field, G1 coordinates
 typedef fp2_t<fq_t> fq2_t;       // G2 coordinates
+typedef fp2_pair_t<fq_t> fq2_pair_t;  // G2 coordinates over two lanes (the G2 MSM's kernels)

@@ -41,8 +41,9 @@ def test_prime_field_op_matches_python_ints(cuda_backend, runtime, gpu_curve, wh
     assert not bad, f"{op} mismatch at {bad[:5]}: a={a[bad[0]]} b={b[bad[0]]} got={got[bad[0]]} want={want[bad[0]]}"
 
 
-@pytest.mark.parametrize("op", ["add", "sub", "mul", "sqr", "neg", "inv"])
-def test_fq2_op_matches_python_ints(cuda_backend, runtime, gpu_curve, op):
+@pytest.mark.parametrize("field", ["fq2_t", "fq2_pair_t"])  # one thread an element, or two lanes (c0 even, c1 odd)
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "sqr", "neg", "inv", "to_mont", "from_mont", "dbl"])
+def test_fq2_op_matches_python_ints(cuda_backend, runtime, gpu_curve, op, field):
     fq, f2 = gpu_curve.fq, gpu_curve.g2.ops
     p, n_words, R = fq.modulus, 2 * fq.limbs, fq.r_mont
     rng = random.Random(f"{gpu_curve.name}fq2{op}")
@@ -53,11 +54,14 @@ def test_fq2_op_matches_python_ints(cuda_backend, runtime, gpu_curve, op):
     a[2] = (0, 0)
     # device holds Montgomery c0, c1
     enc = lambda xs: words_from_ints([c * R % p for x in xs for c in x], n_words)  # noqa: E731
-    out = run_on_device(cuda_backend, runtime.kernels, "test_field_op<fq2_t>", (2 * len(a), n_words),
+    out = run_on_device(cuda_backend, runtime.kernels, f"test_field_op<{field}>", (2 * len(a), n_words),
                         [enc(a), enc(b)], (field_op(op), len(a)), len(a))
     flat = [v * pow(R, -1, p) % p for v in ints_from_words(out, n_words)]
     got = [(flat[2 * i], flat[2 * i + 1]) for i in range(len(a))]
+    # to_mont / from_mont act on the stored words: x R and x / R of each component (read back through / R)
     ref = {"add": f2.add, "sub": f2.sub, "mul": f2.mul, "sqr": lambda x, y: f2.sqr(x), "neg": lambda x, y: f2.neg(x),
-           "inv": lambda x, y: (0, 0) if x == (0, 0) else f2.inv(x)}[op]
+           "inv": lambda x, y: (0, 0) if x == (0, 0) else f2.inv(x), "dbl": lambda x, y: f2.add(x, x),
+           "to_mont": lambda x, y: tuple(c * R % p for c in x),
+           "from_mont": lambda x, y: tuple(c * pow(R, -1, p) % p for c in x)}[op]
     want = [ref(x, y) for x, y in zip(a, b)]
     assert got == want

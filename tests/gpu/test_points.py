@@ -46,9 +46,9 @@ def _affine_words(curve, group, pt):
     return fq.limbs_from_ints(vals).view(np.uint32).reshape(-1)
 
 
-@pytest.mark.parametrize("group_name", ["g1", "g2"])
+@pytest.mark.parametrize("group_name,field", [("g1", "fq_t"), ("g2", "fq2_t"), ("g2", "fq2_pair_t")])
 @pytest.mark.parametrize("op", POINT_OPS)
-def test_point_op_matches_golden_model(cuda_backend, runtime, gpu_curve, group_name, op):
+def test_point_op_matches_golden_model(cuda_backend, runtime, gpu_curve, group_name, field, op):
     curve, group = gpu_curve, getattr(gpu_curve, group_name)
     rng = random.Random(f"{curve.name}{group_name}{op}")
     pts = random_points(group, rng, 12)
@@ -62,7 +62,6 @@ def test_point_op_matches_golden_model(cuda_backend, runtime, gpu_curve, group_n
     Q = np.stack([_xyzz_words(curve, group, c[1], rng) for c in cases])
     A = np.stack([_affine_words(curve, group, c[2]) for c in cases])
     K = np.array(ks, dtype=np.uint32)
-    field = "fq2_t" if group_name == "g2" else "fq_t"
     out = run_on_device(cuda_backend, runtime.kernels, f"test_point_op<{field}>", P.shape, [P, Q, A, K],
                         (point_op(op), len(cases)), len(cases))
     for i, (p, q, a) in enumerate(cases):

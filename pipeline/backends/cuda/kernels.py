@@ -1,7 +1,7 @@
 """The build units, their kernel instantiations, and typed launches.
 
 Each unit in ``UNITS`` is ``cuda_src/programs/<unit>.cu``; its kernels are bound to a curve by
-name expressions over the typedefs of ``cuda_src/curve_types.cuh`` (fr_t, fq_t, fq2_t).
+name expressions over the typedefs of ``cuda_src/curve_types.cuh`` (fr_t, fq_t, fq2_t, fq2_pair_t).
 ``SIGNATURES`` gives each kernel's parameter types, so a launch converts Python ints to the
 exact C types (a wrong argument count is a Python error, not a garbled launch).
 """
@@ -18,15 +18,15 @@ from ._bindings import driver
 from .constants import HEADER_NAME, curve_header
 from .errors import CudaError, check
 from .kernel_binaries import PREBUILT_DIR, find_prebuilt
-from .launch import G1_MIN_BLOCKS_BUILT, NTT_RADIX_BUILT
+from .launch import G1_MIN_BLOCKS_BUILT, G2_FIELDS_BUILT, G2_MIN_BLOCKS_BUILT, NTT_RADIX_BUILT
 from .nvrtc_build import BuiltUnit, compile_unit, load_cached_unit
 
 PTR, U32, I32, U64 = "ptr", "u32", "i32", "u64"
 
 UNITS: dict[str, tuple[str, ...]] = {
     "arith": (
-        "test_field_op<fr_t>", "test_field_op<fq_t>", "test_field_op<fq2_t>",
-        "test_point_op<fq_t>", "test_point_op<fq2_t>", "test_spin",
+        "test_field_op<fr_t>", "test_field_op<fq_t>", "test_field_op<fq2_t>", "test_field_op<fq2_pair_t>",
+        "test_point_op<fq_t>", "test_point_op<fq2_t>", "test_point_op<fq2_pair_t>", "test_spin",
     ),
     "ntt": (
         *(f"ntt_pass<fr_t, {d}, {r}>" for d in ("false", "true") for r in NTT_RADIX_BUILT),
@@ -42,8 +42,11 @@ UNITS: dict[str, tuple[str, ...]] = {
         "msm_reduce_halves<fq_t>", "msm_combine_windows<fq_t>",
     ),
     "msm_g2": (
-        "msm_accumulate<fq2_t, true, 1>", "msm_accumulate<fq2_t, false, 1>", "msm_bucket_segments<fq2_t>",
-        "msm_reduce_halves<fq2_t>", "msm_combine_windows<fq2_t>",
+        *(f"msm_accumulate<fq2_pair_t, true, {b}>" for b in G2_MIN_BLOCKS_BUILT),
+        "msm_accumulate<fq2_t, true, 1>",
+        *(f"{k}<{f}>" for f in G2_FIELDS_BUILT for k in ("msm_bucket_segments", "msm_reduce_halves",
+                                                          "msm_combine_windows")),
+        *(f"msm_accumulate<{f}, false, 1>" for f in G2_FIELDS_BUILT),
     ),
 }
 

@@ -23,6 +23,17 @@ SCAN_TILE = SCAN_THREADS * SCAN_PER_THREAD
 MSM_ACC_THREADS = 128
 # Occupancy variants of msm_accumulate<fq_t, true, B> the msm_g1 unit instantiates (the same rows).
 G1_MIN_BLOCKS_BUILT = (1, 3, 4, 5)
+# G2's bucket kernels hold a point over two lanes (ff/fq2_pair.cuh, G2_FIELD); the occupancy variants of
+# msm_accumulate<fq2_pair_t, true, B> built. ptxas (session 12, NVRTC 13.0, sm_90), registers and bytes
+# spilled: BLS12-381 B = 1 232 / 0, 3 168 / 4, 4 128 / 616, 5 96 / 2412; BN254 1 174 / 0, 3 168 / 4,
+# 4 128 / 4, 5 96 / 136. B = 1 (8 warps an SM) is left out: each variant costs the unit ~20 s of NVRTC.
+# The default per curve (G2_MIN_BLOCKS) is the measured fastest (bench/kernels_vs_sppark.py G2 variant rows).
+G2_MIN_BLOCKS_BUILT = (3, 4, 5)
+G2_MIN_BLOCKS = {"bls12381": 3, "bn128": 4}
+# The G2 MSM's field type: "fq2_pair_t" (two lanes a point) or "fq2_t" (one thread a point, 236
+# registers and a 1.5 KB stack frame; kept built for the same-call comparison in bench/gpu_msm.py).
+G2_FIELD = "fq2_pair_t"
+G2_FIELDS_BUILT = ("fq2_pair_t", "fq2_t")
 
 # Development setup's fixed-base multiplication (setup/fixed_base.cuh, __launch_bounds__(SETUP_MUL_THREADS, 2):
 # registers capped at 128, the MSM's choice for its inlined mixed additions on BLS12-381, above).

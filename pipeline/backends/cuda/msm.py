@@ -15,7 +15,8 @@ from ...curves.points import CurveGroup
 from ._bindings import driver
 from .errors import check
 from .kernels import CurveKernels, grid_for
-from .launch import CHUNK_COUNT_BLOCK, DIGIT_BLOCK, MSM_ACC_THREADS as ACC_BLOCK, REDUCE_BLOCK, SCAN_THREADS, SCAN_TILE
+from .launch import (CHUNK_COUNT_BLOCK, DIGIT_BLOCK, G2_FIELD, G2_MIN_BLOCKS, MSM_ACC_THREADS as ACC_BLOCK, REDUCE_BLOCK,
+                     SCAN_THREADS, SCAN_TILE)
 
 TARGET_CHUNKS = 1 << 18  # enough chunks to fill 132 SMs several times over
 MAX_CHUNK = 64  # madds per thread at level 0; partial sums cost ~1.4/MAX_CHUNK extra
@@ -74,6 +75,10 @@ class MsmRunner:
         # 420 bytes and is 3% slower at 2^24), BN254 5 (96 registers, no spills, fastest).
         # None: that default (CudaOptions.msm_g1_min_blocks).
         self.g1_min_blocks = g1_min_blocks or (4 if self.curve.fq.limbs > 4 else 5)
+        # G2: the field type of its kernels (launch.G2_FIELD: "fq2_pair_t", two threads a point, or
+        # "fq2_t") and the pair kernel's occupancy variant (launch.G2_MIN_BLOCKS).
+        self.g2_field = G2_FIELD
+        self.g2_min_blocks = G2_MIN_BLOCKS.get(self.curve.name, 3)
         self.cache_bytes = getattr(getattr(kernels, "device", None), "l2_bytes", None)  # window widths whose tables fit L2
         self.profile = False  # when set, last_phases_ms gets CUDA-event times per phase
         self.last_phases_ms: dict[str, float] = {}
@@ -93,12 +98,23 @@ class MsmRunner:
                 ev.close()
         self._marks = []
 
-    def _affine_accumulate(self, g2: bool) -> str:
-        """The level-0 bucket kernel (affine points in), at this runner's G1 occupancy variant."""
-        return "msm_accumulate<fq2_t, true, 1>" if g2 else f"msm_accumulate<fq_t, true, {self.g1_min_blocks}>"
+    def _field(self, g2: bool) -> str:
+        return self.g2_field if g2 else "fq_t"
 
-    def _launch(self, expr, n_threads, block, args):
-        self.kernels.launch(expr, grid_for(n_threads, block), block, args, self.stream)
+    def _lanes(self, g2: bool) -> int:
+        """Threads per point in the bucket kernels (ff/fq2_pair.cuh holds a G2 point over two)."""
+        return 2 if g2 and self.g2_field == "fq2_pair_t" else 1
+
+    def _affine_accumulate(self, g2: bool) -> str:
+        """The level-0 bucket kernel (affine points in), at this runner's occupancy variant."""
+        if not g2:
+            return f"msm_accumulate<fq_t, true, {self.g1_min_blocks}>"
+        blocks = self.g2_min_blocks if self.g2_field == "fq2_pair_t" else 1
+        return f"msm_accumulate<{self.g2_field}, true, {blocks}>"
+
+    def _launch(self, expr, n_items, block, args, lanes: int = 1):
+        """A grid-stride kernel over ``n_items`` items of ``lanes`` threads each."""
+        self.kernels.launch(expr, grid_for(n_items * lanes, block), block, args, self.stream)
 
     def exclusive_scan(self, d_in: int, n: int, d_out: int) -> None:
         """d_out[0..n] = exclusive prefix sums of d_in[0..n), d_out[n] = total (all on the device)."""
@@ -141,7 +157,7 @@ class MsmRunner:
         point d_point_index[i] (the tail of a split witness). Nothing here waits for the device:
         counts stay on the device and buffers are sized by upper bounds (pippenger.cuh, step 4)."""
         xyzz_bytes = self.xyzz_bytes(g2)
-        field = "fq2_t" if g2 else "fq_t"
+        field, lanes = self._field(g2), self._lanes(g2)
         plan = plan_msm(n, self.curve.fr.bits, c, self.cache_bytes)
         self.last_plan = plan
         if n == 0:
@@ -172,15 +188,15 @@ class MsmRunner:
                 with alloc.alloc(xyzz_bytes * plan.n_windows * segs, "msm segment sums") as d_seg:
                     self._launch(f"msm_bucket_segments<{field}>", plan.n_windows * segs, REDUCE_BLOCK,
                                  (d_seg.ptr, d_partials.ptr, d_chunk_off.ptr, plan.buckets_per_window,
-                                  plan.seg_len, plan.n_windows))
+                                  plan.seg_len, plan.n_windows), lanes)
                     self._mark("bucket running sums")
                     half = segs // 2
                     while half >= 1:
                         self._launch(f"msm_reduce_halves<{field}>", plan.n_windows * half, REDUCE_BLOCK,
-                                     (d_seg.ptr, plan.n_windows, segs, half))
+                                     (d_seg.ptr, plan.n_windows, segs, half), lanes)
                         half //= 2
                     self._mark("segment sums")
-                    self.kernels.launch(f"msm_combine_windows<{field}>", 1, 1,
+                    self.kernels.launch(f"msm_combine_windows<{field}>", 1, lanes,
                                         (d_out, d_seg.ptr, segs, plan.n_windows, plan.c), self.stream)
                     self._mark("window combination")
             finally:
@@ -194,7 +210,7 @@ class MsmRunner:
         bucket's entries leaves one. Returns (partials, chunk offsets): bucket b's sum is
         partials[offsets[b]] when offsets[b + 1] > offsets[b]. The caller frees both."""
         alloc, xyzz_bytes = self.allocator, self.xyzz_bytes(g2)
-        field = "fq2_t" if g2 else "fq_t"
+        field, lanes = self._field(g2), self._lanes(g2)
         d_chunk_off = self._chunk_offsets(d_offsets, n_buckets, chunk, "msm chunk offsets")
         chunks_bound = -(-entries_bound // chunk) + n_buckets
         try:
@@ -204,7 +220,7 @@ class MsmRunner:
             raise
         self._launch(self._affine_accumulate(g2), chunks_bound, ACC_BLOCK,
                      (d_partials.ptr, d_points, d_entries.ptr, 0, d_offsets.ptr, d_chunk_off.ptr,
-                      n_buckets, chunk, d_chunk_off.offset(4 * n_buckets)))
+                      n_buckets, chunk, d_chunk_off.offset(4 * n_buckets)), lanes)
         self._mark("accumulate affine")
         per_bucket = -(-per_bucket_bound // chunk)
         try:
@@ -214,7 +230,7 @@ class MsmRunner:
                 d_next = alloc.alloc(xyzz_bytes * next_bound, "msm partial sums")
                 self._launch(f"msm_accumulate<{field}, false, 1>", next_bound, ACC_BLOCK,
                              (d_next.ptr, 0, 0, d_partials.ptr, d_chunk_off.ptr, d_next_off.ptr,
-                              n_buckets, LEVEL_CHUNK, d_next_off.offset(4 * n_buckets)))
+                              n_buckets, LEVEL_CHUNK, d_next_off.offset(4 * n_buckets)), lanes)
                 d_partials.free()  # frees wait for the work queued before them (memory.py)
                 d_chunk_off.free()
                 d_partials, d_chunk_off, chunks_bound = d_next, d_next_off, next_bound
@@ -236,7 +252,7 @@ class MsmRunner:
         if count == 0:
             check_memset_zero(d_out, xyzz_bytes, self.stream)
             return
-        field = "fq2_t" if g2 else "fq_t"
+        field, lanes = self._field(g2), self._lanes(g2)
         chunk = level0_chunk(count)
         sizes = [count, -(-count // chunk)]  # entries, then the partials of each level down to one
         while sizes[-1] > 1:
@@ -251,12 +267,12 @@ class MsmRunner:
             try:
                 self._launch(self._affine_accumulate(g2), sizes[1], ACC_BLOCK,
                              (d_partials.ptr, d_points, d_indices, 0, d_pairs.ptr, d_pairs.ptr + 8, 1, chunk,
-                              d_pairs.ptr + 12))
+                              d_pairs.ptr + 12), lanes)
                 for k in range(2, len(sizes)):
                     d_next = self.allocator.alloc(xyzz_bytes * sizes[k], "point-sum partials")
                     self._launch(f"msm_accumulate<{field}, false, 1>", sizes[k], ACC_BLOCK,
                                  (d_next.ptr, 0, 0, d_partials.ptr, d_pairs.ptr + 8 * (k - 1), d_pairs.ptr + 8 * k, 1,
-                                  LEVEL_CHUNK, d_pairs.ptr + 8 * k + 4))
+                                  LEVEL_CHUNK, d_pairs.ptr + 8 * k + 4), lanes)
                     d_partials.free()  # stream-ordered: after the launch that reads it
                     d_partials = d_next
                 self.kernels.launch_copy(d_out, d_partials.ptr, xyzz_bytes, self.stream)  # the one partial left

@@ -1,5 +1,5 @@
 // Short Weierstrass points y^2 = x^3 + b (a = 0), templated over the coordinate field
-// (mont_t for G1, fq2_t for G2).
+// (mont_t for G1, fq2_t or fq2_pair_t for G2).
 //
 // affine_t: the storage form of key points, as snarkjs stores them (Montgomery x, y); the
 //   point at infinity is all-zero, (0, 0) being on neither curve.
@@ -12,14 +12,27 @@
 
 template <class F>
 struct affine_t {
+    typedef affine_t<typename F::mem_t> mem_t;  // the form in memory (F::LANES threads hold one point)
     F x, y;
+    static __device__ __forceinline__ affine_t load(const mem_t& m) { return {F::load(m.x), F::load(m.y)}; }
     __device__ __forceinline__ bool is_inf() const { return x.is_zero() && y.is_zero(); }
     __device__ __forceinline__ affine_t neg() const { return {x, -y}; }
 };
 
 template <class F>
 struct xyzz_t {
+    typedef xyzz_t<typename F::mem_t> mem_t;
     F X, Y, ZZ, ZZZ;
+
+    static __device__ __forceinline__ xyzz_t load(const mem_t& m) {
+        return {F::load(m.X), F::load(m.Y), F::load(m.ZZ), F::load(m.ZZZ)};
+    }
+    __device__ __forceinline__ void store(mem_t& m) const {
+        X.store(m.X);
+        Y.store(m.Y);
+        ZZ.store(m.ZZ);
+        ZZZ.store(m.ZZZ);
+    }
 
     static __device__ __forceinline__ xyzz_t inf() { return {F::zero(), F::zero(), F::zero(), F::zero()}; }
     static __device__ __forceinline__ xyzz_t from_affine(const affine_t<F>& p) {

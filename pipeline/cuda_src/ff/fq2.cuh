@@ -5,7 +5,12 @@
 
 template <class F>
 struct __align__(16) fp2_t {
+    static constexpr int LANES = 1;
+    typedef fp2_t mem_t;
     F c0, c1;
+
+    static __device__ __forceinline__ fp2_t load(const mem_t& m) { return m; }
+    __device__ __forceinline__ void store(mem_t& m) const { m = *this; }
 
     static __device__ __forceinline__ fp2_t zero() { return {F::zero(), F::zero()}; }
     static __device__ __forceinline__ fp2_t one() { return {F::one(), F::zero()}; }

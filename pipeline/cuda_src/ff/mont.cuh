@@ -20,7 +20,12 @@ template <class P>
 struct __align__(16) mont_t {
     static constexpr int N = P::N;
     static constexpr int BITS = P::BITS;
+    static constexpr int LANES = 1;  // threads per element (ff/fq2_pair.cuh splits Fq2 over two)
+    typedef mont_t mem_t;            // the element's form in memory
     uint32_t v[N];
+
+    static __device__ __forceinline__ mont_t load(const mem_t& m) { return m; }
+    __device__ __forceinline__ void store(mem_t& m) const { m = *this; }
 
     // -- constants -------------------------------------------------------------------------
     static __device__ __forceinline__ mont_t zero() {

@@ -1,4 +1,5 @@
-// Pippenger bucket MSM, templated over the coordinate field F (G1: mont_t, G2: fq2_t).
+// Pippenger bucket MSM, templated over the coordinate field F (G1: mont_t, G2: fq2_pair_t, two lanes a
+// point, or fq2_t).
 // sum_i s_i P_i, scalars plain form (Fr, 8 x 32-bit words), points affine_t<F> (Montgomery).
 //
 // Steps (each a kernel; the host sequences them, see pipeline/backends/cuda/msm.py):
@@ -111,19 +112,31 @@ __device__ __forceinline__ uint32_t bucket_of(const uint32_t* __restrict__ d_off
     return lo;
 }
 
-// One thread per chunk: the sum of its entries. AFFINE: entries index affine points (sign in
+// One thread (F::LANES threads) per chunk: the sum of its entries. AFFINE: entries index affine points (sign in
 // bit 31); otherwise the entries are the XYZZ partials of the previous level, in order.
 // MIN_BLOCKS: blocks of MSM_ACC_THREADS per SM the register allocation must allow (occupancy).
 // MSM_ACC_THREADS comes from the generated header (pipeline/backends/cuda/launch.py).
+// Grid-stride loops over items run one item per F::LANES threads; the lanes of an item take the
+// same trips (msm_items below).
+template <class F>
+struct msm_items {
+    uint32_t first, step;
+    __device__ __forceinline__ msm_items()
+        : first((blockIdx.x * blockDim.x + threadIdx.x) / F::LANES), step(gridDim.x * blockDim.x / F::LANES) {}
+};
+
 template <class F, bool AFFINE, int MIN_BLOCKS>
-__global__ void __launch_bounds__(MSM_ACC_THREADS, MIN_BLOCKS) msm_accumulate(xyzz_t<F>* __restrict__ d_out, const affine_t<F>* __restrict__ d_points,
-                               const uint32_t* __restrict__ d_entries, const xyzz_t<F>* __restrict__ d_partials_in,
+__global__ void __launch_bounds__(MSM_ACC_THREADS, MIN_BLOCKS) msm_accumulate(typename xyzz_t<F>::mem_t* __restrict__ d_out,
+                               const typename affine_t<F>::mem_t* __restrict__ d_points,
+                               const uint32_t* __restrict__ d_entries,
+                               const typename xyzz_t<F>::mem_t* __restrict__ d_partials_in,
                                const uint32_t* __restrict__ d_offsets, const uint32_t* __restrict__ d_chunk_off,
                                uint32_t n_buckets, uint32_t chunk, const uint32_t* __restrict__ d_n_chunks) {
     // The chunk count is read on the device (d_chunk_off[n_buckets]): the host sizes the grid by
     // an upper bound and never waits for the count (no mid-MSM host round trip).
     const uint32_t n_chunks = *d_n_chunks;
-    for (uint32_t ch = blockIdx.x * blockDim.x + threadIdx.x; ch < n_chunks; ch += gridDim.x * blockDim.x) {
+    const msm_items<F> items;
+    for (uint32_t ch = items.first; ch < n_chunks; ch += items.step) {
         const uint32_t b = bucket_of(d_chunk_off, n_buckets, ch);
         const uint32_t start = d_offsets[b] + (ch - d_chunk_off[b]) * chunk;
         const uint32_t end = min(start + chunk, d_offsets[b + 1]);
@@ -131,62 +144,68 @@ __global__ void __launch_bounds__(MSM_ACC_THREADS, MIN_BLOCKS) msm_accumulate(xy
         for (uint32_t e = start; e < end; e++) {
             if (AFFINE) {
                 const uint32_t entry = d_entries[e];
-                affine_t<F> p = d_points[entry & ~MSM_NEG_BIT];
+                affine_t<F> p = affine_t<F>::load(d_points[entry & ~MSM_NEG_BIT]);
                 if (entry & MSM_NEG_BIT) p = p.neg();
                 acc.add_affine(p);
             } else {
-                acc.add(d_partials_in[e]);
+                acc.add(xyzz_t<F>::load(d_partials_in[e]));
             }
         }
-        d_out[ch] = acc;
+        acc.store(d_out[ch]);
     }
 }
 
 template <class F>
-__device__ __forceinline__ xyzz_t<F> bucket_sum(const xyzz_t<F>* d_partials, const uint32_t* d_chunk_off, uint32_t b) {
-    return d_chunk_off[b + 1] > d_chunk_off[b] ? d_partials[d_chunk_off[b]] : xyzz_t<F>::inf();
+__device__ __forceinline__ xyzz_t<F> bucket_sum(const typename xyzz_t<F>::mem_t* d_partials, const uint32_t* d_chunk_off,
+                                                uint32_t b) {
+    return d_chunk_off[b + 1] > d_chunk_off[b] ? xyzz_t<F>::load(d_partials[d_chunk_off[b]]) : xyzz_t<F>::inf();
 }
 
 // Thread (w, s): sum over digits d in segment s of window w of d * B_d, with
 //   sum_d d B_d = sum_d (d - s L) B_d + s L sum_d B_d   (running sums give the first term).
 template <class F>
-__global__ void msm_bucket_segments(xyzz_t<F>* __restrict__ d_seg, const xyzz_t<F>* __restrict__ d_partials,
+__global__ void msm_bucket_segments(typename xyzz_t<F>::mem_t* __restrict__ d_seg,
+                                    const typename xyzz_t<F>::mem_t* __restrict__ d_partials,
                                     const uint32_t* __restrict__ d_chunk_off, uint32_t buckets_per_window,
                                     uint32_t seg_len, uint32_t n_windows) {
     const uint32_t segs = buckets_per_window / seg_len;
-    for (uint32_t t = blockIdx.x * blockDim.x + threadIdx.x; t < n_windows * segs; t += gridDim.x * blockDim.x) {
+    const msm_items<F> items;
+    for (uint32_t t = items.first; t < n_windows * segs; t += items.step) {
         const uint32_t w = t / segs, s = t % segs;
         const uint32_t first = w * buckets_per_window + s * seg_len;  // bucket of digit s L + 1
         xyzz_t<F> running = xyzz_t<F>::inf(), acc = xyzz_t<F>::inf();
         for (int i = seg_len - 1; i >= 0; i--) {
-            running.add(bucket_sum(d_partials, d_chunk_off, first + i));
+            running.add(bucket_sum<F>(d_partials, d_chunk_off, first + i));
             acc.add(running);
         }
         acc.add(running.mul_u32(s * seg_len));
-        d_seg[t] = acc;
+        acc.store(d_seg[t]);
     }
 }
 
 // d[g * len + i] += d[g * len + i + half] for every group g, i < half.
 template <class F>
-__global__ void msm_reduce_halves(xyzz_t<F>* __restrict__ d_seg, uint32_t n_groups, uint32_t len, uint32_t half) {
-    for (uint32_t t = blockIdx.x * blockDim.x + threadIdx.x; t < n_groups * half; t += gridDim.x * blockDim.x) {
+__global__ void msm_reduce_halves(typename xyzz_t<F>::mem_t* __restrict__ d_seg, uint32_t n_groups, uint32_t len,
+                                  uint32_t half) {
+    const msm_items<F> items;
+    for (uint32_t t = items.first; t < n_groups * half; t += items.step) {
         const uint32_t g = t / half, i = t % half;
-        xyzz_t<F> a = d_seg[g * len + i];
-        a.add(d_seg[g * len + i + half]);
-        d_seg[g * len + i] = a;
+        xyzz_t<F> a = xyzz_t<F>::load(d_seg[g * len + i]);
+        a.add(xyzz_t<F>::load(d_seg[g * len + i + half]));
+        a.store(d_seg[g * len + i]);
     }
 }
 
-// One thread: total = sum_w 2^(c w) W_w (Horner from the top window); d_out[0] = total.
+// One thread (F::LANES): total = sum_w 2^(c w) W_w (Horner from the top window); d_out[0] = total.
 template <class F>
-__global__ void msm_combine_windows(xyzz_t<F>* __restrict__ d_out, const xyzz_t<F>* __restrict__ d_seg,
+__global__ void msm_combine_windows(typename xyzz_t<F>::mem_t* __restrict__ d_out,
+                                    const typename xyzz_t<F>::mem_t* __restrict__ d_seg,
                                     uint32_t len, uint32_t n_windows, int c) {
-    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    if (blockIdx.x != 0 || threadIdx.x >= F::LANES) return;
     xyzz_t<F> total = xyzz_t<F>::inf();
     for (int w = n_windows - 1; w >= 0; w--) {
         for (int i = 0; i < c; i++) total = total.dbl();
-        total.add(d_seg[(uint32_t)w * len]);
+        total.add(xyzz_t<F>::load(d_seg[(uint32_t)w * len]));
     }
-    d_out[0] = total;
+    total.store(d_out[0]);
 }

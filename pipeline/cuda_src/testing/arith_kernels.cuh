@@ -3,11 +3,13 @@
 // PointOp values) come from the generated header (pipeline/backends/cuda/launch.py).
 #pragma once
 
+// F::LANES threads per element (ff/fq2_pair.cuh); memory in the element's mem_t layout.
 template <class F>
-__global__ void test_field_op(F* __restrict__ d_out, const F* __restrict__ d_a, const F* __restrict__ d_b,
-                              int op, uint32_t n) {
-    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-        const F a = d_a[i], b = d_b[i];
+__global__ void test_field_op(typename F::mem_t* __restrict__ d_out, const typename F::mem_t* __restrict__ d_a,
+                              const typename F::mem_t* __restrict__ d_b, int op, uint32_t n) {
+    const uint32_t first = (blockIdx.x * blockDim.x + threadIdx.x) / F::LANES, step = gridDim.x * blockDim.x / F::LANES;
+    for (uint32_t i = first; i < n; i += step) {
+        const F a = F::load(d_a[i]), b = F::load(d_b[i]);
         F r;
         switch (op) {
             case OP_ADD: r = a + b; break;
@@ -20,24 +22,26 @@ __global__ void test_field_op(F* __restrict__ d_out, const F* __restrict__ d_a, 
             case OP_FROM_MONT: r = a.from_mont(); break;
             default: r = a.dbl(); break;
         }
-        d_out[i] = r;
+        r.store(d_out[i]);
     }
 }
 
 template <class F>
-__global__ void test_point_op(xyzz_t<F>* __restrict__ d_out, const xyzz_t<F>* __restrict__ d_p,
-                              const xyzz_t<F>* __restrict__ d_q, const affine_t<F>* __restrict__ d_aff,
+__global__ void test_point_op(typename xyzz_t<F>::mem_t* __restrict__ d_out, const typename xyzz_t<F>::mem_t* __restrict__ d_p,
+                              const typename xyzz_t<F>::mem_t* __restrict__ d_q,
+                              const typename affine_t<F>::mem_t* __restrict__ d_aff,
                               const uint32_t* __restrict__ d_k, int op, uint32_t n) {
-    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-        xyzz_t<F> p = d_p[i];
+    const uint32_t first = (blockIdx.x * blockDim.x + threadIdx.x) / F::LANES, step = gridDim.x * blockDim.x / F::LANES;
+    for (uint32_t i = first; i < n; i += step) {
+        xyzz_t<F> p = xyzz_t<F>::load(d_p[i]);
         switch (op) {
-            case PT_ADD: p.add(d_q[i]); break;
-            case PT_ADD_AFFINE: p.add_affine(d_aff[i]); break;
+            case PT_ADD: p.add(xyzz_t<F>::load(d_q[i])); break;
+            case PT_ADD_AFFINE: p.add_affine(affine_t<F>::load(d_aff[i])); break;
             case PT_DBL: p = p.dbl(); break;
             case PT_NEG: p = p.neg(); break;
             default: p = p.mul_u32(d_k[i]); break;
         }
-        d_out[i] = p;
+        p.store(d_out[i]);
     }
 }
 

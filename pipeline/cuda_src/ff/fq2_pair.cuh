@@ -1,0 +1,94 @@
+// fp2_pair_t<F>: an Fq2 element held by two adjacent lanes of a warp, c0 on the even lane and
+// c1 on the odd one (threadIdx.x & 1; blocks have an even width). Same interface as fp2_t, so
+// the point templates and the MSM kernels take it unchanged; a kernel over it runs two threads
+// per item (F::LANES) and reads and writes memory in fp2_t's layout (load / store).
+//
+// Why: an XYZZ G2 bucket held by one thread is 4 Fq2 = 96 words plus the affine point and the
+// Karatsuba temporaries; the G2 bucket kernel ran at 236 registers with a 1.5 KB stack frame and
+// 2 blocks of 128 threads an SM, 4.1x the G1 kernel's time a mixed addition where the Fq product
+// count says 2.8x (bench/NOTES.md, session 12). Split over two lanes each thread holds what a G1
+// thread holds; a product costs each lane two Fq products (4 in all, against Karatsuba's 3) and
+// 2N word shuffles; a square one Fq product a lane. sppark splits its Fq2 the same way.
+//
+// Every branch a point formula takes depends on is_zero (or ==), which both lanes of a pair
+// answer alike, so a pair never diverges; the shuffles name only the pair's two lanes.
+#pragma once
+#include "fq2.cuh"
+
+template <class F>
+struct __align__(16) fp2_pair_t {
+    static constexpr int LANES = 2;
+    typedef fp2_t<F> mem_t;
+    F v;  // c0 on the even lane, c1 on the odd lane
+
+    static __device__ __forceinline__ bool odd() { return threadIdx.x & 1; }
+    static __device__ __forceinline__ uint32_t pair_mask() { return 3u << ((threadIdx.x & 31) & ~1u); }
+    // the partner lane's component
+    static __device__ __forceinline__ F partner(const F& a) {
+        F r;
+        const uint32_t mask = pair_mask();
+#pragma unroll
+        for (int i = 0; i < F::N; i++) r.v[i] = __shfl_xor_sync(mask, a.v[i], 1);
+        return r;
+    }
+    // lane `src`'s component (src is this lane or its partner)
+    static __device__ __forceinline__ F from_lane(const F& a, uint32_t src) {
+        F r;
+        const uint32_t mask = pair_mask();
+#pragma unroll
+        for (int i = 0; i < F::N; i++) r.v[i] = __shfl_sync(mask, a.v[i], src);
+        return r;
+    }
+    static __device__ __forceinline__ bool both(bool flag) {
+        return flag && __shfl_xor_sync(pair_mask(), (int)flag, 1);
+    }
+    static __device__ __forceinline__ F select(bool c, const F& a, const F& b) {
+        F r;
+#pragma unroll
+        for (int i = 0; i < F::N; i++) r.v[i] = c ? a.v[i] : b.v[i];
+        return r;
+    }
+
+    static __device__ __forceinline__ fp2_pair_t load(const mem_t& m) { return {(&m.c0)[threadIdx.x & 1]}; }
+    __device__ __forceinline__ void store(mem_t& m) const { (&m.c0)[threadIdx.x & 1] = v; }
+
+    static __device__ __forceinline__ fp2_pair_t zero() { return {F::zero()}; }
+    static __device__ __forceinline__ fp2_pair_t one() { return {odd() ? F::zero() : F::one()}; }
+
+    __device__ __forceinline__ bool is_zero() const { return both(v.is_zero()); }
+    __device__ __forceinline__ bool operator==(const fp2_pair_t& b) const { return both(v == b.v); }
+    __device__ __forceinline__ bool operator!=(const fp2_pair_t& b) const { return !(*this == b); }
+
+    friend __device__ __forceinline__ fp2_pair_t operator+(const fp2_pair_t& a, const fp2_pair_t& b) { return {a.v + b.v}; }
+    friend __device__ __forceinline__ fp2_pair_t operator-(const fp2_pair_t& a, const fp2_pair_t& b) { return {a.v - b.v}; }
+    __device__ __forceinline__ fp2_pair_t operator-() const { return {-v}; }
+    __device__ __forceinline__ fp2_pair_t dbl() const { return {v.dbl()}; }
+
+    // (a0 + a1 u)(b0 + b1 u): the even lane a0 b0 - a1 b1, the odd lane a1 b0 + a0 b1; both lanes
+    // multiply their a by b0 and the partner's a by b1, so the shuffles pick the operands.
+    friend __device__ __forceinline__ fp2_pair_t operator*(const fp2_pair_t& a, const fp2_pair_t& b) {
+        const uint32_t lane = threadIdx.x & 31;
+        const F t0 = a.v * from_lane(b.v, lane & ~1u);            // a b0
+        const F t1 = partner(a.v) * from_lane(b.v, lane | 1u);    // (partner's a) b1
+        return {select(odd(), t0 + t1, t0 - t1)};
+    }
+    // even lane (a0 + a1)(a0 - a1), odd lane 2 a0 a1
+    __device__ __forceinline__ fp2_pair_t sqr() const {
+        const bool o = odd();
+        const F a_p = partner(v);
+        const F t = select(o, v, v + a_p) * select(o, a_p, v - a_p);
+        return {select(o, t.dbl(), t)};
+    }
+    __device__ __forceinline__ fp2_pair_t& operator+=(const fp2_pair_t& b) { return *this = *this + b; }
+    __device__ __forceinline__ fp2_pair_t& operator-=(const fp2_pair_t& b) { return *this = *this - b; }
+    __device__ __forceinline__ fp2_pair_t& operator*=(const fp2_pair_t& b) { return *this = *this * b; }
+
+    // 1/(a0 + a1 u) = (a0 - a1 u) / (a0^2 + a1^2); zero maps to zero
+    __device__ fp2_pair_t inverse() const {
+        const F sq = v.sqr();
+        const F r = v * (sq + partner(sq)).inverse();
+        return {odd() ? -r : r};
+    }
+    __device__ __forceinline__ fp2_pair_t to_mont() const { return {v.to_mont()}; }
+    __device__ __forceinline__ fp2_pair_t from_mont() const { return {v.from_mont()}; }
+};
