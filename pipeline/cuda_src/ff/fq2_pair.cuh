@@ -39,8 +39,11 @@ struct __align__(16) fp2_pair_t {
         for (int i = 0; i < F::N; i++) r.v[i] = __shfl_sync(mask, a.v[i], src);
         return r;
     }
+    // Both lanes must reach the shuffle: never behind a short-circuit (a lane left waiting for its
+    // partner is undefined behaviour; the first version's MSMs came out wrong and 10x slower).
     static __device__ __forceinline__ bool both(bool flag) {
-        return flag && __shfl_xor_sync(pair_mask(), (int)flag, 1);
+        const int partner_flag = __shfl_xor_sync(pair_mask(), (int)flag, 1);
+        return flag && partner_flag;
     }
     static __device__ __forceinline__ F select(bool c, const F& a, const F& b) {
         F r;
