@@ -7,8 +7,9 @@
 // Karatsuba temporaries; the G2 bucket kernel ran at 236 registers with a 1.5 KB stack frame and
 // 2 blocks of 128 threads an SM, 4.1x the G1 kernel's time a mixed addition where the Fq product
 // count says 2.8x (bench/NOTES.md, session 12). Split over two lanes each thread holds what a G1
-// thread holds; a product costs each lane two Fq products (4 in all, against Karatsuba's 3) and
-// 2N word shuffles; a square one Fq product a lane. sppark splits its Fq2 the same way.
+// thread holds; a product costs each lane one dot product (mont_t::dot: 6N^2 multiply-adds, 12N^2
+// for the pair, as Karatsuba's three products) and 3N word shuffles; a square one Fq product a
+// lane. sppark splits its Fq2 the same way.
 //
 // Every branch a point formula takes depends on is_zero (or ==), which both lanes of a pair
 // answer alike, so a pair never diverges; the shuffles name only the pair's two lanes.
@@ -67,13 +68,13 @@ struct __align__(16) fp2_pair_t {
     __device__ __forceinline__ fp2_pair_t operator-() const { return {-v}; }
     __device__ __forceinline__ fp2_pair_t dbl() const { return {v.dbl()}; }
 
-    // (a0 + a1 u)(b0 + b1 u): the even lane a0 b0 - a1 b1, the odd lane a1 b0 + a0 b1; both lanes
-    // multiply their a by b0 and the partner's a by b1, so the shuffles pick the operands.
+    // (a0 + a1 u)(b0 + b1 u): the even lane a0 b0 - a1 b1, the odd lane a1 b0 + a0 b1. Both lanes
+    // take their a times b0 plus (+-partner's a) times b1, one dot product (one reduction, 6N^2
+    // multiply-adds where two products take 8N^2); the shuffles pick the operands.
     friend __device__ __forceinline__ fp2_pair_t operator*(const fp2_pair_t& a, const fp2_pair_t& b) {
         const uint32_t lane = threadIdx.x & 31;
-        const F t0 = a.v * from_lane(b.v, lane & ~1u);            // a b0
-        const F t1 = partner(a.v) * from_lane(b.v, lane | 1u);    // (partner's a) b1
-        return {select(odd(), t0 + t1, t0 - t1)};
+        const F a_p = partner(a.v);
+        return {F::dot(a.v, from_lane(b.v, lane & ~1u), select(odd(), a_p, -a_p), from_lane(b.v, lane | 1u))};
     }
     // even lane (a0 + a1)(a0 - a1), odd lane 2 a0 a1
     __device__ __forceinline__ fp2_pair_t sqr() const {

@@ -160,10 +160,11 @@ private:
         asm volatile("madc.lo.cc.u32 %0, %1, %2, 0;" : "=r"(acc[N - 2]) : "r"(x[N - 1]), "r"(y));
         asm volatile("madc.hi.u32 %0, %1, %2, 0;" : "=r"(acc[N - 1]) : "r"(x[N - 1]), "r"(y));
     }
-    // One reduction step with word bi; e is even-aligned on entry, o odd-aligned.
-    template <bool FIRST>
+    // One reduction step with word bi; e is even-aligned on entry, o odd-aligned. DOT: the row
+    // c * di too (a dot product a b + c d with one reduction, see dot()).
+    template <bool FIRST, bool DOT>
     static __device__ __forceinline__ void mul_step(uint32_t* e, uint32_t* o, const uint32_t* a, uint32_t bi,
-                                                    const uint32_t* p) {
+                                                    const uint32_t* c, uint32_t di, const uint32_t* p) {
         if (FIRST) {
             row_mul<1>(o, a, bi);
             row_mul<0>(e, a, bi);
@@ -173,25 +174,31 @@ private:
             row_mac<0>(e, a, bi);
             asm volatile("addc.u32 %0, %0, 0;" : "+r"(o[N - 1]));
         }
+        if (DOT) {
+            row_mac<1>(o, c, di);  // carry out is zero (dot's bounds)
+            row_mac<0>(e, c, di);
+            asm volatile("addc.u32 %0, %0, 0;" : "+r"(o[N - 1]));
+        }
         const uint32_t m = e[0] * P::M0;
         row_mac<1>(o, p, m);  // carry out is zero (bounds above)
         row_mac<0>(e, p, m);  // zeroes e[0]
         asm volatile("addc.u32 %0, %0, 0;" : "+r"(o[N - 1]));
     }
 
-public:
-    friend __device__ __forceinline__ mont_t operator*(const mont_t& a, const mont_t& b) {
+    // (a b + c d) / R mod p; without DOT, a b / R (c, d unused).
+    template <bool DOT>
+    static __device__ __forceinline__ mont_t product(const mont_t& a, const mont_t& b, const mont_t& c, const mont_t& d) {
         static_assert(N % 2 == 0, "even/odd split needs an even word count");
         uint32_t p[N];
 #pragma unroll
         for (int j = 0; j < N; j++) p[j] = P::mod(j);
         uint32_t e[N], o[N];
-        mul_step<true>(e, o, a.v, b.v[0], p);
-        mul_step<false>(o, e, a.v, b.v[1], p);
+        mul_step<true, DOT>(e, o, a.v, b.v[0], c.v, d.v[0], p);
+        mul_step<false, DOT>(o, e, a.v, b.v[1], c.v, d.v[1], p);
 #pragma unroll
         for (int i = 2; i < N; i += 2) {
-            mul_step<false>(e, o, a.v, b.v[i], p);
-            mul_step<false>(o, e, a.v, b.v[i + 1], p);
+            mul_step<false, DOT>(e, o, a.v, b.v[i], c.v, d.v[i], p);
+            mul_step<false, DOT>(o, e, a.v, b.v[i + 1], c.v, d.v[i + 1], p);
         }
         // t = e + (o shifted down one word); t < 2p < R
         mont_t r;
@@ -201,6 +208,23 @@ public:
             asm volatile("addc.cc.u32 %0, %1, %2;" : "=r"(r.v[j]) : "r"(e[j]), "r"(o[j + 1]));
         asm volatile("addc.u32 %0, %1, 0;" : "=r"(r.v[N - 1]) : "r"(e[N - 1]));
         return reduce_once(r);
+    }
+
+public:
+    friend __device__ __forceinline__ mont_t operator*(const mont_t& a, const mont_t& b) {
+        return product<false>(a, b, a, b);
+    }
+
+    // a b + c d (Montgomery) with one reduction: 6N^2 multiply-adds where two products and a sum
+    // take 8N^2 (the two-lane Fq2 product, ff/fq2_pair.cuh). Bounds: with the extra row a step's
+    // value is t + a b_i + c d_i + m p < 3p w when t < 3p, so t stays below 3p, and 3p w < w^(N+1)
+    // needs 3p < R: p below R/4 (static_assert), as both curves' base fields are (381 of 384 bits,
+    // 254 of 256). The arrays' carries are as in the product: the o rows' carry out is zero, the e
+    // rows' goes to o[N-1]. The result (a b + c d + M p) / R < p (2p / R + 1) < 2p for a, b, c, d < p:
+    // one conditional subtraction.
+    static __device__ __forceinline__ mont_t dot(const mont_t& a, const mont_t& b, const mont_t& c, const mont_t& d) {
+        static_assert(BITS <= 32 * N - 2, "dot needs p < R/4");
+        return product<true>(a, b, c, d);
     }
 
     __device__ __forceinline__ mont_t sqr() const { return *this * *this; }
