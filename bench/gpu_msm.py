@@ -3,10 +3,12 @@
 ms is the median of CUDA-event timings after a warm-up; "Madd/s" is (bucket additions n * windows)
 per second, the rate the bucket step runs at. Usage:
   python3 -m bench.gpu_msm [g1_min_log] [g1_max_log] [g2_max_log] [out.md] [--no-variants] [--windows 18,20,22]
+      [--g2-windows 16,18,20]
 
 --no-variants skips the occupancy variants of the G1 bucket kernel (the slow part at 2^26).
 --windows adds G1 rows at g1_max_log with each window width given instead of plan_msm's choice
-(its cost model counts additions only; the bucket counters' fit in L2 is not in it).
+(its cost model counts additions only; the bucket counters' fit in L2 is not in it); --g2-windows
+the same for G2 at g2_max_log.
 """
 from __future__ import annotations
 
@@ -142,7 +144,7 @@ def bench_group(backend, curve, g2: bool, logs, rng, rows, repeat=5, c: int | No
 
 
 def main(g1_min: int = 16, g1_max: int = 24, g2_max: int = 22, out_path: str | None = None,
-         variants: bool = True, windows: Iterable[int] = ()) -> str:
+         variants: bool = True, windows: Iterable[int] = (), g2_windows: Iterable[int] = ()) -> str:
     backend = CudaBackend()
     rng = np.random.default_rng(2)
     rows: list = []
@@ -162,6 +164,10 @@ def main(g1_min: int = 16, g1_max: int = 24, g2_max: int = 22, out_path: str | N
         msm.g1_min_blocks = default_blocks
         for c in windows:
             bench_group(backend, curve, False, [g1_max], rng, rows, c=c, label=f"G1 c={c}", data=data)
+    for curve in (BLS12_381, BN254) if g2_windows else ():
+        data = random_msm_data(rng, curve, True, 1 << g2_max)
+        for c in g2_windows:
+            bench_group(backend, curve, True, [g2_max], rng, rows, repeat=3, c=c, label=f"G2 c={c}", data=data)
     table = markdown_table(["curve", "group", "n", "scalars", "ms", "window c", "Madd/s"], rows)
     phase_table = markdown_table(["curve", "group", "n", "scalars"] + [f"{p} ms" for p in phase_names], phases)
     text = (f"# MSM on {backend.device.name}\n\nPoints resident on the device, scalars copied from host "
@@ -181,5 +187,8 @@ if __name__ == "__main__":
     parser.add_argument("--no-variants", dest="variants", action="store_false")
     parser.add_argument("--windows", type=lambda v: [int(c) for c in v.split(",")], default=[],
                         help="G1 window widths to time at g1_max_log, comma-separated")
+    parser.add_argument("--g2-windows", type=lambda v: [int(c) for c in v.split(",")], default=[],
+                        help="G2 window widths to time at g2_max_log, comma-separated")
     a = parser.parse_intermixed_args()  # --no-variants may come anywhere
-    main(a.g1_min_log, a.g1_max_log, a.g2_max_log, a.out, variants=a.variants, windows=a.windows)
+    main(a.g1_min_log, a.g1_max_log, a.g2_max_log, a.out, variants=a.variants, windows=a.windows,
+         g2_windows=a.g2_windows)
