@@ -43,18 +43,35 @@ class MsmPlan:
         return self.n_windows * self.buckets_per_window
 
 
-def plan_msm(n: int, scalar_bits: int, c: int | None = None, cache_bytes: int | None = None) -> MsmPlan:
-    """Window width minimising ~ windows * (n madds + 2 full additions per bucket (x1.4)), among
-    those whose per-bucket tables (one uint32 a bucket: counts, offsets, chunk offsets) fit
-    ``cache_bytes`` (the device's L2) when given. Past L2 the digits' atomics and every thread's
-    search of the chunk offsets go to DRAM: at 2^26 the additions-only choice c = 22 (100 MB a
-    table) took 698 ms (BLS12-381 G1, random) against 594 at c = 20 (27 MB) and 577 at c = 19,
-    same call (bench/NOTES.md, session 8)."""
+# The window cost model's constants per group: windows * (n * (1 + spread / sqrt(lambda)) + bucket_cost *
+# buckets), lambda = n / buckets the mean entries of a bucket. spread: a warp waits for its longest
+# bucket, and short buckets (small lambda) vary most; bucket_cost: the full additions and memory of a
+# bucket's partial sums and running sums, in mixed additions. G2, fitted to the phases of 2^24 at c = 14..22
+# (session 12, results/gpu_msm_g2_windows.md: accumulate 1.27 ns a mixed addition at lambda 2048, 1.76 at
+# 32, 2.28 at 8; partials + running sums ~6.5 additions a bucket). G1 keeps the additions-only model
+# (spread 0, 2.8) until the same sweep is run for it.
+G1_WINDOW_MODEL = (0.0, 2.8)
+G2_WINDOW_MODEL = (2.2, 6.5)
+
+
+def plan_msm(n: int, scalar_bits: int, c: int | None = None, cache_bytes: int | None = None,
+             model: tuple[float, float] = G1_WINDOW_MODEL) -> MsmPlan:
+    """Window width minimising the cost ``model`` (spread, bucket_cost; above), among those whose
+    per-bucket tables (one uint32 a bucket: counts, offsets, chunk offsets) fit ``cache_bytes`` (the
+    device's L2) when given. Past L2 the digits' atomics and every thread's search of the chunk offsets
+    go to DRAM: at 2^26 the additions-only choice c = 22 (100 MB a table) took 698 ms (BLS12-381 G1,
+    random) against 594 at c = 20 (27 MB) and 577 at c = 19, same call (bench/NOTES.md, session 8)."""
+    spread, bucket_cost = model
+
     def windows(cc: int) -> int:
         return math.ceil((scalar_bits + 1) / cc)  # signed digits: one spare bit for the last carry
+
+    def cost(cc: int) -> float:
+        buckets = 1 << (cc - 1)
+        return windows(cc) * (n * (1 + spread / math.sqrt(max(n, 1) / buckets)) + bucket_cost * buckets)
     if c is None:
         widths = [cc for cc in range(2, 23) if cache_bytes is None or 4 * windows(cc) << (cc - 1) <= cache_bytes]
-        c = min(widths or range(2, 23), key=lambda cc: windows(cc) * (n + 2.8 * (1 << (cc - 1))))
+        c = min(widths or range(2, 23), key=cost)
     nb = 1 << (c - 1)
     w = windows(c)
     seg = 1
@@ -134,9 +151,12 @@ class MsmRunner:
             self.exclusive_scan(d_counts.ptr, n_buckets, d_chunk_off.ptr)
         return d_chunk_off
 
+    def plan(self, n: int, g2: bool, c: int | None = None) -> MsmPlan:
+        return plan_msm(n, self.curve.fr.bits, c, self.cache_bytes, G2_WINDOW_MODEL if g2 else G1_WINDOW_MODEL)
+
     def scratch_bytes(self, n: int, g2: bool) -> int:
         """Peak device bytes ``enqueue`` allocates for an MSM of ``n`` scalars (the bounds it sizes by)."""
-        plan = plan_msm(n, self.curve.fr.bits, cache_bytes=self.cache_bytes)
+        plan = self.plan(n, g2)
         nb, xyzz = plan.n_buckets, self.xyzz_bytes(g2)
         entries = n * plan.n_windows
         chunk = level0_chunk(entries)
@@ -158,7 +178,7 @@ class MsmRunner:
         counts stay on the device and buffers are sized by upper bounds (pippenger.cuh, step 4)."""
         xyzz_bytes = self.xyzz_bytes(g2)
         field, lanes = self._field(g2), self._lanes(g2)
-        plan = plan_msm(n, self.curve.fr.bits, c, self.cache_bytes)
+        plan = self.plan(n, g2, c)
         self.last_plan = plan
         if n == 0:
             check_memset_zero(d_out, xyzz_bytes, self.stream)  # ZZ = 0: the point at infinity

@@ -49,3 +49,17 @@ def test_a_runner_plans_and_sizes_scratch_with_its_devices_l2():
     assert msm.cache_bytes == H200_L2 and bare.cache_bytes is None
     assert msm.scratch_bytes(1 << 26, False) < bare.scratch_bytes(1 << 26, False)  # fewer buckets
     assert msm.scratch_bytes(1 << 24, False) == bare.scratch_bytes(1 << 24, False)
+
+
+def test_g2_windows_follow_their_own_model_and_g1_keeps_the_additions_only_one():
+    """G2's model weighs short buckets (a warp waits for its longest) and the cost of a bucket's partial
+    and running sums, fitted to the 2^24 sweep of session 12 (c = 16 fastest of 14..22 on both curves);
+    the runner plans and sizes G2 scratch with it, G1 with the additions-only model."""
+    from pipeline.backends.cuda.msm import G2_WINDOW_MODEL
+
+    assert plan_msm(1 << 24, BLS12_381.fr.bits, cache_bytes=H200_L2, model=G2_WINDOW_MODEL).c == 16
+    msm = MsmRunner(SimpleNamespace(curve=BLS12_381, device=SimpleNamespace(l2_bytes=H200_L2)), None, None)
+    assert msm.plan(1 << 24, True).c == 16 and msm.plan(1 << 24, False).c == 20
+    for log_n in range(10, 28):
+        assert msm.plan(1 << log_n, True).c <= msm.plan(1 << log_n, False).c  # fewer, longer buckets
+    assert msm.scratch_bytes(1 << 24, True) != msm.scratch_bytes(1 << 24, False)
