@@ -43,19 +43,27 @@ class MsmPlan:
         return self.n_windows * self.buckets_per_window
 
 
-# The window cost model's constants per group: windows * (n * (1 + spread / sqrt(lambda)) + bucket_cost *
-# buckets), lambda = n / buckets the mean entries of a bucket. spread: a warp waits for its longest
-# bucket, and short buckets (small lambda) vary most; bucket_cost: the full additions and memory of a
-# bucket's partial sums and running sums, in mixed additions. G2, fitted to the phases of 2^24 at c = 14..22
-# (session 12, results/gpu_msm_g2_windows.md: accumulate 1.27 ns a mixed addition at lambda 2048, 1.76 at
-# 32, 2.28 at 8; partials + running sums ~6.5 additions a bucket). G1 keeps the additions-only model
-# (spread 0, 2.8) until the same sweep is run for it.
-G1_WINDOW_MODEL = (0.0, 2.8)
-G2_WINDOW_MODEL = (2.2, 6.5)
+# The window cost model: windows * (n * (1 + spread / sqrt(lambda)) + bucket_cost * buckets), lambda =
+# n / buckets the mean entries of a bucket. spread: a warp waits for its longest bucket, and short buckets
+# (small lambda) vary most; bucket_cost: the full additions and memory of a bucket's partial sums and
+# running sums, in mixed additions. Fitted to G2's phases at 2^24, c = 14..22 (session 12,
+# results/gpu_msm_g2_windows.md: accumulate 1.27 ns a mixed addition at lambda 2048, 1.76 at 32, 2.28 at
+# 8; partials + running sums ~6.5 additions a bucket). Same call checks (results/gpu_msm_g2_model.md): G2
+# 2^22 c = 16 0.90x of c = 18 (BLS12-381), c = 15 0.85x (BN254); G1 2^24 c = 16 0.84x / 0.82x of c = 20,
+# and at 2^26 it keeps c = 20 (session 8's sweep: 19 ~ 20 < 22).
+BALANCED_WINDOW_MODEL = (2.2, 6.5)
+ADDITIONS_WINDOW_MODEL = (0.0, 2.8)  # the first model: additions only
+# G1 below 2^24 keeps the additions-only model until it is measured there (the one-shot and small proofs
+# live there); G2 takes the balanced model at every size (measured 2^20-2^24).
+G1_BALANCED_FROM_LOG = 24
+
+
+def window_model(n: int, g2: bool) -> tuple[float, float]:
+    return BALANCED_WINDOW_MODEL if g2 or n >= 1 << G1_BALANCED_FROM_LOG else ADDITIONS_WINDOW_MODEL
 
 
 def plan_msm(n: int, scalar_bits: int, c: int | None = None, cache_bytes: int | None = None,
-             model: tuple[float, float] = G1_WINDOW_MODEL) -> MsmPlan:
+             model: tuple[float, float] = ADDITIONS_WINDOW_MODEL) -> MsmPlan:
     """Window width minimising the cost ``model`` (spread, bucket_cost; above), among those whose
     per-bucket tables (one uint32 a bucket: counts, offsets, chunk offsets) fit ``cache_bytes`` (the
     device's L2) when given. Past L2 the digits' atomics and every thread's search of the chunk offsets
@@ -152,7 +160,7 @@ class MsmRunner:
         return d_chunk_off
 
     def plan(self, n: int, g2: bool, c: int | None = None) -> MsmPlan:
-        return plan_msm(n, self.curve.fr.bits, c, self.cache_bytes, G2_WINDOW_MODEL if g2 else G1_WINDOW_MODEL)
+        return plan_msm(n, self.curve.fr.bits, c, self.cache_bytes, window_model(n, g2))
 
     def scratch_bytes(self, n: int, g2: bool) -> int:
         """Peak device bytes ``enqueue`` allocates for an MSM of ``n`` scalars (the bounds it sizes by)."""

@@ -34,7 +34,7 @@ def test_the_seed_sizes_get_c_20_on_an_h200_and_22_without_a_cache():
     for log_n in (26, 27):
         assert plan_msm(1 << log_n, BLS12_381.fr.bits).c == 22
         assert plan_msm(1 << log_n, BLS12_381.fr.bits, cache_bytes=H200_L2).c == 20
-    assert plan_msm(1 << 24, BLS12_381.fr.bits, cache_bytes=H200_L2).c == 20  # unchanged: its tables fit
+    assert plan_msm(1 << 24, BLS12_381.fr.bits, cache_bytes=H200_L2).c == 20  # additions-only: its tables fit
 
 
 def test_an_explicit_width_is_kept_and_a_tiny_cache_still_gets_a_plan():
@@ -47,19 +47,24 @@ def test_a_runner_plans_and_sizes_scratch_with_its_devices_l2():
     msm = MsmRunner(kernels, allocator=None, stream=None)
     bare = MsmRunner(SimpleNamespace(curve=BLS12_381), allocator=None, stream=None)
     assert msm.cache_bytes == H200_L2 and bare.cache_bytes is None
-    assert msm.scratch_bytes(1 << 26, False) < bare.scratch_bytes(1 << 26, False)  # fewer buckets
-    assert msm.scratch_bytes(1 << 24, False) == bare.scratch_bytes(1 << 24, False)
+    # the balanced model (G1 from 2^24) keeps 2^26 inside L2 by itself: never more buckets with the cache
+    assert msm.scratch_bytes(1 << 26, False) <= bare.scratch_bytes(1 << 26, False)
+    assert msm.scratch_bytes(1 << 22, False) == bare.scratch_bytes(1 << 22, False)
 
 
-def test_g2_windows_follow_their_own_model_and_g1_keeps_the_additions_only_one():
-    """G2's model weighs short buckets (a warp waits for its longest) and the cost of a bucket's partial
-    and running sums, fitted to the 2^24 sweep of session 12 (c = 16 fastest of 14..22 on both curves);
-    the runner plans and sizes G2 scratch with it, G1 with the additions-only model."""
-    from pipeline.backends.cuda.msm import G2_WINDOW_MODEL
+def test_the_balanced_model_takes_g2_and_the_large_g1_msms():
+    """The balanced model weighs short buckets (a warp waits for its longest) and the cost of a bucket's
+    partial and running sums, fitted to the 2^24 G2 sweep of session 12 (c = 16 fastest of 14..22 on both
+    curves; G1 at 2^24 likewise c = 16, 0.84x of c = 20). The runner plans and sizes scratch with it for
+    G2 and for G1 from 2^24; smaller G1 MSMs keep the additions-only model (not measured there)."""
+    from pipeline.backends.cuda.msm import BALANCED_WINDOW_MODEL
 
-    assert plan_msm(1 << 24, BLS12_381.fr.bits, cache_bytes=H200_L2, model=G2_WINDOW_MODEL).c == 16
+    assert plan_msm(1 << 24, BLS12_381.fr.bits, cache_bytes=H200_L2, model=BALANCED_WINDOW_MODEL).c == 16
     msm = MsmRunner(SimpleNamespace(curve=BLS12_381, device=SimpleNamespace(l2_bytes=H200_L2)), None, None)
-    assert msm.plan(1 << 24, True).c == 16 and msm.plan(1 << 24, False).c == 20
+    assert msm.plan(1 << 24, True).c == 16 and msm.plan(1 << 24, False).c == 16
+    assert msm.plan(1 << 26, False).c == 20  # as before: session 8's sweep (19 ~ 20 < 22)
+    for log_n in range(10, 24):
+        assert msm.plan(1 << log_n, False) == plan_msm(1 << log_n, BLS12_381.fr.bits, cache_bytes=H200_L2)
     for log_n in range(10, 28):
-        assert msm.plan(1 << log_n, True).c <= msm.plan(1 << log_n, False).c  # fewer, longer buckets
-    assert msm.scratch_bytes(1 << 24, True) != msm.scratch_bytes(1 << 24, False)
+        assert msm.plan(1 << log_n, True).c <= msm.plan(1 << log_n, False).c or log_n >= 24
+    assert msm.scratch_bytes(1 << 22, True) != msm.scratch_bytes(1 << 22, False)
