@@ -16,12 +16,24 @@ pytestmark = pytest.mark.slow
 HELD = "SELECT job_id, idx, lease_token FROM partitions WHERE state = 'leased' AND lease_owner = $1"
 
 
-async def held_by(store_url: str, worker_id: str, at_least: int = 1, timeout_s: float = 60.0) -> list[tuple]:
-    """The (job, partition, token) leases a worker holds, once it holds at least ``at_least``."""
+async def held_by(store_url: str, worker_id: str, at_least: int = 1, timeout_s: float = 60.0,
+                  feed=None, feed_every_s: float = 10.0) -> list[tuple]:
+    """The (job, partition, token) leases a worker holds, once it holds at least ``at_least``. With
+    ``feed`` (a coroutine function sending one more job), every ``feed_every_s`` without a lease sends
+    fresh work: the other workers may have taken all of it while this one was starting (a full-suite
+    run on a loaded 2-core machine once waited 60 s for nothing)."""
     async def check():
         rows = [tuple(r) for r in await db_rows(store_url, HELD, worker_id)]
         return rows if len(rows) >= at_least else None
-    return await wait_until(check, timeout_s, f"{worker_id} holds {at_least} partition(s)", every_s=0.05)
+    what = f"{worker_id} holds {at_least} partition(s)"
+    if feed is None:
+        return await wait_until(check, timeout_s, what, every_s=0.05)
+    for _ in range(max(1, round(timeout_s / feed_every_s)) - 1):
+        try:
+            return await wait_until(check, feed_every_s, what, every_s=0.05)
+        except AssertionError:
+            await feed()
+    return await wait_until(check, feed_every_s, what, every_s=0.05)
 
 
 async def moved(store_url: str, leases: list[tuple], away_from: str | None, timeout_s: float) -> list:
@@ -43,10 +55,10 @@ async def moved(store_url: str, leases: list[tuple], away_from: str | None, time
         raise AssertionError(f"{exc}; now: {last}") from None
 
 
-async def kill_while_holding(store_url: str, victim, worker_id: str) -> list[tuple]:
+async def kill_while_holding(store_url: str, victim, worker_id: str, feed=None) -> list[tuple]:
     """SIGKILL (no drain, no release) while the worker holds partitions; the leases it held when it died."""
     for _ in range(5):
-        await held_by(store_url, worker_id)
+        await held_by(store_url, worker_id, feed=feed)
         victim.kill()
         leases = [tuple(r) for r in await db_rows(store_url, HELD, worker_id)]
         if leases:
@@ -71,7 +83,10 @@ async def test_kill_9_mid_partition_repeatedly_loses_and_duplicates_nothing(tmp_
                 for i in range(4):  # fresh work each round: chain partitions (~0.4 s each) and multipliers
                     key_id = "chain_bn128" if i % 2 else "mult_bls12381"
                     sent.append(await jobs.send(session, urls[i % 3], key_id, 3))
-                leases = await kill_while_holding(pg_url, victim, worker_id)
+
+                async def feed():
+                    sent.append(await jobs.send(session, urls[len(sent) % 3], "chain_bn128", 3))
+                leases = await kill_while_holding(pg_url, victim, worker_id, feed)
                 if victim is workers[2]:
                     await victim.start(timeout_s=120)  # its restart frees its old leases at once
                     found = await moved(pg_url, leases, None, timeout_s=60)  # to anyone, itself included
