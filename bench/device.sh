@@ -8,7 +8,8 @@
 #   prove    GPU proofs of the circuits in .extra/*/ (ones the tests never saw)       -> $OUT/proofs.tar
 #            (verify them back on the dev machine with snarkjs)
 #   ntt      bench.gpu_ntt [NTT_ARGS=16 27]                                           -> bench/results/gpu_ntt.md
-#   msm      bench.gpu_msm [MSM_ARGS=16 24 22] [MSM_OUT=bench/results/gpu_msm.md]
+#   msm      bench.gpu_msm [MSM_ARGS=16 24 22] [MSM_OUT=bench/results/gpu_msm.md] (e.g. MSM_ARGS="16 16 16 --no-variants
+#            --window-sweep 16,18,20,22": the G1 window sweep below 2^24)
 #   stage    bench.gpu_stage [STAGE_SIZES=24]                                         -> bench/results/gpu_stage_<sizes>.md
 #   memory   bench.gpu_memory_modes [MEMORY_SIZES=10 14 18 22]                        -> bench/results/gpu_memory_modes.md
 #   blocks   bench.gpu_blocks [BLOCKS_LOG=22]                                         -> bench/results/gpu_blocks_2e<log>.md

@@ -8,7 +8,8 @@ per second, the rate the bucket step runs at. Usage:
 --no-variants skips the occupancy variants of the G1 bucket kernel (the slow part at 2^26).
 --windows adds G1 rows at g1_max_log with each window width given instead of plan_msm's choice
 (its cost model counts additions only; the bucket counters' fit in L2 is not in it); --g2-windows
-the same for G2 at g2_max_log.
+the same for G2 at g2_max_log. --window-sweep 16,18,20,22 times G1 at those sizes over every width
+between the additions-only and the balanced window models' choices (msm.py), one wider and narrower.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from bench.common import arg_parser, bit_heavy, markdown_table, random_below, ti
 from pipeline import progress
 from pipeline.backends.cuda.backend import CudaBackend
 from pipeline.backends.cuda.memory import PinnedHostBuffer
-from pipeline.backends.cuda.msm import MsmPlan, MsmRunner
+from pipeline.backends.cuda.msm import ADDITIONS_WINDOW_MODEL, BALANCED_WINDOW_MODEL, MsmPlan, MsmRunner, plan_msm
 from pipeline.backends.cuda.split import enqueue_split
 from pipeline.backends.protocol import WitnessShape
 from pipeline.curves import BLS12_381, BN254
@@ -143,8 +144,24 @@ def bench_group(backend, curve, g2: bool, logs, rng, rows, repeat=5, c: int | No
         print(rows[-1], flush=True)
 
 
+def window_sweep(backend, logs: Iterable[int], rng, rows) -> None:
+    """G1 rows at each size of ``logs`` for every width between the two window models' choices (one
+    wider and narrower), both curves: the data for moving G1 below 2^24 onto the balanced model."""
+    for curve in (BLS12_381, BN254):
+        msm = backend.runtime(curve).msm
+        for log_n in logs:
+            n = 1 << log_n
+            picks = {plan_msm(n, curve.fr.bits, cache_bytes=msm.cache_bytes, model=m).c: name
+                     for name, m in (("additions", ADDITIONS_WINDOW_MODEL), ("balanced", BALANCED_WINDOW_MODEL))}
+            data = random_msm_data(rng, curve, False, n)
+            for c in range(min(picks) - 1, max(picks) + 2):
+                label = f"G1 c={c}" + (f" ({picks[c]} model)" if c in picks else "")
+                bench_group(backend, curve, False, [log_n], rng, rows, c=c, label=label, data=data)
+
+
 def main(g1_min: int = 16, g1_max: int = 24, g2_max: int = 22, out_path: str | None = None,
-         variants: bool = True, windows: Iterable[int] = (), g2_windows: Iterable[int] = ()) -> str:
+         variants: bool = True, windows: Iterable[int] = (), g2_windows: Iterable[int] = (),
+         sweep_logs: Iterable[int] = ()) -> str:
     backend = CudaBackend()
     rng = np.random.default_rng(2)
     rows: list = []
@@ -168,6 +185,7 @@ def main(g1_min: int = 16, g1_max: int = 24, g2_max: int = 22, out_path: str | N
         data = random_msm_data(rng, curve, True, 1 << g2_max)
         for c in g2_windows:
             bench_group(backend, curve, True, [g2_max], rng, rows, repeat=3, c=c, label=f"G2 c={c}", data=data)
+    window_sweep(backend, sweep_logs, rng, rows)
     table = markdown_table(["curve", "group", "n", "scalars", "ms", "window c", "Madd/s"], rows)
     phase_table = markdown_table(["curve", "group", "n", "scalars"] + [f"{p} ms" for p in phase_names], phases)
     text = (f"# MSM on {backend.device.name}\n\nPoints resident on the device, scalars copied from host "
@@ -189,6 +207,8 @@ if __name__ == "__main__":
                         help="G1 window widths to time at g1_max_log, comma-separated")
     parser.add_argument("--g2-windows", type=lambda v: [int(c) for c in v.split(",")], default=[],
                         help="G2 window widths to time at g2_max_log, comma-separated")
+    parser.add_argument("--window-sweep", type=lambda v: [int(k) for k in v.split(",")], default=[],
+                        help="sizes (log2, comma-separated) of a G1 sweep over the widths around both window models' choices")
     a = parser.parse_intermixed_args()  # --no-variants may come anywhere
     main(a.g1_min_log, a.g1_max_log, a.g2_max_log, a.out, variants=a.variants, windows=a.windows,
-         g2_windows=a.g2_windows)
+         g2_windows=a.g2_windows, sweep_logs=a.window_sweep)
