@@ -23,8 +23,8 @@ from bench.common import REPO, Stopwatch, arg_parser, markdown_table, time_ms, w
 from bench.gpu_msm import SPLIT, random_msm_data, time_msms
 from pipeline import progress
 from pipeline.backends.cuda.backend import CudaBackend  # the import makes no CUDA context
-from pipeline.backends.cuda.launch import (G2_FIELDS_BUILT, G2_MIN_BLOCKS_BUILT, NTT_RADIX_BUILT, NTT_RADIX_LOG,
-                                          STAGES_PER_PASS, STAGES_PER_PASS_COMPARED)
+from pipeline.backends.cuda.launch import (G2_VARIANTS_BUILT, NTT_RADIX_BUILT, NTT_RADIX_LOG, STAGES_PER_PASS,
+                                          STAGES_PER_PASS_COMPARED)
 from pipeline.curves import curve_by_name
 
 METHOD = """sppark first: one harness call per curve (shared/anchors/sppark, carried as .anchors/bench_<curve>),
@@ -153,7 +153,7 @@ def msm_rows(backend, curve, g2: bool, logs: list[int], points: np.ndarray, scal
         msm = backend.runtime(curve).msm
         default = (msm.g2_field, msm.g2_min_blocks)
         try:
-            for field, blocks in g2_variants(default):
+            for field, blocks in (v for v in G2_VARIANTS_BUILT if v != default):
                 msm.g2_field, msm.g2_min_blocks = field, blocks
                 for t in time_msms(backend, curve, g2, logs, points, {"random": scalars["random"]}, repeats):
                     against = f"{group} {SPPARK_MSM_ROWS[t.scalars]}"
@@ -161,12 +161,6 @@ def msm_rows(backend, curve, g2: bool, logs: list[int], points: np.ndarray, scal
                               t.ms, against, sppark_ms(sppark, against, t.log_n))
         finally:
             msm.g2_field, msm.g2_min_blocks = default
-
-
-def g2_variants(default: tuple[str, int]) -> list[tuple[str, int]]:
-    """(field, min_blocks) of the G2 bucket kernels built other than ``default``."""
-    pairs = [("fq2_pair_t", b) for b in G2_MIN_BLOCKS_BUILT] + [(f, 1) for f in G2_FIELDS_BUILT if f != "fq2_pair_t"]
-    return [v for v in pairs if v != default]
 
 
 def g2_variant_name(field: str, blocks: int) -> str:

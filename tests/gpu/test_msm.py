@@ -124,9 +124,9 @@ def test_every_built_occupancy_variant_of_the_g1_bucket_kernel_matches_the_refer
 
 def test_every_built_g2_field_and_occupancy_variant_matches_the_reference(cuda_backend, runtime, gpu_curve):
     """The G2 bucket kernels over fq2_pair_t (two lanes a point) at each B of launch.G2_MIN_BLOCKS_BUILT,
-    and over fq2_t (one thread a point), give the same sum: small and default windows (levels of
+    and over fq2_t (one thread a point): launch.G2_VARIANTS_BUILT, give the same sum: small and default windows (levels of
     partial sums, segments), a doubling inside a bucket, the ones of a split (enqueue_point_sum)."""
-    from pipeline.backends.cuda.launch import G2_FIELDS_BUILT, G2_MIN_BLOCKS_BUILT
+    from pipeline.backends.cuda.launch import G2_VARIANTS_BUILT
     group = gpu_curve.g2
     rng = random.Random(f"g2 variants {gpu_curve.name}")
     points = list(_points(group, 300))
@@ -136,9 +136,8 @@ def test_every_built_g2_field_and_occupancy_variant_matches_the_reference(cuda_b
     expected = msm_ref(group, points, scalars)
     msm = runtime.msm
     default = (msm.g2_field, msm.g2_min_blocks)
-    variants = [("fq2_pair_t", b) for b in G2_MIN_BLOCKS_BUILT] + [(f, 1) for f in G2_FIELDS_BUILT if f != "fq2_pair_t"]
     try:
-        for field, blocks in variants:
+        for field, blocks in G2_VARIANTS_BUILT:
             msm.g2_field, msm.g2_min_blocks = field, blocks
             for c in (None, 3):
                 got = _gpu_msm(cuda_backend, runtime, gpu_curve, group, enc, scalars, c)

@@ -18,7 +18,7 @@ from ._bindings import driver
 from .constants import HEADER_NAME, curve_header
 from .errors import CudaError, check
 from .kernel_binaries import PREBUILT_DIR, find_prebuilt
-from .launch import G1_MIN_BLOCKS_BUILT, G2_FIELDS_BUILT, G2_MIN_BLOCKS_BUILT, NTT_RADIX_BUILT
+from .launch import G1_MIN_BLOCKS_BUILT, G2_FIELDS_BUILT, G2_VARIANTS_BUILT, NTT_RADIX_BUILT
 from .nvrtc_build import BuiltUnit, compile_unit, load_cached_unit
 
 PTR, U32, I32, U64 = "ptr", "u32", "i32", "u64"
@@ -42,8 +42,7 @@ UNITS: dict[str, tuple[str, ...]] = {
         "msm_reduce_halves<fq_t>", "msm_combine_windows<fq_t>",
     ),
     "msm_g2": (
-        *(f"msm_accumulate<fq2_pair_t, true, {b}>" for b in G2_MIN_BLOCKS_BUILT),
-        "msm_accumulate<fq2_t, true, 1>",
+        *(f"msm_accumulate<{f}, true, {b}>" for f, b in G2_VARIANTS_BUILT),
         *(f"{k}<{f}>" for f in G2_FIELDS_BUILT for k in ("msm_bucket_segments", "msm_reduce_halves",
                                                           "msm_combine_windows")),
         *(f"msm_accumulate<{f}, false, 1>" for f in G2_FIELDS_BUILT),

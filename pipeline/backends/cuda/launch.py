@@ -34,6 +34,10 @@ G2_MIN_BLOCKS = {"bls12381": 3, "bn128": 4}
 # registers and a 1.5 KB stack frame; kept built for the same-call comparison in bench/gpu_msm.py).
 G2_FIELD = "fq2_pair_t"
 G2_FIELDS_BUILT = ("fq2_pair_t", "fq2_t")
+# (field, min_blocks) of every level-0 G2 bucket kernel built: the pair's occupancy variants, then the
+# one-thread kernel (min_blocks 1). The tests run each; bench/kernels_vs_sppark.py times each.
+G2_VARIANTS_BUILT = (*(("fq2_pair_t", b) for b in G2_MIN_BLOCKS_BUILT),
+                     *((f, 1) for f in G2_FIELDS_BUILT if f != "fq2_pair_t"))
 
 # Development setup's fixed-base multiplication (setup/fixed_base.cuh, __launch_bounds__(SETUP_MUL_THREADS, 2):
 # registers capped at 128, the MSM's choice for its inlined mixed additions on BLS12-381, above).
