@@ -146,8 +146,7 @@ def time_ms(stream, fn: Callable[[], object], warmup: int = 1, repeat: int = 5) 
 
 def random_below(rng, n: int, limbs: int, bits: int) -> np.ndarray:
     """(n, limbs) uint64 uniformly random values < 2^(bits - 1) (so below the modulus)."""
-    words = rng.integers(0, 2**63, size=(n, limbs), dtype=np.uint64) * np.uint64(2) + \
-        rng.integers(0, 2, size=(n, limbs), dtype=np.uint64)
+    words = rng.integers(0, 2**64 - 1, size=(n, limbs), dtype=np.uint64, endpoint=True)  # one draw a word: 13x faster
     top_bits = bits - 1 - 64 * (limbs - 1)
     words[:, -1] &= np.uint64((1 << top_bits) - 1)
     return words

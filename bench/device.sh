@@ -9,7 +9,8 @@
 #            (verify them back on the dev machine with snarkjs)
 #   ntt      bench.gpu_ntt [NTT_ARGS=16 27]                                           -> bench/results/gpu_ntt.md
 #   msm      bench.gpu_msm [MSM_ARGS=16 24 22] [MSM_OUT=bench/results/gpu_msm.md] (e.g. MSM_ARGS="16 16 16 --no-variants
-#            --window-sweep 16,18,20,22": the G1 window sweep below 2^24)
+#            --window-sweep 16,18,20,22": the G1 window sweep below 2^24; --level0 20,22,24: flat against chunked
+#            level 0 of the bucket sums) [MSM_TIMEOUT=240] s
 #   stage    bench.gpu_stage [STAGE_SIZES=24]                                         -> bench/results/gpu_stage_<sizes>.md
 #   memory   bench.gpu_memory_modes [MEMORY_SIZES=10 14 18 22]                        -> bench/results/gpu_memory_modes.md
 #   blocks   bench.gpu_blocks [BLOCKS_LOG=22]                                         -> bench/results/gpu_blocks_2e<log>.md
@@ -87,7 +88,7 @@ prove() {
 }
 ntt() { timeout 240 python3 -m bench.gpu_ntt ${NTT_ARGS:-16 27} bench/results/gpu_ntt.md 2>&1 | tee "$OUT/ntt.log" | tail -n 3; }
 msm() {
-  timeout 240 python3 -m bench.gpu_msm ${MSM_ARGS:-16 24 22} "${MSM_OUT:-bench/results/gpu_msm.md}" 2>&1 \
+  timeout "${MSM_TIMEOUT:-240}" python3 -m bench.gpu_msm ${MSM_ARGS:-16 24 22} "${MSM_OUT:-bench/results/gpu_msm.md}" 2>&1 \
     | tee "$OUT/msm.log" | tail -n 3
 }
 stage() { timeout 240 python3 -m bench.gpu_stage ${STAGE_SIZES:-24} 2>&1 | tail -n 6; }

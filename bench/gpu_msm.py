@@ -10,6 +10,8 @@ per second, the rate the bucket step runs at. Usage:
 (its cost model counts additions only; the bucket counters' fit in L2 is not in it); --g2-windows
 the same for G2 at g2_max_log. --window-sweep 16,18,20,22 times G1 at those sizes over every width
 between the additions-only and the balanced window models' choices (msm.py), one wider and narrower.
+--level0 20,22,24 times G1 and G2 (up to g2_max_log) at those sizes with level 0 of the bucket sums
+flat and chunked, same data.
 """
 from __future__ import annotations
 
@@ -159,9 +161,27 @@ def window_sweep(backend, logs: Iterable[int], rng, rows) -> None:
                 bench_group(backend, curve, False, [log_n], rng, rows, c=c, label=label, data=data)
 
 
+def level0_compare(backend, logs: Iterable[int], rng, rows, g2_max: int) -> None:
+    """G1 and G2 (up to 2^g2_max) rows at each size of ``logs`` with level 0 of the bucket sums flat
+    and chunked (MsmRunner.level0_flat), on the same points and scalars, at the plan's widths."""
+    logs = list(logs)
+    for curve in (BLS12_381, BN254):
+        msm = backend.runtime(curve).msm
+        for g2 in (False, True):
+            sizes = [k for k in logs if not g2 or k <= g2_max]
+            if not sizes:
+                continue
+            data = random_msm_data(rng, curve, g2, 1 << max(sizes))
+            for flat in (True, False):
+                msm.level0_flat = flat
+                label = ("G2" if g2 else "G1") + (" flat" if flat else " chunked")
+                bench_group(backend, curve, g2, sizes, rng, rows, repeat=3 if g2 else 5, label=label, data=data)
+        msm.level0_flat = True
+
+
 def main(g1_min: int = 16, g1_max: int = 24, g2_max: int = 22, out_path: str | None = None,
          variants: bool = True, windows: Iterable[int] = (), g2_windows: Iterable[int] = (),
-         sweep_logs: Iterable[int] = ()) -> str:
+         sweep_logs: Iterable[int] = (), level0_logs: Iterable[int] = ()) -> str:
     backend = CudaBackend()
     rng = np.random.default_rng(2)
     rows: list = []
@@ -186,6 +206,7 @@ def main(g1_min: int = 16, g1_max: int = 24, g2_max: int = 22, out_path: str | N
         for c in g2_windows:
             bench_group(backend, curve, True, [g2_max], rng, rows, repeat=3, c=c, label=f"G2 c={c}", data=data)
     window_sweep(backend, sweep_logs, rng, rows)
+    level0_compare(backend, level0_logs, rng, rows, g2_max)
     table = markdown_table(["curve", "group", "n", "scalars", "ms", "window c", "Madd/s"], rows)
     phase_table = markdown_table(["curve", "group", "n", "scalars"] + [f"{p} ms" for p in phase_names], phases)
     text = (f"# MSM on {backend.device.name}\n\nPoints resident on the device, scalars copied from host "
@@ -209,6 +230,9 @@ if __name__ == "__main__":
                         help="G2 window widths to time at g2_max_log, comma-separated")
     parser.add_argument("--window-sweep", type=lambda v: [int(k) for k in v.split(",")], default=[],
                         help="sizes (log2, comma-separated) of a G1 sweep over the widths around both window models' choices")
+    parser.add_argument("--level0", type=lambda v: [int(k) for k in v.split(",")], default=[],
+                        help="sizes (log2, comma-separated) timed with level 0 of the bucket sums flat and chunked "
+                             "(G2 up to g2_max_log)")
     a = parser.parse_intermixed_args()  # --no-variants may come anywhere
     main(a.g1_min_log, a.g1_max_log, a.g2_max_log, a.out, variants=a.variants, windows=a.windows,
-         g2_windows=a.g2_windows, sweep_logs=a.window_sweep)
+         g2_windows=a.g2_windows, sweep_logs=a.window_sweep, level0_logs=a.level0)

@@ -100,8 +100,36 @@ def test_msm_g1_at_2_20_by_folding(cuda_backend, runtime, gpu_curve, kind):
     assert group.eq(got, msm_ref(group, base, folded))
 
 
+@pytest.mark.parametrize("group_name", ["g1", "g2"])
+def test_both_level0_schemes_match_the_reference_at_any_entries_a_thread(cuda_backend, runtime, gpu_curve, group_name):
+    """Level 0 flat (msm_accumulate_flat: ranges of T entries across bucket boundaries, pieces placed by
+    msm_piece_counts) and chunked (at most T of one bucket): T from 2 to 64, windows that leave most
+    buckets empty (c = 10 over 400 points: a thread's range crosses many) or few and long (c = 3), a hot
+    bucket (bit-heavy), a doubling and P + (-P) inside buckets, the point at infinity."""
+    group = getattr(gpu_curve, group_name)
+    rng = random.Random(f"level0 {gpu_curve.name} {group_name}")
+    points = list(_points(group, 400))
+    points[3] = None
+    points[4] = points[5]
+    points[6] = (points[7][0], group.ops.neg(points[7][1]))
+    enc = encode_points(gpu_curve, group, points)
+    cases = [("random", None), ("random", 10), ("bit_heavy", 3), ("edges", 5)]
+    msm = runtime.msm
+    try:
+        for kind, c in cases:
+            scalars = _scalars(kind, gpu_curve.fr, rng, len(points))
+            expected = msm_ref(group, points, scalars)
+            for flat in (True, False):
+                for entries in (2, 7, 64):
+                    msm.level0_flat, msm.level0_entries = flat, entries
+                    got = _gpu_msm(cuda_backend, runtime, gpu_curve, group, enc, scalars, c)
+                    assert group.eq(got, expected), (kind, c, flat, entries)
+    finally:
+        msm.level0_flat, msm.level0_entries = True, None
+
+
 def test_every_built_occupancy_variant_of_the_g1_bucket_kernel_matches_the_reference(cuda_backend, runtime, gpu_curve):
-    """msm_accumulate<fq_t, true, B> is instantiated for each B of launch.G1_MIN_BLOCKS_BUILT (register
+    """msm_accumulate_flat<fq_t, B> is instantiated for each B of launch.G1_MIN_BLOCKS_BUILT (register
     caps that trade spills for occupancy); whichever a runner picks must give the same sum."""
     from pipeline.backends.cuda.launch import G1_MIN_BLOCKS_BUILT
     group = gpu_curve.g1

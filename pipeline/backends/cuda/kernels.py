@@ -18,7 +18,8 @@ from ._bindings import driver
 from .constants import HEADER_NAME, curve_header
 from .errors import CudaError, check
 from .kernel_binaries import PREBUILT_DIR, find_prebuilt
-from .launch import G1_MIN_BLOCKS_BUILT, G2_FIELDS_BUILT, G2_VARIANTS_BUILT, NTT_RADIX_BUILT
+from .launch import (G1_LEVEL0_CHUNKED_BUILT, G1_MIN_BLOCKS_BUILT, G2_FIELDS_BUILT, G2_LEVEL0_CHUNKED_BUILT, G2_VARIANTS_BUILT,
+                     NTT_RADIX_BUILT)
 from .nvrtc_build import BuiltUnit, compile_unit, load_cached_unit
 
 PTR, U32, I32, U64 = "ptr", "u32", "i32", "u64"
@@ -36,13 +37,15 @@ UNITS: dict[str, tuple[str, ...]] = {
     ),
     "msm_g1": (
         "scan_tile_sums", "scan_tile_offsets", "scan_apply",
-        "msm_count_digits", "msm_scatter_digits", "msm_chunk_counts", "msm_classify", "msm_compact",
-        "gather_rows", *(f"msm_accumulate<fq_t, true, {b}>" for b in G1_MIN_BLOCKS_BUILT),
+        "msm_count_digits", "msm_scatter_digits", "msm_chunk_counts", "msm_piece_counts", "msm_classify", "msm_compact",
+        "gather_rows", *(f"msm_accumulate_flat<fq_t, {b}>" for b in G1_MIN_BLOCKS_BUILT),
+        *(f"msm_accumulate<fq_t, true, {b}>" for b in G1_LEVEL0_CHUNKED_BUILT),
         "msm_accumulate<fq_t, false, 1>", "msm_bucket_segments<fq_t>",
         "msm_reduce_halves<fq_t>", "msm_combine_windows<fq_t>",
     ),
     "msm_g2": (
-        *(f"msm_accumulate<{f}, true, {b}>" for f, b in G2_VARIANTS_BUILT),
+        *(f"msm_accumulate_flat<{f}, {b}>" for f, b in G2_VARIANTS_BUILT),
+        *(f"msm_accumulate<{f}, true, {b}>" for f, b in G2_LEVEL0_CHUNKED_BUILT),
         *(f"{k}<{f}>" for f in G2_FIELDS_BUILT for k in ("msm_bucket_segments", "msm_reduce_halves",
                                                           "msm_combine_windows")),
         *(f"msm_accumulate<{f}, false, 1>" for f in G2_FIELDS_BUILT),
@@ -75,7 +78,9 @@ SIGNATURES: dict[str, tuple[str, ...]] = {
     "msm_compact": (PTR, U64, PTR, PTR, PTR, PTR, PTR, U32, U32),
     "gather_rows": (PTR, PTR, PTR, U64, U32, U32),
     "msm_chunk_counts": (PTR, U32, U32, PTR),
+    "msm_piece_counts": (PTR, U32, U32, PTR),
     "msm_accumulate": (PTR, PTR, PTR, PTR, PTR, PTR, U32, U32, PTR),
+    "msm_accumulate_flat": (PTR, PTR, PTR, PTR, PTR, PTR, U32, U32, PTR),
     "msm_bucket_segments": (PTR, PTR, PTR, U32, U32, U32),
     "msm_reduce_halves": (PTR, U32, U32, U32),
     "msm_combine_windows": (PTR, PTR, U32, U32, I32),

@@ -39,6 +39,13 @@ G2_FIELDS_BUILT = ("fq2_pair_t", "fq2_t")
 G2_VARIANTS_BUILT = (*(("fq2_pair_t", b) for b in G2_MIN_BLOCKS_BUILT),
                      *((f, 1) for f in G2_FIELDS_BUILT if f != "fq2_pair_t"))
 
+# Level 0 of the bucket sums (msm/pippenger.cuh): msm_accumulate_flat (every thread the same number of
+# entries across bucket boundaries) is built for every variant above; the chunked msm_accumulate<F, true,
+# B> (at most that many entries of one bucket a thread, the first scheme) only for the curves' defaults,
+# for the same-call comparison (bench/gpu_msm.py --level0; MsmRunner.level0_flat).
+G1_LEVEL0_CHUNKED_BUILT = (4, 5)
+G2_LEVEL0_CHUNKED_BUILT = tuple(("fq2_pair_t", b) for b in sorted(set(G2_MIN_BLOCKS.values())))
+
 # Development setup's fixed-base multiplication (setup/fixed_base.cuh, __launch_bounds__(SETUP_MUL_THREADS, 2):
 # registers capped at 128, the MSM's choice for its inlined mixed additions on BLS12-381, above).
 # Not measured yet: bench/dev_setup.py times it per key section (bench/NOTES.md, development setup).

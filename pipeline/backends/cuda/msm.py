@@ -30,6 +30,12 @@ def level0_chunk(entries: int) -> int:
     return max(2, min(MAX_CHUNK, 1 << max(0, (entries // TARGET_CHUNKS).bit_length())))
 
 
+def level0_pieces(entries: int, chunk: int, flat: bool) -> int:
+    """Most level-0 outputs of one bucket of ``entries`` entries: chunked ceil(entries / chunk); flat,
+    its entries start anywhere in a thread's range, so one more where they do not fit the first."""
+    return 1 + -(-(entries - 1) // chunk) if flat else -(-entries // chunk)
+
+
 @dataclass(frozen=True)
 class MsmPlan:
     n: int
@@ -104,6 +110,11 @@ class MsmRunner:
         # "fq2_t") and the pair kernel's occupancy variant (launch.G2_MIN_BLOCKS).
         self.g2_field = G2_FIELD
         self.g2_min_blocks = G2_MIN_BLOCKS.get(self.curve.name, 3)
+        # Level 0 of the bucket sums: flat (every thread the same number of entries across bucket boundaries) or
+        # chunked (at most that many of one bucket a thread; kept for the same-call comparison in
+        # bench/gpu_msm.py --level0).
+        self.level0_flat = True
+        self.level0_entries: int | None = None  # entries a thread at level 0 (None: level0_chunk; tests set it)
         self.cache_bytes = getattr(getattr(kernels, "device", None), "l2_bytes", None)  # window widths whose tables fit L2
         self.profile = False  # when set, last_phases_ms gets CUDA-event times per phase
         self.last_phases_ms: dict[str, float] = {}
@@ -131,11 +142,10 @@ class MsmRunner:
         return 2 if g2 and self.g2_field == "fq2_pair_t" else 1
 
     def _affine_accumulate(self, g2: bool) -> str:
-        """The level-0 bucket kernel (affine points in), at this runner's occupancy variant."""
-        if not g2:
-            return f"msm_accumulate<fq_t, true, {self.g1_min_blocks}>"
-        blocks = self.g2_min_blocks if self.g2_field == "fq2_pair_t" else 1
-        return f"msm_accumulate<{self.g2_field}, true, {blocks}>"
+        """The level-0 bucket kernel (affine points in), at this runner's occupancy variant and scheme."""
+        field = self._field(g2)
+        blocks = self.g1_min_blocks if not g2 else self.g2_min_blocks if field == "fq2_pair_t" else 1
+        return f"msm_accumulate_flat<{field}, {blocks}>" if self.level0_flat else f"msm_accumulate<{field}, true, {blocks}>"
 
     def _launch(self, expr, n_items, block, args, lanes: int = 1):
         """A grid-stride kernel over ``n_items`` items of ``lanes`` threads each."""
@@ -150,12 +160,13 @@ class MsmRunner:
             k.launch("scan_tile_offsets", 1, SCAN_THREADS, (d_tiles.ptr, tiles), s)
             k.launch("scan_apply", tiles, SCAN_THREADS, (d_in, n, d_tiles.ptr, d_out), s)
 
-    def _chunk_offsets(self, d_offsets, n_buckets: int, chunk: int, what: str):
-        """Offsets of the chunks of at most ``chunk`` entries per bucket; their count stays on the
-        device, at index ``n_buckets``."""
+    def _chunk_offsets(self, d_offsets, n_buckets: int, chunk: int, what: str, flat: bool = False):
+        """Offsets of the chunks of at most ``chunk`` entries per bucket (``flat``: of the pieces of
+        level 0's ranges of ``chunk`` entries); their count stays on the device, at index ``n_buckets``."""
         d_chunk_off = self.allocator.alloc(4 * (n_buckets + 1), what)
+        counts = "msm_piece_counts" if flat else "msm_chunk_counts"
         with self.allocator.alloc(4 * n_buckets, "chunk counts") as d_counts:
-            self._launch("msm_chunk_counts", n_buckets, CHUNK_COUNT_BLOCK, (d_offsets.ptr, n_buckets, chunk, d_counts.ptr))
+            self._launch(counts, n_buckets, CHUNK_COUNT_BLOCK, (d_offsets.ptr, n_buckets, chunk, d_counts.ptr))
             self.exclusive_scan(d_counts.ptr, n_buckets, d_chunk_off.ptr)
         return d_chunk_off
 
@@ -167,7 +178,7 @@ class MsmRunner:
         plan = self.plan(n, g2)
         nb, xyzz = plan.n_buckets, self.xyzz_bytes(g2)
         entries = n * plan.n_windows
-        chunk = level0_chunk(entries)
+        chunk = self.level0_entries or level0_chunk(entries)
         chunks = -(-entries // chunk) + nb
         scan = 4 * (nb // SCAN_TILE + 2)
         level0 = 4 * entries + 4 * (nb + 1) + 4 * nb + scan + xyzz * chunks
@@ -193,7 +204,7 @@ class MsmRunner:
             return
         alloc, nb_total = self.allocator, plan.n_buckets
         entries_bound = n * plan.n_windows  # at most one nonzero digit per scalar and window
-        chunk = level0_chunk(entries_bound)
+        chunk = self.level0_entries or level0_chunk(entries_bound)
         with alloc.alloc(4 * nb_total, "msm bucket counts") as d_counts, \
                 alloc.alloc(4 * (nb_total + 1), "msm bucket offsets") as d_offsets:
             # 1-3: counting sort of the nonzero signed digits by bucket
@@ -234,12 +245,14 @@ class MsmRunner:
     def _bucket_sums(self, g2: bool, d_points: int, d_entries, d_offsets, n_buckets: int, entries_bound: int,
                      per_bucket_bound: int, chunk: int):
         """Sum each bucket's entries (affine points, sign in bit 31) into one XYZZ partial: level 0
-        in chunks of ``chunk`` entries, then levels of LEVEL_CHUNK partials until the bound on a
-        bucket's entries leaves one. Returns (partials, chunk offsets): bucket b's sum is
+        over ranges of ``chunk`` entries (flat or chunked: ``level0_flat``), then levels of LEVEL_CHUNK
+        partials until the bound on a bucket's entries leaves one. Returns (partials, chunk offsets): bucket b's sum is
         partials[offsets[b]] when offsets[b + 1] > offsets[b]. The caller frees both."""
         alloc, xyzz_bytes = self.allocator, self.xyzz_bytes(g2)
         field, lanes = self._field(g2), self._lanes(g2)
-        d_chunk_off = self._chunk_offsets(d_offsets, n_buckets, chunk, "msm chunk offsets")
+        flat = self.level0_flat
+        d_chunk_off = self._chunk_offsets(d_offsets, n_buckets, chunk, "msm chunk offsets", flat)
+        # pieces (flat) or chunks: at most one a range of ``chunk`` entries plus one a bucket
         chunks_bound = -(-entries_bound // chunk) + n_buckets
         try:
             d_partials = alloc.alloc(xyzz_bytes * chunks_bound, "msm partial sums")
@@ -250,7 +263,7 @@ class MsmRunner:
                      (d_partials.ptr, d_points, d_entries.ptr, 0, d_offsets.ptr, d_chunk_off.ptr,
                       n_buckets, chunk, d_chunk_off.offset(4 * n_buckets)), lanes)
         self._mark("accumulate affine")
-        per_bucket = -(-per_bucket_bound // chunk)
+        per_bucket = level0_pieces(per_bucket_bound, chunk, flat)
         try:
             while per_bucket > 1:
                 d_next_off = self._chunk_offsets(d_chunk_off, n_buckets, LEVEL_CHUNK, "msm chunk offsets")
@@ -281,7 +294,7 @@ class MsmRunner:
             check_memset_zero(d_out, xyzz_bytes, self.stream)
             return
         field, lanes = self._field(g2), self._lanes(g2)
-        chunk = level0_chunk(count)
+        chunk = self.level0_entries or level0_chunk(count)
         sizes = [count, -(-count // chunk)]  # entries, then the partials of each level down to one
         while sizes[-1] > 1:
             sizes.append(-(-sizes[-1] // LEVEL_CHUNK))

@@ -8,11 +8,14 @@
 //     skipped, so a zero scalar costs nothing and a scalar 1 is one plain addition.
 //  2. exclusive scan of the counts -> bucket offsets (util/scan.cuh).
 //  3. msm_scatter_digits: point indices (sign in bit 31) grouped by bucket (a counting sort).
-//  4. msm_accumulate: chunks of at most T entries of one bucket each, one thread per chunk,
-//     partial sums in XYZZ; repeated over the partials until each bucket has one. The number
-//     of levels follows from an upper bound (a bucket holds at most n entries), so the host
-//     queues every launch without reading a count back. Fixed-size
-//     chunks keep hot buckets (the 1s of a bit-heavy witness) from serialising one thread.
+//  4. msm_accumulate: level 0 (affine points in) flat: thread t sums entries [tT, (t+1)T) of the
+//     sorted list, one XYZZ piece per bucket it touches, so every thread of a warp does T
+//     additions whatever the bucket lengths (the chunked scheme, T entries of one bucket a
+//     thread, left the warp waiting for its longest bucket: results/gpu_msm_g2_windows.md).
+//     Then levels over the partials, chunks of at most T of one bucket a thread, until each
+//     bucket has one. The number of levels follows from an upper bound (a bucket holds at most
+//     n entries), so the host queues every launch without reading a count back. Fixed-size
+//     pieces keep hot buckets (the 1s of a bit-heavy witness) from serialising one thread.
 //  5. msm_bucket_segments: per window, sum_d d B_d by running sums over segments of L buckets,
 //     plus (segment start) * (segment sum); msm_reduce_halves sums the segments.
 //  6. msm_combine_windows: Horner over windows, c doublings each (one thread).
@@ -102,6 +105,16 @@ __global__ void msm_chunk_counts(const uint32_t* __restrict__ d_offsets, uint32_
         d_chunk_counts[b] = (d_offsets[b + 1] - d_offsets[b] + chunk - 1) / chunk;
 }
 
+// Flat level 0: the threads (T = `chunk` entries each) whose ranges meet bucket b, one piece each:
+// (last entry) / T - (first entry) / T + 1, none for an empty bucket.
+__global__ void msm_piece_counts(const uint32_t* __restrict__ d_offsets, uint32_t n_buckets, uint32_t chunk,
+                                 uint32_t* __restrict__ d_piece_counts) {
+    for (uint32_t b = blockIdx.x * blockDim.x + threadIdx.x; b < n_buckets; b += gridDim.x * blockDim.x) {
+        const uint32_t lo = d_offsets[b], hi = d_offsets[b + 1];
+        d_piece_counts[b] = hi > lo ? (hi - 1) / chunk - lo / chunk + 1 : 0;
+    }
+}
+
 // Largest b < n_buckets with d_off[b] <= x (d_off non-decreasing, d_off[0] = 0).
 __device__ __forceinline__ uint32_t bucket_of(const uint32_t* __restrict__ d_off, uint32_t n_buckets, uint32_t x) {
     uint32_t lo = 0, hi = n_buckets;  // answer in [lo, hi)
@@ -112,12 +125,8 @@ __device__ __forceinline__ uint32_t bucket_of(const uint32_t* __restrict__ d_off
     return lo;
 }
 
-// One thread (F::LANES threads) per chunk: the sum of its entries. AFFINE: entries index affine points (sign in
-// bit 31); otherwise the entries are the XYZZ partials of the previous level, in order.
-// MIN_BLOCKS: blocks of MSM_ACC_THREADS per SM the register allocation must allow (occupancy).
-// MSM_ACC_THREADS comes from the generated header (pipeline/backends/cuda/launch.py).
 // Grid-stride loops over items run one item per F::LANES threads; the lanes of an item take the
-// same trips (msm_items below).
+// same trips.
 template <class F>
 struct msm_items {
     uint32_t first, step;
@@ -125,21 +134,38 @@ struct msm_items {
         : first((blockIdx.x * blockDim.x + threadIdx.x) / F::LANES), step(gridDim.x * blockDim.x / F::LANES) {}
 };
 
-template <class F, bool AFFINE, int MIN_BLOCKS>
-__global__ void __launch_bounds__(MSM_ACC_THREADS, MIN_BLOCKS) msm_accumulate(typename xyzz_t<F>::mem_t* __restrict__ d_out,
-                               const typename affine_t<F>::mem_t* __restrict__ d_points,
-                               const uint32_t* __restrict__ d_entries,
-                               const typename xyzz_t<F>::mem_t* __restrict__ d_partials_in,
-                               const uint32_t* __restrict__ d_offsets, const uint32_t* __restrict__ d_chunk_off,
-                               uint32_t n_buckets, uint32_t chunk, const uint32_t* __restrict__ d_n_chunks) {
-    // The chunk count is read on the device (d_chunk_off[n_buckets]): the host sizes the grid by
-    // an upper bound and never waits for the count (no mid-MSM host round trip).
-    const uint32_t n_chunks = *d_n_chunks;
+// One item (F::LANES threads) per range of entries, its sums stored as pieces. AFFINE: entries index
+// affine points (sign in bit 31); otherwise the entries are the XYZZ partials of the previous level,
+// in order. FLAT (level 0, msm_accumulate_flat): item t takes entries [t chunk, (t + 1) chunk) across
+// bucket boundaries, bucket b's piece from item t at d_chunk_off[b] + t - d_offsets[b] / chunk
+// (msm_piece_counts); otherwise item t is chunk t of msm_chunk_counts' chunks (at most `chunk`
+// entries of one bucket). Counts are read on the device (the entries' at d_offsets[n_buckets], the
+// chunks' at *d_n_chunks): the host sizes the grid by an upper bound and never waits for a count
+// (no mid-MSM host round trip).
+template <class F, bool AFFINE, bool FLAT>
+__device__ __forceinline__ void accumulate_items(typename xyzz_t<F>::mem_t* __restrict__ d_out,
+                                                 const typename affine_t<F>::mem_t* __restrict__ d_points,
+                                                 const uint32_t* __restrict__ d_entries,
+                                                 const typename xyzz_t<F>::mem_t* __restrict__ d_partials_in,
+                                                 const uint32_t* __restrict__ d_offsets,
+                                                 const uint32_t* __restrict__ d_chunk_off, uint32_t n_buckets,
+                                                 uint32_t chunk, const uint32_t* __restrict__ d_n_chunks) {
+    const uint32_t n_items = FLAT ? (d_offsets[n_buckets] + chunk - 1) / chunk : *d_n_chunks;
     const msm_items<F> items;
-    for (uint32_t ch = items.first; ch < n_chunks; ch += items.step) {
-        const uint32_t b = bucket_of(d_chunk_off, n_buckets, ch);
-        const uint32_t start = d_offsets[b] + (ch - d_chunk_off[b]) * chunk;
-        const uint32_t end = min(start + chunk, d_offsets[b + 1]);
+    for (uint32_t t = items.first; t < n_items; t += items.step) {
+        uint32_t b, start, end, out;
+        if (FLAT) {
+            start = t * chunk;
+            end = min(start + chunk, d_offsets[n_buckets]);
+            b = bucket_of(d_offsets, n_buckets, start);
+            out = d_chunk_off[b] + t - d_offsets[b] / chunk;
+        } else {
+            b = bucket_of(d_chunk_off, n_buckets, t);
+            start = d_offsets[b] + (t - d_chunk_off[b]) * chunk;
+            end = min(start + chunk, d_offsets[b + 1]);
+            out = t;
+        }
+        uint32_t piece_end = FLAT ? min(end, d_offsets[b + 1]) : end;
         xyzz_t<F> acc = xyzz_t<F>::inf();
         for (uint32_t e = start; e < end; e++) {
             if (AFFINE) {
@@ -150,9 +176,35 @@ __global__ void __launch_bounds__(MSM_ACC_THREADS, MIN_BLOCKS) msm_accumulate(ty
             } else {
                 acc.add(xyzz_t<F>::load(d_partials_in[e]));
             }
+            if (FLAT && e + 1 == piece_end && e + 1 < end) {  // the next nonempty bucket starts at e + 1
+                acc.store(d_out[out]);
+                acc = xyzz_t<F>::inf();
+                do piece_end = d_offsets[++b + 1]; while (piece_end == e + 1);
+                piece_end = min(end, piece_end);
+                out = d_chunk_off[b] + t - d_offsets[b] / chunk;
+            }
         }
-        acc.store(d_out[ch]);
+        acc.store(d_out[out]);
     }
+}
+
+// MIN_BLOCKS: blocks of MSM_ACC_THREADS per SM the register allocation must allow (occupancy).
+// MSM_ACC_THREADS comes from the generated header (pipeline/backends/cuda/launch.py).
+#define MSM_ACCUMULATE_PARAMS                                                                                  \
+    typename xyzz_t<F>::mem_t *__restrict__ d_out, const typename affine_t<F>::mem_t *__restrict__ d_points, \
+        const uint32_t *__restrict__ d_entries, const typename xyzz_t<F>::mem_t *__restrict__ d_partials_in,  \
+        const uint32_t *__restrict__ d_offsets, const uint32_t *__restrict__ d_chunk_off, uint32_t n_buckets, \
+        uint32_t chunk, const uint32_t *__restrict__ d_n_chunks
+#define MSM_ACCUMULATE_ARGS d_out, d_points, d_entries, d_partials_in, d_offsets, d_chunk_off, n_buckets, chunk, d_n_chunks
+
+template <class F, bool AFFINE, int MIN_BLOCKS>
+__global__ void __launch_bounds__(MSM_ACC_THREADS, MIN_BLOCKS) msm_accumulate(MSM_ACCUMULATE_PARAMS) {
+    accumulate_items<F, AFFINE, false>(MSM_ACCUMULATE_ARGS);
+}
+
+template <class F, int MIN_BLOCKS>
+__global__ void __launch_bounds__(MSM_ACC_THREADS, MIN_BLOCKS) msm_accumulate_flat(MSM_ACCUMULATE_PARAMS) {
+    accumulate_items<F, true, true>(MSM_ACCUMULATE_ARGS);
 }
 
 template <class F>

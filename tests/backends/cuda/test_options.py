@@ -103,7 +103,7 @@ def test_every_allowed_min_blocks_variant_is_instantiated():
     from pipeline.backends.cuda.kernels import UNITS
 
     for blocks in G1_MIN_BLOCKS_BUILT:
-        assert f"msm_accumulate<fq_t, true, {blocks}>" in UNITS["msm_g1"]
+        assert f"msm_accumulate_flat<fq_t, {blocks}>" in UNITS["msm_g1"]
 
 
 def test_the_engine_factory_passes_the_config_options(monkeypatch):

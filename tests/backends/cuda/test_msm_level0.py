@@ -1,0 +1,72 @@
+"""The flat level 0 of the bucket sums (msm/pippenger.cuh, accumulate_items<F, true, true>), its index
+arithmetic walked on the host: thread t takes entries [t T, (t + 1) T) across bucket boundaries and
+stores bucket b's piece at piece_off[b] + t - offsets[b] / T (msm_piece_counts, then an exclusive scan).
+Every slot must be written once, each bucket's pieces must be its entries in order, and the host's
+bounds (MsmRunner._bucket_sums) must hold. The kernels themselves are checked on the GPU
+(tests/gpu/test_msm.py)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pipeline.backends.cuda.msm import level0_pieces
+
+
+def piece_counts(offsets: np.ndarray, chunk: int) -> np.ndarray:
+    lo, hi = offsets[:-1], offsets[1:]
+    return np.where(hi > lo, (hi - 1) // chunk - lo // chunk + 1, 0)
+
+
+def flat_pieces(offsets: np.ndarray, chunk: int) -> dict[int, tuple[int, range]]:
+    """slot -> (bucket, entries summed), as the kernel's threads write them."""
+    total = int(offsets[-1])
+    piece_off = np.concatenate([[0], np.cumsum(piece_counts(offsets, chunk))])
+    written: dict[int, tuple[int, range]] = {}
+    for t in range(-(-total // chunk)):
+        start, end = t * chunk, min(t * chunk + chunk, total)
+        b = int(np.searchsorted(offsets, start, side="right")) - 1  # bucket_of: largest b, offsets[b] <= start
+        b = min(b, len(offsets) - 2)
+        first = start
+        e = start
+        while True:
+            piece_end = min(end, int(offsets[b + 1]))
+            e = piece_end
+            slot = int(piece_off[b]) + t - int(offsets[b]) // chunk
+            assert slot not in written, (t, b)
+            written[slot] = (b, range(first, e))
+            if e == end:
+                break
+            b += 1
+            while offsets[b + 1] == e:  # empty buckets
+                b += 1
+            first = e
+    return written
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("chunk", [2, 3, 16, 64])
+def test_every_piece_slot_is_written_once_and_each_bucket_gets_its_entries_in_order(seed, chunk):
+    rng = np.random.default_rng(seed)
+    n_buckets = int(rng.integers(1, 300))
+    # a mix of empty, short and hot buckets (the ones of a bit-heavy witness)
+    counts = rng.choice([0, 0, 1, 2, 5, 40, 300], size=n_buckets)
+    if seed % 2:
+        counts[rng.integers(n_buckets)] = 5000
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    written = flat_pieces(offsets, chunk)
+    assert sorted(written) == list(range(int(piece_counts(offsets, chunk).sum())))
+    for b in range(n_buckets):
+        pieces = [written[s][1] for s in sorted(written) if written[s][0] == b]
+        covered = [e for r in pieces for e in r]
+        assert covered == list(range(int(offsets[b]), int(offsets[b + 1])))
+        assert len(pieces) <= level0_pieces(int(counts[b]), chunk, True) if counts[b] else not pieces
+    # the host's buffer bound: one piece a range of ``chunk`` entries plus one a bucket
+    assert len(written) <= -(-int(offsets[-1]) // chunk) + n_buckets
+
+
+def test_a_bucket_of_k_entries_meets_at_most_level0_pieces_threads_wherever_it_starts():
+    for chunk in (2, 5, 64):
+        for k in range(1, 200):
+            worst = max((s + k - 1) // chunk - s // chunk + 1 for s in range(chunk))
+            assert worst == level0_pieces(k, chunk, True)
+            assert level0_pieces(k, chunk, False) == -(-k // chunk)
