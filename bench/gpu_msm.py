@@ -11,7 +11,7 @@ per second, the rate the bucket step runs at. Usage:
 the same for G2 at g2_max_log. --window-sweep 16,18,20,22 times G1 at those sizes over every width
 between the additions-only and the balanced window models' choices (msm.py), one wider and narrower.
 --level0 20,22,24 times G1 and G2 (up to g2_max_log) at those sizes with level 0 of the bucket sums
-flat and chunked, same data.
+flat and chunked, same data; --level0-entries 32,128,256 adds flat rows at those entries a thread.
 """
 from __future__ import annotations
 
@@ -161,9 +161,10 @@ def window_sweep(backend, logs: Iterable[int], rng, rows) -> None:
                 bench_group(backend, curve, False, [log_n], rng, rows, c=c, label=label, data=data)
 
 
-def level0_compare(backend, logs: Iterable[int], rng, rows, g2_max: int) -> None:
+def level0_compare(backend, logs: Iterable[int], rng, rows, g2_max: int, entries: Iterable[int | None] = (None,)) -> None:
     """G1 and G2 (up to 2^g2_max) rows at each size of ``logs`` with level 0 of the bucket sums flat
-    and chunked (MsmRunner.level0_flat), on the same points and scalars, at the plan's widths."""
+    and chunked (MsmRunner.level0_flat), on the same points and scalars, at the plan's widths; flat once
+    per count of ``entries`` a thread (None: msm.level0_chunk's)."""
     logs = list(logs)
     for curve in (BLS12_381, BN254):
         msm = backend.runtime(curve).msm
@@ -172,16 +173,16 @@ def level0_compare(backend, logs: Iterable[int], rng, rows, g2_max: int) -> None
             if not sizes:
                 continue
             data = random_msm_data(rng, curve, g2, 1 << max(sizes))
-            for flat in (True, False):
-                msm.level0_flat = flat
-                label = ("G2" if g2 else "G1") + (" flat" if flat else " chunked")
+            for flat, t in [(True, t) for t in entries] + [(False, None)]:
+                msm.level0_flat, msm.level0_entries = flat, t
+                label = ("G2" if g2 else "G1") + (" flat" if flat else " chunked") + (f" T={t}" if t else "")
                 bench_group(backend, curve, g2, sizes, rng, rows, repeat=3 if g2 else 5, label=label, data=data)
-        msm.level0_flat = True
+        msm.level0_flat, msm.level0_entries = True, None
 
 
 def main(g1_min: int = 16, g1_max: int = 24, g2_max: int = 22, out_path: str | None = None,
          variants: bool = True, windows: Iterable[int] = (), g2_windows: Iterable[int] = (),
-         sweep_logs: Iterable[int] = (), level0_logs: Iterable[int] = ()) -> str:
+         sweep_logs: Iterable[int] = (), level0_logs: Iterable[int] = (), level0_entries: Iterable[int] = ()) -> str:
     backend = CudaBackend()
     rng = np.random.default_rng(2)
     rows: list = []
@@ -206,7 +207,7 @@ def main(g1_min: int = 16, g1_max: int = 24, g2_max: int = 22, out_path: str | N
         for c in g2_windows:
             bench_group(backend, curve, True, [g2_max], rng, rows, repeat=3, c=c, label=f"G2 c={c}", data=data)
     window_sweep(backend, sweep_logs, rng, rows)
-    level0_compare(backend, level0_logs, rng, rows, g2_max)
+    level0_compare(backend, level0_logs, rng, rows, g2_max, [None, *level0_entries])
     table = markdown_table(["curve", "group", "n", "scalars", "ms", "window c", "Madd/s"], rows)
     phase_table = markdown_table(["curve", "group", "n", "scalars"] + [f"{p} ms" for p in phase_names], phases)
     text = (f"# MSM on {backend.device.name}\n\nPoints resident on the device, scalars copied from host "
@@ -233,6 +234,9 @@ if __name__ == "__main__":
     parser.add_argument("--level0", type=lambda v: [int(k) for k in v.split(",")], default=[],
                         help="sizes (log2, comma-separated) timed with level 0 of the bucket sums flat and chunked "
                              "(G2 up to g2_max_log)")
+    parser.add_argument("--level0-entries", type=lambda v: [int(k) for k in v.split(",")], default=[],
+                        help="with --level0: flat rows once more per count of entries a thread (e.g. 32,128,256)")
     a = parser.parse_intermixed_args()  # --no-variants may come anywhere
     main(a.g1_min_log, a.g1_max_log, a.g2_max_log, a.out, variants=a.variants, windows=a.windows,
-         g2_windows=a.g2_windows, sweep_logs=a.window_sweep, level0_logs=a.level0)
+         g2_windows=a.g2_windows, sweep_logs=a.window_sweep, level0_logs=a.level0,
+         level0_entries=a.level0_entries)

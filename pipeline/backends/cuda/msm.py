@@ -56,20 +56,15 @@ class MsmPlan:
 # results/gpu_msm_g2_windows.md: accumulate 1.27 ns a mixed addition at lambda 2048, 1.76 at 32, 2.28 at
 # 8; partials + running sums ~6.5 additions a bucket). Same call checks (results/gpu_msm_g2_model.md): G2
 # 2^22 c = 16 0.90x of c = 18 (BLS12-381), c = 15 0.85x (BN254); G1 2^24 c = 16 0.84x / 0.82x of c = 20,
-# and at 2^26 it keeps c = 20 (session 8's sweep: 19 ~ 20 < 22).
+# and at 2^26 it keeps c = 20 (session 8's sweep: 19 ~ 20 < 22). With level 0 flat (session 13,
+# results/gpu_msm_level0.md) its G1 choices at 2^16-2^24 are the fastest width or within 1-3% of it on
+# both curves, where the additions-only model's were up to 11% slower (2^22: c = 18 against 15-16).
 BALANCED_WINDOW_MODEL = (2.2, 6.5)
-ADDITIONS_WINDOW_MODEL = (0.0, 2.8)  # the first model: additions only
-# G1 below 2^24 keeps the additions-only model until it is measured there (the one-shot and small proofs
-# live there); G2 takes the balanced model at every size (measured 2^20-2^24).
-G1_BALANCED_FROM_LOG = 24
-
-
-def window_model(n: int, g2: bool) -> tuple[float, float]:
-    return BALANCED_WINDOW_MODEL if g2 or n >= 1 << G1_BALANCED_FROM_LOG else ADDITIONS_WINDOW_MODEL
+ADDITIONS_WINDOW_MODEL = (0.0, 2.8)  # the first model: additions only (kept for bench.gpu_msm's sweep)
 
 
 def plan_msm(n: int, scalar_bits: int, c: int | None = None, cache_bytes: int | None = None,
-             model: tuple[float, float] = ADDITIONS_WINDOW_MODEL) -> MsmPlan:
+             model: tuple[float, float] = BALANCED_WINDOW_MODEL) -> MsmPlan:
     """Window width minimising the cost ``model`` (spread, bucket_cost; above), among those whose
     per-bucket tables (one uint32 a bucket: counts, offsets, chunk offsets) fit ``cache_bytes`` (the
     device's L2) when given. Past L2 the digits' atomics and every thread's search of the chunk offsets
@@ -171,7 +166,7 @@ class MsmRunner:
         return d_chunk_off
 
     def plan(self, n: int, g2: bool, c: int | None = None) -> MsmPlan:
-        return plan_msm(n, self.curve.fr.bits, c, self.cache_bytes, window_model(n, g2))
+        return plan_msm(n, self.curve.fr.bits, c, self.cache_bytes)
 
     def scratch_bytes(self, n: int, g2: bool) -> int:
         """Peak device bytes ``enqueue`` allocates for an MSM of ``n`` scalars (the bounds it sizes by)."""
@@ -181,10 +176,11 @@ class MsmRunner:
         chunk = self.level0_entries or level0_chunk(entries)
         chunks = -(-entries // chunk) + nb
         scan = 4 * (nb // SCAN_TILE + 2)
+        sort = 8 * entries + 4 * (nb + 1) + 4 * nb + scan  # entries and their ranks
         level0 = 4 * entries + 4 * (nb + 1) + 4 * nb + scan + xyzz * chunks
         levels = xyzz * (chunks + min(chunks, -(-chunks // LEVEL_CHUNK) + nb)) + 3 * 4 * (nb + 1) + scan
         segments = xyzz * plan.n_windows * (plan.buckets_per_window // plan.seg_len) + xyzz * chunks
-        return 8 * (nb + 1) + max(level0, levels, segments)
+        return 8 * (nb + 1) + max(sort, level0, levels, segments)
 
     def xyzz_bytes(self, g2: bool) -> int:
         return 4 * 2 * self.curve.fq.limbs * (2 if g2 else 1) * 4
@@ -206,17 +202,20 @@ class MsmRunner:
         entries_bound = n * plan.n_windows  # at most one nonzero digit per scalar and window
         chunk = self.level0_entries or level0_chunk(entries_bound)
         with alloc.alloc(4 * nb_total, "msm bucket counts") as d_counts, \
-                alloc.alloc(4 * (nb_total + 1), "msm bucket offsets") as d_offsets:
-            # 1-3: counting sort of the nonzero signed digits by bucket
+                alloc.alloc(4 * (nb_total + 1), "msm bucket offsets") as d_offsets, \
+                alloc.alloc(4 * entries_bound, "msm digit ranks") as d_ranks:
+            # 1-3: counting sort of the nonzero signed digits by bucket (the ranks freed after the
+            # scatter: stream-ordered, so the buffer is free for the bucket sums)
             self._mark("start")
             d_counts.memset32(0, self.stream)
-            self._launch("msm_count_digits", n, DIGIT_BLOCK, (d_scalars, n, plan.c, plan.n_windows, d_counts.ptr))
+            self._launch("msm_count_digits", n, DIGIT_BLOCK,
+                         (d_scalars, n, plan.c, plan.n_windows, d_counts.ptr, d_ranks.ptr))
             self.exclusive_scan(d_counts.ptr, nb_total, d_offsets.ptr)
             with alloc.alloc(4 * entries_bound, "msm digit entries") as d_entries:
-                d_cursor = d_counts  # reuse: cursor starts at each bucket's offset
-                self.kernels.launch_copy(d_cursor.ptr, d_offsets.ptr, 4 * nb_total, self.stream)
                 self._launch("msm_scatter_digits", n, DIGIT_BLOCK,
-                             (d_scalars, n, plan.c, plan.n_windows, d_cursor.ptr, d_entries.ptr, d_point_index))
+                             (d_scalars, n, plan.c, plan.n_windows, d_offsets.ptr, d_ranks.ptr, d_entries.ptr,
+                              d_point_index))
+                d_ranks.free()
                 self._mark("sort digits")
                 # 4: chunked bucket sums, level 0 over affine points, then over partials
                 d_partials, d_chunk_off = self._bucket_sums(g2, d_points, d_entries, d_offsets, nb_total,

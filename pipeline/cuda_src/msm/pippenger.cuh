@@ -4,10 +4,13 @@
 //
 // Steps (each a kernel; the host sequences them, see pipeline/backends/cuda/msm.py):
 //  1. msm_count_digits: signed c-bit digits d in [-2^(c-1), 2^(c-1)] of every scalar; the
-//     count of each bucket (window w, |d|) by warp-aggregated atomics. Zero digits are
-//     skipped, so a zero scalar costs nothing and a scalar 1 is one plain addition.
+//     count of each bucket (window w, |d|) by warp-aggregated atomics, and each digit's rank in
+//     its bucket (the atomic's old value). Zero digits are skipped, so a zero scalar costs
+//     nothing and a scalar 1 is one plain addition.
 //  2. exclusive scan of the counts -> bucket offsets (util/scan.cuh).
-//  3. msm_scatter_digits: point indices (sign in bit 31) grouped by bucket (a counting sort).
+//  3. msm_scatter_digits: point indices (sign in bit 31) grouped by bucket (a counting sort), each
+//     at its bucket's offset plus its rank: one pass of atomics, not two (at 2^26 the atomics
+//     were most of the 89 ms sort, bench/NOTES.md session 13).
 //  4. msm_accumulate: level 0 (affine points in) flat: thread t sums entries [tT, (t+1)T) of the
 //     sorted list, one XYZZ piece per bucket it touches, so every thread of a warp does T
 //     additions whatever the bucket lengths (the chunked scheme, T entries of one bucket a
@@ -59,8 +62,9 @@ __device__ __forceinline__ uint32_t warp_aggregated_inc(uint32_t* d_ctr, uint32_
     return base + __popc(group & ((1u << lane) - 1));
 }
 
+// d_ranks[w n + i]: the rank of scalar i's digit of window w in its bucket (unset for zero digits).
 __global__ void msm_count_digits(const uint32_t* __restrict__ d_scalars, uint32_t n, int c, int n_windows,
-                                 uint32_t* __restrict__ d_counts) {
+                                 uint32_t* __restrict__ d_counts, uint32_t* __restrict__ d_ranks) {
     const uint32_t stride = gridDim.x * blockDim.x;
     for (uint32_t base = blockIdx.x * blockDim.x; base < n; base += stride) {  // warp-uniform trip count
         const uint32_t i = base + threadIdx.x;
@@ -71,7 +75,8 @@ __global__ void msm_count_digits(const uint32_t* __restrict__ d_scalars, uint32_
         for (int w = 0; w < n_windows; w++) {
             bool neg;
             const uint32_t key = signed_digit_key(s, w, c, &carry, &neg);
-            warp_aggregated_inc(d_counts, key);
+            const uint32_t rank = warp_aggregated_inc(d_counts, key);
+            if (key != MSM_NO_BUCKET) d_ranks[(size_t)w * n + i] = rank;  // key set: i < n
         }
     }
 }
@@ -79,21 +84,19 @@ __global__ void msm_count_digits(const uint32_t* __restrict__ d_scalars, uint32_
 // d_point_index (may be null): the point of scalar i is d_point_index[i] (a tail MSM over the
 // "other" scalars of a split witness); null: point i.
 __global__ void msm_scatter_digits(const uint32_t* __restrict__ d_scalars, uint32_t n, int c, int n_windows,
-                                   uint32_t* __restrict__ d_cursor, uint32_t* __restrict__ d_entries,
-                                   const uint32_t* __restrict__ d_point_index) {
-    const uint32_t stride = gridDim.x * blockDim.x;
-    for (uint32_t base = blockIdx.x * blockDim.x; base < n; base += stride) {
-        const uint32_t i = base + threadIdx.x;
+                                   const uint32_t* __restrict__ d_offsets, const uint32_t* __restrict__ d_ranks,
+                                   uint32_t* __restrict__ d_entries, const uint32_t* __restrict__ d_point_index) {
+    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
         uint32_t s[8];
 #pragma unroll
-        for (int k = 0; k < 8; k++) s[k] = i < n ? d_scalars[8ull * i + k] : 0;
-        const uint32_t point = d_point_index != nullptr && i < n ? d_point_index[i] : i;
+        for (int k = 0; k < 8; k++) s[k] = d_scalars[8ull * i + k];
+        const uint32_t point = d_point_index != nullptr ? d_point_index[i] : i;
         uint32_t carry = 0;
         for (int w = 0; w < n_windows; w++) {
             bool neg;
             const uint32_t key = signed_digit_key(s, w, c, &carry, &neg);
-            const uint32_t slot = warp_aggregated_inc(d_cursor, key);
-            if (key != MSM_NO_BUCKET) d_entries[slot] = point | (neg ? MSM_NEG_BIT : 0u);
+            if (key != MSM_NO_BUCKET)
+                d_entries[d_offsets[key] + d_ranks[(size_t)w * n + i]] = point | (neg ? MSM_NEG_BIT : 0u);
         }
     }
 }
@@ -165,26 +168,26 @@ __device__ __forceinline__ void accumulate_items(typename xyzz_t<F>::mem_t* __re
             end = min(start + chunk, d_offsets[b + 1]);
             out = t;
         }
-        uint32_t piece_end = FLAT ? min(end, d_offsets[b + 1]) : end;
-        xyzz_t<F> acc = xyzz_t<F>::inf();
-        for (uint32_t e = start; e < end; e++) {
-            if (AFFINE) {
-                const uint32_t entry = d_entries[e];
-                affine_t<F> p = affine_t<F>::load(d_points[entry & ~MSM_NEG_BIT]);
-                if (entry & MSM_NEG_BIT) p = p.neg();
-                acc.add_affine(p);
-            } else {
-                acc.add(xyzz_t<F>::load(d_partials_in[e]));
+        // One piece a pass (chunked: one); the bucket bookkeeping stays outside the additions' loop,
+        // where the registers are scarce.
+        for (uint32_t e = start;;) {
+            const uint32_t piece_end = FLAT ? min(end, d_offsets[b + 1]) : end;
+            xyzz_t<F> acc = xyzz_t<F>::inf();
+            for (; e < piece_end; e++) {
+                if (AFFINE) {
+                    const uint32_t entry = d_entries[e];
+                    affine_t<F> p = affine_t<F>::load(d_points[entry & ~MSM_NEG_BIT]);
+                    if (entry & MSM_NEG_BIT) p = p.neg();
+                    acc.add_affine(p);
+                } else {
+                    acc.add(xyzz_t<F>::load(d_partials_in[e]));
+                }
             }
-            if (FLAT && e + 1 == piece_end && e + 1 < end) {  // the next nonempty bucket starts at e + 1
-                acc.store(d_out[out]);
-                acc = xyzz_t<F>::inf();
-                do piece_end = d_offsets[++b + 1]; while (piece_end == e + 1);
-                piece_end = min(end, piece_end);
-                out = d_chunk_off[b] + t - d_offsets[b] / chunk;
-            }
+            acc.store(d_out[out]);
+            if (!FLAT || e == end) break;
+            do ++b; while (d_offsets[b + 1] == e);  // past empty buckets: the next nonempty one starts at e
+            out = d_chunk_off[b] + t - d_offsets[b] / chunk;
         }
-        acc.store(d_out[out]);
     }
 }
 

@@ -1,5 +1,5 @@
-"""The MSM's window width (msm.plan_msm), computed without a GPU: the additions-only choice where
-the per-bucket tables fit the device's L2, the widest width whose tables fit where they would not
+"""The MSM's window width (msm.plan_msm), computed without a GPU: the cost model's choice where the
+per-bucket tables fit the device's L2, the widest width whose tables fit where they would not
 (bench/NOTES.md, session 8: 2^26 at c = 22 against c = 20, same call); a runner plans with its
 device's L2 and sizes its scratch by the same plan."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from pipeline.backends.cuda.msm import MsmRunner, plan_msm
+from pipeline.backends.cuda.msm import ADDITIONS_WINDOW_MODEL, BALANCED_WINDOW_MODEL, MsmRunner, plan_msm
 from pipeline.curves import BLS12_381, BN254
 
 H200_L2 = 50 << 20
@@ -30,11 +30,12 @@ def test_a_cache_only_narrows_windows_whose_tables_would_not_fit(bits, log_n):
         assert table_bytes(wider) > H200_L2  # the widest that fits
 
 
-def test_the_seed_sizes_get_c_20_on_an_h200_and_22_without_a_cache():
+def test_the_additions_only_model_would_take_c_22_at_the_seed_sizes_and_the_cache_narrows_it_to_20():
+    additions = ADDITIONS_WINDOW_MODEL
     for log_n in (26, 27):
-        assert plan_msm(1 << log_n, BLS12_381.fr.bits).c == 22
-        assert plan_msm(1 << log_n, BLS12_381.fr.bits, cache_bytes=H200_L2).c == 20
-    assert plan_msm(1 << 24, BLS12_381.fr.bits, cache_bytes=H200_L2).c == 20  # additions-only: its tables fit
+        assert plan_msm(1 << log_n, BLS12_381.fr.bits, model=additions).c == 22
+        assert plan_msm(1 << log_n, BLS12_381.fr.bits, cache_bytes=H200_L2, model=additions).c == 20
+    assert plan_msm(1 << 24, BLS12_381.fr.bits, cache_bytes=H200_L2, model=additions).c == 20  # its tables fit
 
 
 def test_an_explicit_width_is_kept_and_a_tiny_cache_still_gets_a_plan():
@@ -47,24 +48,24 @@ def test_a_runner_plans_and_sizes_scratch_with_its_devices_l2():
     msm = MsmRunner(kernels, allocator=None, stream=None)
     bare = MsmRunner(SimpleNamespace(curve=BLS12_381), allocator=None, stream=None)
     assert msm.cache_bytes == H200_L2 and bare.cache_bytes is None
-    # the balanced model (G1 from 2^24) keeps 2^26 inside L2 by itself: never more buckets with the cache
+    # the balanced model keeps 2^26 inside L2 by itself: never more buckets with the cache
     assert msm.scratch_bytes(1 << 26, False) <= bare.scratch_bytes(1 << 26, False)
     assert msm.scratch_bytes(1 << 22, False) == bare.scratch_bytes(1 << 22, False)
 
 
-def test_the_balanced_model_takes_g2_and_the_large_g1_msms():
+def test_the_balanced_model_plans_every_msm():
     """The balanced model weighs short buckets (a warp waits for its longest) and the cost of a bucket's
     partial and running sums, fitted to the 2^24 G2 sweep of session 12 (c = 16 fastest of 14..22 on both
-    curves; G1 at 2^24 likewise c = 16, 0.84x of c = 20). The runner plans and sizes scratch with it for
-    G2 and for G1 from 2^24; smaller G1 MSMs keep the additions-only model (not measured there)."""
-    from pipeline.backends.cuda.msm import BALANCED_WINDOW_MODEL
-
-    assert plan_msm(1 << 24, BLS12_381.fr.bits, cache_bytes=H200_L2, model=BALANCED_WINDOW_MODEL).c == 16
+    curves; G1 at 2^24 likewise c = 16, 0.84x of c = 20). Session 13's G1 sweep with level 0 flat found its
+    choices within 1-3% of the fastest at 2^16-2^24 on both curves: the runner plans G1 and G2 with it."""
+    assert plan_msm(1 << 24, BLS12_381.fr.bits, cache_bytes=H200_L2).c == 16
+    assert plan_msm(1 << 22, BN254.fr.bits, cache_bytes=H200_L2).c == 15  # the sweep's fastest on BN254
+    assert plan_msm(1 << 22, BLS12_381.fr.bits, cache_bytes=H200_L2, model=ADDITIONS_WINDOW_MODEL).c == 18
     msm = MsmRunner(SimpleNamespace(curve=BLS12_381, device=SimpleNamespace(l2_bytes=H200_L2)), None, None)
     assert msm.plan(1 << 24, True).c == 16 and msm.plan(1 << 24, False).c == 16
     assert msm.plan(1 << 26, False).c == 20  # as before: session 8's sweep (19 ~ 20 < 22)
-    for log_n in range(10, 24):
-        assert msm.plan(1 << log_n, False) == plan_msm(1 << log_n, BLS12_381.fr.bits, cache_bytes=H200_L2)
     for log_n in range(10, 28):
-        assert msm.plan(1 << log_n, True).c <= msm.plan(1 << log_n, False).c or log_n >= 24
+        for g2 in (False, True):
+            assert msm.plan(1 << log_n, g2) == plan_msm(1 << log_n, BLS12_381.fr.bits, cache_bytes=H200_L2,
+                                                        model=BALANCED_WINDOW_MODEL)
     assert msm.scratch_bytes(1 << 22, True) != msm.scratch_bytes(1 << 22, False)
