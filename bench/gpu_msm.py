@@ -177,7 +177,7 @@ def level0_compare(backend, logs: Iterable[int], rng, rows, g2_max: int, entries
                 msm.level0_flat, msm.level0_entries = flat, t
                 label = ("G2" if g2 else "G1") + (" flat" if flat else " chunked") + (f" T={t}" if t else "")
                 bench_group(backend, curve, g2, sizes, rng, rows, repeat=3 if g2 else 5, label=label, data=data)
-        msm.level0_flat, msm.level0_entries = True, None
+        msm.level0_flat, msm.level0_entries = None, None
 
 
 def main(g1_min: int = 16, g1_max: int = 24, g2_max: int = 22, out_path: str | None = None,

@@ -149,18 +149,22 @@ def msm_rows(backend, curve, g2: bool, logs: list[int], points: np.ndarray, scal
     for t in time_msms(backend, curve, g2, logs, points, scalars, repeats, split=True):
         against = f"{group} {SPPARK_MSM_ROWS[t.scalars.removesuffix(SPLIT)]}"
         yield Row(curve.name, f"{group} MSM", t.log_n, t.scalars, t.ms, against, sppark_ms(sppark, against, t.log_n))
-    if g2:  # the G2 kernels' other field type and occupancy variants, random scalars, defaults restored
+    if g2:  # the G2 kernels' other field type and occupancy variants (level 0 flat: the scheme built for
+        # every variant), random scalars, defaults restored
         msm = backend.runtime(curve).msm
         default = (msm.g2_field, msm.g2_min_blocks)
         try:
+            msm.level0_flat = True
             for field, blocks in (v for v in G2_VARIANTS_BUILT if v != default):
                 msm.g2_field, msm.g2_min_blocks = field, blocks
                 for t in time_msms(backend, curve, g2, logs, points, {"random": scalars["random"]}, repeats):
                     against = f"{group} {SPPARK_MSM_ROWS[t.scalars]}"
-                    yield Row(curve.name, f"{group} MSM", t.log_n, f"{t.scalars}, {g2_variant_name(field, blocks)}",
-                              t.ms, against, sppark_ms(sppark, against, t.log_n))
+                    yield Row(curve.name, f"{group} MSM", t.log_n,
+                              f"{t.scalars}, {g2_variant_name(field, blocks)}, level 0 flat", t.ms, against,
+                              sppark_ms(sppark, against, t.log_n))
         finally:
             msm.g2_field, msm.g2_min_blocks = default
+            msm.level0_flat = None
 
 
 def g2_variant_name(field: str, blocks: int) -> str:

@@ -125,7 +125,7 @@ def test_both_level0_schemes_match_the_reference_at_any_entries_a_thread(cuda_ba
                     got = _gpu_msm(cuda_backend, runtime, gpu_curve, group, enc, scalars, c)
                     assert group.eq(got, expected), (kind, c, flat, entries)
     finally:
-        msm.level0_flat, msm.level0_entries = True, None
+        msm.level0_flat, msm.level0_entries = None, None
 
 
 def test_every_built_occupancy_variant_of_the_g1_bucket_kernel_matches_the_reference(cuda_backend, runtime, gpu_curve):

@@ -41,10 +41,14 @@ G2_VARIANTS_BUILT = (*(("fq2_pair_t", b) for b in G2_MIN_BLOCKS_BUILT),
 
 # Level 0 of the bucket sums (msm/pippenger.cuh): msm_accumulate_flat (every thread the same number of
 # entries across bucket boundaries) is built for every variant above; the chunked msm_accumulate<F, true,
-# B> (at most that many entries of one bucket a thread, the first scheme) only for the curves' defaults,
-# for the same-call comparison (bench/gpu_msm.py --level0; MsmRunner.level0_flat).
+# B> (at most that many entries of one bucket a thread, the first scheme) for the curves' defaults. Flat
+# by default, chunked for the (curve, group) pairs below: same call (session 13, results/gpu_msm_level0.md),
+# flat against chunked, ms: BN254 G1 2^20-2^26 7.55/8.51, 21.9/26.0, 74.9/79.4, 292/295, G2 2^20-2^24
+# 18.5/19.2, 53.5/55.8, 189/197; BLS12-381 G1 16.7/18.6, 50.1/55.3, 154.4/151.9, 575/596; G2 42.0/41.1,
+# 125.7/127.3, 423.8/408.8 (its pair kernel spills 76-112 bytes flat against 40 chunked).
 G1_LEVEL0_CHUNKED_BUILT = (4, 5)
 G2_LEVEL0_CHUNKED_BUILT = tuple(("fq2_pair_t", b) for b in sorted(set(G2_MIN_BLOCKS.values())))
+LEVEL0_CHUNKED = {("bls12381", "G2")}
 
 # Development setup's fixed-base multiplication (setup/fixed_base.cuh, __launch_bounds__(SETUP_MUL_THREADS, 2):
 # registers capped at 128, the MSM's choice for its inlined mixed additions on BLS12-381, above).

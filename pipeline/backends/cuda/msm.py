@@ -15,8 +15,8 @@ from ...curves.points import CurveGroup
 from ._bindings import driver
 from .errors import check
 from .kernels import CurveKernels, grid_for
-from .launch import (CHUNK_COUNT_BLOCK, DIGIT_BLOCK, G2_FIELD, G2_MIN_BLOCKS, MSM_ACC_THREADS as ACC_BLOCK, REDUCE_BLOCK,
-                     SCAN_THREADS, SCAN_TILE)
+from .launch import (CHUNK_COUNT_BLOCK, DIGIT_BLOCK, G1_LEVEL0_CHUNKED_BUILT, G2_FIELD, G2_LEVEL0_CHUNKED_BUILT, G2_MIN_BLOCKS,
+                     LEVEL0_CHUNKED, MSM_ACC_THREADS as ACC_BLOCK, REDUCE_BLOCK, SCAN_THREADS, SCAN_TILE)
 
 TARGET_CHUNKS = 1 << 18  # enough chunks to fill 132 SMs several times over
 MAX_CHUNK = 64  # madds per thread at level 0; partial sums cost ~1.4/MAX_CHUNK extra
@@ -106,9 +106,9 @@ class MsmRunner:
         self.g2_field = G2_FIELD
         self.g2_min_blocks = G2_MIN_BLOCKS.get(self.curve.name, 3)
         # Level 0 of the bucket sums: flat (every thread the same number of entries across bucket boundaries) or
-        # chunked (at most that many of one bucket a thread; kept for the same-call comparison in
-        # bench/gpu_msm.py --level0).
-        self.level0_flat = True
+        # chunked (at most that many of one bucket a thread). None: per group as measured (launch.LEVEL0_CHUNKED);
+        # True / False: both groups (bench/gpu_msm.py --level0, the tests).
+        self.level0_flat: bool | None = None
         self.level0_entries: int | None = None  # entries a thread at level 0 (None: level0_chunk; tests set it)
         self.cache_bytes = getattr(getattr(kernels, "device", None), "l2_bytes", None)  # window widths whose tables fit L2
         self.profile = False  # when set, last_phases_ms gets CUDA-event times per phase
@@ -136,11 +136,23 @@ class MsmRunner:
         """Threads per point in the bucket kernels (ff/fq2_pair.cuh holds a G2 point over two)."""
         return 2 if g2 and self.g2_field == "fq2_pair_t" else 1
 
+    def _level0_variant(self, g2: bool) -> tuple[str, int]:
+        field = self._field(g2)
+        return field, self.g1_min_blocks if not g2 else self.g2_min_blocks if field == "fq2_pair_t" else 1
+
+    def _flat(self, g2: bool) -> bool:
+        """Level 0's scheme: ``level0_flat`` when set, else the measured one (launch.LEVEL0_CHUNKED); the
+        chunked kernel is built for the default occupancy variants only, so other variants run flat."""
+        if self.level0_flat is not None:
+            return self.level0_flat
+        field, blocks = self._level0_variant(g2)
+        built = (field, blocks) in G2_LEVEL0_CHUNKED_BUILT if g2 else blocks in G1_LEVEL0_CHUNKED_BUILT
+        return (self.curve.name, "G2" if g2 else "G1") not in LEVEL0_CHUNKED or not built
+
     def _affine_accumulate(self, g2: bool) -> str:
         """The level-0 bucket kernel (affine points in), at this runner's occupancy variant and scheme."""
-        field = self._field(g2)
-        blocks = self.g1_min_blocks if not g2 else self.g2_min_blocks if field == "fq2_pair_t" else 1
-        return f"msm_accumulate_flat<{field}, {blocks}>" if self.level0_flat else f"msm_accumulate<{field}, true, {blocks}>"
+        field, blocks = self._level0_variant(g2)
+        return f"msm_accumulate_flat<{field}, {blocks}>" if self._flat(g2) else f"msm_accumulate<{field}, true, {blocks}>"
 
     def _launch(self, expr, n_items, block, args, lanes: int = 1):
         """A grid-stride kernel over ``n_items`` items of ``lanes`` threads each."""
@@ -249,7 +261,7 @@ class MsmRunner:
         partials[offsets[b]] when offsets[b + 1] > offsets[b]. The caller frees both."""
         alloc, xyzz_bytes = self.allocator, self.xyzz_bytes(g2)
         field, lanes = self._field(g2), self._lanes(g2)
-        flat = self.level0_flat
+        flat = self._flat(g2)
         d_chunk_off = self._chunk_offsets(d_offsets, n_buckets, chunk, "msm chunk offsets", flat)
         # pieces (flat) or chunks: at most one a range of ``chunk`` entries plus one a bucket
         chunks_bound = -(-entries_bound // chunk) + n_buckets

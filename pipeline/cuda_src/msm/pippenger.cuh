@@ -9,8 +9,8 @@
 //     nothing and a scalar 1 is one plain addition.
 //  2. exclusive scan of the counts -> bucket offsets (util/scan.cuh).
 //  3. msm_scatter_digits: point indices (sign in bit 31) grouped by bucket (a counting sort), each
-//     at its bucket's offset plus its rank: one pass of atomics, not two (at 2^26 the atomics
-//     were most of the 89 ms sort, bench/NOTES.md session 13).
+//     at its bucket's offset plus its rank: one pass of atomics, not two (2^26, BLS12-381: the
+//     sort 89 -> 78 ms, bench/NOTES.md session 13).
 //  4. msm_accumulate: level 0 (affine points in) flat: thread t sums entries [tT, (t+1)T) of the
 //     sorted list, one XYZZ piece per bucket it touches, so every thread of a warp does T
 //     additions whatever the bucket lengths (the chunked scheme, T entries of one bucket a
@@ -168,26 +168,29 @@ __device__ __forceinline__ void accumulate_items(typename xyzz_t<F>::mem_t* __re
             end = min(start + chunk, d_offsets[b + 1]);
             out = t;
         }
-        // One piece a pass (chunked: one); the bucket bookkeeping stays outside the additions' loop,
-        // where the registers are scarce.
-        for (uint32_t e = start;;) {
-            const uint32_t piece_end = FLAT ? min(end, d_offsets[b + 1]) : end;
-            xyzz_t<F> acc = xyzz_t<F>::inf();
-            for (; e < piece_end; e++) {
-                if (AFFINE) {
-                    const uint32_t entry = d_entries[e];
-                    affine_t<F> p = affine_t<F>::load(d_points[entry & ~MSM_NEG_BIT]);
-                    if (entry & MSM_NEG_BIT) p = p.neg();
-                    acc.add_affine(p);
-                } else {
-                    acc.add(xyzz_t<F>::load(d_partials_in[e]));
-                }
+        // One loop over the entries, the piece's store inside it: a loop per piece (the bookkeeping out of
+        // the additions' loop) let the lanes of a warp run their pieces' loops apart, and level 0 took 1.7x
+        // as long (bench/NOTES.md, session 13).
+        uint32_t piece_end = FLAT ? min(end, d_offsets[b + 1]) : end;
+        xyzz_t<F> acc = xyzz_t<F>::inf();
+        for (uint32_t e = start; e < end; e++) {
+            if (AFFINE) {
+                const uint32_t entry = d_entries[e];
+                affine_t<F> p = affine_t<F>::load(d_points[entry & ~MSM_NEG_BIT]);
+                if (entry & MSM_NEG_BIT) p = p.neg();
+                acc.add_affine(p);
+            } else {
+                acc.add(xyzz_t<F>::load(d_partials_in[e]));
             }
-            acc.store(d_out[out]);
-            if (!FLAT || e == end) break;
-            do ++b; while (d_offsets[b + 1] == e);  // past empty buckets: the next nonempty one starts at e
-            out = d_chunk_off[b] + t - d_offsets[b] / chunk;
+            if (FLAT && e + 1 == piece_end && e + 1 < end) {  // the next nonempty bucket starts at e + 1
+                acc.store(d_out[out]);
+                acc = xyzz_t<F>::inf();
+                do piece_end = d_offsets[++b + 1]; while (piece_end == e + 1);
+                piece_end = min(end, piece_end);
+                out = d_chunk_off[b] + t - d_offsets[b] / chunk;
+            }
         }
+        acc.store(d_out[out]);
     }
 }
 

@@ -70,3 +70,27 @@ def test_a_bucket_of_k_entries_meets_at_most_level0_pieces_threads_wherever_it_s
             worst = max((s + k - 1) // chunk - s // chunk + 1 for s in range(chunk))
             assert worst == level0_pieces(k, chunk, True)
             assert level0_pieces(k, chunk, False) == -(-k // chunk)
+
+
+def test_level0_runs_flat_but_where_measured_chunked_and_only_on_a_chunked_kernel_that_is_built():
+    from types import SimpleNamespace
+
+    from pipeline.backends.cuda.kernels import UNITS
+    from pipeline.backends.cuda.msm import MsmRunner
+    from pipeline.curves import BLS12_381, BN254
+
+    def runner(curve):
+        return MsmRunner(SimpleNamespace(curve=curve), allocator=None, stream=None)
+
+    bls, bn = runner(BLS12_381), runner(BN254)
+    assert bls._affine_accumulate(False) == "msm_accumulate_flat<fq_t, 4>"
+    assert bls._affine_accumulate(True) == "msm_accumulate<fq2_pair_t, true, 3>"  # launch.LEVEL0_CHUNKED
+    assert bn._affine_accumulate(True) == "msm_accumulate_flat<fq2_pair_t, 4>"
+    bls.g2_min_blocks = 5  # a variant without a chunked kernel
+    assert bls._affine_accumulate(True) == "msm_accumulate_flat<fq2_pair_t, 5>"
+    bls.level0_flat = False
+    bls.g2_min_blocks = 3
+    assert bls._affine_accumulate(False) == "msm_accumulate<fq_t, true, 4>"
+    for r in (bls, bn):
+        for g2 in (False, True):
+            assert r._affine_accumulate(g2) in UNITS["msm_g2" if g2 else "msm_g1"]
