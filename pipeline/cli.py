@@ -12,6 +12,11 @@ import os
 import sys
 import time
 
+# numpy's OpenBLAS starts a thread per core when numpy is imported; no command here does float linear
+# algebra, and on the 16-core GPU host `import numpy` took 267 ms of a 0.70 s warm `zkpipe prove`
+# (bench/NOTES.md, session 11). One thread unless the caller chose otherwise (the library is untouched).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 # No logging or pathlib up here (~6 ms of imports): `prove --server` needs neither; the commands
 # that do import them where they use them.
 from .oneshot.timeline import Timeline  # first: its clock marks where zkpipe's own code starts

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -153,3 +154,15 @@ def test_cuda_backend_without_a_gpu_exits_2_in_one_line():
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == EXIT_BAD_INPUT
     assert out.stderr.startswith("zkpipe: error: the CUDA backend cannot start: ") and out.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("given", [None, "4"])
+def test_the_command_runs_openblas_on_one_thread_unless_the_caller_chose(given):
+    """numpy's OpenBLAS would start a thread per core at import (no command does float linear algebra):
+    the CLI module sets OPENBLAS_NUM_THREADS=1 before anything imports numpy, and keeps a caller's value."""
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if given:
+        env["OPENBLAS_NUM_THREADS"] = given
+    code = "import os, pipeline.cli, numpy; print(os.environ['OPENBLAS_NUM_THREADS'])"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == (given or "1")
