@@ -11,10 +11,11 @@
 //  3. msm_scatter_digits: point indices (sign in bit 31) grouped by bucket (a counting sort), each
 //     at its bucket's offset plus its rank: one pass of atomics, not two (2^26, BLS12-381: the
 //     sort 89 -> 78 ms, bench/NOTES.md session 13).
-//  4. msm_accumulate: level 0 (affine points in) flat: thread t sums entries [tT, (t+1)T) of the
+//  4. msm_accumulate_flat: level 0 (affine points in): thread t sums entries [tT, (t+1)T) of the
 //     sorted list, one XYZZ piece per bucket it touches, so every thread of a warp does T
-//     additions whatever the bucket lengths (the chunked scheme, T entries of one bucket a
-//     thread, left the warp waiting for its longest bucket: results/gpu_msm_g2_windows.md).
+//     additions whatever the bucket lengths (the chunked scheme, msm_accumulate<F, true, B>, T
+//     entries of one bucket a thread, leaves the warp waiting for its longest bucket; it stays
+//     where it measured faster, launch.LEVEL0_CHUNKED).
 //     Then levels over the partials, chunks of at most T of one bucket a thread, until each
 //     bucket has one. The number of levels follows from an upper bound (a bucket holds at most
 //     n entries), so the host queues every launch without reading a count back. Fixed-size
