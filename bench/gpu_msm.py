@@ -7,7 +7,7 @@ per second, the rate the bucket step runs at. Usage:
 
 --no-variants skips the occupancy variants of the G1 bucket kernel (the slow part at 2^26).
 --windows adds G1 rows at g1_max_log with each window width given instead of plan_msm's choice
-(its cost model counts additions only; the bucket counters' fit in L2 is not in it); --g2-windows
+(its cost model, msm.BALANCED_WINDOW_MODEL, is fitted, not exact); --g2-windows
 the same for G2 at g2_max_log. --window-sweep 16,18,20,22 times G1 at those sizes over every width
 between the additions-only and the balanced window models' choices (msm.py), one wider and narrower.
 --level0 20,22,24 times G1 and G2 (up to g2_max_log) at those sizes with level 0 of the bucket sums
@@ -23,6 +23,7 @@ import numpy as np
 from bench.common import arg_parser, bit_heavy, markdown_table, random_below, time_ms, write_result
 from pipeline import progress
 from pipeline.backends.cuda.backend import CudaBackend
+from pipeline.backends.cuda.launch import G1_MIN_BLOCKS_BUILT
 from pipeline.backends.cuda.memory import PinnedHostBuffer
 from pipeline.backends.cuda.msm import ADDITIONS_WINDOW_MODEL, BALANCED_WINDOW_MODEL, MsmPlan, MsmRunner, plan_msm
 from pipeline.backends.cuda.split import enqueue_split
@@ -148,7 +149,7 @@ def bench_group(backend, curve, g2: bool, logs, rng, rows, repeat=5, c: int | No
 
 def window_sweep(backend, logs: Iterable[int], rng, rows) -> None:
     """G1 rows at each size of ``logs`` for every width between the two window models' choices (one
-    wider and narrower), both curves: the data for moving G1 below 2^24 onto the balanced model."""
+    wider and narrower), both curves: the data that moved G1 below 2^24 onto the balanced model (session 13)."""
     for curve in (BLS12_381, BN254):
         msm = backend.runtime(curve).msm
         for log_n in logs:
@@ -196,7 +197,7 @@ def main(g1_min: int = 16, g1_max: int = 24, g2_max: int = 22, out_path: str | N
         data = random_msm_data(rng, curve, False, 1 << g1_max)
         msm = backend.runtime(curve).msm
         default_blocks = msm.g1_min_blocks
-        for min_blocks in [b for b in (1, 3, 4, 5) if b != default_blocks] if variants else []:
+        for min_blocks in [b for b in G1_MIN_BLOCKS_BUILT if b != default_blocks] if variants else []:
             msm.g1_min_blocks = min_blocks
             bench_group(backend, curve, False, [g1_max], rng, rows, label=f"G1 min_blocks={min_blocks}", data=data)
         msm.g1_min_blocks = default_blocks
