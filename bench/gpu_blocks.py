@@ -69,7 +69,8 @@ def msm_phases(backend, rt, log_n: int, rng) -> dict[str, dict[int, float]]:
     n, curve = 1 << log_n, rt.kernels.curve
     points = random_below(rng, n * 2, curve.fq.limbs, curve.fq.bits)
     scalars = random_below(rng, n, curve.fr.limbs, curve.fr.bits)
-    knobs = {"DIGIT_BLOCK": ("sort digits",), "CHUNK_COUNT_BLOCK": ("accumulate affine", "combine partials"),
+    knobs = {"DIGIT_BLOCK": ("count digits", "scatter digits"),
+             "CHUNK_COUNT_BLOCK": ("accumulate affine", "combine partials"),
              "REDUCE_BLOCK": ("bucket running sums", "segment sums")}
     out: dict[str, dict[int, float]] = {}
     with backend.allocator.upload(points, "points") as d_p, backend.allocator.upload(scalars, "scalars") as d_s:

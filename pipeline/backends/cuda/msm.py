@@ -223,12 +223,13 @@ class MsmRunner:
             self._launch("msm_count_digits", n, DIGIT_BLOCK,
                          (d_scalars, n, plan.c, plan.n_windows, d_counts.ptr, d_ranks.ptr))
             self.exclusive_scan(d_counts.ptr, nb_total, d_offsets.ptr)
+            self._mark("count digits")
             with alloc.alloc(4 * entries_bound, "msm digit entries") as d_entries:
                 self._launch("msm_scatter_digits", n, DIGIT_BLOCK,
                              (d_scalars, n, plan.c, plan.n_windows, d_offsets.ptr, d_ranks.ptr, d_entries.ptr,
                               d_point_index))
                 d_ranks.free()
-                self._mark("sort digits")
+                self._mark("scatter digits")
                 # 4: chunked bucket sums, level 0 over affine points, then over partials
                 d_partials, d_chunk_off = self._bucket_sums(g2, d_points, d_entries, d_offsets, nb_total,
                                                             entries_bound, n, chunk)
