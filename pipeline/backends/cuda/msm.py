@@ -19,7 +19,9 @@ from .launch import (CHUNK_COUNT_BLOCK, DIGIT_BLOCK, G1_LEVEL0_CHUNKED_BUILT, G2
                      LEVEL0_CHUNKED, MSM_ACC_THREADS as ACC_BLOCK, REDUCE_BLOCK, SCAN_THREADS, SCAN_TILE)
 
 TARGET_CHUNKS = 1 << 18  # enough chunks to fill 132 SMs several times over
-MAX_CHUNK = 64  # madds per thread at level 0; partial sums cost ~1.4/MAX_CHUNK extra
+# madds per thread at level 0; the partial sums above it cost ~1.4/MAX_CHUNK extra. 128 against 64
+# (session 14, flat single-loop kernel): BLS12-381 G1 2^26 563 -> 547 ms, 2^24 155 -> 154; 256 no better.
+MAX_CHUNK = 128
 LEVEL_CHUNK = 16  # full additions per thread when combining partials
 SEGMENT_THREADS = 1 << 16  # threads of the bucket-reduction step
 
@@ -177,6 +179,10 @@ class MsmRunner:
             self.exclusive_scan(d_counts.ptr, n_buckets, d_chunk_off.ptr)
         return d_chunk_off
 
+    def _level0_chunk(self, entries: int) -> int:
+        """Entries a thread at level 0: the override (tests, bench) or ``level0_chunk``'s."""
+        return self.level0_entries or level0_chunk(entries)
+
     def plan(self, n: int, g2: bool, c: int | None = None) -> MsmPlan:
         return plan_msm(n, self.curve.fr.bits, c, self.cache_bytes)
 
@@ -185,7 +191,7 @@ class MsmRunner:
         plan = self.plan(n, g2)
         nb, xyzz = plan.n_buckets, self.xyzz_bytes(g2)
         entries = n * plan.n_windows
-        chunk = self.level0_entries or level0_chunk(entries)
+        chunk = self._level0_chunk(entries)
         chunks = -(-entries // chunk) + nb
         scan = 4 * (nb // SCAN_TILE + 2)
         sort = 8 * entries + 4 * (nb + 1) + 4 * nb + scan  # entries and their ranks
@@ -212,7 +218,7 @@ class MsmRunner:
             return
         alloc, nb_total = self.allocator, plan.n_buckets
         entries_bound = n * plan.n_windows  # at most one nonzero digit per scalar and window
-        chunk = self.level0_entries or level0_chunk(entries_bound)
+        chunk = self._level0_chunk(entries_bound)
         with alloc.alloc(4 * nb_total, "msm bucket counts") as d_counts, \
                 alloc.alloc(4 * (nb_total + 1), "msm bucket offsets") as d_offsets, \
                 alloc.alloc(4 * entries_bound, "msm digit ranks") as d_ranks:
@@ -306,7 +312,7 @@ class MsmRunner:
             check_memset_zero(d_out, xyzz_bytes, self.stream)
             return
         field, lanes = self._field(g2), self._lanes(g2)
-        chunk = self.level0_entries or level0_chunk(count)
+        chunk = self._level0_chunk(count)
         sizes = [count, -(-count // chunk)]  # entries, then the partials of each level down to one
         while sizes[-1] > 1:
             sizes.append(-(-sizes[-1] // LEVEL_CHUNK))
