@@ -19,17 +19,20 @@ from .launch import (CHUNK_COUNT_BLOCK, DIGIT_BLOCK, G1_LEVEL0_CHUNKED_BUILT, G2
                      LEVEL0_CHUNKED, MSM_ACC_THREADS as ACC_BLOCK, REDUCE_BLOCK, SCAN_THREADS, SCAN_TILE)
 
 TARGET_CHUNKS = 1 << 18  # enough chunks to fill 132 SMs several times over
-# madds per thread at level 0; the partial sums above it cost ~1.4/MAX_CHUNK extra. 128 against 64
-# (session 14, flat single-loop kernel): BLS12-381 G1 2^26 563 -> 547 ms, 2^24 155 -> 154; 256 no better.
+# madds per thread at level 0; the partial sums above it cost ~1.4/MAX_CHUNK extra. G1 128 against 64
+# (session 14, flat single-loop kernel): BLS12-381 2^26 563 -> 547 ms, 2^24 155 -> 154; 256 no better.
+# G2 stays at 64: at 128 BLS12-381's G2 took 143.5 ms at 2^22 against 127.8 (fewer, longer threads of
+# two lanes each, bench/results/kernels_vs_sppark_s14.md).
 MAX_CHUNK = 128
+MAX_CHUNK_G2 = 64
 LEVEL_CHUNK = 16  # full additions per thread when combining partials
 SEGMENT_THREADS = 1 << 16  # threads of the bucket-reduction step
 
 
-def level0_chunk(entries: int) -> int:
-    """Entries per thread at level 0 of the bucket sums: 2..MAX_CHUNK, enough threads (TARGET_CHUNKS)
-    for the GPU at any size."""
-    return max(2, min(MAX_CHUNK, 1 << max(0, (entries // TARGET_CHUNKS).bit_length())))
+def level0_chunk(entries: int, g2: bool = False) -> int:
+    """Entries per thread at level 0 of the bucket sums: 2..MAX_CHUNK (G2: MAX_CHUNK_G2), enough
+    threads (TARGET_CHUNKS) for the GPU at any size."""
+    return max(2, min(MAX_CHUNK_G2 if g2 else MAX_CHUNK, 1 << max(0, (entries // TARGET_CHUNKS).bit_length())))
 
 
 def level0_pieces(entries: int, chunk: int, flat: bool) -> int:
@@ -179,9 +182,9 @@ class MsmRunner:
             self.exclusive_scan(d_counts.ptr, n_buckets, d_chunk_off.ptr)
         return d_chunk_off
 
-    def _level0_chunk(self, entries: int) -> int:
+    def _level0_chunk(self, entries: int, g2: bool) -> int:
         """Entries a thread at level 0: the override (tests, bench) or ``level0_chunk``'s."""
-        return self.level0_entries or level0_chunk(entries)
+        return self.level0_entries or level0_chunk(entries, g2)
 
     def plan(self, n: int, g2: bool, c: int | None = None) -> MsmPlan:
         return plan_msm(n, self.curve.fr.bits, c, self.cache_bytes)
@@ -191,7 +194,7 @@ class MsmRunner:
         plan = self.plan(n, g2)
         nb, xyzz = plan.n_buckets, self.xyzz_bytes(g2)
         entries = n * plan.n_windows
-        chunk = self._level0_chunk(entries)
+        chunk = self._level0_chunk(entries, g2)
         chunks = -(-entries // chunk) + nb
         scan = 4 * (nb // SCAN_TILE + 2)
         sort = 8 * entries + 4 * (nb + 1) + 4 * nb + scan  # entries and their ranks
@@ -218,7 +221,7 @@ class MsmRunner:
             return
         alloc, nb_total = self.allocator, plan.n_buckets
         entries_bound = n * plan.n_windows  # at most one nonzero digit per scalar and window
-        chunk = self._level0_chunk(entries_bound)
+        chunk = self._level0_chunk(entries_bound, g2)
         with alloc.alloc(4 * nb_total, "msm bucket counts") as d_counts, \
                 alloc.alloc(4 * (nb_total + 1), "msm bucket offsets") as d_offsets, \
                 alloc.alloc(4 * entries_bound, "msm digit ranks") as d_ranks:
@@ -312,7 +315,7 @@ class MsmRunner:
             check_memset_zero(d_out, xyzz_bytes, self.stream)
             return
         field, lanes = self._field(g2), self._lanes(g2)
-        chunk = self._level0_chunk(count)
+        chunk = self._level0_chunk(count, g2)
         sizes = [count, -(-count // chunk)]  # entries, then the partials of each level down to one
         while sizes[-1] > 1:
             sizes.append(-(-sizes[-1] // LEVEL_CHUNK))
