@@ -86,7 +86,7 @@ def profile_text(backend, key, witness, shape, runs: int = 20, top: int = 30) ->
     return out.getvalue()
 
 
-def bench(curve, log_n: int, profiles: dict[str, str] | None = None) -> list[list]:
+def bench(curve, log_n: int, profiles: dict[str, str] | None = None, batched_windows: bool = False) -> list[list]:
     t1 = time.perf_counter()
     zkey = random_key(curve, log_n, np.random.default_rng(log_n))
     t2 = time.perf_counter()
@@ -96,8 +96,11 @@ def bench(curve, log_n: int, profiles: dict[str, str] | None = None) -> list[lis
     rng = np.random.default_rng(log_n)
     rows = []
     random_witness = random_below(rng, zkey.n_vars, 4, curve.fr.bits)
-    for label, bits, split in (("random", 0.0, False), ("80% {0,1}", 0.8, False), ("80% {0,1}, split", 0.8, True),
-                               ("95% {0,1}", 0.95, False), ("95% {0,1}, split", 0.95, True)):
+    cases = [("random", 0.0, False, False), ("80% {0,1}", 0.8, False, False), ("80% {0,1}, split", 0.8, True, False),
+             ("95% {0,1}", 0.95, False, False), ("95% {0,1}, split", 0.95, True, False)]
+    if batched_windows:  # the same witnesses once more with the partition's window sums combined at its end
+        cases += [(f"{label}, batched windows", bits, split, True) for label, bits, split, _ in cases[::2]]
+    for label, bits, split, batched in cases:
         witness = bit_heavy(np.random.default_rng(log_n + int(100 * bits)), random_witness, bits)
         witness[0] = [1, 0, 0, 0]
         # staged in page-locked memory, as the engine's prep_msm stage hands it to the GPU stage
@@ -107,6 +110,7 @@ def bench(curve, log_n: int, profiles: dict[str, str] | None = None) -> list[lis
         witness = pinned
         shape = WitnessShape.of(witness, zkey.n_public + 1)
         backend.msm_split_min_bits = 0.0 if split else 2.0  # 2.0: never
+        backend.batched_window_combination = batched
         stage_once(backend, key, witness, shape)  # warm-up (kernel load, twiddles)
         spmv = spmv_ms(backend, key, witness)
         runs = [stage_once(backend, key, witness, shape) for _ in range(REPEAT)]
@@ -114,7 +118,8 @@ def bench(curve, log_n: int, profiles: dict[str, str] | None = None) -> list[lis
         rows.append([curve.name, f"2^{log_n}", label, f"{med['total_ms']:.0f}", f"{med['upload_ms']:.1f}", f"{spmv:.2f}",
                      f"{med['h_ms']:.1f}",
                      f"{med['msm_a_ms']:.0f}", f"{med['msm_b1_ms']:.0f}", f"{med['msm_b2_ms']:.0f}",
-                     f"{med['msm_c_ms']:.0f}", f"{med['msm_h_ms']:.0f}", f"{(t3 - t2):.2f}"])
+                     f"{med['msm_c_ms']:.0f}", f"{med['msm_h_ms']:.0f}", f"{med.get('msm_combine_ms', 0.0):.2f}",
+                     f"{(t3 - t2):.2f}"])
         print(rows[-1], flush=True)
         if profiles is not None and label == "random":
             profiles[f"{curve.name} 2^{log_n}, {label} witness"] = profile_text(backend, key, witness, shape)
@@ -132,14 +137,17 @@ def main() -> None:
     parser.add_argument("--cprofile", action="store_true",
                         help="append a cProfile of 20 stages per size and curve (random witness) to the result")
     parser.add_argument("--curves", nargs="+", choices=[c.name for c in CURVES], default=[c.name for c in CURVES])
+    parser.add_argument("--batched-windows", action="store_true",
+                        help="rows with CudaOptions.msm_batched_window_combination beside the default's (random, "
+                             "80%% split, 95%% split)")
     args = parser.parse_args()
     sizes, profiles = args.log_sizes, ({} if args.cprofile else None)
     header = ["curve", "constraints", "witness", "stage ms", "upload ms", "spmv ms", "H ms (upload+spmv+NTTs)", "A ms", "B1 ms", "B2 (G2) ms", "C ms",
-              "H-MSM ms", "key upload s"]
+              "H-MSM ms", "batched window combination ms", "key upload s"]
     rows = []
     for log_n in sizes:
         for curve in (c for c in CURVES if c.name in args.curves):
-            rows += bench(curve, log_n, profiles)
+            rows += bench(curve, log_n, profiles, args.batched_windows)
     table = markdown_table(header, rows)
     note = (f"\nWhole GPU stage of one proof (wall clock around `start_partition` + its wait + `result`, "
             f"the host-side conversions included; the phase split from CUDA events), median of {REPEAT} "

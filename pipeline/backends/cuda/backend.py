@@ -61,6 +61,34 @@ class DeviceH:
         self.witness_host = None
 
 
+class WindowSums:
+    """One partition's MSM window sums, combined at its end (``CudaOptions.msm_batched_window_combination``):
+    the four G1 MSMs (a, b1, c, h) in consecutive slots, so one launch combines them, then G2's b2."""
+    G1_ORDER = ("a", "b1", "c", "h")
+
+    def __init__(self, msm, allocator) -> None:
+        self.msm = msm
+        self.g1_slot = msm.window_sums_bytes(False)
+        self.buffer = allocator.alloc(self.nbytes(msm), "msm window sums")
+        self.deferred: list = []
+
+    @classmethod
+    def nbytes(cls, msm) -> int:
+        return len(cls.G1_ORDER) * msm.window_sums_bytes(False) + msm.window_sums_bytes(True)
+
+    def slot(self, name: str) -> int:
+        if name == "b2":
+            return self.buffer.ptr + len(self.G1_ORDER) * self.g1_slot
+        return self.buffer.ptr + self.G1_ORDER.index(name) * self.g1_slot
+
+    def combine(self) -> None:
+        self.msm.enqueue_combine(self.deferred)
+        self.deferred = []
+
+    def free(self) -> None:
+        self.buffer.free()
+
+
 class CudaBackend(Backend):
     name = "cuda"
     pins_host_memory = True
@@ -83,6 +111,7 @@ class CudaBackend(Backend):
         self._copy_streams: dict[int, Stream] = {}  # streamed keys: host-to-device copies beside the kernels
         self._pinned_pools: dict[int, PinnedResultPool] = {}  # streamed passes' H buffers, by size
         self.csr_value_table = options.csr_value_table  # an attribute too: tests flip it
+        self.batched_window_combination = options.msm_batched_window_combination  # likewise
         self._coeff_tables: dict[int, tuple[weakref.ref, CoefficientTable | None]] = {}  # by id(zkey)
 
     def pinned_pool(self, nbytes: int) -> PinnedResultPool:
@@ -213,10 +242,12 @@ class CudaBackend(Backend):
         return d_h
 
     def _enqueue_msms(self, key: CudaKey, d_w, d_h, d_results, with_b_g2: bool, events: PhaseEvents | None,
-                      split: DeviceSplit | None = None, sections: tuple[str, ...] = SECTIONS) -> None:
+                      split: DeviceSplit | None = None, sections: tuple[str, ...] = SECTIONS,
+                      windows: WindowSums | None = None) -> None:
         """The five MSMs, queued; slot MSM_SLOTS.index(name) of ``d_results`` gets each (XYZZ
         words). With ``split``, A, B1, B2 and C are a batch sum of the ones' points (slot
-        name_ones) plus a tail MSM over the other scalars (slot name)."""
+        name_ones) plus a tail MSM over the other scalars (slot name). With ``windows``, each MSM
+        leaves its window sums there, combined later (``WindowSums.combine``)."""
         zkey, msm = key.zkey, key.runtime.msm
         elem = 8 * zkey.curve.fr.limbs
         slot = msm.xyzz_bytes(True)
@@ -227,11 +258,13 @@ class CudaBackend(Backend):
             if (name == "b2" and not with_b_g2) or name not in sections:
                 continue
             out = d_results.ptr + MSM_SLOTS.index(name) * slot
+            d_windows = windows.slot(name) if windows is not None else 0
             if name == "h":
-                msm.enqueue(False, p["h"].ptr, d_h.ptr, zkey.domain_size, out)
+                deferred = msm.enqueue(False, p["h"].ptr, d_h.ptr, zkey.domain_size, out, d_windows=d_windows)
             elif split is None:
                 g2, first = witness_msms[name]
-                msm.enqueue(g2, p[name].ptr, d_w.ptr + first * elem, zkey.n_vars - first, out)
+                deferred = msm.enqueue(g2, p[name].ptr, d_w.ptr + first * elem, zkey.n_vars - first, out,
+                                       d_windows=d_windows)
             else:
                 g2, first = witness_msms[name]
                 shape = split.shape
@@ -240,8 +273,11 @@ class CudaBackend(Backend):
                 base = p[name].ptr - first * (4 if g2 else 2) * 8 * zkey.curve.fq.limbs
                 msm.enqueue_point_sum(g2, base, split.d_one_idx.ptr + 4 * skip_one, shape.n_one - skip_one,
                                       d_results.ptr + MSM_SLOTS.index(f"{name}_ones") * slot)
-                msm.enqueue(g2, base, split.d_other_scalars.ptr + 32 * skip_other, shape.n_other - skip_other, out,
-                            d_point_index=split.d_other_idx.ptr + 4 * skip_other)
+                deferred = msm.enqueue(g2, base, split.d_other_scalars.ptr + 32 * skip_other,
+                                       shape.n_other - skip_other, out,
+                                       d_point_index=split.d_other_idx.ptr + 4 * skip_other, d_windows=d_windows)
+            if windows is not None:
+                windows.deferred.append(deferred)
             if events is not None:
                 events.mark(f"msm_{name}_ms")
 
@@ -269,10 +305,12 @@ class CudaBackend(Backend):
         slot = rt.msm.xyzz_bytes(True)
         events = PhaseEvents(self.stream)
         h_results = self._results.take()
-        d_w = d_h = d_results = split = None
+        d_w = d_h = d_results = split = windows = None
         try:
             d_w = self._upload_witness(witness)
             events.mark("upload_ms")
+            if self.batched_window_combination:
+                windows = WindowSums(rt.msm, self.allocator)
             d_results = self.allocator.alloc(results_bytes(slot), "msm results")
             d_results.memset32(0, self.stream)  # a skipped slot (b2 on the host, no split) reads as infinity
             if split_worth_it(shape, self.msm_split_min_bits):
@@ -280,11 +318,15 @@ class CudaBackend(Backend):
                 check(driver.cuMemcpyDtoDAsync(d_results.ptr + len(MSM_SLOTS) * slot, split.d_counts.ptr, 8,
                                                self.stream.handle), "cuMemcpyDtoDAsync")
                 events.mark("split_ms")
-            self._enqueue_msms(key, d_w, None, d_results, with_b_g2, events, split, sections=WITNESS_SECTIONS)
+            self._enqueue_msms(key, d_w, None, d_results, with_b_g2, events, split, sections=WITNESS_SECTIONS,
+                               windows=windows)
             if split is not None:
                 split.free()  # stream-ordered, before H's buffers are taken
             d_h = self._enqueue_h(key, d_w, events, release_witness=True)
-            self._enqueue_msms(key, None, d_h, d_results, with_b_g2, events, sections=("h",))
+            self._enqueue_msms(key, None, d_h, d_results, with_b_g2, events, sections=("h",), windows=windows)
+            if windows is not None:
+                windows.combine()
+                events.mark("msm_combine_ms")
             check(driver.cuMemcpyDtoHAsync(h_results.ptr, d_results.ptr, results_bytes(slot), self.stream.handle),
                   "cuMemcpyDtoHAsync")
             events.mark("download_ms")
@@ -294,7 +336,7 @@ class CudaBackend(Backend):
             events.close()
             raise
         finally:
-            for buf in (d_w, d_h, d_results, split):
+            for buf in (d_w, d_h, d_results, split, windows):
                 if buf is not None:
                     buf.free()  # stream-ordered: after the work queued above
         counts = (shape.n_one, shape.n_other) if split is not None else None
@@ -395,9 +437,10 @@ class CudaBackend(Backend):
 
     def _resident_scratch_bytes(self, zkey: Groth16Zkey, msm: MsmRunner) -> int:
         """One partition of a resident key: the prologue of a pass with every section resident,
-        plus the split's scratch and the result slots beside its MSMs."""
+        plus the split's scratch and the result slots (and window sums, when batched) beside its MSMs."""
+        held = results_bytes(msm.xyzz_bytes(True)) + (WindowSums.nbytes(msm) if self.batched_window_combination else 0)
         return prologue_scratch_bytes(msm, zkey, SECTIONS, witness_extra=split_scratch_bytes(zkey.n_vars),
-                                      held_extra=results_bytes(msm.xyzz_bytes(True)))
+                                      held_extra=held)
 
     def memory_budget_bytes(self) -> int:
         return self.allocator.budget_bytes

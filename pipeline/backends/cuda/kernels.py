@@ -41,13 +41,13 @@ UNITS: dict[str, tuple[str, ...]] = {
         "gather_rows", *(f"msm_accumulate_flat<fq_t, {b}>" for b in G1_MIN_BLOCKS_BUILT),
         *(f"msm_accumulate<fq_t, true, {b}>" for b in G1_LEVEL0_CHUNKED_BUILT),
         "msm_accumulate<fq_t, false, 1>", "msm_bucket_segments<fq_t>",
-        "msm_reduce_halves<fq_t>", "msm_combine_windows<fq_t>",
+        "msm_reduce_halves<fq_t>", "msm_combine_windows<fq_t>", "msm_combine_windows_batch<fq_t>",
     ),
     "msm_g2": (
         *(f"msm_accumulate_flat<{f}, {b}>" for f, b in G2_VARIANTS_BUILT),
         *(f"msm_accumulate<{f}, true, {b}>" for f, b in G2_LEVEL0_CHUNKED_BUILT),
         *(f"{k}<{f}>" for f in G2_FIELDS_BUILT for k in ("msm_bucket_segments", "msm_reduce_halves",
-                                                          "msm_combine_windows")),
+                                                          "msm_combine_windows", "msm_combine_windows_batch")),
         *(f"msm_accumulate<{f}, false, 1>" for f in G2_FIELDS_BUILT),
     ),
 }
@@ -84,6 +84,7 @@ SIGNATURES: dict[str, tuple[str, ...]] = {
     "msm_bucket_segments": (PTR, PTR, PTR, U32, U32, U32),
     "msm_reduce_halves": (PTR, U32, U32, U32),
     "msm_combine_windows": (PTR, PTR, U32, U32, I32),
+    "msm_combine_windows_batch": (PTR, PTR, PTR, PTR, PTR, U32, U32, U32, U32, U32, U32),
 }
 
 _NP_TYPES = {PTR: np.uint64, U32: np.uint32, I32: np.int32, U64: np.uint64}

@@ -94,6 +94,20 @@ def plan_msm(n: int, scalar_bits: int, c: int | None = None, cache_bytes: int | 
     return MsmPlan(n, c, w, nb, seg)
 
 
+@dataclass(frozen=True)
+class DeferredWindows:
+    """An MSM queued up to its window sums, which wait (contiguous, top window last) at ``d_windows``
+    for ``MsmRunner.enqueue_combine``; the result then goes to ``d_out``."""
+    g2: bool
+    d_windows: int
+    n_windows: int
+    c: int
+    d_out: int
+
+
+COMBINE_BATCH = 4  # MSMs one msm_combine_windows_batch launch combines (its out0..out3)
+
+
 class MsmRunner:
     def __init__(self, kernels: CurveKernels, allocator, stream, g1_min_blocks: int | None = None) -> None:
         self.kernels = kernels
@@ -206,19 +220,30 @@ class MsmRunner:
     def xyzz_bytes(self, g2: bool) -> int:
         return 4 * 2 * self.curve.fq.limbs * (2 if g2 else 1) * 4
 
+    def max_windows(self) -> int:
+        """Most windows an MSM's plan can have (c >= 2, signed digits of Fr)."""
+        return math.ceil((self.curve.fr.bits + 1) / 2)
+
+    def window_sums_bytes(self, g2: bool) -> int:
+        """Room for one MSM's window sums (``enqueue``'s ``d_windows``), at any size."""
+        return self.max_windows() * self.xyzz_bytes(g2)
+
     def enqueue(self, g2: bool, d_points: int, d_scalars: int, n: int, d_out: int, c: int | None = None,
-                d_point_index: int = 0) -> None:
+                d_point_index: int = 0, d_windows: int = 0) -> DeferredWindows | None:
         """Queue sum scalars[i] points[i] on the stream; the XYZZ result (raw Montgomery words,
         ``xyzz_bytes(g2)``) is written to ``d_out``. With ``d_point_index``, scalar i multiplies
         point d_point_index[i] (the tail of a split witness). Nothing here waits for the device:
-        counts stay on the device and buffers are sized by upper bounds (pippenger.cuh, step 4)."""
+        counts stay on the device and buffers are sized by upper bounds (pippenger.cuh, step 4).
+        With ``d_windows`` (``window_sums_bytes(g2)`` of device memory) the window sums are copied
+        there instead of combined, and the returned record goes to ``enqueue_combine`` later: a
+        partition's MSMs then share one combination's latency (pippenger.cuh, step 6)."""
         xyzz_bytes = self.xyzz_bytes(g2)
         field, lanes = self._field(g2), self._lanes(g2)
         plan = self.plan(n, g2, c)
         self.last_plan = plan
         if n == 0:
             check_memset_zero(d_out, xyzz_bytes, self.stream)  # ZZ = 0: the point at infinity
-            return
+            return None
         alloc, nb_total = self.allocator, plan.n_buckets
         entries_bound = n * plan.n_windows  # at most one nonzero digit per scalar and window
         chunk = self._level0_chunk(entries_bound, g2)
@@ -256,12 +281,47 @@ class MsmRunner:
                                      (d_seg.ptr, plan.n_windows, segs, half), lanes)
                         half //= 2
                     self._mark("segment sums")
+                    if d_windows:
+                        self._copy_window_sums(d_windows, d_seg.ptr, segs * xyzz_bytes, xyzz_bytes, plan.n_windows)
+                        return DeferredWindows(g2, d_windows, plan.n_windows, plan.c, d_out)
                     self.kernels.launch(f"msm_combine_windows<{field}>", 1, lanes,
                                         (d_out, d_seg.ptr, segs, plan.n_windows, plan.c), self.stream)
                     self._mark("window combination")
+                    return None
             finally:
                 d_partials.free()
                 d_chunk_off.free()
+
+    def _copy_window_sums(self, d_dst: int, d_seg: int, src_pitch: int, width: int, rows: int) -> None:
+        """Window w's sum (row w of the segment sums, ``src_pitch`` bytes apart) to d_dst[w], one copy."""
+        copy = driver.CUDA_MEMCPY2D()
+        copy.srcMemoryType = copy.dstMemoryType = driver.CUmemorytype.CU_MEMORYTYPE_DEVICE
+        copy.srcDevice, copy.srcPitch = d_seg, src_pitch
+        copy.dstDevice, copy.dstPitch = d_dst, width
+        copy.WidthInBytes, copy.Height = width, rows
+        check(driver.cuMemcpy2DAsync(copy, self.stream.handle), "cuMemcpy2DAsync")
+
+    def enqueue_combine(self, deferred) -> None:
+        """Combine the windows of ``deferred`` MSMs (``enqueue`` with ``d_windows``; None entries are
+        skipped): one launch per group and COMBINE_BATCH of them, each MSM on its own thread (two for a
+        G2 pair), so they pay one Horner chain's latency together. A launch reads its MSMs' window sums
+        at one stride (``window_sums_bytes``): MSMs in consecutive slots of one buffer share a launch."""
+        items = [d for d in deferred if d is not None]
+        for g2 in (False, True):
+            field, lanes, slot = self._field(g2), self._lanes(g2), self.window_sums_bytes(g2)
+            batches: list[list[DeferredWindows]] = []
+            for d in (d for d in items if d.g2 == g2):
+                last = batches[-1] if batches else None
+                if last and len(last) < COMBINE_BATCH and d.d_windows == last[0].d_windows + len(last) * slot:
+                    last.append(d)
+                else:
+                    batches.append([d])
+            for batch in batches:
+                pad = COMBINE_BATCH - len(batch)
+                outs = [d.d_out for d in batch] + [0] * pad
+                metas = [d.n_windows | d.c << 16 for d in batch] + [0] * pad
+                self.kernels.launch(f"msm_combine_windows_batch<{field}>", 1, len(batch) * lanes,
+                                    (*outs, batch[0].d_windows, self.max_windows(), *metas, len(batch)), self.stream)
 
     def _bucket_sums(self, g2: bool, d_points: int, d_entries, d_offsets, n_buckets: int, entries_bound: int,
                      per_bucket_bound: int, chunk: int):

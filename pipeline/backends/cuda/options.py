@@ -54,9 +54,15 @@ class CudaOptions:
     # to run (bench/NOTES.md, session 9), so a deeper queue may keep the device busier. A deeper
     # queue also means a cancelled partition leaves the pass that many steps later.
     stream_queue_depth: int = 2
+    # A partition's MSMs leave their window sums on the device and one launch per group combines them
+    # at the end (msm_combine_windows_batch: the four G1 MSMs on four threads), instead of a one-thread
+    # Horner chain after each MSM (~2.6 ms each for BLS12-381 G1, 3.4 for G2; ~13 ms of a partition, the
+    # larger part of a small circuit's stage). Off until the GPU tests and a same-call stage row have run
+    # it (written in session 14 without device time left).
+    msm_batched_window_combination: bool = False
 
     def __post_init__(self) -> None:
-        for name in ("stream_ordered_memory", "sync_after_launch", "csr_value_table"):
+        for name in ("stream_ordered_memory", "sync_after_launch", "csr_value_table", "msm_batched_window_combination"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"CudaOptions.{name} must be true or false, got {getattr(self, name)!r}")
         blocks = self.msm_g1_min_blocks

@@ -32,6 +32,7 @@ def test_defaults_are_the_behaviour_without_settings():
     assert options.msm_g1_min_blocks is None and options.kernel_cache_dir is None
     assert options.msm_split_min_bits == 0.5 and options.stream_chunk_bytes == 1 << 30
     assert options.stream_tails == "prologue" and options.stream_queue_depth == 2
+    assert options.msm_batched_window_combination is False
     assert nvrtc_build.default_cache_dir() == Path.home() / ".cache" / "zkpipe" / "kernels"
     fake = SimpleNamespace(curve=BLS12_381)
     assert MsmRunner(fake, None, None).g1_min_blocks == 4
@@ -44,7 +45,8 @@ def test_defaults_are_the_behaviour_without_settings():
     {"stream_ordered_memory": "yes"}, {"kernel_cache_dir": ""}, {"msm_split_min_bits": -0.1},
     {"msm_split_min_bits": "half"}, {"stream_chunk_bytes": 1000}, {"stream_chunk_bytes": 2.5},
     {"stream_chunk_max_bytes": -1}, {"stream_chunk_max_bytes": True},
-    {"stream_tails": "host"}, {"stream_queue_depth": 0}, {"stream_queue_depth": 2.0}, {"stream_queue_depth": True},
+    {"stream_tails": "host"}, {"msm_batched_window_combination": 1}, {"stream_queue_depth": 0},
+    {"stream_queue_depth": 2.0}, {"stream_queue_depth": True},
 ])
 def test_bad_values_are_refused_by_name(bad):
     with pytest.raises(ValueError, match=next(iter(bad))):
