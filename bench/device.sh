@@ -47,6 +47,8 @@
 #            "--tails prologue --split-locks on --cprofile"]; resident
 #            partition of the same call
 #                                                                                     -> bench/results/streamed_profile_*.md
+#   nodeenv  node + snarkjs unpacked from .snarkjs/ into .nodeenv/ (kept on a warm host). .snarkjs (51 MB) and the tree
+#            (~15 MB) fill a call's 64 MiB: carry .snarkjs alone for this section, the wheels in the next call
 #   oneshot  bench.oneshot_prove (issue 17): snarkjs, cold, warm and via-server `zkpipe prove` per new process, sizes
 #            [ONESHOT_SIZES=bn128:15:30000,bls12381:15:30000,bn128:20,bls12381:20] x [ONESHOT_RUNS=2]; node + snarkjs unpacked from .snarkjs/
 #            (carry it: shared/anchors/snarkjs/*.xz)                                  -> bench/results/oneshot_prove_cuda*.md
@@ -155,13 +157,17 @@ profile() {
   timeout "${PROFILE_TIMEOUT:-300}" python3 -m bench.streamed_profile --log "${PROFILE_LOG:-24}" \
     --budget-gib "${PROFILE_BUDGET:-5}" --batches ${PROFILE_BATCHES:-1 4} ${PROFILE_ARGS:-} 2>&1 | tee "$OUT/profile.log" | tail -n 14
 }
-oneshot() {
+nodeenv() {
   if [ ! -x .nodeenv/node ] && [ -f .snarkjs/node.xz ]; then
     mkdir -p .nodeenv
     python3 -c "import lzma,shutil; shutil.copyfileobj(lzma.open('.snarkjs/node.xz'), open('.nodeenv/node','wb'))"
     chmod +x .nodeenv/node
     python3 -c "import tarfile; tarfile.open('.snarkjs/snarkjs-node_modules.tar.xz').extractall('.nodeenv')"
   fi
+  if [ -x .nodeenv/node ]; then .nodeenv/node --version; fi
+}
+oneshot() {
+  nodeenv
   local sj=()
   [ -x .nodeenv/node ] && sj=(--snarkjs ".nodeenv/node .nodeenv/node_modules/snarkjs/build/cli.cjs")
   timeout "${ONESHOT_TIMEOUT:-400}" python3 -m bench.oneshot_prove --backend cuda --sizes "${ONESHOT_SIZES:-bn128:15:30000,bls12381:15:30000,bn128:20,bls12381:20}" \
@@ -199,7 +205,7 @@ seam() {
 
 for section in ${@:-tests demo prove stage msm engine server}; do
   case $section in
-    tests|demo|prove|ntt|msm|stage|memory|blocks|build|engine|scaling|server|cluster|seam|devsetup|seed|streamed|keyprep|profile|oneshot|kernels)
+    tests|demo|prove|ntt|msm|stage|memory|blocks|build|engine|scaling|server|cluster|seam|devsetup|seed|streamed|keyprep|profile|nodeenv|oneshot|kernels)
       echo "== $section"; $section ;;
     *) echo "bench/device.sh: unknown section '$section'" >&2; rc=2 ;;
   esac
