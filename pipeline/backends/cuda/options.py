@@ -55,7 +55,7 @@ class CudaOptions:
     # queue also means a cancelled partition leaves the pass that many steps later.
     stream_queue_depth: int = 2
     # A partition's MSMs leave their window sums on the device and one launch per group combines them
-    # at the end (msm_combine_windows_batch: the four G1 MSMs on four threads), instead of a one-thread
+    # at the end (msm_combine_windows_batch: the four G1 MSMs on four warps), instead of a one-thread
     # Horner chain after each MSM (~2.6 ms each for BLS12-381 G1, 3.4 for G2; ~13 ms of a partition, the
     # larger part of a small circuit's stage). Off until the GPU tests and a same-call stage row have run
     # it (written in session 14 without device time left).

@@ -23,7 +23,7 @@
 //  5. msm_bucket_segments: per window, sum_d d B_d by running sums over segments of L buckets,
 //     plus (segment start) * (segment sum); msm_reduce_halves sums the segments.
 //  6. msm_combine_windows: Horner over windows, c doublings each (one thread); or the window sums are
-//     copied out and msm_combine_windows_batch combines up to four MSMs' at once (one thread each).
+//     copied out and msm_combine_windows_batch combines up to four MSMs' at once (a warp each).
 #pragma once
 
 static constexpr uint32_t MSM_NEG_BIT = 0x80000000u;
@@ -279,8 +279,9 @@ __global__ void msm_combine_windows(typename xyzz_t<F>::mem_t* __restrict__ d_ou
     combine_windows<F>(d_seg, len, n_windows, c).store(d_out[0]);
 }
 
-// Up to four MSMs' windows at once, one item (F::LANES threads) each, so that a partition pays one
-// combination's latency for its G1 MSMs, not four: item k's window sums are contiguous at
+// Up to four MSMs' windows at once, one warp each (its first F::LANES threads), so that a partition pays
+// one combination's latency for its G1 MSMs, not four: items of different widths in one warp would
+// leave their doubling loops at different trips and run apart. Item k's window sums are contiguous at
 // d_windows + k * stride, its width and count packed in meta_k = n_windows | c << 16, its result to out_k.
 template <class F>
 __global__ void msm_combine_windows_batch(typename xyzz_t<F>::mem_t* out0, typename xyzz_t<F>::mem_t* out1,
@@ -288,8 +289,8 @@ __global__ void msm_combine_windows_batch(typename xyzz_t<F>::mem_t* out0, typen
                                           const typename xyzz_t<F>::mem_t* __restrict__ d_windows, uint32_t stride,
                                           uint32_t meta0, uint32_t meta1, uint32_t meta2, uint32_t meta3,
                                           uint32_t count) {
-    const uint32_t k = threadIdx.x / F::LANES;
-    if (blockIdx.x != 0 || k >= count || k >= 4) return;
+    const uint32_t k = threadIdx.x / 32;
+    if (blockIdx.x != 0 || k >= count || k >= 4 || (threadIdx.x & 31) >= F::LANES) return;
     typename xyzz_t<F>::mem_t* out = k == 0 ? out0 : k == 1 ? out1 : k == 2 ? out2 : out3;
     const uint32_t meta = k == 0 ? meta0 : k == 1 ? meta1 : k == 2 ? meta2 : meta3;
     combine_windows<F>(d_windows + k * stride, 1, meta & 0xffffu, (int)(meta >> 16)).store(*out);

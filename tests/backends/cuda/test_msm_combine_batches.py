@@ -35,12 +35,12 @@ def test_consecutive_slots_share_a_launch_up_to_the_batch_size(curve):
     assert [e for e, *_ in launches] == ["msm_combine_windows_batch<fq_t>"] * 3 + \
         [f"msm_combine_windows_batch<{msm.g2_field}>"]
     (_, grid0, block0, a0), (_, _, block1, a1), (_, _, block2, a2), (_, _, block3, a3) = launches
-    assert grid0 == 1 and block0 == COMBINE_BATCH  # four G1 items, one thread each
+    assert grid0 == 1 and block0 == 32 * COMBINE_BATCH  # four G1 items, a warp each
     assert a0[:4] == (7000, 7001, 7002, 7003) and a0[4] == base and a0[5] == msm.max_windows()
     assert a0[6:10] == tuple(d.n_windows | d.c << 16 for d in g1_items[:4]) and a0[10] == 4
-    assert block1 == 1 and a1[:4] == (7004, 0, 0, 0) and a1[4] == base + 4 * g1 and a1[10] == 1  # a new launch: the first was full
+    assert block1 == 32 and a1[:4] == (7004, 0, 0, 0) and a1[4] == base + 4 * g1 and a1[10] == 1  # a new launch: the first was full
     assert a2[:4] == (7006, 0, 0, 0) and a2[4] == base + 6 * g1  # slot 6: not next to slot 4
-    assert block3 == 2 and a3[:4] == (9000, 0, 0, 0) and a3[4] == base2 and a3[6] == 14 | 18 << 16  # a G2 pair: two lanes
+    assert block3 == 32 and a3[:4] == (9000, 0, 0, 0) and a3[4] == base2 and a3[6] == 14 | 18 << 16  # a G2 pair: one warp
     assert g2 == 2 * g1 and msm.max_windows() == -(-(curve.fr.bits + 1) // 2)
 
 
