@@ -202,21 +202,19 @@ def test_point_sum_of_indexed_points_matches_the_reference_at_every_level_count(
 
 
 def test_deferred_windows_combined_in_batches_match_the_reference(cuda_backend, runtime, gpu_curve):
-    """enqueue with d_windows leaves the window sums in a slot; enqueue_combine combines them: five G1
-    MSMs of different sizes (different window widths c, so different window counts) in consecutive
-    slots (a batch of four and one more), one in a slot apart (its own launch), a G2 MSM, and an MSM
-    of no scalars (infinity, nothing deferred) among them."""
+    """enqueue with d_windows leaves the window sums in a slot; enqueue_combine combines them: six G1
+    MSMs of different sizes (different window widths c, so different window counts: a launch of four
+    and one of two), two G2 MSMs (c = 2: the most windows a slot holds), and an MSM of no scalars
+    (infinity, nothing deferred) among them."""
     msm, alloc, fr = runtime.msm, cuda_backend.allocator, gpu_curve.fr
     rng = random.Random(f"{gpu_curve.name}-deferred")
     cases = [(False, 40, None), (False, 300, 4), (False, 700, None), (False, 0, None), (False, 65, 3),
              (False, 1000, 7), (False, 33, None), (True, 200, None), (True, 9, 2)]
-    slots = [0, 1, 2, 3, 3, 4, 6, 0, 1]  # G1: 0-4 consecutive (the empty MSM defers nothing), then 6
-    g1_slot, g2_slot = msm.window_sums_bytes(False), msm.window_sums_bytes(True)
-    slot_bytes = msm.xyzz_bytes(True)
-    with alloc.alloc(7 * g1_slot, "g1 windows") as d_w1, alloc.alloc(2 * g2_slot, "g2 windows") as d_w2, \
+    slot_bytes, win_bytes = msm.xyzz_bytes(True), msm.window_sums_bytes(True)
+    with alloc.alloc(len(cases) * win_bytes, "windows") as d_win, \
             alloc.alloc(len(cases) * slot_bytes, "outs") as d_out:
         expected, deferred, keep = [], [], []
-        for k, ((g2, n, c), slot) in enumerate(zip(cases, slots)):
+        for k, (g2, n, c) in enumerate(cases):
             group = gpu_curve.g2 if g2 else gpu_curve.g1
             points = list(_points(group, max(n, 1)))[:n]
             scalars = _scalars("random", fr, rng, n)
@@ -224,8 +222,8 @@ def test_deferred_windows_combined_in_batches_match_the_reference(cuda_backend, 
             d_p = alloc.upload(encode_points(gpu_curve, group, points or list(_points(group, 1))), "points")
             d_s = alloc.upload(scalar_words(fr, scalars or [0]), "scalars")
             keep += [d_p, d_s]
-            d_windows = (d_w2.ptr + slot * g2_slot) if g2 else (d_w1.ptr + slot * g1_slot)
-            deferred.append(msm.enqueue(g2, d_p.ptr, d_s.ptr, n, d_out.ptr + k * slot_bytes, c, d_windows=d_windows))
+            deferred.append(msm.enqueue(g2, d_p.ptr, d_s.ptr, n, d_out.ptr + k * slot_bytes, c,
+                                        d_windows=d_win.ptr + k * win_bytes))
         assert deferred[3] is None and all(d is not None for i, d in enumerate(deferred) if i != 3)
         msm.enqueue_combine(deferred)
         raw = np.zeros(len(cases) * slot_bytes // 4, dtype=np.uint32)

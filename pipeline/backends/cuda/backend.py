@@ -63,23 +63,20 @@ class DeviceH:
 
 class WindowSums:
     """One partition's MSM window sums, combined at its end (``CudaOptions.msm_batched_window_combination``):
-    the four G1 MSMs (a, b1, c, h) in consecutive slots, so one launch combines them, then G2's b2."""
-    G1_ORDER = ("a", "b1", "c", "h")
+    a slot of G2's size per MSM, in the order of the result slots (work.MSM_SLOTS)."""
+    MSMS = MSM_SLOTS[:5]  # a, b1, b2, c, h
 
     def __init__(self, msm, allocator) -> None:
         self.msm = msm
-        self.g1_slot = msm.window_sums_bytes(False)
         self.buffer = allocator.alloc(self.nbytes(msm), "msm window sums")
         self.deferred: list = []
 
     @classmethod
     def nbytes(cls, msm) -> int:
-        return len(cls.G1_ORDER) * msm.window_sums_bytes(False) + msm.window_sums_bytes(True)
+        return len(cls.MSMS) * msm.window_sums_bytes(True)
 
     def slot(self, name: str) -> int:
-        if name == "b2":
-            return self.buffer.ptr + len(self.G1_ORDER) * self.g1_slot
-        return self.buffer.ptr + self.G1_ORDER.index(name) * self.g1_slot
+        return self.buffer.ptr + self.MSMS.index(name) * self.msm.window_sums_bytes(True)
 
     def combine(self) -> None:
         self.msm.enqueue_combine(self.deferred)
@@ -437,8 +434,8 @@ class CudaBackend(Backend):
 
     def _resident_scratch_bytes(self, zkey: Groth16Zkey, msm: MsmRunner) -> int:
         """One partition of a resident key: the prologue of a pass with every section resident,
-        plus the split's scratch and the result slots (and window sums, when batched) beside its MSMs."""
-        held = results_bytes(msm.xyzz_bytes(True)) + (WindowSums.nbytes(msm) if self.batched_window_combination else 0)
+        plus the split's scratch, the result slots and the window sums beside its MSMs."""
+        held = results_bytes(msm.xyzz_bytes(True)) + WindowSums.nbytes(msm)  # counted batched or not: ~250 KB
         return prologue_scratch_bytes(msm, zkey, SECTIONS, witness_extra=split_scratch_bytes(zkey.n_vars),
                                       held_extra=held)
 

@@ -84,7 +84,7 @@ SIGNATURES: dict[str, tuple[str, ...]] = {
     "msm_bucket_segments": (PTR, PTR, PTR, U32, U32, U32),
     "msm_reduce_halves": (PTR, U32, U32, U32),
     "msm_combine_windows": (PTR, PTR, U32, U32, I32),
-    "msm_combine_windows_batch": (PTR, PTR, PTR, PTR, PTR, U32, U32, U32, U32, U32, U32),
+    "msm_combine_windows_batch": (PTR, PTR, PTR, PTR, PTR, PTR, PTR, PTR, U32, U32, U32, U32, U32),
 }
 
 _NP_TYPES = {PTR: np.uint64, U32: np.uint32, I32: np.int32, U64: np.uint64}

@@ -304,24 +304,16 @@ class MsmRunner:
     def enqueue_combine(self, deferred) -> None:
         """Combine the windows of ``deferred`` MSMs (``enqueue`` with ``d_windows``; None entries are
         skipped): one launch per group and COMBINE_BATCH of them, each MSM on its own warp (one thread, two
-        for a G2 pair), so they pay one Horner chain's latency together. A launch reads its MSMs' window sums
-        at one stride (``window_sums_bytes``): MSMs in consecutive slots of one buffer share a launch."""
+        for a G2 pair), so they pay one Horner chain's latency together."""
         items = [d for d in deferred if d is not None]
         for g2 in (False, True):
-            field, slot = self._field(g2), self.window_sums_bytes(g2)
-            batches: list[list[DeferredWindows]] = []
-            for d in (d for d in items if d.g2 == g2):
-                last = batches[-1] if batches else None
-                if last and len(last) < COMBINE_BATCH and d.d_windows == last[0].d_windows + len(last) * slot:
-                    last.append(d)
-                else:
-                    batches.append([d])
-            for batch in batches:
-                pad = COMBINE_BATCH - len(batch)
-                outs = [d.d_out for d in batch] + [0] * pad
-                metas = [d.n_windows | d.c << 16 for d in batch] + [0] * pad
-                self.kernels.launch(f"msm_combine_windows_batch<{field}>", 1, len(batch) * 32,  # a warp an MSM
-                                    (*outs, batch[0].d_windows, self.max_windows(), *metas, len(batch)), self.stream)
+            group = [d for d in items if d.g2 == g2]
+            for start in range(0, len(group), COMBINE_BATCH):
+                batch = group[start:start + COMBINE_BATCH]
+                pad = [0] * (COMBINE_BATCH - len(batch))
+                self.kernels.launch(f"msm_combine_windows_batch<{self._field(g2)}>", 1, len(batch) * 32,  # a warp an MSM
+                                    (*[d.d_out for d in batch], *pad, *[d.d_windows for d in batch], *pad,
+                                     *[d.n_windows | d.c << 16 for d in batch], *pad, len(batch)), self.stream)
 
     def _bucket_sums(self, g2: bool, d_points: int, d_entries, d_offsets, n_buckets: int, entries_bound: int,
                      per_bucket_bound: int, chunk: int):

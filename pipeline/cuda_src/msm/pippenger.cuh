@@ -282,16 +282,18 @@ __global__ void msm_combine_windows(typename xyzz_t<F>::mem_t* __restrict__ d_ou
 // Up to four MSMs' windows at once, one warp each (its first F::LANES threads), so that a partition pays
 // one combination's latency for its G1 MSMs, not four: items of different widths in one warp would
 // leave their doubling loops at different trips and run apart. Item k's window sums are contiguous at
-// d_windows + k * stride, its width and count packed in meta_k = n_windows | c << 16, its result to out_k.
+// win_k, its width and count packed in meta_k = n_windows | c << 16, its result to out_k.
 template <class F>
 __global__ void msm_combine_windows_batch(typename xyzz_t<F>::mem_t* out0, typename xyzz_t<F>::mem_t* out1,
                                           typename xyzz_t<F>::mem_t* out2, typename xyzz_t<F>::mem_t* out3,
-                                          const typename xyzz_t<F>::mem_t* __restrict__ d_windows, uint32_t stride,
+                                          const typename xyzz_t<F>::mem_t* win0, const typename xyzz_t<F>::mem_t* win1,
+                                          const typename xyzz_t<F>::mem_t* win2, const typename xyzz_t<F>::mem_t* win3,
                                           uint32_t meta0, uint32_t meta1, uint32_t meta2, uint32_t meta3,
                                           uint32_t count) {
     const uint32_t k = threadIdx.x / 32;
     if (blockIdx.x != 0 || k >= count || k >= 4 || (threadIdx.x & 31) >= F::LANES) return;
     typename xyzz_t<F>::mem_t* out = k == 0 ? out0 : k == 1 ? out1 : k == 2 ? out2 : out3;
+    const typename xyzz_t<F>::mem_t* win = k == 0 ? win0 : k == 1 ? win1 : k == 2 ? win2 : win3;
     const uint32_t meta = k == 0 ? meta0 : k == 1 ? meta1 : k == 2 ? meta2 : meta3;
-    combine_windows<F>(d_windows + k * stride, 1, meta & 0xffffu, (int)(meta >> 16)).store(*out);
+    combine_windows<F>(win, 1, meta & 0xffffu, (int)(meta >> 16)).store(*out);
 }
