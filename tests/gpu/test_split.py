@@ -103,28 +103,25 @@ def test_a_shape_that_does_not_describe_the_witness_is_an_internal_error(cuda_ba
 
 @pytest.mark.parametrize("min_bits", [2.0, 0.0], ids=["plain", "split"])
 def test_batched_window_combination_equals_the_per_msm_one(cuda_backend, gpu_curve, min_bits):
-    """CudaOptions.msm_batched_window_combination: start_partition's MSMs leave their window sums and
-    one launch per group combines them at the end; the results are the per-MSM combination's, with
-    and without the 0/1 split, and the partition gives back every scratch byte."""
-    from pipeline.backends.cuda.backend import CudaBackend
-    from pipeline.backends.cuda.options import CudaOptions
-
+    """CudaOptions.msm_batched_window_combination: start_partition's MSMs leave their window sums, the
+    witness MSMs' are combined on a side stream beside H and H's at the end; the results are the
+    per-MSM combination's, with and without the 0/1 split, and the partition gives back every scratch
+    byte (the key's tables are made at load time)."""
     zkey, _ = _fixture(gpu_curve, "chain_2e8")
     prefix = [1] + [3] * zkey.n_public
     witness = _mixed_witness(gpu_curve.fr, zkey.n_vars, random.Random("batched"), 0.3, 0.4, prefix)
     shape = WitnessShape.of(witness, zkey.n_public + 1)
-    batched = CudaBackend(options=CudaOptions(msm_batched_window_combination=True))
     results = []
+    default = cuda_backend.batched_window_combination
+    key = cuda_backend.load_key(zkey)
     try:
-        for backend in (cuda_backend, batched):
-            key = backend.load_key(zkey)
-            try:
-                resident = backend.allocator.in_use_bytes
-                results.append(_run(backend, key, witness, shape, min_bits))
-                assert backend.allocator.in_use_bytes == resident
-            finally:
-                backend.unload_key(key)
+        for batched in (False, True):
+            cuda_backend.batched_window_combination = batched
+            resident = cuda_backend.allocator.in_use_bytes
+            results.append(_run(cuda_backend, key, witness, shape, min_bits))
+            assert cuda_backend.allocator.in_use_bytes == resident
     finally:
-        batched.close()
+        cuda_backend.batched_window_combination = default
+        cuda_backend.unload_key(key)
     assert "msm_combine_ms" in results[1].timings_ms and "msm_combine_ms" not in results[0].timings_ms
     _same(gpu_curve, results[0], results[1])

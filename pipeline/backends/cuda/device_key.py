@@ -109,7 +109,7 @@ def load_device_key(rt: CurveRuntime, zkey: Groth16Zkey, placement: KeyPlacement
             else:
                 d_csr = upload_csr(up, matrices, table)
             bar.update(2)
-            rt.ntt.ensure_twiddles(zkey.log_domain_size, compact=bool(placement.streamed))  # as placed
+            rt.ntt.ensure_tables(zkey.log_domain_size, compact=bool(placement.streamed))  # as placed
             bar.update()
     except BaseException:
         for buf in (*d_points.values(), *d_csr.values()):

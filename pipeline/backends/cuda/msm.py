@@ -301,10 +301,11 @@ class MsmRunner:
         copy.WidthInBytes, copy.Height = width, rows
         check(driver.cuMemcpy2DAsync(copy, self.stream.handle), "cuMemcpy2DAsync")
 
-    def enqueue_combine(self, deferred) -> None:
+    def enqueue_combine(self, deferred, stream=None) -> None:
         """Combine the windows of ``deferred`` MSMs (``enqueue`` with ``d_windows``; None entries are
         skipped): one launch per group and COMBINE_BATCH of them, each MSM on its own warp (one thread, two
-        for a G2 pair), so they pay one Horner chain's latency together."""
+        for a G2 pair), so they pay one Horner chain's latency together. On ``stream`` if given (the
+        caller orders it after the MSMs), else the runner's."""
         items = [d for d in deferred if d is not None]
         for g2 in (False, True):
             group = [d for d in items if d.g2 == g2]
@@ -313,7 +314,8 @@ class MsmRunner:
                 pad = [0] * (COMBINE_BATCH - len(batch))
                 self.kernels.launch(f"msm_combine_windows_batch<{self._field(g2)}>", 1, len(batch) * 32,  # a warp an MSM
                                     (*[d.d_out for d in batch], *pad, *[d.d_windows for d in batch], *pad,
-                                     *[d.n_windows | d.c << 16 for d in batch], *pad, len(batch)), self.stream)
+                                     *[d.n_windows | d.c << 16 for d in batch], *pad, len(batch)),
+                                    stream or self.stream)
 
     def _bucket_sums(self, g2: bool, d_points: int, d_entries, d_offsets, n_buckets: int, entries_bound: int,
                      per_bucket_bound: int, chunk: int):

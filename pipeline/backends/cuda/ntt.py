@@ -109,6 +109,12 @@ class NttRunner:
             old.free()
         self.log_max, self.compact = log_n, compact
 
+    def ensure_tables(self, log_n: int, compact: bool = False) -> None:
+        """Every table a key of a 2^log_n domain proves with (``table_bytes``), made at load time so
+        that its first partition allocates none: the twiddles and the odd coset's g^j tables."""
+        self.ensure_twiddles(log_n, compact)
+        self._coset(log_n)
+
     # -- transforms ------------------------------------------------------------------------------
     def radix_passes(self, d_data: int, log_n: int, dit: bool, inverse: bool) -> None:
         """DIF (natural -> bit-reversed) or DIT (bit-reversed -> natural), unscaled."""

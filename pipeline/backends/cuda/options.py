@@ -55,11 +55,11 @@ class CudaOptions:
     # queue also means a cancelled partition leaves the pass that many steps later.
     stream_queue_depth: int = 2
     # A partition's MSMs leave their window sums on the device and one launch per group combines them
-    # at the end (msm_combine_windows_batch: the four G1 MSMs on four warps), instead of a one-thread
-    # Horner chain after each MSM (~2.6 ms each for BLS12-381 G1, 3.4 for G2; ~13 ms of a partition, the
-    # larger part of a small circuit's stage). Off until the GPU tests and a same-call stage row have run
-    # it (written in session 14 without device time left).
-    msm_batched_window_combination: bool = False
+    # (msm_combine_windows_batch: the G1 MSMs on a warp each), the witness MSMs' on a side stream while
+    # H runs, instead of a one-thread Horner chain after each MSM (~2.6 ms each for BLS12-381 G1, 3.4 for
+    # G2). Measured in session 15 (bench/results/gpu_stage_14_20.md): BLS12-381 -9 ms a partition at
+    # 2^14 and 2^20, BN254 -2 to -3 ms, before the side stream.
+    msm_batched_window_combination: bool = True
 
     def __post_init__(self) -> None:
         for name in ("stream_ordered_memory", "sync_after_launch", "csr_value_table", "msm_batched_window_combination"):

@@ -28,6 +28,10 @@ class Stream:
         self.recent_kernels.append(kernel)
         del self.recent_kernels[:-8]
 
+    def wait(self, event: "Event") -> None:
+        """Work queued here from now on starts after ``event`` (recorded on another stream) fired."""
+        check(driver.cuStreamWaitEvent(self.handle, event.handle, 0), "cuStreamWaitEvent")
+
     def synchronize(self) -> None:
         try:
             check(driver.cuStreamSynchronize(self.handle), "cuStreamSynchronize")

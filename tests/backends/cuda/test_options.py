@@ -32,7 +32,7 @@ def test_defaults_are_the_behaviour_without_settings():
     assert options.msm_g1_min_blocks is None and options.kernel_cache_dir is None
     assert options.msm_split_min_bits == 0.5 and options.stream_chunk_bytes == 1 << 30
     assert options.stream_tails == "prologue" and options.stream_queue_depth == 2
-    assert options.msm_batched_window_combination is False
+    assert options.msm_batched_window_combination is True
     assert nvrtc_build.default_cache_dir() == Path.home() / ".cache" / "zkpipe" / "kernels"
     fake = SimpleNamespace(curve=BLS12_381)
     assert MsmRunner(fake, None, None).g1_min_blocks == 4
