@@ -64,15 +64,16 @@ class DeviceH:
 class WindowSums:
     """One partition's MSM window sums, combined after its MSMs (``CudaOptions.msm_batched_window_combination``):
     a slot of G2's size per MSM, in the order of the result slots (work.MSM_SLOTS). The witness MSMs'
-    windows are combined on a side stream while the main one computes H and its MSM (``combine_beside``),
-    so only H's combination (one Horner chain, ~2.6 ms for BLS12-381) is on the partition's path."""
+    windows are combined on side streams, one a group, while the main stream runs the MSMs after them
+    and H (``combine_beside``), so only H's combination (one Horner chain, ~2.6 ms for BLS12-381) is
+    certain to be on the partition's path."""
     MSMS = MSM_SLOTS[:5]  # a, b1, b2, c, h
 
-    def __init__(self, msm, allocator, stream: Stream, side: Stream) -> None:
-        self.msm, self.stream, self.side = msm, stream, side
+    def __init__(self, msm, allocator, stream: Stream, sides: dict[bool, Stream]) -> None:
+        self.msm, self.stream, self.sides = msm, stream, sides  # sides: a stream per group (g2 or not)
         self.buffer = allocator.alloc(self.nbytes(msm), "msm window sums")
         self.deferred: list = []
-        self._side_done: Event | None = None
+        self._side_done: list[Event] = []
 
     @classmethod
     def nbytes(cls, msm) -> int:
@@ -81,30 +82,33 @@ class WindowSums:
     def slot(self, name: str) -> int:
         return self.buffer.ptr + self.MSMS.index(name) * self.msm.window_sums_bytes(True)
 
-    def combine_beside(self) -> None:
-        """The windows deferred so far, combined on the side stream after the main stream's work so far."""
-        if not self.deferred or self._side_done is not None:
+    def combine_beside(self, g2: bool) -> None:
+        """The group's windows deferred so far, combined on its side stream once the main stream's work
+        queued so far is done."""
+        group = [d for d in self.deferred if d is not None and d.g2 == g2]
+        if not group:
             return
+        side = self.sides[g2]
         with Event(timing=False) as queued:
-            self.side.wait(queued.record(self.stream))
-        self.msm.enqueue_combine(self.deferred, self.side)
-        self._side_done = Event(timing=False).record(self.side)
-        self.deferred = []
+            side.wait(queued.record(self.stream))
+        self.msm.enqueue_combine(group, side)
+        self._side_done.append(Event(timing=False).record(side))
+        self.deferred = [d for d in self.deferred if d is not None and d.g2 != g2]
 
     def combine(self) -> None:
-        """The rest on the main stream; the main stream then waits for the side stream's combinations."""
+        """The rest on the main stream; the main stream then waits for the side streams' combinations."""
         self.msm.enqueue_combine(self.deferred)
         self.deferred = []
         self._join()
 
     def _join(self) -> None:
-        if self._side_done is not None:
-            self.stream.wait(self._side_done)
-            self._side_done.close()  # the wait is queued: destroying the event now is allowed
-            self._side_done = None
+        for done in self._side_done:
+            self.stream.wait(done)
+            done.close()  # the wait is queued: destroying the event now is allowed
+        self._side_done = []
 
     def free(self) -> None:
-        self._join()  # the buffer goes back in the main stream's order: after the side stream read it
+        self._join()  # the buffer goes back in the main stream's order: after the side streams read it
         self.buffer.free()
 
 
@@ -127,7 +131,7 @@ class CudaBackend(Backend):
         self.msm_split_min_bits = options.msm_split_min_bits  # an attribute too: benches and tests flip it
         self.stream_tails = options.stream_tails  # likewise
         self.stream_queue_depth = options.stream_queue_depth  # likewise
-        self._copy_streams: dict[int | str, Stream] = {}  # work beside the kernels' stream (copy_stream, _side_stream)
+        self._copy_streams: dict[int | str, Stream] = {}  # streams beside the kernels' (copy_stream)
         self._pinned_pools: dict[int, PinnedResultPool] = {}  # streamed passes' H buffers, by size
         self.csr_value_table = options.csr_value_table  # an attribute too: tests flip it
         self.batched_window_combination = options.msm_batched_window_combination  # likewise
@@ -140,18 +144,17 @@ class CudaBackend(Backend):
             self._pinned_pools[nbytes] = PinnedResultPool(self.device, nbytes)
         return self._pinned_pools[nbytes]
 
-    def copy_stream(self, index: int = 0) -> Stream:
-        """Streams for host-to-device copies beside the kernels (a streamed pass: 0 its points, 1 its
-        chunk scalars), made on first use."""
+    def copy_stream(self, index: int | str = 0) -> Stream:
+        """Streams beside the kernels' (a streamed pass's copies: 0 its points, 1 its chunk scalars; the
+        window combinations by name), made on first use."""
         if index not in self._copy_streams:
             self._copy_streams[index] = Stream(self.device)
         return self._copy_streams[index]
 
-    def _side_stream(self) -> Stream:
-        """A stream for the witness MSMs' window combinations beside H (``WindowSums``)."""
-        if "window combination" not in self._copy_streams:
-            self._copy_streams["window combination"] = Stream(self.device)
-        return self._copy_streams["window combination"]
+    def _side_streams(self) -> dict[bool, Stream]:
+        """Streams for the witness MSMs' window combinations beside the main stream, one a group
+        (``WindowSums``), made on first use."""
+        return {g2: self.copy_stream(f"window combination, {'G2' if g2 else 'G1'}") for g2 in (False, True)}
 
     def prebuild(self, curves) -> dict[str, float]:
         """Compile every unit of ``curves`` at once (parallel processes) into the on-disk cache;
@@ -303,6 +306,8 @@ class CudaBackend(Backend):
                                        d_point_index=split.d_other_idx.ptr + 4 * skip_other, d_windows=d_windows)
             if windows is not None:
                 windows.deferred.append(deferred)
+                if name == "b2":
+                    windows.combine_beside(g2=True)  # beside C's MSM and H
             if events is not None:
                 events.mark(f"msm_{name}_ms")
 
@@ -335,7 +340,7 @@ class CudaBackend(Backend):
             d_w = self._upload_witness(witness)
             events.mark("upload_ms")
             if self.batched_window_combination:
-                windows = WindowSums(rt.msm, self.allocator, self.stream, self._side_stream())
+                windows = WindowSums(rt.msm, self.allocator, self.stream, self._side_streams())
             d_results = self.allocator.alloc(results_bytes(slot), "msm results")
             d_results.memset32(0, self.stream)  # a skipped slot (b2 on the host, no split) reads as infinity
             if split_worth_it(shape, self.msm_split_min_bits):
@@ -348,7 +353,7 @@ class CudaBackend(Backend):
             if split is not None:
                 split.free()  # stream-ordered, before H's buffers are taken
             if windows is not None:
-                windows.combine_beside()
+                windows.combine_beside(g2=False)  # a, b1, c: beside H (b2's went after its MSM)
             d_h = self._enqueue_h(key, d_w, events, release_witness=True)
             self._enqueue_msms(key, None, d_h, d_results, with_b_g2, events, sections=("h",), windows=windows)
             if windows is not None:
