@@ -18,8 +18,7 @@
 // the sign folded into the butterfly.
 #pragma once
 
-// Butterfly for element pair (x, y) at half-size h with twiddle w = w^j (at h = 1, w = 1: ntt_group
-// adds and subtracts without the product, 1 / log n of a transform's products):
+// Butterfly for element pair (x, y) at half-size h with twiddle w = w^j:
 //   DIF: x' = x + y, y' = (x - y) w^j;   DIT: x' = x + y w^j, y' = x - y w^j.
 // With w^j = -w (the inverse's folded sign, neg): DIF y' = (y - x) w; DIT x' = x - y w, y' = x + y w.
 template <class F, bool DIT>
@@ -57,16 +56,6 @@ __device__ __forceinline__ void ntt_group(F* s, const F* __restrict__ d_tw, int 
             const int t = t0 + i;
             const uint64_t h = 1ull << (lo + t);
             const int shift = log_tw - 1 - (lo + t);  // the compact table's stride at this half-size
-            if (lo + t == 0) {  // half-size 1: every twiddle is w_2^0 = 1 (no sign either), no product
-#pragma unroll
-                for (int q = 0; q < (1 << (G - 1)); q++) {
-                    const int m0 = ((q >> i) << (i + 1)) | (q & ((1 << i) - 1)), m1 = m0 | (1 << i);
-                    const F x0 = x[m0];
-                    x[m0] = x0 + x[m1];
-                    x[m1] = x0 - x[m1];
-                }
-                continue;
-            }
 #pragma unroll
             for (int q = 0; q < (1 << (G - 1)); q++) {
                 const int m0 = ((q >> i) << (i + 1)) | (q & ((1 << i) - 1)), m1 = m0 | (1 << i);
