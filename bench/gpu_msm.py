@@ -12,6 +12,8 @@ the same for G2 at g2_max_log. --window-sweep 16,18,20,22 times G1 at those size
 between the additions-only and the balanced window models' choices (msm.py), one wider and narrower.
 --level0 20,22,24 times G1 and G2 (up to g2_max_log) at those sizes with level 0 of the bucket sums
 flat and chunked, same data; --level0-entries 32,128,256 adds flat rows at those entries a thread.
+--sort-compare 24,26 times G1 and G2 (up to g2_max_log) at those sizes with the binned digit sort and
+the ranks-and-scatter one, same data.
 """
 from __future__ import annotations
 
@@ -31,8 +33,7 @@ from pipeline.backends.protocol import WitnessShape
 from pipeline.curves import BLS12_381, BN254
 
 
-phases: list = []
-phase_names: list = []
+phases: list = []  # (curve, group, n, scalars, {phase: ms}): variants may time different phases
 
 
 SPLIT = ", 0/1 split"  # suffix of a bit-heavy kind's row through the 0/1 split
@@ -141,8 +142,7 @@ def bench_group(backend, curve, g2: bool, logs, rng, rows, repeat=5, c: int | No
     for t in time_msms(backend, curve, g2, logs, points, scalars, lambda _: repeat, profile_logs, c=c):
         group = label or t.group
         if t.phases_ms is not None:
-            phases.append([t.curve, group, f"2^{t.log_n}", t.scalars] + [f"{v:.2f}" for v in t.phases_ms.values()])
-            phase_names[:] = list(t.phases_ms)
+            phases.append((t.curve, group, f"2^{t.log_n}", t.scalars, dict(t.phases_ms)))
         rows.append([t.curve, group, f"2^{t.log_n}", t.scalars, f"{t.ms:.2f}", t.plan.c, f"{t.madd_per_s:.0f}"])
         print(rows[-1], flush=True)
 
@@ -181,9 +181,37 @@ def level0_compare(backend, logs: Iterable[int], rng, rows, g2_max: int, entries
         msm.level0_flat, msm.level0_entries = None, None
 
 
+def sort_compare(backend, logs: Iterable[int], rng, rows, g2_max: int) -> None:
+    """G1 and G2 (up to 2^g2_max) rows at each size of ``logs`` with the binned digit sort and with the
+    ranks-and-scatter one (MsmRunner.binned_sort), on the same points and scalars."""
+    logs = list(logs)
+    for curve in (BLS12_381, BN254):
+        msm = backend.runtime(curve).msm
+        for g2 in (False, True):
+            sizes = [k for k in logs if not g2 or k <= g2_max]
+            if not sizes:
+                continue
+            data = random_msm_data(rng, curve, g2, 1 << max(sizes))
+            for binned in (True, False):
+                msm.binned_sort = binned
+                label = ("G2" if g2 else "G1") + (" binned sort" if binned else " scatter sort")
+                bench_group(backend, curve, g2, sizes, rng, rows, repeat=3 if g2 else 5, label=label, data=data)
+        msm.binned_sort = True
+
+
+def phase_table(rows: list) -> str:
+    """One column per phase any row timed, in the order first seen; blank where a row's sort has none."""
+    names: list[str] = []
+    for *_, ms in rows:
+        names += [k for k in ms if k not in names]
+    body = [[*head, *(f"{ms[k]:.2f}" if k in ms else "" for k in names)] for *head, ms in rows]
+    return markdown_table(["curve", "group", "n", "scalars"] + [f"{k} ms" for k in names], body)
+
+
 def main(g1_min: int = 16, g1_max: int = 24, g2_max: int = 22, out_path: str | None = None,
          variants: bool = True, windows: Iterable[int] = (), g2_windows: Iterable[int] = (),
-         sweep_logs: Iterable[int] = (), level0_logs: Iterable[int] = (), level0_entries: Iterable[int] = ()) -> str:
+         sweep_logs: Iterable[int] = (), level0_logs: Iterable[int] = (), level0_entries: Iterable[int] = (),
+         sort_logs: Iterable[int] = ()) -> str:
     backend = CudaBackend()
     rng = np.random.default_rng(2)
     rows: list = []
@@ -209,11 +237,11 @@ def main(g1_min: int = 16, g1_max: int = 24, g2_max: int = 22, out_path: str | N
             bench_group(backend, curve, True, [g2_max], rng, rows, repeat=3, c=c, label=f"G2 c={c}", data=data)
     window_sweep(backend, sweep_logs, rng, rows)
     level0_compare(backend, level0_logs, rng, rows, g2_max, [None, *level0_entries])
+    sort_compare(backend, sort_logs, rng, rows, g2_max)
     table = markdown_table(["curve", "group", "n", "scalars", "ms", "window c", "Madd/s"], rows)
-    phase_table = markdown_table(["curve", "group", "n", "scalars"] + [f"{p} ms" for p in phase_names], phases)
     text = (f"# MSM on {backend.device.name}\n\nPoints resident on the device, scalars copied from host "
             f"memory (pinned, as the prep_msm stage stages them) on every call; median of CUDA-event timings after one warm-up.\n\n{table}\n\n"
-            f"## Phases (one profiled call; host syncs between phases included)\n\n{phase_table}\n")
+            f"## Phases (one profiled call; host syncs between phases included)\n\n{phase_table(phases)}\n")
     backend.close()
     write_result(out_path, text)
     return text
@@ -237,7 +265,10 @@ if __name__ == "__main__":
                              "(G2 up to g2_max_log)")
     parser.add_argument("--level0-entries", type=lambda v: [int(k) for k in v.split(",")], default=[],
                         help="with --level0: flat rows once more per count of entries a thread (e.g. 32,128,256)")
+    parser.add_argument("--sort-compare", type=lambda v: [int(k) for k in v.split(",")], default=[],
+                        help="sizes (log2, comma-separated) timed with the binned digit sort and the scatter one "
+                             "(G2 up to g2_max_log)")
     a = parser.parse_intermixed_args()  # --no-variants may come anywhere
     main(a.g1_min_log, a.g1_max_log, a.g2_max_log, a.out, variants=a.variants, windows=a.windows,
          g2_windows=a.g2_windows, sweep_logs=a.window_sweep, level0_logs=a.level0,
-         level0_entries=a.level0_entries)
+         level0_entries=a.level0_entries, sort_logs=a.sort_compare)

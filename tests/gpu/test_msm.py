@@ -101,6 +101,42 @@ def test_msm_g1_at_2_20_by_folding(cuda_backend, runtime, gpu_curve, kind):
 
 
 @pytest.mark.parametrize("group_name", ["g1", "g2"])
+def test_binned_digit_sort_matches_the_scatter_and_the_reference(cuda_backend, runtime, gpu_curve, group_name):
+    """The binned sort (msm_bin_digits, msm_place_digits) at bins of 1, 2, 8 and a window's buckets
+    (max_bin_bits 0, 1, 3, unbounded), against the ranks-and-scatter sort and the reference: windows
+    that leave most buckets and so whole bins empty (c = 12 over 700 points), a hot bucket
+    (bit-heavy), every digit sign (edges), a tail MSM's point index (points taken in a shuffled order)."""
+    group = getattr(gpu_curve, group_name)
+    rng = random.Random(f"binned {gpu_curve.name} {group_name}")
+    points = list(_points(group, 700))
+    points[3] = None
+    points[4] = points[5]
+    enc = encode_points(gpu_curve, group, points)
+    order = list(range(len(points)))
+    rng.shuffle(order)
+    msm, alloc = runtime.msm, cuda_backend.allocator
+    g2 = group_name == "g2"
+    try:
+        for kind, c in [("random", None), ("random", 12), ("bit_heavy", 3), ("edges", 5)]:
+            scalars = _scalars(kind, gpu_curve.fr, rng, len(order))
+            expected = msm_ref(group, [points[j] for j in order], scalars)
+            with alloc.upload(enc, "points") as d_p, alloc.upload(scalar_words(gpu_curve.fr, scalars), "s") as d_s, \
+                    alloc.upload(np.array(order, dtype=np.uint32), "point index") as d_idx, \
+                    alloc.alloc(msm.xyzz_bytes(g2), "result") as d_out:
+                results = []
+                for binned, max_bits in [(False, 31), (True, 0), (True, 1), (True, 3), (True, 31)]:
+                    msm.binned_sort, msm.max_bin_bits = binned, max_bits
+                    msm.enqueue(g2, d_p.ptr, d_s.ptr, len(order), d_out.ptr, c, d_point_index=d_idx.ptr)
+                    raw = np.zeros(msm.xyzz_bytes(g2) // 4, dtype=np.uint32)
+                    d_out.download(raw, cuda_backend.stream)
+                    results.append(xyzz_to_jacobian(group, gpu_curve.fq, raw))
+            for (binned, max_bits), got in zip([(False, 31), (True, 0), (True, 1), (True, 3), (True, 31)], results):
+                assert group.eq(got, expected), (kind, c, binned, max_bits)
+    finally:
+        msm.binned_sort, msm.max_bin_bits = True, 31
+
+
+@pytest.mark.parametrize("group_name", ["g1", "g2"])
 def test_both_level0_schemes_match_the_reference_at_any_entries_a_thread(cuda_backend, runtime, gpu_curve, group_name):
     """Level 0 flat (msm_accumulate_flat: ranges of T entries across bucket boundaries, pieces placed by
     msm_piece_counts) and chunked (at most T of one bucket): T from 2 to 64, windows that leave most

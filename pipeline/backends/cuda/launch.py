@@ -69,6 +69,10 @@ IN_HEADER = {"SCAN_THREADS": SCAN_THREADS, "SCAN_PER_THREAD": SCAN_PER_THREAD, "
 # the H200: until then these are unswept defaults, and what is measured is the kernels' share:
 SPMV_BLOCK = 128  # spmv_ab: spmv_abc (which also wrote c) 3.9 / 4.2 ms at 2^24 BN254 / BLS12-381 (gpu_stage_24.md)
 DIGIT_BLOCK = 256  # msm_count_digits, msm_scatter_digits: inside the 22 ms digit sort above
+# msm_place_digits (the binned sort's second pass): digits a block's tile (MSM_PLACE_TILE in
+# pippenger.cuh: the two must agree) and its threads; not swept.
+PLACE_TILE = 4096
+PLACE_BLOCK = 256
 CHUNK_COUNT_BLOCK = 256  # msm_chunk_counts: inside "partial combine 8-22 ms" (NOTES, MSM v3)
 REDUCE_BLOCK = 128  # msm_bucket_segments, msm_reduce_halves: running sums 13 ms at 2^24 (NOTES, MSM v3)
 ELEMENTWISE_BLOCK = 256  # NTT helpers (bit reversal, coset scale, quotient, conversions): 1.5 of the

@@ -15,7 +15,7 @@ from ...curves.points import CurveGroup
 from ._bindings import driver
 from .errors import check
 from .kernels import CurveKernels, grid_for
-from .launch import (CHUNK_COUNT_BLOCK, DIGIT_BLOCK, G1_LEVEL0_CHUNKED_BUILT, G2_FIELD, G2_LEVEL0_CHUNKED_BUILT, G2_MIN_BLOCKS,
+from .launch import (CHUNK_COUNT_BLOCK, DIGIT_BLOCK, PLACE_BLOCK, PLACE_TILE, G1_LEVEL0_CHUNKED_BUILT, G2_FIELD, G2_LEVEL0_CHUNKED_BUILT, G2_MIN_BLOCKS,
                      LEVEL0_CHUNKED, MSM_ACC_THREADS as ACC_BLOCK, REDUCE_BLOCK, SCAN_THREADS, SCAN_TILE)
 
 TARGET_CHUNKS = 1 << 18  # enough chunks to fill 132 SMs several times over
@@ -130,6 +130,10 @@ class MsmRunner:
         self.level0_flat: bool | None = None
         self.level0_entries: int | None = None  # entries a thread at level 0 (None: level0_chunk; tests set it)
         self.cache_bytes = getattr(getattr(kernels, "device", None), "l2_bytes", None)  # window widths whose tables fit L2
+        # The digit sort: binned (two passes whose writes stay together, pippenger.cuh) or ranks and one
+        # scatter (the session 13 sort); benches and tests flip it.
+        self.binned_sort = True
+        self.max_bin_bits = 31  # most low bucket bits a bin spans (tests lower it: many bins at small sizes)
         self.profile = False  # when set, last_phases_ms gets CUDA-event times per phase
         self.last_phases_ms: dict[str, float] = {}
         self._marks: list = []
@@ -211,7 +215,7 @@ class MsmRunner:
         chunk = self._level0_chunk(entries, g2)
         chunks = -(-entries // chunk) + nb
         scan = 4 * (nb // SCAN_TILE + 2)
-        sort = 8 * entries + 4 * (nb + 1) + 4 * nb + scan  # entries and their ranks
+        sort = 8 * entries + 4 * (nb + 1) + 4 * nb + scan + 4 * nb  # entries and their ranks or binned words; bins
         level0 = 4 * entries + 4 * (nb + 1) + 4 * nb + scan + xyzz * chunks
         levels = xyzz * (chunks + min(chunks, -(-chunks // LEVEL_CHUNK) + nb)) + 3 * 4 * (nb + 1) + scan
         segments = xyzz * plan.n_windows * (plan.buckets_per_window // plan.seg_len) + xyzz * chunks
@@ -248,22 +252,11 @@ class MsmRunner:
         entries_bound = n * plan.n_windows  # at most one nonzero digit per scalar and window
         chunk = self._level0_chunk(entries_bound, g2)
         with alloc.alloc(4 * nb_total, "msm bucket counts") as d_counts, \
-                alloc.alloc(4 * (nb_total + 1), "msm bucket offsets") as d_offsets, \
-                alloc.alloc(4 * entries_bound, "msm digit ranks") as d_ranks:
-            # 1-3: counting sort of the nonzero signed digits by bucket (the ranks freed after the
-            # scatter: stream-ordered, so the buffer is free for the bucket sums)
+                alloc.alloc(4 * (nb_total + 1), "msm bucket offsets") as d_offsets:
+            # 1-3: counting sort of the nonzero signed digits by bucket
             self._mark("start")
-            d_counts.memset32(0, self.stream)
-            self._launch("msm_count_digits", n, DIGIT_BLOCK,
-                         (d_scalars, n, plan.c, plan.n_windows, d_counts.ptr, d_ranks.ptr))
-            self.exclusive_scan(d_counts.ptr, nb_total, d_offsets.ptr)
-            self._mark("count digits")
-            with alloc.alloc(4 * entries_bound, "msm digit entries") as d_entries:
-                self._launch("msm_scatter_digits", n, DIGIT_BLOCK,
-                             (d_scalars, n, plan.c, plan.n_windows, d_offsets.ptr, d_ranks.ptr, d_entries.ptr,
-                              d_point_index))
-                d_ranks.free()
-                self._mark("scatter digits")
+            d_entries = self._sort_digits(plan, d_scalars, n, d_point_index, d_counts, d_offsets)
+            with d_entries:
                 # 4: chunked bucket sums, level 0 over affine points, then over partials
                 d_partials, d_chunk_off = self._bucket_sums(g2, d_points, d_entries, d_offsets, nb_total,
                                                             entries_bound, n, chunk)
@@ -291,6 +284,62 @@ class MsmRunner:
             finally:
                 d_partials.free()
                 d_chunk_off.free()
+
+    def bin_bits(self, n: int, plan: MsmPlan) -> tuple[int, int] | None:
+        """(pb, fb) of the binned sort for ``n`` scalars: bits of a scalar's index, low bucket bits a
+        bin spans (a binned word holds both and the sign); None where they do not fit 32 bits or the
+        runner sorts the other way (``binned_sort``)."""
+        pb = max(1, (n - 1).bit_length())
+        fb = min(plan.c - 1, 31 - pb, self.max_bin_bits)
+        return (pb, fb) if self.binned_sort and fb >= 0 else None
+
+    def _sort_digits(self, plan: MsmPlan, d_scalars: int, n: int, d_point_index: int, d_counts, d_offsets):
+        """Steps 1-3: the bucket counts, their offsets (``d_offsets``, total at [n_buckets]) and the
+        entries (point index, sign in bit 31) grouped by bucket, returned as a new buffer. Binned
+        (pippenger.cuh, msm_bin_digits: two passes whose writes stay near each other) where
+        ``bin_bits`` allows, else ranks and one scatter (msm_scatter_digits)."""
+        alloc, nb, k, s = self.allocator, plan.n_buckets, self.kernels, self.stream
+        entries_bound = n * plan.n_windows  # at most one nonzero digit per scalar and window
+        bits = self.bin_bits(n, plan)
+        d_counts.memset32(0, s)
+        if bits is None:
+            with alloc.alloc(4 * entries_bound, "msm digit ranks") as d_ranks:  # freed in stream order
+                self._launch("msm_count_digits", n, DIGIT_BLOCK,
+                             (d_scalars, n, plan.c, plan.n_windows, d_counts.ptr, d_ranks.ptr))
+                self.exclusive_scan(d_counts.ptr, nb, d_offsets.ptr)
+                self._mark("count digits")
+                d_entries = alloc.alloc(4 * entries_bound, "msm digit entries")
+                try:
+                    self._launch("msm_scatter_digits", n, DIGIT_BLOCK,
+                                 (d_scalars, n, plan.c, plan.n_windows, d_offsets.ptr, d_ranks.ptr, d_entries.ptr,
+                                  d_point_index))
+                except BaseException:
+                    d_entries.free()
+                    raise
+                self._mark("scatter digits")
+                return d_entries
+        pb, fb = bits
+        n_bins = nb >> fb
+        self._launch("msm_count_digits", n, DIGIT_BLOCK, (d_scalars, n, plan.c, plan.n_windows, d_counts.ptr, 0))
+        self.exclusive_scan(d_counts.ptr, nb, d_offsets.ptr)
+        self._mark("count digits")
+        with alloc.alloc(4 * n_bins, "msm bin cursors") as d_bins, \
+                alloc.alloc(4 * entries_bound, "msm binned digits") as d_binned:
+            self._launch("msm_bin_cursors", n_bins, CHUNK_COUNT_BLOCK, (d_offsets.ptr, n_bins, fb, d_bins.ptr))
+            self._launch("msm_bin_digits", n, DIGIT_BLOCK,
+                         (d_scalars, n, plan.c, plan.n_windows, pb, fb, d_bins.ptr, d_binned.ptr))
+            self._mark("bin digits")
+            # the counts are spent: they become each bucket's cursor, from its offset
+            check(driver.cuMemcpyDtoDAsync(d_counts.ptr, d_offsets.ptr, 4 * nb, s.handle), "cuMemcpyDtoDAsync")
+            d_entries = alloc.alloc(4 * entries_bound, "msm digit entries")
+            try:
+                k.launch("msm_place_digits", grid_for(-(-entries_bound // PLACE_TILE), 1), PLACE_BLOCK,
+                         (d_binned.ptr, d_offsets.ptr, n_bins, pb, fb, d_counts.ptr, d_entries.ptr, d_point_index), s)
+            except BaseException:
+                d_entries.free()
+                raise
+            self._mark("place digits")
+            return d_entries
 
     def _copy_window_sums(self, d_dst: int, d_seg: int, src_pitch: int, width: int, rows: int) -> None:
         """Window w's sum (row w of the segment sums, ``src_pitch`` bytes apart) to d_dst[w], one copy."""

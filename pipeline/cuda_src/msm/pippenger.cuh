@@ -64,7 +64,8 @@ __device__ __forceinline__ uint32_t warp_aggregated_inc(uint32_t* d_ctr, uint32_
     return base + __popc(group & ((1u << lane) - 1));
 }
 
-// d_ranks[w n + i]: the rank of scalar i's digit of window w in its bucket (unset for zero digits).
+// d_ranks[w n + i]: the rank of scalar i's digit of window w in its bucket (unset for zero digits); a
+// null d_ranks: the counts only (the binned sort below).
 __global__ void msm_count_digits(const uint32_t* __restrict__ d_scalars, uint32_t n, int c, int n_windows,
                                  uint32_t* __restrict__ d_counts, uint32_t* __restrict__ d_ranks) {
     const uint32_t stride = gridDim.x * blockDim.x;
@@ -78,7 +79,7 @@ __global__ void msm_count_digits(const uint32_t* __restrict__ d_scalars, uint32_
             bool neg;
             const uint32_t key = signed_digit_key(s, w, c, &carry, &neg);
             const uint32_t rank = warp_aggregated_inc(d_counts, key);
-            if (key != MSM_NO_BUCKET) d_ranks[(size_t)w * n + i] = rank;  // key set: i < n
+            if (key != MSM_NO_BUCKET && d_ranks != nullptr) d_ranks[(size_t)w * n + i] = rank;  // key set: i < n
         }
     }
 }
@@ -99,6 +100,92 @@ __global__ void msm_scatter_digits(const uint32_t* __restrict__ d_scalars, uint3
             const uint32_t key = signed_digit_key(s, w, c, &carry, &neg);
             if (key != MSM_NO_BUCKET)
                 d_entries[d_offsets[key] + d_ranks[(size_t)w * n + i]] = point | (neg ? MSM_NEG_BIT : 0u);
+        }
+    }
+}
+
+// The binned sort (steps 1-3 without the ranks; msm.py, MsmRunner.binned_sort): msm_scatter_digits
+// writes 4 bytes a digit at random across the whole entry array, and at 2^26 (3.5 GB of entries) that
+// took 62 ms of a 520 ms MSM (bench/results/gpu_msm_s15_sort_passes.md): each write dirties a part of a
+// 32-byte sector that leaves L2 long before its neighbours arrive. Here the digits go there in two
+// passes whose writes each land near the last ones: first into bins of 2^fb consecutive buckets (a
+// bin's slots fill from its start, so the sectors being written are one a bin: ~200K bins at 2^26,
+// a few MB, held in L2 until full), then from each bin to its buckets (a block's tile of the binned
+// array spans few bins, so its writes stay within a few buckets' slots). A binned word packs the
+// scalar's index (pb bits), the sign and the digit's low fb bucket bits: pb + 1 + fb <= 32.
+
+// d_cursor[b] = d_offsets[b << fb]: where bin b's digits start.
+__global__ void msm_bin_cursors(const uint32_t* __restrict__ d_offsets, uint32_t n_bins, int fb,
+                                uint32_t* __restrict__ d_cursor) {
+    for (uint32_t b = blockIdx.x * blockDim.x + threadIdx.x; b < n_bins; b += gridDim.x * blockDim.x)
+        d_cursor[b] = d_offsets[(size_t)b << fb];
+}
+
+// Pass 1: every nonzero digit, as (i | neg << pb | low fb bits of its bucket << (pb + 1)), into its bin.
+__global__ void msm_bin_digits(const uint32_t* __restrict__ d_scalars, uint32_t n, int c, int n_windows, int pb,
+                               int fb, uint32_t* __restrict__ d_cursor, uint32_t* __restrict__ d_binned) {
+    const uint32_t stride = gridDim.x * blockDim.x, fine_mask = (1u << fb) - 1;
+    for (uint32_t base = blockIdx.x * blockDim.x; base < n; base += stride) {  // warp-uniform trip count
+        const uint32_t i = base + threadIdx.x;
+        uint32_t s[8];
+#pragma unroll
+        for (int k = 0; k < 8; k++) s[k] = i < n ? d_scalars[8ull * i + k] : 0;
+        uint32_t carry = 0;
+        for (int w = 0; w < n_windows; w++) {
+            bool neg;
+            const uint32_t key = signed_digit_key(s, w, c, &carry, &neg);
+            const uint32_t slot = warp_aggregated_inc(d_cursor, key == MSM_NO_BUCKET ? MSM_NO_BUCKET : key >> fb);
+            if (key != MSM_NO_BUCKET) {
+                const uint32_t fine = fb == 0 ? 0u : (key & fine_mask) << (pb + 1);
+                d_binned[slot] = i | (neg ? 1u << pb : 0u) | fine;
+            }
+        }
+    }
+}
+
+// The last bin b in [lo, hi] whose digits start at or before position p (bins may be empty: the last
+// of equal starts is the one p belongs to).
+__device__ __forceinline__ uint32_t msm_bin_of(const uint32_t* __restrict__ d_offsets, int fb, uint32_t p,
+                                               uint32_t lo, uint32_t hi) {
+    while (lo < hi) {
+        const uint32_t mid = lo + (hi - lo + 1) / 2;
+        if (d_offsets[(size_t)mid << fb] <= p) lo = mid; else hi = mid - 1;
+    }
+    return lo;
+}
+
+// Pass 2: tiles of MSM_PLACE_TILE binned digits, each to its bucket's next slot (d_cursor: a copy of the
+// bucket offsets, advanced by warp-aggregated atomics). The point of scalar i is d_point_index[i] when
+// given. The binned array holds d_offsets[n_bins << fb] digits; the grid may cover more.
+static constexpr uint32_t MSM_PLACE_TILE = 4096;
+__global__ void msm_place_digits(const uint32_t* __restrict__ d_binned, const uint32_t* __restrict__ d_offsets,
+                                 uint32_t n_bins, int pb, int fb, uint32_t* __restrict__ d_cursor,
+                                 uint32_t* __restrict__ d_entries, const uint32_t* __restrict__ d_point_index) {
+    __shared__ uint32_t range[2];
+    const uint32_t total = d_offsets[(size_t)n_bins << fb];
+    const uint32_t index_mask = pb >= 32 ? 0xffffffffu : (1u << pb) - 1;
+    for (uint32_t tile = blockIdx.x * MSM_PLACE_TILE; tile < total; tile += gridDim.x * MSM_PLACE_TILE) {
+        const uint32_t last = min(tile + MSM_PLACE_TILE, total) - 1;
+        __syncthreads();  // the previous tile's range is read by every thread before it changes
+        if (threadIdx.x == 0) {
+            range[0] = msm_bin_of(d_offsets, fb, tile, 0, n_bins - 1);
+            range[1] = msm_bin_of(d_offsets, fb, last, range[0], n_bins - 1);
+        }
+        __syncthreads();
+        for (uint32_t k = threadIdx.x; k < MSM_PLACE_TILE; k += blockDim.x) {  // warp-uniform trip count
+            const uint32_t p = tile + k;
+            uint32_t key = MSM_NO_BUCKET, word = 0;
+            if (p <= last) {
+                word = d_binned[p];
+                const uint32_t bin = msm_bin_of(d_offsets, fb, p, range[0], range[1]);
+                key = (bin << fb) | (fb == 0 ? 0u : word >> (pb + 1));
+            }
+            const uint32_t slot = warp_aggregated_inc(d_cursor, key);
+            if (key != MSM_NO_BUCKET) {
+                const uint32_t i = word & index_mask;
+                const uint32_t point = d_point_index != nullptr ? d_point_index[i] : i;
+                d_entries[slot] = point | ((word >> pb) & 1u ? MSM_NEG_BIT : 0u);
+            }
         }
     }
 }
