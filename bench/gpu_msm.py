@@ -196,7 +196,7 @@ def sort_compare(backend, logs: Iterable[int], rng, rows, g2_max: int) -> None:
                 msm.binned_sort = binned
                 label = ("G2" if g2 else "G1") + (" binned sort" if binned else " scatter sort")
                 bench_group(backend, curve, g2, sizes, rng, rows, repeat=3 if g2 else 5, label=label, data=data)
-        msm.binned_sort = True
+        msm.binned_sort = None
 
 
 def phase_table(rows: list) -> str:

@@ -133,7 +133,7 @@ def test_binned_digit_sort_matches_the_scatter_and_the_reference(cuda_backend, r
             for (binned, max_bits), got in zip([(False, 31), (True, 0), (True, 1), (True, 3), (True, 31)], results):
                 assert group.eq(got, expected), (kind, c, binned, max_bits)
     finally:
-        msm.binned_sort, msm.max_bin_bits = True, 31
+        msm.binned_sort, msm.max_bin_bits = None, 31
 
 
 @pytest.mark.parametrize("group_name", ["g1", "g2"])

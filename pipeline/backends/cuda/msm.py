@@ -25,6 +25,11 @@ TARGET_CHUNKS = 1 << 18  # enough chunks to fill 132 SMs several times over
 # two lanes each, bench/results/kernels_vs_sppark_s14.md).
 MAX_CHUNK = 128
 MAX_CHUNK_G2 = 64
+# The binned digit sort from this many digit slots (n x windows) up; below, ranks and one scatter. Same call
+# (session 15, results/gpu_msm_binned_sort.md): at 2^26 (872M-1G slots) the sort 78 -> 50 ms (BLS12-381
+# G1, MSM 548 -> 520 ms) and 73 -> 58 (BN254, 291 -> 275); at 2^24 (252M-268M) mixed: BLS12-381 +2.6 ms,
+# BN254 -1 ms of its MSM.
+BINNED_SORT_FROM_ENTRIES = 1 << 29
 LEVEL_CHUNK = 16  # full additions per thread when combining partials
 SEGMENT_THREADS = 1 << 16  # threads of the bucket-reduction step
 
@@ -131,8 +136,9 @@ class MsmRunner:
         self.level0_entries: int | None = None  # entries a thread at level 0 (None: level0_chunk; tests set it)
         self.cache_bytes = getattr(getattr(kernels, "device", None), "l2_bytes", None)  # window widths whose tables fit L2
         # The digit sort: binned (two passes whose writes stay together, pippenger.cuh) or ranks and one
-        # scatter (the session 13 sort); benches and tests flip it.
-        self.binned_sort = True
+        # scatter (the session 13 sort). None: binned from BINNED_SORT_FROM_ENTRIES digit slots; True /
+        # False: always or never (benches and tests).
+        self.binned_sort: bool | None = None
         self.max_bin_bits = 31  # most low bucket bits a bin spans (tests lower it: many bins at small sizes)
         self.profile = False  # when set, last_phases_ms gets CUDA-event times per phase
         self.last_phases_ms: dict[str, float] = {}
@@ -288,10 +294,13 @@ class MsmRunner:
     def bin_bits(self, n: int, plan: MsmPlan) -> tuple[int, int] | None:
         """(pb, fb) of the binned sort for ``n`` scalars: bits of a scalar's index, low bucket bits a
         bin spans (a binned word holds both and the sign); None where they do not fit 32 bits or the
-        runner sorts the other way (``binned_sort``)."""
+        scatter sorts (``binned_sort``, ``BINNED_SORT_FROM_ENTRIES``)."""
+        binned = self.binned_sort
+        if binned is None:
+            binned = n * plan.n_windows >= BINNED_SORT_FROM_ENTRIES
         pb = max(1, (n - 1).bit_length())
         fb = min(plan.c - 1, 31 - pb, self.max_bin_bits)
-        return (pb, fb) if self.binned_sort and fb >= 0 else None
+        return (pb, fb) if binned and fb >= 0 else None
 
     def _sort_digits(self, plan: MsmPlan, d_scalars: int, n: int, d_point_index: int, d_counts, d_offsets):
         """Steps 1-3: the bucket counts, their offsets (``d_offsets``, total at [n_buckets]) and the

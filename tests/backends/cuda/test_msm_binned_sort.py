@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from pipeline.backends.cuda.launch import PLACE_BLOCK, PLACE_TILE
-from pipeline.backends.cuda.msm import MsmRunner, plan_msm
+from pipeline.backends.cuda.msm import BINNED_SORT_FROM_ENTRIES, MsmRunner, plan_msm
 from pipeline.curves import BLS12_381, BN254
 
 NO_BUCKET = 0xFFFFFFFF
@@ -111,6 +111,7 @@ def test_bins_then_buckets_sort_every_digit_into_its_bucket(seed, c, fb):
 def test_the_bin_bits_fit_a_word_and_a_window_and_fall_back_past_2_31_scalars():
     for curve in (BN254, BLS12_381):
         msm = MsmRunner(SimpleNamespace(curve=curve), allocator=None, stream=None)
+        msm.binned_sort = True
         for log_n in (0, 1, 10, 16, 20, 24, 26, 27, 30, 31):
             n = 1 << log_n
             plan = plan_msm(n, curve.fr.bits)
@@ -122,6 +123,17 @@ def test_the_bin_bits_fit_a_word_and_a_window_and_fall_back_past_2_31_scalars():
         assert msm.bin_bits(1 << 10, plan_msm(1 << 10, curve.fr.bits))[1] == 2
         msm.binned_sort = False
         assert msm.bin_bits(1 << 10, plan_msm(1 << 10, curve.fr.bits)) is None
+
+
+def test_the_scatter_sorts_below_the_measured_size_and_the_bins_from_it():
+    for curve in (BN254, BLS12_381):
+        msm = MsmRunner(SimpleNamespace(curve=curve), allocator=None, stream=None)
+        for log_n, binned in ((10, False), (20, False), (24, False), (26, True), (27, True)):
+            plan = plan_msm(1 << log_n, curve.fr.bits)
+            assert (msm.bin_bits(1 << log_n, plan) is not None) == binned, log_n
+            assert ((1 << log_n) * plan.n_windows >= BINNED_SORT_FROM_ENTRIES) == binned
+        msm.binned_sort = False
+        assert msm.bin_bits(1 << 26, plan_msm(1 << 26, curve.fr.bits)) is None
 
 
 def test_the_tile_is_the_kernels_and_whole_warps():
