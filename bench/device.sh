@@ -58,6 +58,9 @@
 #   seam     before/after of the backend seam (issue 9): engine at 2^14 and 2^20 (1 and all devices)
 #            and the GPU stage at 2^14/20/24, in this tree and in the tree of .anchors/before.tar;
 #            sppark's MSM bench if .anchors/bench_bls12381 is there. Carry .anchors.
+# Kernels: build them here first (`python -m pipeline.backends.cuda.aot_build --inplace --arch sm_90`, ~6 min on
+# the 2-core dev box) and carry pipeline/backends/cuda/prebuilt (16 MB): the call loads them and compiles
+# nothing, where its first test otherwise spends 77-108 s of device time in NVRTC (session 15).
 # Wheels the host lacks (orjson, py_ecc, wasmtime, xxhash, ...) travel in .whl/ or .whl-lite/ (and
 # .whl-pg/ for the cluster section: asyncpg, pgserver). Every file a section writes
 # under bench/results/ is copied to $OUT at the end, with gpu.txt and the logs.
