@@ -15,8 +15,9 @@ from ...curves.points import CurveGroup
 from ._bindings import driver
 from .errors import check
 from .kernels import CurveKernels, grid_for
-from .launch import (CHUNK_COUNT_BLOCK, DIGIT_BLOCK, PLACE_BLOCK, PLACE_TILE, G1_LEVEL0_CHUNKED_BUILT, G2_FIELD, G2_LEVEL0_CHUNKED_BUILT, G2_MIN_BLOCKS,
-                     LEVEL0_CHUNKED, MSM_ACC_THREADS as ACC_BLOCK, REDUCE_BLOCK, SCAN_THREADS, SCAN_TILE)
+from .launch import (CHUNK_COUNT_BLOCK, DIGIT_BLOCK, G1_LEVEL0_CHUNKED_BUILT, G2_FIELD, G2_LEVEL0_CHUNKED_BUILT, G2_MIN_BLOCKS,
+                     LEVEL0_CHUNKED, MSM_ACC_THREADS as ACC_BLOCK, PLACE_BLOCK, PLACE_TILE, REDUCE_BLOCK, SCAN_THREADS,
+                     SCAN_TILE)
 
 TARGET_CHUNKS = 1 << 18  # enough chunks to fill 132 SMs several times over
 # madds per thread at level 0; the partial sums above it cost ~1.4/MAX_CHUNK extra. G1 128 against 64

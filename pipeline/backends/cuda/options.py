@@ -57,8 +57,9 @@ class CudaOptions:
     # A partition's MSMs leave their window sums on the device and one launch per group combines them
     # (msm_combine_windows_batch: the G1 MSMs on a warp each), the witness MSMs' on a side stream while
     # H runs, instead of a one-thread Horner chain after each MSM (~2.6 ms each for BLS12-381 G1, 3.4 for
-    # G2). Measured in session 15 (bench/results/gpu_stage_14_20.md): BLS12-381 -9 ms a partition at
-    # 2^14 and 2^20, BN254 -2 to -3 ms, before the side stream.
+    # G2). Session 15, same process against the per-MSM chain (bench/results/gpu_stage_14_20_s15.md,
+    # gpu_stage_14_s15_repeat.md): BLS12-381 2^14 26 -> 13-14 ms a partition, 2^20 106 -> 94; BN254 2^14
+    # 12-13 -> 6-7, 2^20 48 -> 43.
     msm_batched_window_combination: bool = True
 
     def __post_init__(self) -> None:

@@ -10,7 +10,8 @@
 //  2. exclusive scan of the counts -> bucket offsets (util/scan.cuh).
 //  3. msm_scatter_digits: point indices (sign in bit 31) grouped by bucket (a counting sort), each
 //     at its bucket's offset plus its rank: one pass of atomics, not two (2^26, BLS12-381: the
-//     sort 89 -> 78 ms, bench/NOTES.md session 13).
+//     sort 89 -> 78 ms, bench/NOTES.md session 13). From 2^29 digit slots the binned sort instead
+//     (msm_bin_digits, msm_place_digits below: 78 -> 51 ms at 2^26).
 //  4. msm_accumulate_flat: level 0 (affine points in): thread t sums entries [tT, (t+1)T) of the
 //     sorted list, one XYZZ piece per bucket it touches, so every thread of a warp does T
 //     additions whatever the bucket lengths (the chunked scheme, msm_accumulate<F, true, B>, T
