@@ -29,6 +29,7 @@
 #   seed     bench.seed_scale: development keys of seed-shaped circuits of 2^[SEED_SIZES=24 26] ([SEED_CURVE=bls12381]),
 #            [SEED_JOBS=2] jobs of 10 partitions ([SEED_WITNESS=circuit] witness) through the engine on
 #            [SEED_DEVICES=1] device(s), sppark's stage beside it (.anchors/bench_<curve>: carry .anchors)
+#            [SEED_ARGS: e.g. "--spmv-long-rows"]
 #            -> bench/results/seed_scale_cuda_<curve>_<sizes>_<witness>.md + .timeline.json/.png per size
 #            (2^27: its own call on nvidia-h200-x2, for the 256 GiB host: SEED_SIZES=27 SEED_JOBS=1)
 #   keyprep  bench.key_prepare --upload (issue 11 item 2): the old parse + argsort CSR vs the key cache's first and
@@ -147,7 +148,7 @@ devsetup() {
 }
 seed() {
   timeout "${SEED_TIMEOUT:-570}" python3 -m bench.seed_scale --sizes ${SEED_SIZES:-24 26} --curve "${SEED_CURVE:-bls12381}" \
-    --witness "${SEED_WITNESS:-circuit}" --jobs "${SEED_JOBS:-2}" --devices "${SEED_DEVICES:-1}" 2>&1 \
+    --witness "${SEED_WITNESS:-circuit}" --jobs "${SEED_JOBS:-2}" --devices "${SEED_DEVICES:-1}" ${SEED_ARGS:-} 2>&1 \
     | tee "$OUT/seed_scale.log" | grep -vE "^\| [0-9]+ \|" | tail -n 40
 }
 streamed() {

@@ -23,9 +23,10 @@ def adopt_dev_key(backend: CudaBackend, dev_key: DevKey) -> CudaKey:
     if not dev_key.d_points:
         raise ValueError("the development key's device points were freed or adopted already")
     rt = backend.runtime(zkey.curve)
-    d_csr = upload_csr(backend.upload_key_array, csr_matrices(zkey), backend.coefficient_table(zkey))
+    d_csr = upload_csr(backend.upload_key_array, csr_matrices(zkey), backend.coefficient_table(zkey),
+                       backend.spmv_long_rows)
     try:
-        rt.ntt.ensure_twiddles(zkey.log_domain_size)
+        rt.ntt.ensure_tables(zkey.log_domain_size)
     except BaseException:
         for buf in d_csr.values():
             buf.free()

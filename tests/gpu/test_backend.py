@@ -65,6 +65,57 @@ def test_spmv_matches_reference_on_random_coefficients(cuda_backend, runtime, gp
     assert tuple(got) == evaluate_abc(fake, values, witness)
 
 
+@pytest.mark.parametrize("with_table", [False, True], ids=["values", "table"])
+def test_spmv_with_long_rows_apart_matches_reference(cuda_backend, runtime, gpu_curve, with_table):
+    """CudaOptions.spmv_long_rows: rows of more than SPMV_LONG_ROW terms (17, 33, 254 like a packing row,
+    600) computed a warp a row and the rest a thread a row skipping them, in both value forms; rows that
+    are long in A and short in B, empty rows, a row of exactly SPMV_LONG_ROW terms."""
+    from pipeline.backends.cuda.csr_stream import launch_resident_spmv
+    from pipeline.backends.cuda.device_key import upload_csr
+    from pipeline.backends.cuda.launch import SPMV_LONG_ROW
+    from pipeline.formats.coeff_table import coefficient_table
+
+    fr, rng = gpu_curve.fr, random.Random(f"long rows {gpu_curve.name}")
+    n_rows, n_vars = 1 << 10, 400
+    terms = []  # (matrix, row)
+    for row, length in ((3, 17), (5, 33), (9, 254), (10, 600), (11, SPMV_LONG_ROW), (700, 254), (1023, 40)):
+        terms += [(MATRIX_A, row)] * length
+    terms += [(MATRIX_B, 5)] * 2 + [(MATRIX_B, 9)] * 300  # row 5 short in B, row 9 long in both
+    terms += [(rng.choice((MATRIX_A, MATRIX_B)), rng.randrange(20, 600)) for _ in range(3000)]
+    m = len(terms)
+    values = [rng.choice((1, 2, fr.modulus - 1, rng.randrange(fr.modulus))) for _ in range(m)]
+    r2 = fr.r_mont * fr.r_mont % fr.modulus
+    fake = SimpleNamespace(
+        domain_size=n_rows, curve=gpu_curve, csr=None,
+        coeff_matrix=np.array([t[0] for t in terms], dtype=np.uint32),
+        coeff_constraint=np.array([t[1] for t in terms], dtype=np.uint32),
+        coeff_signal=np.array([rng.randrange(n_vars) for _ in range(m)], dtype=np.uint32),
+        coeff_values_stored=fr.limbs_from_ints([v * r2 % fr.modulus for v in values]))
+    witness = [1] + [rng.choice((0, 1, rng.randrange(fr.modulus))) for _ in range(n_vars - 1)]
+    matrices = csr_matrices(fake)
+    table = coefficient_table([mx.vals for mx in matrices]) if with_table else None
+    alloc, elem = cuda_backend.allocator, 8 * fr.limbs
+    d_csr = upload_csr(alloc.upload, matrices, table, with_long_rows=True)
+    assert d_csr["a_long"].nbytes // 4 == 6 and d_csr["b_long"].nbytes // 4 >= 1  # 17, 33, 254, 600, 254, 40
+    outs = [alloc.alloc(n_rows * elem, x) for x in "abc"]
+    try:
+        with alloc.upload(fr.limbs_from_ints(witness), "w") as d_w:
+            for o in outs[:2]:
+                o.memset32(0xFFFFFFFF, cuda_backend.stream)  # a row neither kernel wrote would show
+            launch_resident_spmv(runtime.kernels, cuda_backend.stream, d_csr, (outs[0].ptr, outs[1].ptr), d_w.ptr,
+                                 n_rows, elem)
+            runtime.ntt.mul(outs[2].ptr, outs[0].ptr, outs[1].ptr, n_rows)
+            got = []
+            for o in outs:
+                h = np.zeros((n_rows, fr.limbs), dtype=np.uint64)
+                o.download(h, cuda_backend.stream)
+                got.append([fr.from_mont(v) for v in fr.ints_from_limbs(h)])
+    finally:
+        for b in (*d_csr.values(), *outs):
+            b.free()
+    assert tuple(got) == evaluate_abc(fake, values, witness)
+
+
 @pytest.mark.parametrize("circuit", CIRCUITS)
 def test_gpu_h_and_msms_equal_cpu_on_fixture(cuda_backend, gpu_curve, circuit):
     zkey, wtns = _fixture(gpu_curve, circuit)

@@ -35,6 +35,7 @@ from .msm import MsmRunner
 from .ntt import NttRunner, table_bytes as ntt_table_bytes
 from .options import CudaOptions
 from .streams import Event, Stream
+from .spmv_long import long_rows_bytes_bound
 from .split import DeviceSplit, enqueue_split, split_scratch_bytes, split_worth_it
 from .device_key import CudaKey, CurveRuntime, load_device_key, unload_device_key
 from .staged_upload import staged_upload
@@ -134,6 +135,7 @@ class CudaBackend(Backend):
         self._copy_streams: dict[int | str, Stream] = {}  # streams beside the kernels' (copy_stream)
         self._pinned_pools: dict[int, PinnedResultPool] = {}  # streamed passes' H buffers, by size
         self.csr_value_table = options.csr_value_table  # an attribute too: tests flip it
+        self.spmv_long_rows = options.spmv_long_rows  # likewise (read at key load)
         self.batched_window_combination = options.msm_batched_window_combination  # likewise
         self._coeff_tables: dict[int, tuple[weakref.ref, CoefficientTable | None]] = {}  # by id(zkey)
 
@@ -213,7 +215,7 @@ class CudaBackend(Backend):
 
     def load_key(self, zkey: Groth16Zkey, placement: KeyPlacement | None = None) -> CudaKey:
         return load_device_key(self.runtime(zkey.curve), zkey, placement or KeyPlacement(), self.upload_key_array,
-                               self.device, self.coefficient_table(zkey))
+                               self.device, self.coefficient_table(zkey), self.spmv_long_rows)
 
     def upload_key_array(self, h_array: np.ndarray, what: str) -> DeviceBuffer:
         """A key array in a new device buffer, staged through pinned pieces filled on all cores (a
@@ -439,10 +441,11 @@ class CudaBackend(Backend):
 
     def _csr_device_bytes(self, zkey: Groth16Zkey) -> int:
         """The two CSR matrices on the device: values (or table indices and the table), columns and
-        row pointers."""
+        row pointers (and the long rows' lists, ``spmv_long_rows``)."""
         table = self.coefficient_table(zkey)
         values = zkey.coeff_values_stored.nbytes if table is None else table.nbytes
-        return values + 4 * len(zkey.coeff_signal) + 8 * (zkey.domain_size + 1)
+        lists = long_rows_bytes_bound(len(zkey.coeff_signal)) if self.spmv_long_rows else 0
+        return values + 4 * len(zkey.coeff_signal) + 8 * (zkey.domain_size + 1) + lists
 
     @staticmethod
     def _ntt_table_bytes(zkey: Groth16Zkey, compact: bool = False) -> int:

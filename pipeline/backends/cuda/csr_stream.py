@@ -20,6 +20,7 @@ from .errors import check
 from .kernels import grid_for
 from .launch import SPMV_BLOCK
 from .memory import ADDRESS_MASK
+from .spmv_long import launch_spmv_long
 
 COL_BYTES = 4
 VALUE_ALIGN = 16  # a chunk's columns start aligned after its values (uint16 table indices leave them odd)
@@ -73,11 +74,17 @@ def launch_spmv(kernels, stream, d_ab: tuple[int, int], a: tuple[int, int, int],
 def launch_resident_spmv(kernels, stream, d_csr: dict, d_ab: tuple[int, int], d_w: int, rows: int,
                          elem: int) -> None:
     """The sparse products over a CSR resident on the device (``d_csr``: {a,b}_{row_ptr,cols}, the
-    values ``value_layout`` names, and vals_table when the key has one)."""
+    values ``value_layout`` names, vals_table when the key has one, {a,b}_long when its long rows
+    were listed)."""
     table = d_csr.get("vals_table")
     values, _ = value_layout(table is not None, elem)
-    launch_spmv(kernels, stream, d_ab, *(tuple(d_csr[f"{m}_{part}"].ptr for part in ("row_ptr", "cols", values))
-                                          for m in "ab"), None if table is None else table.ptr, d_w, rows)
+    a, b = (tuple(d_csr[f"{m}_{part}"].ptr for part in ("row_ptr", "cols", values)) for m in "ab")
+    d_table = None if table is None else table.ptr
+    if "a_long" in d_csr:  # CudaOptions.spmv_long_rows: listed at key load
+        lists = tuple((d_csr[f"{m}_long"].ptr, d_csr[f"{m}_long"].nbytes // 4) for m in "ab")
+        launch_spmv_long(kernels, stream, d_ab, a, b, d_table, d_w, rows, lists)
+    else:
+        launch_spmv(kernels, stream, d_ab, a, b, d_table, d_w, rows)
 
 
 def enqueue_spmv_chunks(kernels, stream, chunks: list[CsrChunk], host: dict, d_csr: dict, d_buf: int,

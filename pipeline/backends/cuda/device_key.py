@@ -22,6 +22,7 @@ from .kernels import CurveKernels
 from .memory import DeviceBuffer, HostRegistration
 from .msm import MsmRunner
 from .ntt import NttRunner
+from .spmv_long import long_rows
 
 
 @dataclass
@@ -55,16 +56,19 @@ def csr_value_arrays(matrices: tuple[CsrMatrix, CsrMatrix], table: CoefficientTa
     return {f"{tag}_{suffix}": array for tag, array in zip("ab", arrays)}
 
 
-def upload_csr(upload, matrices: tuple[CsrMatrix, CsrMatrix], table: CoefficientTable | None = None
-               ) -> dict[str, DeviceBuffer]:
+def upload_csr(upload, matrices: tuple[CsrMatrix, CsrMatrix], table: CoefficientTable | None = None,
+               with_long_rows: bool = False) -> dict[str, DeviceBuffer]:
     """A and B by row (``keycache.csr_matrices``: prepared by the key cache, else built by a
     parallel counting sort) on the device ({a,b}_{row_ptr,cols}, and the values as
-    ``csr_value_arrays`` names them, with ``vals_table``) through ``upload(array, what)``."""
+    ``csr_value_arrays`` names them, with ``vals_table``) through ``upload(array, what)``;
+    ``with_long_rows``: each matrix's long rows too ({a,b}_long, ``spmv_long.long_rows``)."""
     d_csr = {}
     try:
         for tag, matrix in zip("ab", matrices):
             d_csr[f"{tag}_row_ptr"] = upload(matrix.row_ptr, f"key csr {tag} row_ptr")
             d_csr[f"{tag}_cols"] = upload(matrix.cols, f"key csr {tag} cols")
+            if with_long_rows:
+                d_csr[f"{tag}_long"] = upload(long_rows(matrix.row_ptr), f"key csr {tag} long rows")
         for name, values in csr_value_arrays(matrices, table).items():
             d_csr[name] = upload(values, f"key csr {name}")
         if table is not None:
@@ -77,9 +81,10 @@ def upload_csr(upload, matrices: tuple[CsrMatrix, CsrMatrix], table: Coefficient
 
 
 def load_device_key(rt: CurveRuntime, zkey: Groth16Zkey, placement: KeyPlacement, upload, device,
-                    table: CoefficientTable | None = None) -> CudaKey:
+                    table: CoefficientTable | None = None, with_long_rows: bool = False) -> CudaKey:
     """``zkey`` as ``placement`` says; ``upload(array, what)`` makes a device buffer of a key array;
-    ``table``: the key's coefficients as indices into a table of their values (spmv reads those).
+    ``table``: the key's coefficients as indices into a table of their values (spmv reads those);
+    ``with_long_rows``: a resident CSR's long rows listed (``upload_csr``).
     Frees what it took if anything fails."""
     up = upload
     d_points, d_csr, host_points, host_csr = {}, {}, {}, {}
@@ -107,7 +112,7 @@ def load_device_key(rt: CurveRuntime, zkey: Groth16Zkey, placement: KeyPlacement
                                              value_bytes)
                 csr_chunk_max = max(c.nbytes(value_bytes) for c in csr_chunks)
             else:
-                d_csr = upload_csr(up, matrices, table)
+                d_csr = upload_csr(up, matrices, table, with_long_rows)
             bar.update(2)
             rt.ntt.ensure_tables(zkey.log_domain_size, compact=bool(placement.streamed))  # as placed
             bar.update()

@@ -34,6 +34,7 @@ UNITS: dict[str, tuple[str, ...]] = {
         "ntt_bit_reverse<fr_t>", "ntt_bit_reverse_tiles<fr_t>", "ntt_coset_scale<fr_t>",
         "ntt_quotient<fr_t>", "ntt_twiddles<fr_t>", "ntt_twiddle_lower<fr_t>",
         "ff_to_mont<fr_t>", "ff_from_mont<fr_t>", "ff_mul<fr_t>", "spmv_ab<fr_t>", "spmv_ab_table<fr_t>",
+        "spmv_ab_short<fr_t>", "spmv_ab_table_short<fr_t>", "spmv_long_rows<fr_t>",
     ),
     "msm_g1": (
         "scan_tile_sums", "scan_tile_offsets", "scan_apply",
@@ -70,6 +71,9 @@ SIGNATURES: dict[str, tuple[str, ...]] = {
     "ff_mul": (PTR, PTR, PTR, U64),
     "spmv_ab": (PTR, PTR, PTR, PTR, PTR, PTR, PTR, PTR, PTR, U32),
     "spmv_ab_table": (PTR, PTR, PTR, PTR, PTR, PTR, PTR, PTR, PTR, PTR, U32),
+    "spmv_ab_short": (PTR, PTR, PTR, PTR, PTR, PTR, PTR, PTR, PTR, U32, U32),
+    "spmv_ab_table_short": (PTR, PTR, PTR, PTR, PTR, PTR, PTR, PTR, PTR, PTR, U32, U32),
+    "spmv_long_rows": (PTR, PTR, U32, PTR, PTR, PTR, PTR, PTR),
     "scan_tile_sums": (PTR, U64, PTR),
     "scan_tile_offsets": (PTR, U32),
     "scan_apply": (PTR, U64, PTR, PTR),

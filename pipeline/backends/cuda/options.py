@@ -48,6 +48,10 @@ class CudaOptions:
     # 16 GiB 1.80); off by default because the table is computed at every key load (+~9 s at 2^26,
     # not cached with the prepared key yet) and no same-call row compares it with the values.
     csr_value_table: bool = False
+    # Rows of A or B with more than launch.SPMV_LONG_ROW terms computed a warp a row (spmv_long.py), listed
+    # at key load (4 bytes a listed row on the device). Written in session 15 without device time left:
+    # off until the GPU tests and a same-call stage row have run it.
+    spmv_long_rows: bool = False
     # Steps of a streamed pass (a prologue, or a chunk for every partition) queued ahead of the
     # device: the host thread queues a step while the device runs the ones before it. 2 was never
     # swept; a witness chunk of a large batch takes the host about as long to queue as the device
@@ -63,7 +67,8 @@ class CudaOptions:
     msm_batched_window_combination: bool = True
 
     def __post_init__(self) -> None:
-        for name in ("stream_ordered_memory", "sync_after_launch", "csr_value_table", "msm_batched_window_combination"):
+        for name in ("stream_ordered_memory", "sync_after_launch", "csr_value_table", "msm_batched_window_combination",
+                     "spmv_long_rows"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"CudaOptions.{name} must be true or false, got {getattr(self, name)!r}")
         blocks = self.msm_g1_min_blocks
