@@ -13,6 +13,7 @@ import pytest
 from pipeline.backends.cuda import backend as backend_module
 from pipeline.backends.cuda.backend import CudaBackend
 from pipeline.backends.cuda.options import CudaOptions
+from pipeline.backends.cuda.spmv_long import long_rows, long_rows_bytes_bound
 from pipeline.curves import curve_by_name
 from pipeline.formats.zkey import read_zkey
 from pipeline.formats.zkey_writer import write_random_zkey
@@ -21,8 +22,8 @@ from pipeline.keycache.csr import csr_matrices
 from tests.conftest import fixture_dir
 
 
-def stand_in(table_on: bool) -> SimpleNamespace:
-    fake = SimpleNamespace(csr_value_table=table_on, _coeff_tables={})
+def stand_in(table_on: bool, long_rows: bool = False) -> SimpleNamespace:
+    fake = SimpleNamespace(csr_value_table=table_on, spmv_long_rows=long_rows, _coeff_tables={})
     fake.coefficient_table = lambda zkey: CudaBackend.coefficient_table(fake, zkey)
     fake._csr_device_bytes = lambda zkey: CudaBackend._csr_device_bytes(fake, zkey)
     fake._ntt_table_bytes = CudaBackend._ntt_table_bytes
@@ -47,6 +48,10 @@ def test_a_keys_table_is_computed_once_exact_and_shrinks_its_device_bytes(curve_
         assert np.array_equal(table.table[idx], m.vals)
     full, indexed = CudaBackend.key_device_bytes(off, zkey), CudaBackend.key_device_bytes(on, zkey)
     assert full - indexed == zkey.coeff_values_stored.nbytes - table.nbytes > 0
+    # the long rows' lists (CudaOptions.spmv_long_rows) count their bound: every listed row holds 17+ entries
+    listed = CudaBackend.key_device_bytes(stand_in(False, long_rows=True), zkey) - full
+    assert listed == long_rows_bytes_bound(len(zkey.coeff_signal))
+    assert sum(4 * max(len(long_rows(m.row_ptr)), 1) for m in (a, b)) <= listed + 2
 
 
 @pytest.fixture
