@@ -162,41 +162,42 @@ def window_sweep(backend, logs: Iterable[int], rng, rows) -> None:
                 bench_group(backend, curve, False, [log_n], rng, rows, c=c, label=label, data=data)
 
 
-def level0_compare(backend, logs: Iterable[int], rng, rows, g2_max: int, entries: Iterable[int | None] = (None,)) -> None:
-    """G1 and G2 (up to 2^g2_max) rows at each size of ``logs`` with level 0 of the bucket sums flat
-    and chunked (MsmRunner.level0_flat), on the same points and scalars, at the plan's widths; flat once
-    per count of ``entries`` a thread (None: msm.level0_chunk's)."""
+def compare_variants(backend, logs: Iterable[int], rng, rows, g2_max: int,
+                     variants: list[tuple[str, dict]]) -> None:
+    """G1 and G2 (up to 2^g2_max) rows at each size of ``logs`` once per variant, on the same points and
+    scalars: (label suffix, MsmRunner attributes to set); the runner's attributes are restored after."""
     logs = list(logs)
     for curve in (BLS12_381, BN254):
         msm = backend.runtime(curve).msm
-        for g2 in (False, True):
-            sizes = [k for k in logs if not g2 or k <= g2_max]
-            if not sizes:
-                continue
-            data = random_msm_data(rng, curve, g2, 1 << max(sizes))
-            for flat, t in [(True, t) for t in entries] + [(False, None)]:
-                msm.level0_flat, msm.level0_entries = flat, t
-                label = ("G2" if g2 else "G1") + (" flat" if flat else " chunked") + (f" T={t}" if t else "")
-                bench_group(backend, curve, g2, sizes, rng, rows, repeat=3 if g2 else 5, label=label, data=data)
-        msm.level0_flat, msm.level0_entries = None, None
+        saved = {name: getattr(msm, name) for _, attrs in variants for name in attrs}
+        try:
+            for g2 in (False, True):
+                sizes = [k for k in logs if not g2 or k <= g2_max]
+                if not sizes:
+                    continue
+                data = random_msm_data(rng, curve, g2, 1 << max(sizes))
+                for suffix, attrs in variants:
+                    for name, value in attrs.items():
+                        setattr(msm, name, value)
+                    bench_group(backend, curve, g2, sizes, rng, rows, repeat=3 if g2 else 5,
+                                label=("G2" if g2 else "G1") + suffix, data=data)
+        finally:
+            for name, value in saved.items():
+                setattr(msm, name, value)
+
+
+def level0_compare(backend, logs: Iterable[int], rng, rows, g2_max: int, entries: Iterable[int | None] = (None,)) -> None:
+    """Level 0 of the bucket sums flat and chunked (MsmRunner.level0_flat), at the plan's widths; flat once
+    per count of ``entries`` a thread (None: msm.level0_chunk's)."""
+    variants = [(" flat" + (f" T={t}" if t else ""), {"level0_flat": True, "level0_entries": t}) for t in entries]
+    compare_variants(backend, logs, rng, rows, g2_max,
+                     variants + [(" chunked", {"level0_flat": False, "level0_entries": None})])
 
 
 def sort_compare(backend, logs: Iterable[int], rng, rows, g2_max: int) -> None:
-    """G1 and G2 (up to 2^g2_max) rows at each size of ``logs`` with the binned digit sort and with the
-    ranks-and-scatter one (MsmRunner.binned_sort), on the same points and scalars."""
-    logs = list(logs)
-    for curve in (BLS12_381, BN254):
-        msm = backend.runtime(curve).msm
-        for g2 in (False, True):
-            sizes = [k for k in logs if not g2 or k <= g2_max]
-            if not sizes:
-                continue
-            data = random_msm_data(rng, curve, g2, 1 << max(sizes))
-            for binned in (True, False):
-                msm.binned_sort = binned
-                label = ("G2" if g2 else "G1") + (" binned sort" if binned else " scatter sort")
-                bench_group(backend, curve, g2, sizes, rng, rows, repeat=3 if g2 else 5, label=label, data=data)
-        msm.binned_sort = None
+    """The binned digit sort and the ranks-and-scatter one (MsmRunner.binned_sort)."""
+    compare_variants(backend, logs, rng, rows, g2_max,
+                     [(" binned sort", {"binned_sort": True}), (" scatter sort", {"binned_sort": False})])
 
 
 def phase_table(rows: list) -> str:

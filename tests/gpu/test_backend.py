@@ -30,6 +30,13 @@ def _fixture(curve, circuit):
     return read_zkey(d / "circuit_final.zkey"), read_wtns(d / "witness.wtns")
 
 
+def _download_fr(backend, fr, buf, n: int) -> list[int]:
+    """n Fr elements of a device buffer, Montgomery form on the device, plain ints here."""
+    h = np.zeros((n, fr.limbs), dtype=np.uint64)
+    buf.download(h, backend.stream)
+    return [fr.from_mont(v) for v in fr.ints_from_limbs(h)]
+
+
 def test_spmv_matches_reference_on_random_coefficients(cuda_backend, runtime, gpu_curve):
     fr, rng = gpu_curve.fr, random.Random(gpu_curve.name)
     n_rows, n_vars, m = 1 << 10, 300, 5000
@@ -54,11 +61,7 @@ def test_spmv_matches_reference_on_random_coefficients(cuda_backend, runtime, gp
                                    (outs[0].ptr, outs[1].ptr, *[b.ptr for b in bufs], d_w.ptr, n_rows),
                                    cuda_backend.stream)
             runtime.ntt.mul(outs[2].ptr, outs[0].ptr, outs[1].ptr, n_rows)  # c = a o b, as _enqueue_h does
-            got = []
-            for o in outs:
-                h = np.zeros((n_rows, fr.limbs), dtype=np.uint64)
-                o.download(h, cuda_backend.stream)
-                got.append([fr.from_mont(v) for v in fr.ints_from_limbs(h)])
+            got = [_download_fr(cuda_backend, fr, o, n_rows) for o in outs]
     finally:
         for b in bufs + outs:
             b.free()
@@ -105,11 +108,7 @@ def test_spmv_with_long_rows_apart_matches_reference(cuda_backend, runtime, gpu_
             launch_resident_spmv(runtime.kernels, cuda_backend.stream, d_csr, (outs[0].ptr, outs[1].ptr), d_w.ptr,
                                  n_rows, elem)
             runtime.ntt.mul(outs[2].ptr, outs[0].ptr, outs[1].ptr, n_rows)
-            got = []
-            for o in outs:
-                h = np.zeros((n_rows, fr.limbs), dtype=np.uint64)
-                o.download(h, cuda_backend.stream)
-                got.append([fr.from_mont(v) for v in fr.ints_from_limbs(h)])
+            got = [_download_fr(cuda_backend, fr, o, n_rows) for o in outs]
     finally:
         for b in (*d_csr.values(), *outs):
             b.free()

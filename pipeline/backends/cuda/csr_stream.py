@@ -18,9 +18,9 @@ from ...formats.coeff_table import INDEX_BYTES
 from ._bindings import driver
 from .errors import check
 from .kernels import grid_for
-from .launch import SPMV_BLOCK
+from .launch import SPMV_BLOCK, SPMV_LONG_ROW
 from .memory import ADDRESS_MASK
-from .spmv_long import launch_spmv_long
+from .spmv_long import launch_long_rows
 
 COL_BYTES = 4
 VALUE_ALIGN = 16  # a chunk's columns start aligned after its values (uint16 table indices leave them odd)
@@ -63,12 +63,19 @@ def value_layout(table: bool, elem: int) -> tuple[str, int]:
 
 
 def launch_spmv(kernels, stream, d_ab: tuple[int, int], a: tuple[int, int, int], b: tuple[int, int, int],
-                d_table: int | None, d_w: int, rows: int) -> None:
-    """One launch of the sparse products into ``d_ab`` (a, b): ``a`` and ``b`` are each matrix's
-    (row pointers, columns, values) on the device, the values Fr elements, or indices into
-    ``d_table`` when there is one."""
-    name, table = ("spmv_ab<fr_t>", ()) if d_table is None else ("spmv_ab_table<fr_t>", (d_table,))
-    kernels.launch(name, grid_for(rows, SPMV_BLOCK), SPMV_BLOCK, (*d_ab, *a, *b, *table, d_w, rows), stream)
+                d_table: int | None, d_w: int, rows: int,
+                long_lists: tuple[tuple[int, int], tuple[int, int]] | None = None) -> None:
+    """The sparse products into ``d_ab`` (a, b): ``a`` and ``b`` are each matrix's (row pointers,
+    columns, values) on the device, the values Fr elements, or indices into ``d_table`` when there is
+    one. One launch a thread a row; with ``long_lists`` ((device pointer, count) of each matrix's long
+    rows, spmv_long.py) that launch skips them and they get a warp each."""
+    name, table = ("spmv_ab", ()) if d_table is None else ("spmv_ab_table", (d_table,))
+    args = (*d_ab, *a, *b, *table, d_w, rows)
+    if long_lists is None:
+        kernels.launch(f"{name}<fr_t>", grid_for(rows, SPMV_BLOCK), SPMV_BLOCK, args, stream)
+        return
+    kernels.launch(f"{name}_short<fr_t>", grid_for(rows, SPMV_BLOCK), SPMV_BLOCK, (*args, SPMV_LONG_ROW), stream)
+    launch_long_rows(kernels, stream, d_ab, a, b, d_table, d_w, long_lists)
 
 
 def launch_resident_spmv(kernels, stream, d_csr: dict, d_ab: tuple[int, int], d_w: int, rows: int,
@@ -80,11 +87,10 @@ def launch_resident_spmv(kernels, stream, d_csr: dict, d_ab: tuple[int, int], d_
     values, _ = value_layout(table is not None, elem)
     a, b = (tuple(d_csr[f"{m}_{part}"].ptr for part in ("row_ptr", "cols", values)) for m in "ab")
     d_table = None if table is None else table.ptr
+    lists = None
     if "a_long" in d_csr:  # CudaOptions.spmv_long_rows: listed at key load
         lists = tuple((d_csr[f"{m}_long"].ptr, d_csr[f"{m}_long"].nbytes // 4) for m in "ab")
-        launch_spmv_long(kernels, stream, d_ab, a, b, d_table, d_w, rows, lists)
-    else:
-        launch_spmv(kernels, stream, d_ab, a, b, d_table, d_w, rows)
+    launch_spmv(kernels, stream, d_ab, a, b, d_table, d_w, rows, lists)
 
 
 def enqueue_spmv_chunks(kernels, stream, chunks: list[CsrChunk], host: dict, d_csr: dict, d_buf: int,

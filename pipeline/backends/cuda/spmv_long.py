@@ -2,15 +2,15 @@
 
 A thread a row waits for the longest row of its warp; in a seed-shaped key 5% of A's rows pack a
 whole Fr of bits (254 terms) among rows of 1-3, so nearly every warp runs 254 terms. The rows of
-more than ``SPMV_LONG_ROW`` terms are listed once, at key load, per matrix; the short kernel skips
-them and each listed row gets a warp.
+more than ``SPMV_LONG_ROW`` terms are listed once, at key load, per matrix; the short kernel
+(csr_stream.launch_spmv) skips them and each listed row gets a warp.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from .kernels import grid_for
-from .launch import SPMV_BLOCK, SPMV_LONG_BLOCK, SPMV_LONG_ROW
+from .launch import SPMV_LONG_BLOCK, SPMV_LONG_ROW
 
 
 def long_rows(row_ptr: np.ndarray, min_terms: int = SPMV_LONG_ROW) -> np.ndarray:
@@ -24,15 +24,11 @@ def long_rows_bytes_bound(entries: int, min_terms: int = SPMV_LONG_ROW) -> int:
     return 4 * (entries // (min_terms + 1)) + 2
 
 
-def launch_spmv_long(kernels, stream, d_ab: tuple[int, int], a: tuple[int, int, int], b: tuple[int, int, int],
-                     d_table: int | None, d_w: int, rows: int, lists: tuple[tuple[int, int], tuple[int, int]],
-                     min_terms: int = SPMV_LONG_ROW) -> None:
-    """The sparse products into ``d_ab`` with the long rows apart: the short kernel over every row
-    (skipping those of more than ``min_terms``), then a warp a listed row of each matrix. ``a``, ``b``:
-    (row pointers, columns, values or table indices); ``lists``: (device pointer, count) of each
-    matrix's long rows (``long_rows``)."""
-    name, table = ("spmv_ab_short<fr_t>", ()) if d_table is None else ("spmv_ab_table_short<fr_t>", (d_table,))
-    kernels.launch(name, grid_for(rows, SPMV_BLOCK), SPMV_BLOCK, (*d_ab, *a, *b, *table, d_w, rows, min_terms), stream)
+def launch_long_rows(kernels, stream, d_ab: tuple[int, int], a: tuple[int, int, int], b: tuple[int, int, int],
+                     d_table: int | None, d_w: int, lists: tuple[tuple[int, int], tuple[int, int]]) -> None:
+    """A warp a listed row of each matrix into ``d_ab`` (the short kernel, csr_stream.launch_spmv, skipped
+    them). ``a``, ``b``: (row pointers, columns, values or table indices); ``lists``: (device pointer,
+    count) of each matrix's long rows (``long_rows``)."""
     for d_out, (row_ptr, cols, values), (d_list, count) in zip(d_ab, (a, b), lists):
         if count:
             vals, index = (values, 0) if d_table is None else (d_table, values)

@@ -65,10 +65,12 @@ __device__ __forceinline__ uint32_t warp_aggregated_inc(uint32_t* d_ctr, uint32_
     return base + __popc(group & ((1u << lane) - 1));
 }
 
-// d_ranks[w n + i]: the rank of scalar i's digit of window w in its bucket (unset for zero digits); a
-// null d_ranks: the counts only (the binned sort below).
-__global__ void msm_count_digits(const uint32_t* __restrict__ d_scalars, uint32_t n, int c, int n_windows,
-                                 uint32_t* __restrict__ d_counts, uint32_t* __restrict__ d_ranks) {
+// Every signed digit of scalars [0, n), window by window, in a warp-uniform loop (warp_aggregated_inc
+// needs every lane): digit(i, w, key, neg) for each, key MSM_NO_BUCKET where the digit is zero or i >= n
+// (a scalar read as zero). The counting and the binning passes walk the digits alike.
+template <class Digit>
+__device__ __forceinline__ void msm_each_digit(const uint32_t* __restrict__ d_scalars, uint32_t n, int c,
+                                               int n_windows, Digit digit) {
     const uint32_t stride = gridDim.x * blockDim.x;
     for (uint32_t base = blockIdx.x * blockDim.x; base < n; base += stride) {  // warp-uniform trip count
         const uint32_t i = base + threadIdx.x;
@@ -79,10 +81,19 @@ __global__ void msm_count_digits(const uint32_t* __restrict__ d_scalars, uint32_
         for (int w = 0; w < n_windows; w++) {
             bool neg;
             const uint32_t key = signed_digit_key(s, w, c, &carry, &neg);
-            const uint32_t rank = warp_aggregated_inc(d_counts, key);
-            if (key != MSM_NO_BUCKET && d_ranks != nullptr) d_ranks[(size_t)w * n + i] = rank;  // key set: i < n
+            digit(i, w, key, neg);
         }
     }
+}
+
+// d_ranks[w n + i]: the rank of scalar i's digit of window w in its bucket (unset for zero digits); a
+// null d_ranks: the counts only (the binned sort below).
+__global__ void msm_count_digits(const uint32_t* __restrict__ d_scalars, uint32_t n, int c, int n_windows,
+                                 uint32_t* __restrict__ d_counts, uint32_t* __restrict__ d_ranks) {
+    msm_each_digit(d_scalars, n, c, n_windows, [&](uint32_t i, int w, uint32_t key, bool) {
+        const uint32_t rank = warp_aggregated_inc(d_counts, key);
+        if (key != MSM_NO_BUCKET && d_ranks != nullptr) d_ranks[(size_t)w * n + i] = rank;  // key set: i < n
+    });
 }
 
 // d_point_index (may be null): the point of scalar i is d_point_index[i] (a tail MSM over the
@@ -125,23 +136,14 @@ __global__ void msm_bin_cursors(const uint32_t* __restrict__ d_offsets, uint32_t
 // Pass 1: every nonzero digit, as (i | neg << pb | low fb bits of its bucket << (pb + 1)), into its bin.
 __global__ void msm_bin_digits(const uint32_t* __restrict__ d_scalars, uint32_t n, int c, int n_windows, int pb,
                                int fb, uint32_t* __restrict__ d_cursor, uint32_t* __restrict__ d_binned) {
-    const uint32_t stride = gridDim.x * blockDim.x, fine_mask = (1u << fb) - 1;
-    for (uint32_t base = blockIdx.x * blockDim.x; base < n; base += stride) {  // warp-uniform trip count
-        const uint32_t i = base + threadIdx.x;
-        uint32_t s[8];
-#pragma unroll
-        for (int k = 0; k < 8; k++) s[k] = i < n ? d_scalars[8ull * i + k] : 0;
-        uint32_t carry = 0;
-        for (int w = 0; w < n_windows; w++) {
-            bool neg;
-            const uint32_t key = signed_digit_key(s, w, c, &carry, &neg);
-            const uint32_t slot = warp_aggregated_inc(d_cursor, key == MSM_NO_BUCKET ? MSM_NO_BUCKET : key >> fb);
-            if (key != MSM_NO_BUCKET) {
-                const uint32_t fine = fb == 0 ? 0u : (key & fine_mask) << (pb + 1);
-                d_binned[slot] = i | (neg ? 1u << pb : 0u) | fine;
-            }
+    const uint32_t fine_mask = (1u << fb) - 1;
+    msm_each_digit(d_scalars, n, c, n_windows, [&](uint32_t i, int, uint32_t key, bool neg) {
+        const uint32_t slot = warp_aggregated_inc(d_cursor, key == MSM_NO_BUCKET ? MSM_NO_BUCKET : key >> fb);
+        if (key != MSM_NO_BUCKET) {
+            const uint32_t fine = fb == 0 ? 0u : (key & fine_mask) << (pb + 1);
+            d_binned[slot] = i | (neg ? 1u << pb : 0u) | fine;
         }
-    }
+    });
 }
 
 // The last bin b in [lo, hi] whose digits start at or before position p (bins may be empty: the last
