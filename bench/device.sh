@@ -12,7 +12,8 @@
 #   msm      bench.gpu_msm [MSM_ARGS=16 24 22] [MSM_OUT=bench/results/gpu_msm.md] (e.g. MSM_ARGS="16 16 16 --no-variants
 #            --window-sweep 16,18,20,22": the G1 window sweep below 2^24; --level0 20,22,24: flat against chunked
 #            level 0 of the bucket sums) [MSM_TIMEOUT=240] s
-#   stage    bench.gpu_stage [STAGE_SIZES=24]                                         -> bench/results/gpu_stage_<sizes>.md
+#   stage    bench.gpu_stage [STAGE_SIZES=24] [STAGE_TIMEOUT=240] s (2^26 both curves: ~300; the table is written
+#            after each curve)                                                      -> bench/results/gpu_stage_<sizes>.md
 #   memory   bench.gpu_memory_modes [MEMORY_SIZES=10 14 18 22]                        -> bench/results/gpu_memory_modes.md
 #   blocks   bench.gpu_blocks [BLOCKS_LOG=22]                                         -> bench/results/gpu_blocks_2e<log>.md
 #   build    bench.kernel_build: NVRTC on threads vs spawned processes, all units      -> bench/results/kernel_build.md
@@ -29,7 +30,7 @@
 #   seed     bench.seed_scale: development keys of seed-shaped circuits of 2^[SEED_SIZES=24 26] ([SEED_CURVE=bls12381]),
 #            [SEED_JOBS=2] jobs of 10 partitions ([SEED_WITNESS=circuit] witness) through the engine on
 #            [SEED_DEVICES=1] device(s), sppark's stage beside it (.anchors/bench_<curve>: carry .anchors)
-#            [SEED_ARGS: e.g. "--spmv-long-rows"]
+#            [SEED_ARGS: e.g. "--thread-a-row"]
 #            -> bench/results/seed_scale_cuda_<curve>_<sizes>_<witness>.md + .timeline.json/.png per size
 #            (2^27: its own call on nvidia-h200-x2, for the 256 GiB host: SEED_SIZES=27 SEED_JOBS=1)
 #   keyprep  bench.key_prepare --upload (issue 11 item 2): the old parse + argsort CSR vs the key cache's first and
@@ -98,7 +99,7 @@ msm() {
   timeout "${MSM_TIMEOUT:-240}" python3 -m bench.gpu_msm ${MSM_ARGS:-16 24 22} "${MSM_OUT:-bench/results/gpu_msm.md}" 2>&1 \
     | tee "$OUT/msm.log" | tail -n 3
 }
-stage() { timeout 240 python3 -m bench.gpu_stage ${STAGE_SIZES:-24} 2>&1 | tail -n 6; }
+stage() { timeout "${STAGE_TIMEOUT:-240}" python3 -m bench.gpu_stage ${STAGE_SIZES:-24} 2>&1 | tail -n 6; }
 memory() { timeout 300 python3 -m bench.gpu_memory_modes ${MEMORY_SIZES:-10 14 18 22} 2>&1 | tail -n 12; }
 blocks() { timeout 300 python3 -m bench.gpu_blocks ${BLOCKS_LOG:-22} 2>&1 | tail -n 20; }
 build() { timeout 300 python3 -m bench.kernel_build 2>&1 | tail -n 6; }

@@ -152,6 +152,10 @@ def main() -> None:
     for log_n in sizes:
         for curve in (c for c in CURVES if c.name in args.curves):
             rows += bench(curve, log_n, profiles, args.batched_windows)
+            write_table(sizes, header, rows, profiles)  # after every curve: a time limit keeps the rows so far
+
+
+def write_table(sizes: list[int], header: list[str], rows: list, profiles: dict | None) -> None:
     table = markdown_table(header, rows)
     note = (f"\nWhole GPU stage of one proof (wall clock around `start_partition` + its wait + `result`, "
             f"the host-side conversions included; the phase split from CUDA events), median of {REPEAT} "
@@ -161,7 +165,6 @@ def main() -> None:
     profiled = "".join(f"\n## Host profile: {what}\n\n```\n{text.strip()}\n```\n" for what, text in (profiles or {}).items())
     write_result(result_path(f"gpu_stage_{'_'.join(map(str, sizes))}.md"),
                  "# GPU stage\n" + note + "\n" + table + "\n" + profiled, show=table)
-
 
 if __name__ == "__main__":
     main()

@@ -246,7 +246,7 @@ def check_proof(zkey: Groth16Zkey, jobs: list, verifiable: bool) -> str:
 async def main_async(args) -> None:
     sppark = ({k: "not run (CPU backend)" for k in args.sizes} if args.backend == "cpu" else
               sppark_stage.measure(args.curve, args.sizes, args.anchors, args.sppark_timeout))  # before our CUDA context
-    cuda = {"options": CudaOptions(spmv_long_rows=True)} if args.backend == "cuda" and args.spmv_long_rows else {}
+    cuda = {"options": CudaOptions(spmv_long_rows=False)} if args.backend == "cuda" and args.thread_a_row else {}
     backends = {d: create_backend(args.backend, **({"device": d} if d else {}), **cuda) for d in range(args.devices)}
     setups: dict = {}
     results = []
@@ -266,7 +266,7 @@ async def main_async(args) -> None:
             backend.close()
     out = Path(args.out) if args.out else result_path(
         f"seed_scale_{args.backend}_{args.curve}_{'_'.join(map(str, args.sizes))}_{args.witness}"
-        f"{'_random_key' if args.key == 'random' else ''}{'_spmv_long_rows' if args.spmv_long_rows else ''}.md")
+        f"{'_random_key' if args.key == 'random' else ''}{'_thread_a_row' if args.thread_a_row else ''}.md")
     pictures = write_timelines(out, results, f"{args.backend}, {args.curve}, {args.partitions} partitions per job")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(markdown(args, machine, results, sppark, pictures))
@@ -286,8 +286,8 @@ def main() -> None:
     p.add_argument("--devices", type=int, default=1, help="the first N devices")
     p.add_argument("--gpu-workers", type=int, default=2)
     p.add_argument("--g2", choices=("gpu", "cpu"), default="gpu", help="where the G2 MSM of B runs")
-    p.add_argument("--spmv-long-rows", action="store_true",
-                   help="CudaOptions.spmv_long_rows: rows of more than 16 terms a warp each in the sparse products")
+    p.add_argument("--thread-a-row", action="store_true",
+                   help="CudaOptions.spmv_long_rows off: every row of the sparse products a thread (before session 16)")
     p.add_argument("--in-flight", type=int, default=None, help="partitions in flight wanted (default devices x "
                    "(gpu workers + 2) + 1; fewer if host memory says so)")
     p.add_argument("--warmup", type=int, default=None,

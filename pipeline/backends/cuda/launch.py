@@ -69,7 +69,8 @@ IN_HEADER = {"SCAN_THREADS": SCAN_THREADS, "SCAN_PER_THREAD": SCAN_PER_THREAD, "
 # the H200: until then these are unswept defaults, and what is measured is the kernels' share:
 SPMV_BLOCK = 128  # spmv_ab: spmv_abc (which also wrote c) 3.9 / 4.2 ms at 2^24 BN254 / BLS12-381 (gpu_stage_24.md)
 # spmv_long.py (CudaOptions.spmv_long_rows): rows of more than SPMV_LONG_ROW terms get a warp each
-# (spmv_long_rows, SPMV_LONG_BLOCK threads a block); not measured yet.
+# (spmv_long_rows, SPMV_LONG_BLOCK threads a block); neither width swept. Session 16 (seed-shaped 2^26
+# BLS12-381 key, 5% of A's rows 254 terms): spmv 66 -> 31 ms a partition against a thread a row.
 SPMV_LONG_ROW = 16  # a SHA-256 packing row (32 terms) is long; a 12-term product row of the synth circuit is not
 SPMV_LONG_BLOCK = 256
 DIGIT_BLOCK = 256  # msm_count_digits, msm_scatter_digits: inside the 22 ms digit sort above

@@ -49,9 +49,11 @@ class CudaOptions:
     # not cached with the prepared key yet) and no same-call row compares it with the values.
     csr_value_table: bool = False
     # Rows of A or B with more than launch.SPMV_LONG_ROW terms computed a warp a row (spmv_long.py), listed
-    # at key load (4 bytes a listed row on the device). Written in session 15 without device time left:
-    # off until the GPU tests and a same-call stage row have run it.
-    spmv_long_rows: bool = False
+    # at key load (4 bytes a listed row on the device). Session 16, same call, seed-shaped 2^26 BLS12-381
+    # key (bench/results/seed_scale_cuda_bls12381_26_circuit{,_spmv_long_rows}_s16.md): spmv 66 -> 31 ms a
+    # partition, GPU stage 1046 -> 1011 ms, 10.60 -> 10.25 s/proof, proofs verify. Keys without long rows
+    # list none and run the short kernel alone (one comparison a row more).
+    spmv_long_rows: bool = True
     # Steps of a streamed pass (a prologue, or a chunk for every partition) queued ahead of the
     # device: the host thread queues a step while the device runs the ones before it. 2 was never
     # swept; a witness chunk of a large batch takes the host about as long to queue as the device

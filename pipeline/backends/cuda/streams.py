@@ -12,10 +12,14 @@ from .errors import CudaError, check
 
 
 class Stream:
-    def __init__(self, device) -> None:
+    def __init__(self, device, priority: int | None = None) -> None:
+        """``priority``: 0 the default, lower numbers first (``priority_range``); the block scheduler
+        then places the pending blocks of a higher-priority stream's kernels before others'."""
         device.activate()
         self.device = device
-        self.handle = check(driver.cuStreamCreate(driver.CUstream_flags.CU_STREAM_NON_BLOCKING), "cuStreamCreate")
+        flags = driver.CUstream_flags.CU_STREAM_NON_BLOCKING
+        self.handle = check(driver.cuStreamCreate(flags) if priority is None
+                            else driver.cuStreamCreateWithPriority(int(flags), priority), "cuStreamCreate")
         self.recent_kernels: list[str] = []  # names the kernels a failed sync may be about
 
     def __enter__(self) -> "Stream":
@@ -23,6 +27,12 @@ class Stream:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+    @staticmethod
+    def priority_range(device) -> tuple[int, int]:
+        """(least, greatest) stream priority of the current context: greatest is the lower number."""
+        device.activate()
+        return tuple(check(driver.cuCtxGetStreamPriorityRange(), "cuCtxGetStreamPriorityRange"))
 
     def note_launch(self, kernel: str) -> None:
         self.recent_kernels.append(kernel)
