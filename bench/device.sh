@@ -3,8 +3,8 @@
 #   bash bench/device.sh [SECTION...]           default: tests demo prove stage msm engine server
 #   e.g.  bash bench/device.sh tests ntt msm    |    SERVER_GILS="default 0.001" bash bench/device.sh scaling server
 # Sections (knobs in capitals, defaults in brackets):
-#   tests    pytest -m gpu [PYTEST_ARGS] [TEST_PATHS=tests/gpu] [TEST_TIMEOUT=420 s: the whole suite passed 270 s at 495 of ~505 with
-#            its kernel builds in session 13]; its exit status is the script's -> $OUT/pytest.log
+#   tests    pytest -m gpu [PYTEST_ARGS] [TEST_PATHS=tests/gpu] [TEST_TIMEOUT=420 s: in session 16 the whole suite (516 tests,
+#            kernels prebuilt) ran past 330 s at 513]; its exit status is the script's -> $OUT/pytest.log
 #   demo     `zkpipe demo` on the CUDA backend (prints VALID / INVALID)
 #   prove    GPU proofs of the circuits in .extra/*/ (ones the tests never saw)       -> $OUT/proofs.tar
 #            (verify them back on the dev machine with snarkjs)

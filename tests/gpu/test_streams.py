@@ -60,3 +60,20 @@ def test_failed_launch_names_the_kernel(cuda_backend, runtime):
 def test_wrong_argument_count_is_a_type_error(runtime, cuda_backend):
     with pytest.raises(TypeError, match="test_spin"):
         runtime.kernels.launch("test_spin", 1, 1, (1,), cuda_backend.stream)
+
+
+def test_a_stream_of_the_greatest_priority_runs_beside_a_busy_one(cuda_backend, runtime):
+    """Stream(device, priority): made at the context's greatest priority (bench/gpu_msm_overlap.py's second
+    stream), its short kernel finishes while a ~0.3 s one still runs on a stream of the default priority."""
+    least, greatest = Stream.priority_range(cuda_backend.device)
+    assert greatest <= least  # lower numbers come first
+    plain = DeviceAllocator(cuda_backend.device, budget_bytes=1 << 20)
+    with Stream(cuda_backend.device) as busy, Stream(cuda_backend.device, greatest) as urgent, \
+            Event() as long_done, Event() as short_done, plain.alloc(8, "flags") as d_flags:
+        runtime.kernels.launch("test_spin", 1, 32, (600_000_000, d_flags.ptr), busy)  # ~0.3 s at 2 GHz
+        long_done.record(busy)
+        runtime.kernels.launch("test_spin", 1, 32, (1000, d_flags.ptr + 4), urgent)
+        short_done.record(urgent)
+        short_done.synchronize()
+        assert not long_done.query(), "the short kernel waited for the long one"
+        long_done.synchronize()
