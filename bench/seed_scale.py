@@ -246,7 +246,8 @@ def check_proof(zkey: Groth16Zkey, jobs: list, verifiable: bool) -> str:
 async def main_async(args) -> None:
     sppark = ({k: "not run (CPU backend)" for k in args.sizes} if args.backend == "cpu" else
               sppark_stage.measure(args.curve, args.sizes, args.anchors, args.sppark_timeout))  # before our CUDA context
-    cuda = {"options": CudaOptions(spmv_long_rows=False)} if args.backend == "cuda" and args.thread_a_row else {}
+    cuda = ({"options": CudaOptions(spmv_long_rows=not args.thread_a_row, witness_prefetch=args.witness_prefetch)}
+            if args.backend == "cuda" else {})
     backends = {d: create_backend(args.backend, **({"device": d} if d else {}), **cuda) for d in range(args.devices)}
     setups: dict = {}
     results = []
@@ -266,7 +267,7 @@ async def main_async(args) -> None:
             backend.close()
     out = Path(args.out) if args.out else result_path(
         f"seed_scale_{args.backend}_{args.curve}_{'_'.join(map(str, args.sizes))}_{args.witness}"
-        f"{'_random_key' if args.key == 'random' else ''}{'_thread_a_row' if args.thread_a_row else ''}.md")
+        f"{'_random_key' if args.key == 'random' else ''}{'_thread_a_row' if args.thread_a_row else ''}{'_prefetch' if args.witness_prefetch else ''}.md")
     pictures = write_timelines(out, results, f"{args.backend}, {args.curve}, {args.partitions} partitions per job")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(markdown(args, machine, results, sppark, pictures))
@@ -288,6 +289,9 @@ def main() -> None:
     p.add_argument("--g2", choices=("gpu", "cpu"), default="gpu", help="where the G2 MSM of B runs")
     p.add_argument("--thread-a-row", action="store_true",
                    help="CudaOptions.spmv_long_rows off: every row of the sparse products a thread (before session 16)")
+    p.add_argument("--witness-prefetch", action="store_true",
+                   help="CudaOptions.witness_prefetch: a waiting partition's witness copied to the device before it "
+                        "takes the GPU lock")
     p.add_argument("--in-flight", type=int, default=None, help="partitions in flight wanted (default devices x "
                    "(gpu workers + 2) + 1; fewer if host memory says so)")
     p.add_argument("--warmup", type=int, default=None,

@@ -210,6 +210,20 @@ class Backend(abc.ABC):
         timings = {**msms.timings_ms, "h_ms": (t1 - t0) * 1e3, "msm_ms": (t2 - t1) * 1e3}
         return CompletedWork(dataclasses.replace(msms, timings_ms=timings))
 
+    # -- a witness on the device before its partition takes the GPU lock ----------------------
+    prefetches_witness: bool = False  # offers ``prefetch_witness`` (the engine asks only where True)
+
+    def prefetch_witness(self, witness: np.ndarray) -> int:
+        """Start copying the staged ``witness`` to the device while another partition holds the GPU
+        lock, for the ``start_partition`` that will be given this same array (it then skips its
+        upload). Returns the device bytes now held for it (0: nothing started). A prefetch that no
+        ``start_partition`` takes must go back through ``drop_prefetch``."""
+        return 0
+
+    def drop_prefetch(self, witness: np.ndarray) -> None:
+        """Give back ``witness``'s prefetch if ``start_partition`` did not take it (no-op otherwise)."""
+        return None
+
     def start_batch(self, key: Any, items: list[BatchItem], with_b_g2: bool) -> BatchWork:
         """Several partitions of one key in one pass (``batch.py``: the engine queues it step by
         step and awaits it). The default runs them one after the other (``start_partition``)."""

@@ -48,6 +48,7 @@ class Device:
         self.lock_busy_s = 0.0  # time the lock was held (for the busy fraction)
         self.lock_held_since: float | None = None
         self.partitions_in_gpu = 0
+        self.prefetching = False  # a waiting partition's witness is on its way (one at a time: pipeline.py)
 
     def scratch_bytes(self, key_handle: Any, batch: int = 1) -> int:
         return int(self.backend.scratch_bytes(key_handle, batch))

@@ -362,6 +362,14 @@ class KeyStore:
             self.evictions += 1
         return True
 
+    def resident_handle(self, key_id: str, device_index: int) -> Any:
+        """The key's handle on that device when its copy there is wholly resident (else None): a
+        witness prefetched ahead of the GPU lock goes only to such a key's partition."""
+        entry = self._entries.get(key_id)
+        placement = entry.device_placement.get(device_index) if entry else None
+        return entry.device_handles.get(device_index) if placement is not None and placement.mode == "resident" \
+            else None
+
     def resident_devices(self, key_id: str) -> set[int]:
         entry = self._entries.get(key_id)
         return set(entry.device_handles) if entry else set()

@@ -172,8 +172,14 @@ class Pipeline:
             t_wait = time.perf_counter()
             batch = [prepared]  # _gpu_locked adds waiting partitions of a streamed key
             device.partitions_in_gpu += 1
+            prefetched = counted = 0  # the witness's prefetch: its bytes, those still counted in the budget
             try:
+                prefetched = counted = await self._prefetch(device, prepared, run)
                 async with device.gpu_lock:
+                    if counted:
+                        counted = self._prefetch_taken(device, counted)
+                        if self.keystore.resident_handle(prepared.partition.job.key_id, device.index) is None:
+                            await run(device.backend.drop_prefetch, prepared.scalars.staged)  # evicted meanwhile
                     t0 = time.perf_counter()
                     device.lock_held_since = t0
                     try:
@@ -190,6 +196,8 @@ class Pipeline:
                 raise
             finally:
                 device.partitions_in_gpu -= 1
+                if prefetched:
+                    await self._prefetch_done(device, prepared, counted, run)
             for i, (item, result) in enumerate(zip(batch, results)):
                 part = item.partition
                 if result is None:
@@ -203,6 +211,54 @@ class Pipeline:
                 if i:
                     device.queue.task_done()  # a mate taken from the queue by _take_mates
         return run_on_device
+
+    async def _prefetch(self, device: Device, prepared: Prepared, run) -> int:
+        """While another partition holds the GPU lock, start this one's witness on its way to the device
+        (``Backend.prefetch_witness``: its upload then leaves the lock). One at a time a device, only for
+        a key resident there whole, and only where its bytes and a partition's scratch fit the VRAM budget
+        beside what is in use; its bytes count in the budget until this partition takes the lock (its
+        scratch counts the witness from then). Returns the bytes counted (0: none started)."""
+        backend = device.backend
+        if not backend.prefetches_witness or device.prefetching or not device.gpu_lock.locked():
+            return 0
+        handle = self.keystore.resident_handle(prepared.partition.job.key_id, device.index)
+        staged = prepared.scalars.staged
+        vram = device.vram
+        if handle is None or (vram.capacity is not None
+                              and vram.used + staged.nbytes + device.scratch_bytes(handle) > vram.capacity):
+            return 0
+        if not vram.try_acquire(staged.nbytes):
+            return 0
+        device.prefetching = True
+        held, queued = 0, None
+        try:
+            queued = run(backend.prefetch_witness, staged)
+            held = await asyncio.shield(queued)
+        except BaseException:
+            if queued is not None:  # cancelled while the copy was being queued: once it is, it goes back
+                queued.add_done_callback(lambda _: run(backend.drop_prefetch, staged))
+            held = 0
+            raise
+        finally:
+            if not held:
+                device.prefetching = False
+                vram.release(staged.nbytes)
+        return staged.nbytes if held else 0
+
+    def _prefetch_taken(self, device: Device, counted: int) -> int:
+        """The lock is this partition's: the next waiter may prefetch, and this one's bytes leave the
+        budget's count (the partition's scratch counts the witness). Returns the bytes still counted."""
+        device.prefetching = False
+        device.vram.release(counted)
+        return 0
+
+    async def _prefetch_done(self, device: Device, prepared: Prepared, counted: int, run) -> None:
+        """After the partition, or when it left before taking the lock: a prefetch it did not take goes back
+        (before its staging buffer can go to another partition)."""
+        if counted:  # left before taking the lock
+            device.prefetching = False
+            device.vram.release(counted)
+        await asyncio.shield(run(device.backend.drop_prefetch, prepared.scalars.staged))
 
     async def _gpu_locked(self, device: Device, batch: list[Prepared], run) -> list[DeviceResult | None]:
         """Under the GPU lock: key copy, the batch (more waiting partitions of a streamed key),

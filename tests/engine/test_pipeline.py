@@ -231,3 +231,90 @@ async def test_admission_reserves_the_witness_its_staged_copy_and_what_the_backe
         status = engine.status()
     assert status["host_budget"]["peak_bytes"] == 2 * per_partition
     assert max(seen) == 2 and status["peak_partitions_in_flight"] == 2
+
+
+class FakePrefetchBackend(FakeBackend):
+    """A FakeBackend that offers ``prefetch_witness``: a prefetch holds the witness's bytes of device
+    memory until ``start_partition`` of the same array takes it (its scratch then stands for them) or
+    ``drop_prefetch`` gives it back."""
+
+    prefetches_witness = True
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.held: dict[int, int] = {}  # staged array address -> bytes
+        self.started = self.taken = self.dropped = 0
+
+    def prefetch_witness(self, witness) -> int:
+        self.allocator.alloc(witness.nbytes)
+        with self._lock:
+            assert witness.ctypes.data not in self.held, "a witness prefetched twice"
+            self.held[witness.ctypes.data] = witness.nbytes
+            self.started += 1
+        return witness.nbytes
+
+    def _release(self, witness) -> bool:
+        with self._lock:
+            nbytes = self.held.pop(witness.ctypes.data, None)
+        if nbytes is not None:
+            self.allocator.free(nbytes)
+        return nbytes is not None
+
+    def drop_prefetch(self, witness) -> None:
+        if self._release(witness):
+            self.dropped += 1
+
+    def start_partition(self, key, witness, with_b_g2=True, shape=None):
+        if self._release(witness):
+            self.taken += 1
+        return super().start_partition(key, witness, with_b_g2, shape)
+
+
+async def test_a_waiting_partition_prefetches_its_witness_and_the_vram_budget_counts_it():
+    """Backend.prefetch_witness: while one partition holds the GPU lock the next one's witness goes to
+    the device; the partition that takes the lock takes its prefetch; the budget (key + one scratch + one
+    witness + the next scratch) is never overdrawn, and nothing stays held."""
+    staged = 4 * 32  # the multiplier's 4 signals
+    allocator = FakeDeviceAllocator(1000 + 2 * 500 + staged)
+    backend = FakePrefetchBackend(allocator, key_bytes=1000, scratch=500, gpu_s=0.05, enqueue=True)
+    async with fake_engine(backend, gpu_workers_per_device=2, vram_budget_bytes=allocator.capacity) as engine:
+        engine.register_key("mult", **key_files("bn128", "multiplier"))
+        proofs = await (await engine.submit("mult", [WTNS] * 8)).result()
+        status = engine.status()
+        device = engine.devices[0]
+    assert len(proofs) == 8 and allocator.ooms == 0
+    assert backend.started >= 3 and backend.taken == backend.started and backend.dropped == 0
+    assert backend.held == {} and not device.prefetching
+    assert status["devices"][0]["vram"]["used_bytes"] == 1000  # the key alone
+    assert status["devices"][0]["vram"]["peak_bytes"] <= allocator.capacity
+
+
+async def test_no_prefetch_where_the_budget_has_no_room_for_it_beside_the_next_scratch():
+    allocator = FakeDeviceAllocator(1000 + 2 * 500)  # key + two scratches: no witness beside them
+    backend = FakePrefetchBackend(allocator, key_bytes=1000, scratch=500, gpu_s=0.02, enqueue=True)
+    async with fake_engine(backend, gpu_workers_per_device=2, vram_budget_bytes=1000 + 500 + 127) as engine:
+        engine.register_key("mult", **key_files("bn128", "multiplier"))
+        assert len(await (await engine.submit("mult", [WTNS] * 4)).result()) == 4
+    assert backend.started == 0 and allocator.ooms == 0
+
+
+async def test_a_cancelled_job_gives_back_the_prefetches_of_its_waiting_partitions():
+    staged = 4 * 32
+    allocator = FakeDeviceAllocator(1000 + 2 * 500 + staged)
+    backend = FakePrefetchBackend(allocator, key_bytes=1000, scratch=500, gpu_s=0.3, enqueue=True)
+    async with fake_engine(backend, gpu_workers_per_device=2, vram_budget_bytes=allocator.capacity) as engine:
+        engine.register_key("mult", **key_files("bn128", "multiplier"))
+        job = await engine.submit("mult", [WTNS] * 6)
+        deadline = asyncio.get_running_loop().time() + 30
+        while backend.started == 0:  # a partition waits at the lock with its witness prefetched
+            assert asyncio.get_running_loop().time() < deadline, "no prefetch started"
+            await asyncio.sleep(0.005)
+        job.cancel()
+        with pytest.raises(JobCancelled):
+            await job.result()
+        await settle(engine)
+        assert backend.held == {} and not engine.devices[0].prefetching
+        assert backend.taken + backend.dropped == backend.started and backend.dropped >= 1
+        assert engine.status()["devices"][0]["vram"]["used_bytes"] == 1000
+        assert len(await (await engine.submit("mult", [WTNS] * 2)).result()) == 2  # the device still works
+    assert allocator.ooms == 0 and allocator.used == 0

@@ -125,3 +125,38 @@ def test_batched_window_combination_equals_the_per_msm_one(cuda_backend, gpu_cur
         cuda_backend.unload_key(key)
     assert "msm_combine_ms" in results[1].timings_ms and "msm_combine_ms" not in results[0].timings_ms
     _same(gpu_curve, results[0], results[1])
+
+
+def test_a_prefetched_witness_gives_the_uploaded_ones_results_and_every_byte_back(cuda_backend, gpu_curve):
+    """CudaOptions.witness_prefetch: the witness copied ahead on the copy stream (while another partition's
+    work is queued, as the engine does it), then start_partition of the same array takes it instead of
+    uploading; the results equal an uploaded partition's, a prefetch nobody takes is dropped, and the
+    allocator ends where it started."""
+    zkey, _ = _fixture(gpu_curve, "chain_2e8")
+    prefix = [1] + [3] * zkey.n_public
+    rng = random.Random("prefetch")
+    witnesses = [_mixed_witness(gpu_curve.fr, zkey.n_vars, rng, 0.3, 0.4, prefix) for _ in range(3)]
+    shapes = [WitnessShape.of(w, zkey.n_public + 1) for w in witnesses]
+    saved = cuda_backend.prefetches_witness
+    key = cuda_backend.load_key(zkey)
+    try:
+        resident = cuda_backend.allocator.in_use_bytes
+        uploaded = [_run(cuda_backend, key, w, s, 0.0) for w, s in zip(witnesses[:2], shapes)]
+        cuda_backend.prefetches_witness = True
+        first = cuda_backend.start_partition(key, witnesses[0], True, shapes[0])  # queued: the device is busy
+        assert cuda_backend.prefetch_witness(witnesses[1]) == witnesses[1].nbytes
+        assert cuda_backend.prefetch_witness(witnesses[2]) == witnesses[2].nbytes
+        second = cuda_backend.start_partition(key, witnesses[1], True, shapes[1])  # takes its prefetch
+        cuda_backend.drop_prefetch(witnesses[2])  # nobody takes it
+        cuda_backend.drop_prefetch(witnesses[1])  # taken already: nothing to drop
+        prefetched = []
+        for work in (first, second):
+            work.wait_blocking()
+            prefetched.append(work.result())
+        cuda_backend.stream.synchronize()
+        assert cuda_backend.allocator.in_use_bytes == resident
+    finally:
+        cuda_backend.prefetches_witness = saved
+        cuda_backend.unload_key(key)
+    for a, b in zip(uploaded, prefetched):
+        _same(gpu_curve, a, b)

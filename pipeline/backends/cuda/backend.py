@@ -39,6 +39,7 @@ from .spmv_long import long_rows_bytes_bound
 from .split import DeviceSplit, enqueue_split, split_scratch_bytes, split_worth_it
 from .device_key import CudaKey, CurveRuntime, load_device_key, unload_device_key
 from .staged_upload import staged_upload
+from .witness_prefetch import WitnessPrefetches
 from .streamed import CudaStreamedPass, pass_scratch_bytes, place_streamed, prologue_scratch_bytes
 from .work import MSM_SLOTS, CudaPartitionWork, PhaseEvents, PinnedResultPool, results_bytes
 
@@ -137,6 +138,8 @@ class CudaBackend(Backend):
         self.csr_value_table = options.csr_value_table  # an attribute too: tests flip it
         self.spmv_long_rows = options.spmv_long_rows  # likewise (read at key load)
         self.batched_window_combination = options.msm_batched_window_combination  # likewise
+        self.prefetches_witness = options.witness_prefetch  # Backend.prefetch_witness offered (the engine asks)
+        self._prefetches: WitnessPrefetches | None = None  # made on first use (its copy stream)
         self._coeff_tables: dict[int, tuple[weakref.ref, CoefficientTable | None]] = {}  # by id(zkey)
 
     def pinned_pool(self, nbytes: int) -> PinnedResultPool:
@@ -324,6 +327,26 @@ class CudaBackend(Backend):
     def max_batch(self, key: CudaKey) -> int:
         return 64 if key.placement.streamed else 1
 
+    def prefetch_witness(self, witness: np.ndarray) -> int:
+        """The witness onto the device on a copy stream, for the ``start_partition`` of the same array
+        (witness_prefetch.py); 0 where the option is off."""
+        if not self.prefetches_witness:
+            return 0
+        self.device.activate()
+        if self._prefetches is None:
+            self._prefetches = WitnessPrefetches(self.allocator, self.copy_stream("witness prefetch"))
+        return self._prefetches.start(witness)
+
+    def drop_prefetch(self, witness: np.ndarray) -> None:
+        if self._prefetches is not None:
+            self.device.activate()
+            self._prefetches.drop(witness, self.stream)
+
+    def _witness_on_device(self, witness: np.ndarray):
+        """The prefetched copy of ``witness`` if there is one (the stream waits for it), else an upload."""
+        d_w = self._prefetches.take(witness, self.stream) if self._prefetches is not None else None
+        return d_w if d_w is not None else self._upload_witness(witness)
+
     def start_partition(self, key: CudaKey, witness: np.ndarray, with_b_g2: bool = True,
                         shape: WitnessShape | None = None) -> CudaPartitionWork:
         """Queue the whole device work of one partition and return without waiting: the witness's
@@ -339,8 +362,8 @@ class CudaBackend(Backend):
         h_results = self._results.take()
         d_w = d_h = d_results = split = windows = None
         try:
-            d_w = self._upload_witness(witness)
-            events.mark("upload_ms")
+            d_w = self._witness_on_device(witness)
+            events.mark("upload_ms")  # a prefetched witness: the wait for its copy
             if self.batched_window_combination:
                 windows = WindowSums(rt.msm, self.allocator, self.stream, self._side_streams())
             d_results = self.allocator.alloc(results_bytes(slot), "msm results")
@@ -490,6 +513,9 @@ class CudaBackend(Backend):
         return list(range(device_count()))
 
     def close(self) -> None:
+        if self._prefetches is not None:
+            self._prefetches.close(self.stream)
+            self._prefetches = None
         for stream in self._copy_streams.values():
             stream.close()
         self._copy_streams = {}

@@ -115,7 +115,10 @@ class DeviceAllocator:
             check(driver.cuMemPoolSetAttribute(self._pool, driver.CUmemPool_attribute.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
                                                driver.cuuint64_t(self.budget_bytes)), "cuMemPoolSetAttribute")
 
-    def alloc(self, nbytes: int, what: str) -> DeviceBuffer:
+    def alloc(self, nbytes: int, what: str, stream=None) -> DeviceBuffer:
+        """``stream`` (stream-ordered allocators only): take the block in that stream's order instead of
+        the allocator's (a copy beside the kernels' stream; the buffer still goes back in the
+        allocator's stream order, so that stream must wait for the other's use of it first)."""
         nbytes = max(int(nbytes), 1)
         with self._lock:
             if self.in_use_bytes + nbytes > self.budget_bytes:
@@ -126,8 +129,8 @@ class DeviceAllocator:
             self.peak_bytes = max(self.peak_bytes, self.in_use_bytes)
         try:
             self.device.activate()
-            ptr = self._alloc_pooled(nbytes) if self.stream is not None else int(check(driver.cuMemAlloc(nbytes),
-                                                                                          "cuMemAlloc"))
+            ptr = self._alloc_pooled(nbytes, stream or self.stream) if self.stream is not None \
+                else int(check(driver.cuMemAlloc(nbytes), "cuMemAlloc"))
         except BaseException:
             with self._lock:
                 self.in_use_bytes -= nbytes
@@ -143,12 +146,12 @@ class DeviceAllocator:
             raise
         return buf
 
-    def _alloc_pooled(self, nbytes: int) -> int:
-        err, ptr = driver.cuMemAllocAsync(nbytes, self.stream.handle)
+    def _alloc_pooled(self, nbytes: int, stream) -> int:
+        err, ptr = driver.cuMemAllocAsync(nbytes, stream.handle)
         if err == driver.CUresult.CUDA_ERROR_OUT_OF_MEMORY:
             # The pool may hold freed blocks of the wrong sizes: let them all go, then try once more.
             self.trim()
-            err, ptr = driver.cuMemAllocAsync(nbytes, self.stream.handle)
+            err, ptr = driver.cuMemAllocAsync(nbytes, stream.handle)
         return int(check((err, ptr), "cuMemAllocAsync"))
 
     def trim(self) -> None:

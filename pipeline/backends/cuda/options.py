@@ -67,10 +67,14 @@ class CudaOptions:
     # gpu_stage_14_s15_repeat.md): BLS12-381 2^14 26 -> 13-14 ms a partition, 2^20 106 -> 94; BN254 2^14
     # 12-13 -> 6-7, 2^20 48 -> 43.
     msm_batched_window_combination: bool = True
+    # A resident partition's witness copied to the device while it waits for the GPU lock (the engine asks,
+    # witness_prefetch.py): its upload (~40 ms of a 2^26 seed partition, bench/NOTES.md session 16) leaves
+    # the lock. Written in session 16 after the device time was spent: off until a GPU has run it.
+    witness_prefetch: bool = False
 
     def __post_init__(self) -> None:
         for name in ("stream_ordered_memory", "sync_after_launch", "csr_value_table", "msm_batched_window_combination",
-                     "spmv_long_rows"):
+                     "spmv_long_rows", "witness_prefetch"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"CudaOptions.{name} must be true or false, got {getattr(self, name)!r}")
         blocks = self.msm_g1_min_blocks
