@@ -12,6 +12,8 @@
 #   msm      bench.gpu_msm [MSM_ARGS=16 24 22] [MSM_OUT=bench/results/gpu_msm.md] (e.g. MSM_ARGS="16 16 16 --no-variants
 #            --window-sweep 16,18,20,22": the G1 window sweep below 2^24; --level0 20,22,24: flat against chunked
 #            level 0 of the bucket sums) [MSM_TIMEOUT=240] s
+#   overlap  bench.gpu_msm_overlap: a partition's five MSMs on one stream and on two [OVERLAP_SIZES=22 24]
+#                                                                                     -> bench/results/gpu_msm_overlap_<sizes>.md
 #   stage    bench.gpu_stage [STAGE_SIZES=24] [STAGE_TIMEOUT=240] s (2^26 both curves: ~300; the table is written
 #            after each curve)                                                      -> bench/results/gpu_stage_<sizes>.md
 #   memory   bench.gpu_memory_modes [MEMORY_SIZES=10 14 18 22]                        -> bench/results/gpu_memory_modes.md
@@ -99,6 +101,7 @@ msm() {
   timeout "${MSM_TIMEOUT:-240}" python3 -m bench.gpu_msm ${MSM_ARGS:-16 24 22} "${MSM_OUT:-bench/results/gpu_msm.md}" 2>&1 \
     | tee "$OUT/msm.log" | tail -n 3
 }
+overlap() { timeout 300 python3 -m bench.gpu_msm_overlap ${OVERLAP_SIZES:-22 24} 2>&1 | tail -n 24; }
 stage() { timeout "${STAGE_TIMEOUT:-240}" python3 -m bench.gpu_stage ${STAGE_SIZES:-24} 2>&1 | tail -n 6; }
 memory() { timeout 300 python3 -m bench.gpu_memory_modes ${MEMORY_SIZES:-10 14 18 22} 2>&1 | tail -n 12; }
 blocks() { timeout 300 python3 -m bench.gpu_blocks ${BLOCKS_LOG:-22} 2>&1 | tail -n 20; }
@@ -210,7 +213,7 @@ seam() {
 
 for section in ${@:-tests demo prove stage msm engine server}; do
   case $section in
-    tests|demo|prove|ntt|msm|stage|memory|blocks|build|engine|scaling|server|cluster|seam|devsetup|seed|streamed|keyprep|profile|nodeenv|oneshot|kernels)
+    tests|demo|prove|ntt|msm|overlap|stage|memory|blocks|build|engine|scaling|server|cluster|seam|devsetup|seed|streamed|keyprep|profile|nodeenv|oneshot|kernels)
       echo "== $section"; $section ;;
     *) echo "bench/device.sh: unknown section '$section'" >&2; rc=2 ;;
   esac
