@@ -86,7 +86,8 @@ def profile_text(backend, key, witness, shape, runs: int = 20, top: int = 30) ->
     return out.getvalue()
 
 
-def bench(curve, log_n: int, profiles: dict[str, str] | None = None, batched_windows: bool = False) -> list[list]:
+def bench(curve, log_n: int, profiles: dict[str, str] | None = None, batched_windows: bool = False,
+          shared_sort: bool = False) -> list[list]:
     t1 = time.perf_counter()
     zkey = random_key(curve, log_n, np.random.default_rng(log_n))
     t2 = time.perf_counter()
@@ -97,14 +98,20 @@ def bench(curve, log_n: int, profiles: dict[str, str] | None = None, batched_win
     rows = []
     random_witness = random_below(rng, zkey.n_vars, 4, curve.fr.bits)
     default = backend.batched_window_combination
-    cases = [("random", 0.0, False, default), ("80% {0,1}", 0.8, False, default),
-             ("80% {0,1}, split", 0.8, True, default), ("95% {0,1}", 0.95, False, default),
-             ("95% {0,1}, split", 0.95, True, default)]
+    sort_default = backend.runtime(curve).msm.shared_sort
+    cases = [("random", 0.0, False, default, sort_default), ("80% {0,1}", 0.8, False, default, sort_default),
+             ("80% {0,1}, split", 0.8, True, default, sort_default), ("95% {0,1}", 0.95, False, default, sort_default),
+             ("95% {0,1}, split", 0.95, True, default, sort_default)]
+    base = list(cases)
     if batched_windows:  # the same witnesses once more with the other way of combining the MSMs' windows
         other = "per-MSM window combination" if default else "batched windows"
-        cases += [(f"{label}, {other}", bits, split, not default) for label, bits, split, _ in cases
+        cases += [(f"{label}, {other}", bits, split, not default, sort_default) for label, bits, split, _, _ in base
                   if split or not bits]
-    for label, bits, split, batched in cases:
+    if shared_sort:  # and with the other digit sort for A, B1, B2 (CudaOptions.msm_shared_sort)
+        other = "a sort per MSM" if sort_default else "one sort for A, B1, B2"
+        cases += [(f"{label}, {other}", bits, split, default, not sort_default) for label, bits, split, _, _ in base
+                  if split or not bits]
+    for label, bits, split, batched, shared in cases:
         witness = bit_heavy(np.random.default_rng(log_n + int(100 * bits)), random_witness, bits)
         witness[0] = [1, 0, 0, 0]
         # staged in page-locked memory, as the engine's prep_msm stage hands it to the GPU stage
@@ -115,6 +122,7 @@ def bench(curve, log_n: int, profiles: dict[str, str] | None = None, batched_win
         shape = WitnessShape.of(witness, zkey.n_public + 1)
         backend.msm_split_min_bits = 0.0 if split else 2.0  # 2.0: never
         backend.batched_window_combination = batched
+        backend.runtime(curve).msm.shared_sort = shared
         stage_once(backend, key, witness, shape)  # warm-up (kernel load, twiddles)
         spmv = spmv_ms(backend, key, witness)
         runs = [stage_once(backend, key, witness, shape) for _ in range(REPEAT)]
@@ -144,6 +152,8 @@ def main() -> None:
     parser.add_argument("--batched-windows", action="store_true",
                         help="rows with CudaOptions.msm_batched_window_combination the other way beside the "
                              "default's (random, 80%% split, 95%% split)")
+    parser.add_argument("--shared-sort", action="store_true",
+                        help="the same rows with CudaOptions.msm_shared_sort the other way")
     args = parser.parse_args()
     sizes, profiles = args.log_sizes, ({} if args.cprofile else None)
     header = ["curve", "constraints", "witness", "stage ms", "upload ms", "spmv ms", "H ms (upload+spmv+NTTs)", "A ms", "B1 ms", "B2 (G2) ms", "C ms",
@@ -151,7 +161,7 @@ def main() -> None:
     rows = []
     for log_n in sizes:
         for curve in (c for c in CURVES if c.name in args.curves):
-            rows += bench(curve, log_n, profiles, args.batched_windows)
+            rows += bench(curve, log_n, profiles, args.batched_windows, args.shared_sort)
             write_table(sizes, header, rows, profiles)  # after every curve: a time limit keeps the rows so far
 
 

@@ -160,3 +160,26 @@ def test_a_prefetched_witness_gives_the_uploaded_ones_results_and_every_byte_bac
         cuda_backend.unload_key(key)
     for a, b in zip(uploaded, prefetched):
         _same(gpu_curve, a, b)
+
+
+@pytest.mark.parametrize("min_bits", [2.0, 0.0], ids=["plain", "split"])
+def test_one_sort_for_a_b1_b2_gives_the_same_msms(cuda_backend, gpu_curve, min_bits):
+    """CudaOptions.msm_shared_sort: A, B1 and B2 read one digit sort (freed after B2's MSM); the results
+    equal a sort per MSM, with and without the 0/1 split, and every scratch byte comes back."""
+    zkey, _ = _fixture(gpu_curve, "chain_2e8")
+    prefix = [1] + [3] * zkey.n_public
+    witness = _mixed_witness(gpu_curve.fr, zkey.n_vars, random.Random("shared sort"), 0.3, 0.4, prefix)
+    shape = WitnessShape.of(witness, zkey.n_public + 1)
+    msm = cuda_backend.runtime(gpu_curve).msm
+    results = []
+    key = cuda_backend.load_key(zkey)
+    try:
+        for shared in (False, True):
+            msm.shared_sort = shared
+            resident = cuda_backend.allocator.in_use_bytes
+            results.append(_run(cuda_backend, key, witness, shape, min_bits))
+            assert cuda_backend.allocator.in_use_bytes == resident
+    finally:
+        msm.shared_sort = False
+        cuda_backend.unload_key(key)
+    _same(gpu_curve, results[0], results[1])

@@ -173,6 +173,7 @@ class CudaBackend(Backend):
         if curve.name not in self._runtimes:
             kernels = CurveKernels(self.device, curve, self.kernel_cache_dir, self.options.sync_after_launch)
             msm = MsmRunner(kernels, self.allocator, self.stream, self.options.msm_g1_min_blocks)
+            msm.shared_sort = self.options.msm_shared_sort  # benches and tests flip it on the runner
             self._runtimes[curve.name] = CurveRuntime(kernels, NttRunner(kernels, self.allocator, self.stream), msm)
         return self._runtimes[curve.name]
 
@@ -287,34 +288,50 @@ class CudaBackend(Backend):
         first_private = zkey.n_public + 1
         p = key.d_points
         witness_msms = {"a": (False, 0), "b1": (False, 0), "b2": (True, 0), "c": (False, first_private)}
-        for name in ("a", "b1", "b2", "c", "h"):
-            if (name == "b2" and not with_b_g2) or name not in sections:
-                continue
-            out = d_results.ptr + MSM_SLOTS.index(name) * slot
-            d_windows = windows.slot(name) if windows is not None else 0
-            if name == "h":
-                deferred = msm.enqueue(False, p["h"].ptr, d_h.ptr, zkey.domain_size, out, d_windows=d_windows)
-            elif split is None:
-                g2, first = witness_msms[name]
-                deferred = msm.enqueue(g2, p[name].ptr, d_w.ptr + first * elem, zkey.n_vars - first, out,
-                                       d_windows=d_windows)
-            else:
-                g2, first = witness_msms[name]
-                shape = split.shape
-                skip_one, skip_other = (shape.prefix_one, shape.prefix_other) if first else (0, 0)
-                # Point k of this section is signal first + k: index by signal from a shifted base.
-                base = p[name].ptr - first * (4 if g2 else 2) * 8 * zkey.curve.fq.limbs
-                msm.enqueue_point_sum(g2, base, split.d_one_idx.ptr + 4 * skip_one, shape.n_one - skip_one,
-                                      d_results.ptr + MSM_SLOTS.index(f"{name}_ones") * slot)
-                deferred = msm.enqueue(g2, base, split.d_other_scalars.ptr + 32 * skip_other,
-                                       shape.n_other - skip_other, out,
-                                       d_point_index=split.d_other_idx.ptr + 4 * skip_other, d_windows=d_windows)
-            if windows is not None:
-                windows.deferred.append(deferred)
-                if name == "b2":
-                    windows.combine_beside(g2=True)  # beside C's MSM and H
-            if events is not None:
-                events.mark(f"msm_{name}_ms")
+        names = [n for n in ("a", "b1", "b2", "c", "h") if n in sections and (n != "b2" or with_b_g2)]
+        # A, B1 and B2 take the same scalars (the whole witness, or the split's others): one digit sort for
+        # them, freed after the last (CudaOptions.msm_shared_sort); C skips the public signals.
+        sharing = [n for n in names if n in ("a", "b1", "b2")] if msm.shared_sort else []
+        digits = None
+        try:
+            for name in names:
+                out = d_results.ptr + MSM_SLOTS.index(name) * slot
+                d_windows = windows.slot(name) if windows is not None else 0
+                if name == "h":
+                    deferred = msm.enqueue(False, p["h"].ptr, d_h.ptr, zkey.domain_size, out, d_windows=d_windows)
+                elif split is None:
+                    g2, first = witness_msms[name]
+                    n, d_scalars = zkey.n_vars - first, d_w.ptr + first * elem
+                    if name in sharing and digits is None and n:
+                        digits = msm.sort(d_scalars, n)
+                    deferred = msm.enqueue(g2, p[name].ptr, d_scalars, n, out, d_windows=d_windows,
+                                           digits=digits if name in sharing else None)
+                else:
+                    g2, first = witness_msms[name]
+                    shape = split.shape
+                    skip_one, skip_other = (shape.prefix_one, shape.prefix_other) if first else (0, 0)
+                    # Point k of this section is signal first + k: index by signal from a shifted base.
+                    base = p[name].ptr - first * (4 if g2 else 2) * 8 * zkey.curve.fq.limbs
+                    msm.enqueue_point_sum(g2, base, split.d_one_idx.ptr + 4 * skip_one, shape.n_one - skip_one,
+                                          d_results.ptr + MSM_SLOTS.index(f"{name}_ones") * slot)
+                    n, d_scalars = shape.n_other - skip_other, split.d_other_scalars.ptr + 32 * skip_other
+                    d_index = split.d_other_idx.ptr + 4 * skip_other
+                    if name in sharing and digits is None and n:
+                        digits = msm.sort(d_scalars, n, d_index)
+                    deferred = msm.enqueue(g2, base, d_scalars, n, out, d_point_index=d_index, d_windows=d_windows,
+                                           digits=digits if name in sharing else None)
+                if digits is not None and name == sharing[-1]:
+                    digits.free()  # stream-ordered: after the last MSM that reads it, before C's sort
+                    digits = None
+                if windows is not None:
+                    windows.deferred.append(deferred)
+                    if name == "b2":
+                        windows.combine_beside(g2=True)  # beside C's MSM and H
+                if events is not None:
+                    events.mark(f"msm_{name}_ms")
+        finally:
+            if digits is not None:
+                digits.free()
 
     def start_batch(self, key: CudaKey, items, with_b_g2: bool):
         """A resident key: one partition after another (``SequentialBatch``); a streamed key: one

@@ -111,6 +111,22 @@ class DeferredWindows:
     d_out: int
 
 
+@dataclass
+class SortedDigits:
+    """``MsmRunner.sort``'s output: the digits of ``n`` scalars grouped by bucket under ``plan`` (entries:
+    point index, sign in bit 31; bucket offsets, the count at [n_buckets]). The MSMs of one scalar vector
+    over several point sets (a partition's A, B1 and B2) read it alike: nothing after the sort writes it.
+    Its owner frees it (stream-ordered: after the work queued so far)."""
+    plan: MsmPlan
+    n: int
+    d_offsets: object
+    d_entries: object
+
+    def free(self) -> None:
+        self.d_entries.free()
+        self.d_offsets.free()
+
+
 COMBINE_BATCH = 4  # MSMs one msm_combine_windows_batch launch combines (its out0..out3)
 
 
@@ -141,6 +157,9 @@ class MsmRunner:
         # False: always or never (benches and tests).
         self.binned_sort: bool | None = None
         self.max_bin_bits = 31  # most low bucket bits a bin spans (tests lower it: many bins at small sizes)
+        # One digit sort for a partition's A, B1 and B2 MSMs (the same scalars), held until B2's has read it
+        # (CudaBackend._enqueue_msms, CudaOptions.msm_shared_sort); scratch_bytes counts it then.
+        self.shared_sort = False
         self.profile = False  # when set, last_phases_ms gets CUDA-event times per phase
         self.last_phases_ms: dict[str, float] = {}
         self._marks: list = []
@@ -214,8 +233,9 @@ class MsmRunner:
     def plan(self, n: int, g2: bool, c: int | None = None) -> MsmPlan:
         return plan_msm(n, self.curve.fr.bits, c, self.cache_bytes)
 
-    def scratch_bytes(self, n: int, g2: bool) -> int:
-        """Peak device bytes ``enqueue`` allocates for an MSM of ``n`` scalars (the bounds it sizes by)."""
+    def scratch_bytes(self, n: int, g2: bool, held_digits: bool = False) -> int:
+        """Peak device bytes ``enqueue`` allocates for an MSM of ``n`` scalars (the bounds it sizes by);
+        ``held_digits``: its sorted digits outlive its bucket sums (``shared_sort``: later MSMs read them)."""
         plan = self.plan(n, g2)
         nb, xyzz = plan.n_buckets, self.xyzz_bytes(g2)
         entries = n * plan.n_windows
@@ -224,8 +244,9 @@ class MsmRunner:
         scan = 4 * (nb // SCAN_TILE + 2)
         sort = 8 * entries + 4 * (nb + 1) + 4 * nb + scan + 4 * nb  # entries and their ranks or binned words; bins
         level0 = 4 * entries + 4 * (nb + 1) + 4 * nb + scan + xyzz * chunks
-        levels = xyzz * (chunks + min(chunks, -(-chunks // LEVEL_CHUNK) + nb)) + 3 * 4 * (nb + 1) + scan
-        segments = xyzz * plan.n_windows * (plan.buckets_per_window // plan.seg_len) + xyzz * chunks
+        held = 4 * entries if held_digits else 0  # the entries; their offsets are in the constant below
+        levels = held + xyzz * (chunks + min(chunks, -(-chunks // LEVEL_CHUNK) + nb)) + 3 * 4 * (nb + 1) + scan
+        segments = held + xyzz * plan.n_windows * (plan.buckets_per_window // plan.seg_len) + xyzz * chunks
         return 8 * (nb + 1) + max(sort, level0, levels, segments)
 
     def xyzz_bytes(self, g2: bool) -> int:
@@ -239,58 +260,79 @@ class MsmRunner:
         """Room for one MSM's window sums (``enqueue``'s ``d_windows``), at any size."""
         return self.max_windows() * self.xyzz_bytes(g2)
 
+    def sort(self, d_scalars: int, n: int, d_point_index: int = 0, c: int | None = None) -> SortedDigits:
+        """Steps 1-3 for ``n`` > 0 scalars, queued: their digits grouped by bucket, for ``enqueue(...,
+        digits=)`` of every MSM over these scalars (the caller frees it after the last)."""
+        plan = self.plan(n, False, c)  # a plan does not depend on the group
+        alloc = self.allocator
+        d_offsets = alloc.alloc(4 * (plan.n_buckets + 1), "msm bucket offsets")
+        try:
+            with alloc.alloc(4 * plan.n_buckets, "msm bucket counts") as d_counts:
+                self._mark("start")
+                d_entries = self._sort_digits(plan, d_scalars, n, d_point_index, d_counts, d_offsets)
+        except BaseException:
+            d_offsets.free()
+            raise
+        return SortedDigits(plan, n, d_offsets, d_entries)
+
     def enqueue(self, g2: bool, d_points: int, d_scalars: int, n: int, d_out: int, c: int | None = None,
-                d_point_index: int = 0, d_windows: int = 0) -> DeferredWindows | None:
+                d_point_index: int = 0, d_windows: int = 0,
+                digits: SortedDigits | None = None) -> DeferredWindows | None:
         """Queue sum scalars[i] points[i] on the stream; the XYZZ result (raw Montgomery words,
         ``xyzz_bytes(g2)``) is written to ``d_out``. With ``d_point_index``, scalar i multiplies
         point d_point_index[i] (the tail of a split witness). Nothing here waits for the device:
         counts stay on the device and buffers are sized by upper bounds (pippenger.cuh, step 4).
         With ``d_windows`` (``window_sums_bytes(g2)`` of device memory) the window sums are copied
         there instead of combined, and the returned record goes to ``enqueue_combine`` later: a
-        partition's MSMs then share one combination's latency (pippenger.cuh, step 6)."""
+        partition's MSMs then share one combination's latency (pippenger.cuh, step 6). With
+        ``digits`` (``sort`` of these scalars and point indices, not freed here) the sort is skipped."""
         xyzz_bytes = self.xyzz_bytes(g2)
         field, lanes = self._field(g2), self._lanes(g2)
-        plan = self.plan(n, g2, c)
-        self.last_plan = plan
         if n == 0:
+            self.last_plan = self.plan(n, g2, c)
             check_memset_zero(d_out, xyzz_bytes, self.stream)  # ZZ = 0: the point at infinity
             return None
-        alloc, nb_total = self.allocator, plan.n_buckets
+        if digits is not None and digits.n != n:
+            raise ValueError(f"sorted digits of {digits.n} scalars given to an MSM of {n}")
+        own = digits is None
+        if not own and digits.plan != self.plan(n, g2, c):
+            raise ValueError(f"sorted digits of plan {digits.plan} given to an MSM planned {self.plan(n, g2, c)}")
+        digits = self.sort(d_scalars, n, d_point_index, c) if own else digits
+        plan = self.last_plan = digits.plan
+        nb_total = plan.n_buckets
         entries_bound = n * plan.n_windows  # at most one nonzero digit per scalar and window
         chunk = self._level0_chunk(entries_bound, g2)
-        with alloc.alloc(4 * nb_total, "msm bucket counts") as d_counts, \
-                alloc.alloc(4 * (nb_total + 1), "msm bucket offsets") as d_offsets:
-            # 1-3: counting sort of the nonzero signed digits by bucket
-            self._mark("start")
-            d_entries = self._sort_digits(plan, d_scalars, n, d_point_index, d_counts, d_offsets)
-            with d_entries:
-                # 4: chunked bucket sums, level 0 over affine points, then over partials
-                d_partials, d_chunk_off = self._bucket_sums(g2, d_points, d_entries, d_offsets, nb_total,
-                                                            entries_bound, n, chunk)
-            try:
-                # 5-6: per-window running sums over segments, segment sums, Horner over windows
-                segs = plan.buckets_per_window // plan.seg_len
-                with alloc.alloc(xyzz_bytes * plan.n_windows * segs, "msm segment sums") as d_seg:
-                    self._launch(f"msm_bucket_segments<{field}>", plan.n_windows * segs, REDUCE_BLOCK,
-                                 (d_seg.ptr, d_partials.ptr, d_chunk_off.ptr, plan.buckets_per_window,
-                                  plan.seg_len, plan.n_windows), lanes)
-                    self._mark("bucket running sums")
-                    half = segs // 2
-                    while half >= 1:
-                        self._launch(f"msm_reduce_halves<{field}>", plan.n_windows * half, REDUCE_BLOCK,
-                                     (d_seg.ptr, plan.n_windows, segs, half), lanes)
-                        half //= 2
-                    self._mark("segment sums")
-                    if d_windows:
-                        self._copy_window_sums(d_windows, d_seg.ptr, segs * xyzz_bytes, xyzz_bytes, plan.n_windows)
-                        return DeferredWindows(g2, d_windows, plan.n_windows, plan.c, d_out)
-                    self.kernels.launch(f"msm_combine_windows<{field}>", 1, lanes,
-                                        (d_out, d_seg.ptr, segs, plan.n_windows, plan.c), self.stream)
-                    self._mark("window combination")
-                    return None
-            finally:
-                d_partials.free()
-                d_chunk_off.free()
+        try:
+            # 4: chunked bucket sums, level 0 over affine points, then over partials
+            d_partials, d_chunk_off = self._bucket_sums(g2, d_points, digits.d_entries, digits.d_offsets, nb_total,
+                                                        entries_bound, n, chunk)
+        finally:
+            if own:
+                digits.free()  # stream-ordered: after the bucket sums read them
+        try:
+            # 5-6: per-window running sums over segments, segment sums, Horner over windows
+            segs = plan.buckets_per_window // plan.seg_len
+            with self.allocator.alloc(xyzz_bytes * plan.n_windows * segs, "msm segment sums") as d_seg:
+                self._launch(f"msm_bucket_segments<{field}>", plan.n_windows * segs, REDUCE_BLOCK,
+                             (d_seg.ptr, d_partials.ptr, d_chunk_off.ptr, plan.buckets_per_window,
+                              plan.seg_len, plan.n_windows), lanes)
+                self._mark("bucket running sums")
+                half = segs // 2
+                while half >= 1:
+                    self._launch(f"msm_reduce_halves<{field}>", plan.n_windows * half, REDUCE_BLOCK,
+                                 (d_seg.ptr, plan.n_windows, segs, half), lanes)
+                    half //= 2
+                self._mark("segment sums")
+                if d_windows:
+                    self._copy_window_sums(d_windows, d_seg.ptr, segs * xyzz_bytes, xyzz_bytes, plan.n_windows)
+                    return DeferredWindows(g2, d_windows, plan.n_windows, plan.c, d_out)
+                self.kernels.launch(f"msm_combine_windows<{field}>", 1, lanes,
+                                    (d_out, d_seg.ptr, segs, plan.n_windows, plan.c), self.stream)
+                self._mark("window combination")
+                return None
+        finally:
+            d_partials.free()
+            d_chunk_off.free()
 
     def bin_bits(self, n: int, plan: MsmPlan) -> tuple[int, int] | None:
         """(pb, fb) of the binned sort for ``n`` scalars: bits of a scalar's index, low bucket bits a

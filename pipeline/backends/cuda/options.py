@@ -71,10 +71,15 @@ class CudaOptions:
     # witness_prefetch.py): its upload (~40 ms of a 2^26 seed partition, bench/NOTES.md session 16) leaves
     # the lock. Written in session 16 after the device time was spent: off until a GPU has run it.
     witness_prefetch: bool = False
+    # A, B1 and B2 take the same scalars: one digit sort for the three MSMs (msm.MsmRunner.sort), kept until
+    # B2's MSM has read it. Saves two sorts a partition: 2 x ~16 ms at 2^24, 2 x ~51 at 2^26 (BLS12-381,
+    # random witness; BN254 2 x ~18 at 2^24). Written in session 16 after the device time was spent: off
+    # until a GPU has run it.
+    msm_shared_sort: bool = False
 
     def __post_init__(self) -> None:
         for name in ("stream_ordered_memory", "sync_after_launch", "csr_value_table", "msm_batched_window_combination",
-                     "spmv_long_rows", "witness_prefetch"):
+                     "spmv_long_rows", "witness_prefetch", "msm_shared_sort"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"CudaOptions.{name} must be true or false, got {getattr(self, name)!r}")
         blocks = self.msm_g1_min_blocks

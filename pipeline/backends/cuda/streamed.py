@@ -108,7 +108,8 @@ def prologue_scratch_bytes(msm, zkey, resident: tuple[str, ...], csr_chunk: int 
     ``held_extra`` is held throughout (a resident partition's result slots). The NTT's twiddles
     belong to the key's bytes (``ntt.table_bytes``)."""
     vector = zkey.domain_size * SCALAR_BYTES
-    witness_msm = max([msm.scratch_bytes(zkey.n_vars, is_g2(s)) for s in resident if s != "h"], default=0)
+    witness_msm = max([msm.scratch_bytes(zkey.n_vars, is_g2(s), held_digits=msm.shared_sort)
+                       for s in resident if s != "h"], default=0)
     h_msm = msm.scratch_bytes(zkey.domain_size, False) if "h" in resident else 0
     return held_extra + max(witness_bytes(zkey) + witness_extra + witness_msm,
                             witness_bytes(zkey) + 2 * vector + csr_chunk, 3 * vector, vector + h_msm)

@@ -1,0 +1,166 @@
+"""One digit sort for the MSMs of one scalar vector (msm.MsmRunner.sort, CudaOptions.msm_shared_sort)
+without a GPU: the runner's launches and buffers recorded, and the backend's order (A, B1 and B2 read one
+sort, freed after B2's MSM and before C's own). The MSMs' results are checked on the GPU
+(tests/gpu/test_split.py)."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from pipeline.backends.cuda.backend import CudaBackend
+from pipeline.backends.cuda.msm import MsmRunner
+from pipeline.backends.cuda.options import CudaOptions
+from pipeline.curves import BLS12_381
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[tuple] = []
+        self._next = 0x10000
+
+    def launch(self, expr, grid, block, args, stream, shared_bytes=0):
+        self.events.append(("launch", expr, args))
+
+    def alloc(self, nbytes, what, stream=None):
+        self._next += 0x10000
+        rec, ptr = self, self._next
+
+        class Buf:
+            def __init__(self) -> None:
+                self.ptr, self.nbytes, self.what = ptr, nbytes, what
+
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *exc) -> None:
+                self.free()
+
+            def offset(self, n: int) -> int:
+                return self.ptr + n
+
+            def memset32(self, value, stream) -> None:
+                rec.events.append(("memset", self.what))
+
+            def free(self) -> None:
+                rec.events.append(("free", self.what, self.ptr))
+        return Buf()
+
+
+@pytest.fixture
+def runner():
+    rec = Recorder()
+    kernels = SimpleNamespace(curve=BLS12_381, launch=rec.launch)
+    msm = MsmRunner(kernels, rec, SimpleNamespace(handle=0))
+    return rec, msm
+
+
+def launches(rec, name: str) -> list[tuple]:
+    return [e for e in rec.events if e[0] == "launch" and e[1].startswith(name)]
+
+
+def test_msms_given_one_sort_launch_no_sort_of_their_own_and_read_its_entries(runner):
+    rec, msm = runner
+    n = 1000
+    digits = msm.sort(0xA0, n)
+    assert len(launches(rec, "msm_count_digits")) == 1 and len(launches(rec, "msm_scatter_digits")) == 1
+    for g2 in (False, False, True):
+        msm.enqueue(g2, 0xB0, 0xA0, n, 0xC0, digits=digits)
+    assert len(launches(rec, "msm_count_digits")) == 1 and len(launches(rec, "msm_scatter_digits")) == 1
+    level0 = launches(rec, "msm_accumulate_flat") + launches(rec, "msm_accumulate<fq2_pair_t, true")
+    assert len(level0) == 3 and {args[2] for _, _, args in level0} == {digits.d_entries.ptr}
+    freed = {e[2] for e in rec.events if e[0] == "free"}
+    assert digits.d_entries.ptr not in freed and digits.d_offsets.ptr not in freed  # the owner frees it
+    digits.free()
+    freed = {e[2] for e in rec.events if e[0] == "free"}
+    assert {digits.d_entries.ptr, digits.d_offsets.ptr} <= freed
+
+
+def test_an_msm_without_a_sort_given_sorts_and_frees_its_own(runner):
+    rec, msm = runner
+    msm.enqueue(False, 0xB0, 0xA0, 1000, 0xC0)
+    msm.enqueue(False, 0xB0, 0xA0, 1000, 0xC0)
+    assert len(launches(rec, "msm_count_digits")) == 2
+    allocated = [e for e in rec.events if e[0] == "free" and e[1] in ("msm digit entries", "msm bucket offsets")]
+    assert len(allocated) == 4
+
+
+def test_a_sort_of_other_scalars_or_another_plan_is_refused(runner):
+    rec, msm = runner
+    digits = msm.sort(0xA0, 1000)
+    with pytest.raises(ValueError, match="1000 scalars"):
+        msm.enqueue(False, 0xB0, 0xA0, 999, 0xC0, digits=digits)
+    with pytest.raises(ValueError, match="plan"):
+        msm.enqueue(False, 0xB0, 0xA0, 1000, 0xC0, c=digits.plan.c + 1, digits=digits)
+
+
+def test_held_digits_count_in_the_scratch_bound(runner):
+    _, msm = runner
+    for n in (1 << 10, 1 << 20, 1 << 26):
+        for g2 in (False, True):
+            plan = msm.plan(n, g2)
+            assert msm.scratch_bytes(n, g2, held_digits=True) >= msm.scratch_bytes(n, g2)
+            assert msm.scratch_bytes(n, g2, held_digits=True) <= msm.scratch_bytes(n, g2) + 4 * n * plan.n_windows
+
+
+class FakeMsm:
+    """Records _enqueue_msms' calls in order."""
+
+    def __init__(self, shared: bool) -> None:
+        self.shared_sort = shared
+        self.calls: list[tuple] = []
+
+    def xyzz_bytes(self, g2):
+        return 288
+
+    def sort(self, d_scalars, n, d_point_index=0):
+        calls = self.calls
+        calls.append(("sort", d_scalars, n, d_point_index))
+        return SimpleNamespace(free=lambda: calls.append(("free digits",)))
+
+    def enqueue(self, g2, d_points, d_scalars, n, out, d_point_index=0, d_windows=0, digits=None):
+        self.calls.append(("msm", d_points, d_scalars, n, d_point_index, digits is not None))
+
+    def enqueue_point_sum(self, g2, base, d_idx, count, out):
+        self.calls.append(("ones", base))
+
+
+def _key(shared: bool):
+    zkey = SimpleNamespace(n_vars=100, n_public=2, domain_size=128, curve=BLS12_381)
+    points = {name: SimpleNamespace(ptr=ptr) for name, ptr in
+              (("a", 0x1000000), ("b1", 0x2000000), ("b2", 0x3000000), ("c", 0x4000000), ("h", 0x5000000))}
+    return SimpleNamespace(zkey=zkey, runtime=SimpleNamespace(msm=FakeMsm(shared)), d_points=points)
+
+
+@pytest.mark.parametrize("split", [False, True], ids=["whole witness", "split tails"])
+def test_the_backend_sorts_once_for_a_b1_b2_and_frees_it_before_c(split):
+    key = _key(shared=True)
+    shape = SimpleNamespace(n_one=40, n_other=50, prefix_one=1, prefix_other=1)
+    dsplit = SimpleNamespace(shape=shape, d_one_idx=SimpleNamespace(ptr=0x700), d_other_scalars=SimpleNamespace(ptr=0x800),
+                             d_other_idx=SimpleNamespace(ptr=0x900)) if split else None
+    CudaBackend._enqueue_msms(None, key, SimpleNamespace(ptr=0x100), SimpleNamespace(ptr=0x200),
+                              SimpleNamespace(ptr=0x300), True, None, dsplit)
+    calls = [c for c in key.runtime.msm.calls if c[0] != "ones"]
+    kinds = [c[0] for c in calls]
+    assert kinds == ["sort", "msm", "msm", "msm", "free digits", "msm", "msm"]  # a, b1, b2 | c, h
+    assert [c[5] for c in calls if c[0] == "msm"] == [True, True, True, False, False]
+    sort, a, c = calls[0], calls[1], calls[5]
+    assert sort[1:] == a[2:5]  # sorted the scalars (and point indices) A's MSM takes
+    assert c[3] == (shape.n_other - 1 if split else 100 - 3)  # C skips the public prefix, sorts its own
+
+
+def test_without_the_option_every_msm_sorts_its_own_and_b2_left_out_ends_the_sharing_at_b1():
+    key = _key(shared=False)
+    CudaBackend._enqueue_msms(None, key, SimpleNamespace(ptr=0x100), SimpleNamespace(ptr=0x200),
+                              SimpleNamespace(ptr=0x300), True, None)
+    assert [c[0] for c in key.runtime.msm.calls] == ["msm"] * 5
+    key = _key(shared=True)
+    CudaBackend._enqueue_msms(None, key, SimpleNamespace(ptr=0x100), SimpleNamespace(ptr=0x200),
+                              SimpleNamespace(ptr=0x300), False, None)  # B2 on the host
+    assert [c[0] for c in key.runtime.msm.calls] == ["sort", "msm", "msm", "free digits", "msm", "msm"]
+
+
+def test_the_option_is_off_by_default_and_checked():
+    assert CudaOptions().msm_shared_sort is False
+    with pytest.raises(ValueError, match="msm_shared_sort"):
+        CudaOptions(msm_shared_sort=1)
