@@ -54,7 +54,14 @@ class WitnessPrefetches:
             d_w.free()
             raise
         with self._lock:
-            self._held[key] = (d_w, copied)
+            raced = key in self._held  # another thread prefetched the same array meanwhile: keep its copy
+            if not raced:
+                self._held[key] = (d_w, copied)
+        if raced:
+            self.allocator.stream.wait(copied)  # the block goes back in the allocator's stream order
+            copied.close()
+            d_w.free()
+            return 0
         return witness.nbytes
 
     def take(self, witness: np.ndarray, stream: Stream) -> DeviceBuffer | None:

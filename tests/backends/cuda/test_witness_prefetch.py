@@ -117,3 +117,23 @@ def test_the_option_is_off_by_default_and_checked():
     assert CudaOptions().witness_prefetch is False
     with pytest.raises(ValueError, match="witness_prefetch"):
         CudaOptions(witness_prefetch="yes")
+
+
+def test_a_second_prefetch_of_the_same_array_racing_the_first_is_given_back(setup, monkeypatch):
+    """Two threads prefetching one array at once (the engine never does): the second copy's block goes
+    back once the allocator's stream has waited for it, and the first stays the one held."""
+    log, alloc, copy, main = setup
+    alloc.stream = main
+    prefetches = wp.WitnessPrefetches(alloc, copy)
+    witness = np.zeros((4, 4), dtype=np.uint64)
+    real_alloc = alloc.alloc
+
+    def alloc_and_race(nbytes, what, stream=None):  # the other thread's prefetch lands while this one copies
+        buf = real_alloc(nbytes, what, stream)
+        monkeypatch.setattr(alloc, "alloc", real_alloc)
+        assert prefetches.start(witness) == 128
+        return buf
+    monkeypatch.setattr(alloc, "alloc", alloc_and_race)
+    assert prefetches.start(witness) == 0
+    assert alloc.used == 128 and log[-3:] == [("wait", "main"), ("close event",), ("free", 128)]
+    assert prefetches.take(witness, main) is not None
