@@ -97,21 +97,22 @@ def bench(curve, log_n: int, profiles: dict[str, str] | None = None, batched_win
     rng = np.random.default_rng(log_n)
     rows = []
     random_witness = random_below(rng, zkey.n_vars, 4, curve.fr.bits)
-    default = backend.batched_window_combination
-    sort_default = backend.runtime(curve).msm.shared_sort
-    cases = [("random", 0.0, False, default, sort_default), ("80% {0,1}", 0.8, False, default, sort_default),
-             ("80% {0,1}, split", 0.8, True, default, sort_default), ("95% {0,1}", 0.95, False, default, sort_default),
-             ("95% {0,1}, split", 0.95, True, default, sort_default)]
-    base = list(cases)
-    if batched_windows:  # the same witnesses once more with the other way of combining the MSMs' windows
-        other = "per-MSM window combination" if default else "batched windows"
-        cases += [(f"{label}, {other}", bits, split, not default, sort_default) for label, bits, split, _, _ in base
-                  if split or not bits]
-    if shared_sort:  # and with the other digit sort for A, B1, B2 (CudaOptions.msm_shared_sort)
-        other = "a sort per MSM" if sort_default else "one sort for A, B1, B2"
-        cases += [(f"{label}, {other}", bits, split, default, not sort_default) for label, bits, split, _, _ in base
-                  if split or not bits]
-    for label, bits, split, batched, shared in cases:
+    msm = backend.runtime(curve).msm
+    defaults = {"batched": backend.batched_window_combination, "shared": msm.shared_sort}
+    base = [("random", 0.0, False), ("80% {0,1}", 0.8, False), ("80% {0,1}, split", 0.8, True),
+            ("95% {0,1}", 0.95, False), ("95% {0,1}, split", 0.95, True)]
+    cases = [(label, bits, split, {}) for label, bits, split in base]
+    # the same witnesses (random, and the split rows) once more with an option the other way; a row's
+    # label says the setting it ran with
+    others = [("batched", batched_windows, {True: "batched windows", False: "per-MSM window combination"}),
+              ("shared", shared_sort, {True: "one sort for A, B1, B2", False: "a sort per MSM"})]
+    for option, asked, says in others:
+        if asked:
+            flip = not defaults[option]
+            cases += [(f"{label}, {says[flip]}", bits, split, {option: flip})
+                      for label, bits, split in base if split or not bits]
+    for label, bits, split, flipped in cases:
+        settings = {**defaults, **flipped}
         witness = bit_heavy(np.random.default_rng(log_n + int(100 * bits)), random_witness, bits)
         witness[0] = [1, 0, 0, 0]
         # staged in page-locked memory, as the engine's prep_msm stage hands it to the GPU stage
@@ -121,8 +122,8 @@ def bench(curve, log_n: int, profiles: dict[str, str] | None = None, batched_win
         witness = pinned
         shape = WitnessShape.of(witness, zkey.n_public + 1)
         backend.msm_split_min_bits = 0.0 if split else 2.0  # 2.0: never
-        backend.batched_window_combination = batched
-        backend.runtime(curve).msm.shared_sort = shared
+        backend.batched_window_combination = settings["batched"]
+        msm.shared_sort = settings["shared"]
         stage_once(backend, key, witness, shape)  # warm-up (kernel load, twiddles)
         spmv = spmv_ms(backend, key, witness)
         runs = [stage_once(backend, key, witness, shape) for _ in range(REPEAT)]
@@ -175,6 +176,7 @@ def write_table(sizes: list[int], header: list[str], rows: list, profiles: dict 
     profiled = "".join(f"\n## Host profile: {what}\n\n```\n{text.strip()}\n```\n" for what, text in (profiles or {}).items())
     write_result(result_path(f"gpu_stage_{'_'.join(map(str, sizes))}.md"),
                  "# GPU stage\n" + note + "\n" + table + "\n" + profiled, show=table)
+
 
 if __name__ == "__main__":
     main()

@@ -101,28 +101,35 @@ def test_a_shape_that_does_not_describe_the_witness_is_an_internal_error(cuda_ba
         cuda_backend.unload_key(key)
 
 
+def _off_then_on(cuda_backend, gpu_curve, min_bits: float, seed: str, owner, option: str) -> list:
+    """One partition of chain_2e8 (a mixed witness) with ``owner.option`` False, then True (restored after):
+    both results, each partition giving back every scratch byte it took."""
+    zkey, _ = _fixture(gpu_curve, "chain_2e8")
+    prefix = [1] + [3] * zkey.n_public
+    witness = _mixed_witness(gpu_curve.fr, zkey.n_vars, random.Random(seed), 0.3, 0.4, prefix)
+    shape = WitnessShape.of(witness, zkey.n_public + 1)
+    results = []
+    saved = getattr(owner, option)
+    key = cuda_backend.load_key(zkey)
+    try:
+        for value in (False, True):
+            setattr(owner, option, value)
+            resident = cuda_backend.allocator.in_use_bytes
+            results.append(_run(cuda_backend, key, witness, shape, min_bits))
+            assert cuda_backend.allocator.in_use_bytes == resident
+    finally:
+        setattr(owner, option, saved)
+        cuda_backend.unload_key(key)
+    return results
+
+
 @pytest.mark.parametrize("min_bits", [2.0, 0.0], ids=["plain", "split"])
 def test_batched_window_combination_equals_the_per_msm_one(cuda_backend, gpu_curve, min_bits):
     """CudaOptions.msm_batched_window_combination: start_partition's MSMs leave their window sums, the
     witness MSMs' are combined on a side stream beside H and H's at the end; the results are the
     per-MSM combination's, with and without the 0/1 split, and the partition gives back every scratch
     byte (the key's tables are made at load time)."""
-    zkey, _ = _fixture(gpu_curve, "chain_2e8")
-    prefix = [1] + [3] * zkey.n_public
-    witness = _mixed_witness(gpu_curve.fr, zkey.n_vars, random.Random("batched"), 0.3, 0.4, prefix)
-    shape = WitnessShape.of(witness, zkey.n_public + 1)
-    results = []
-    default = cuda_backend.batched_window_combination
-    key = cuda_backend.load_key(zkey)
-    try:
-        for batched in (False, True):
-            cuda_backend.batched_window_combination = batched
-            resident = cuda_backend.allocator.in_use_bytes
-            results.append(_run(cuda_backend, key, witness, shape, min_bits))
-            assert cuda_backend.allocator.in_use_bytes == resident
-    finally:
-        cuda_backend.batched_window_combination = default
-        cuda_backend.unload_key(key)
+    results = _off_then_on(cuda_backend, gpu_curve, min_bits, "batched", cuda_backend, "batched_window_combination")
     assert "msm_combine_ms" in results[1].timings_ms and "msm_combine_ms" not in results[0].timings_ms
     _same(gpu_curve, results[0], results[1])
 
@@ -166,20 +173,6 @@ def test_a_prefetched_witness_gives_the_uploaded_ones_results_and_every_byte_bac
 def test_one_sort_for_a_b1_b2_gives_the_same_msms(cuda_backend, gpu_curve, min_bits):
     """CudaOptions.msm_shared_sort: A, B1 and B2 read one digit sort (freed after B2's MSM); the results
     equal a sort per MSM, with and without the 0/1 split, and every scratch byte comes back."""
-    zkey, _ = _fixture(gpu_curve, "chain_2e8")
-    prefix = [1] + [3] * zkey.n_public
-    witness = _mixed_witness(gpu_curve.fr, zkey.n_vars, random.Random("shared sort"), 0.3, 0.4, prefix)
-    shape = WitnessShape.of(witness, zkey.n_public + 1)
     msm = cuda_backend.runtime(gpu_curve).msm
-    results = []
-    key = cuda_backend.load_key(zkey)
-    try:
-        for shared in (False, True):
-            msm.shared_sort = shared
-            resident = cuda_backend.allocator.in_use_bytes
-            results.append(_run(cuda_backend, key, witness, shape, min_bits))
-            assert cuda_backend.allocator.in_use_bytes == resident
-    finally:
-        msm.shared_sort = False
-        cuda_backend.unload_key(key)
+    results = _off_then_on(cuda_backend, gpu_curve, min_bits, "shared sort", msm, "shared_sort")
     _same(gpu_curve, results[0], results[1])

@@ -299,23 +299,19 @@ class CudaBackend(Backend):
                 d_windows = windows.slot(name) if windows is not None else 0
                 if name == "h":
                     deferred = msm.enqueue(False, p["h"].ptr, d_h.ptr, zkey.domain_size, out, d_windows=d_windows)
-                elif split is None:
-                    g2, first = witness_msms[name]
-                    n, d_scalars = zkey.n_vars - first, d_w.ptr + first * elem
-                    if name in sharing and digits is None and n:
-                        digits = msm.sort(d_scalars, n)
-                    deferred = msm.enqueue(g2, p[name].ptr, d_scalars, n, out, d_windows=d_windows,
-                                           digits=digits if name in sharing else None)
                 else:
                     g2, first = witness_msms[name]
-                    shape = split.shape
-                    skip_one, skip_other = (shape.prefix_one, shape.prefix_other) if first else (0, 0)
-                    # Point k of this section is signal first + k: index by signal from a shifted base.
-                    base = p[name].ptr - first * (4 if g2 else 2) * 8 * zkey.curve.fq.limbs
-                    msm.enqueue_point_sum(g2, base, split.d_one_idx.ptr + 4 * skip_one, shape.n_one - skip_one,
-                                          d_results.ptr + MSM_SLOTS.index(f"{name}_ones") * slot)
-                    n, d_scalars = shape.n_other - skip_other, split.d_other_scalars.ptr + 32 * skip_other
-                    d_index = split.d_other_idx.ptr + 4 * skip_other
+                    if split is None:
+                        base, n, d_scalars, d_index = p[name].ptr, zkey.n_vars - first, d_w.ptr + first * elem, 0
+                    else:
+                        shape = split.shape
+                        skip_one, skip_other = (shape.prefix_one, shape.prefix_other) if first else (0, 0)
+                        # Point k of this section is signal first + k: index by signal from a shifted base.
+                        base = p[name].ptr - first * (4 if g2 else 2) * 8 * zkey.curve.fq.limbs
+                        msm.enqueue_point_sum(g2, base, split.d_one_idx.ptr + 4 * skip_one, shape.n_one - skip_one,
+                                              d_results.ptr + MSM_SLOTS.index(f"{name}_ones") * slot)
+                        n, d_scalars = shape.n_other - skip_other, split.d_other_scalars.ptr + 32 * skip_other
+                        d_index = split.d_other_idx.ptr + 4 * skip_other
                     if name in sharing and digits is None and n:
                         digits = msm.sort(d_scalars, n, d_index)
                     deferred = msm.enqueue(g2, base, d_scalars, n, out, d_point_index=d_index, d_windows=d_windows,
@@ -357,11 +353,11 @@ class CudaBackend(Backend):
     def drop_prefetch(self, witness: np.ndarray) -> None:
         if self._prefetches is not None:
             self.device.activate()
-            self._prefetches.drop(witness, self.stream)
+            self._prefetches.drop(witness)
 
     def _witness_on_device(self, witness: np.ndarray):
         """The prefetched copy of ``witness`` if there is one (the stream waits for it), else an upload."""
-        d_w = self._prefetches.take(witness, self.stream) if self._prefetches is not None else None
+        d_w = self._prefetches.take(witness) if self._prefetches is not None else None
         return d_w if d_w is not None else self._upload_witness(witness)
 
     def start_partition(self, key: CudaKey, witness: np.ndarray, with_b_g2: bool = True,
@@ -531,7 +527,7 @@ class CudaBackend(Backend):
 
     def close(self) -> None:
         if self._prefetches is not None:
-            self._prefetches.close(self.stream)
+            self._prefetches.close()
             self._prefetches = None
         for stream in self._copy_streams.values():
             stream.close()

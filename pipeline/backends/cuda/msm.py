@@ -292,12 +292,13 @@ class MsmRunner:
             self.last_plan = self.plan(n, g2, c)
             check_memset_zero(d_out, xyzz_bytes, self.stream)  # ZZ = 0: the point at infinity
             return None
-        if digits is not None and digits.n != n:
-            raise ValueError(f"sorted digits of {digits.n} scalars given to an MSM of {n}")
         own = digits is None
-        if not own and digits.plan != self.plan(n, g2, c):
-            raise ValueError(f"sorted digits of plan {digits.plan} given to an MSM planned {self.plan(n, g2, c)}")
-        digits = self.sort(d_scalars, n, d_point_index, c) if own else digits
+        if own:
+            digits = self.sort(d_scalars, n, d_point_index, c)
+        elif digits.n != n:
+            raise ValueError(f"sorted digits of {digits.n} scalars given to an MSM of {n}")
+        elif digits.plan != (planned := self.plan(n, g2, c)):
+            raise ValueError(f"sorted digits of plan {digits.plan} given to an MSM planned {planned}")
         plan = self.last_plan = digits.plan
         nb_total = plan.n_buckets
         entries_bound = n * plan.n_windows  # at most one nonzero digit per scalar and window

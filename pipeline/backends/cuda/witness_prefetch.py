@@ -58,36 +58,41 @@ class WitnessPrefetches:
             if not raced:
                 self._held[key] = (d_w, copied)
         if raced:
-            self.allocator.stream.wait(copied)  # the block goes back in the allocator's stream order
-            copied.close()
-            d_w.free()
+            self._free_after_copy(d_w, copied)
             return 0
         return witness.nbytes
 
-    def take(self, witness: np.ndarray, stream: Stream) -> DeviceBuffer | None:
-        """``witness``'s prefetched buffer, ``stream``'s later work ordered after its copy; None if
-        none is held. The caller frees the buffer (in ``stream``'s order, the allocator's)."""
+    def _after_copy(self, copied: Event) -> None:
+        """The kernels' stream (the allocator's) orders its later work (a kernel's read, the block's free)
+        after the copy."""
+        self.allocator.stream.wait(copied)
+        copied.close()  # the wait is queued; the driver keeps what it needs
+
+    def _free_after_copy(self, d_w: DeviceBuffer, copied: Event) -> None:
+        self._after_copy(copied)
+        d_w.free()  # in the allocator's stream order
+
+    def take(self, witness: np.ndarray) -> DeviceBuffer | None:
+        """``witness``'s prefetched buffer, the kernels' stream's later work ordered after its copy; None
+        if none is held. The caller frees the buffer (in that stream's order, the allocator's)."""
         with self._lock:
             held = self._held.pop(self._id(witness), None)
         if held is None:
             return None
         d_w, copied = held
-        stream.wait(copied)
-        copied.close()  # the wait is queued; the driver keeps what it needs
+        self._after_copy(copied)
         return d_w
 
-    def drop(self, witness: np.ndarray, stream: Stream) -> bool:
-        """Free ``witness``'s prefetch if it was not taken (after its copy, in ``stream``'s order)."""
-        d_w = self.take(witness, stream)
+    def drop(self, witness: np.ndarray) -> bool:
+        """Free ``witness``'s prefetch if it was not taken (after its copy)."""
+        d_w = self.take(witness)
         if d_w is None:
             return False
         d_w.free()
         return True
 
-    def close(self, stream: Stream) -> None:
+    def close(self) -> None:
         with self._lock:
             held, self._held = list(self._held.values()), {}
         for d_w, copied in held:
-            stream.wait(copied)
-            copied.close()
-            d_w.free()
+            self._free_after_copy(d_w, copied)

@@ -64,7 +64,9 @@ def setup(monkeypatch):
     monkeypatch.setattr(wp, "check", lambda result, call: None)
     copy = FakeStream(name="copy", handle="copy", log=log)
     main = FakeStream(name="main", handle="main", log=log)
-    return log, FakeAllocator(log, budget=1 << 20), copy, main
+    alloc = FakeAllocator(log, budget=1 << 20)
+    alloc.stream = main  # the kernels' stream: takes, drops and frees are ordered on it
+    return log, alloc, copy, main
 
 
 def test_a_prefetch_is_copied_on_the_copy_stream_and_taken_once_after_a_wait(setup):
@@ -75,10 +77,10 @@ def test_a_prefetch_is_copied_on_the_copy_stream_and_taken_once_after_a_wait(set
     assert log == [("alloc", 128, "copy"), ("copy", 128, "copy"), ("record", "copy")]
     assert prefetches.start(witness) == 0  # already held: one copy an array
     log.clear()
-    d_w = prefetches.take(witness, main)
+    d_w = prefetches.take(witness)
     assert d_w is not None and log == [("wait", "main"), ("close event",)]
-    assert prefetches.take(witness, main) is None  # taken once
-    assert prefetches.take(witness.copy(), main) is None  # another array (address): not this prefetch
+    assert prefetches.take(witness) is None  # taken once
+    assert prefetches.take(witness.copy()) is None  # another array (address): not this prefetch
 
 
 def test_a_dropped_prefetch_is_freed_after_the_kernels_stream_waits_for_its_copy(setup):
@@ -87,9 +89,9 @@ def test_a_dropped_prefetch_is_freed_after_the_kernels_stream_waits_for_its_copy
     witness = np.zeros((8, 4), dtype=np.uint64)
     prefetches.start(witness)
     log.clear()
-    assert prefetches.drop(witness, main) is True
+    assert prefetches.drop(witness) is True
     assert log == [("wait", "main"), ("close event",), ("free", 256)] and alloc.used == 0
-    assert prefetches.drop(witness, main) is False
+    assert prefetches.drop(witness) is False
 
 
 def test_no_prefetch_past_the_budget_or_of_an_array_the_copy_cannot_take(setup):
@@ -108,8 +110,8 @@ def test_close_frees_every_prefetch_after_its_copy(setup):
     a, b = np.zeros((2, 4), dtype=np.uint64), np.zeros((3, 4), dtype=np.uint64)
     prefetches.start(a)
     prefetches.start(b)
-    prefetches.close(main)
-    assert alloc.used == 0 and prefetches.take(a, main) is None
+    prefetches.close()
+    assert alloc.used == 0 and prefetches.take(a) is None
     assert [e[0] for e in log[-6:]] == ["wait", "close event", "free"] * 2
 
 
@@ -123,7 +125,6 @@ def test_a_second_prefetch_of_the_same_array_racing_the_first_is_given_back(setu
     """Two threads prefetching one array at once (the engine never does): the second copy's block goes
     back once the allocator's stream has waited for it, and the first stays the one held."""
     log, alloc, copy, main = setup
-    alloc.stream = main
     prefetches = wp.WitnessPrefetches(alloc, copy)
     witness = np.zeros((4, 4), dtype=np.uint64)
     real_alloc = alloc.alloc
@@ -136,4 +137,4 @@ def test_a_second_prefetch_of_the_same_array_racing_the_first_is_given_back(setu
     monkeypatch.setattr(alloc, "alloc", alloc_and_race)
     assert prefetches.start(witness) == 0
     assert alloc.used == 128 and log[-3:] == [("wait", "main"), ("close event",), ("free", 128)]
-    assert prefetches.take(witness, main) is not None
+    assert prefetches.take(witness) is not None
