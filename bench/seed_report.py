@@ -101,7 +101,7 @@ def markdown(args, machine: str, results: list, sppark: dict, pictures: list[Pat
              f"Engine: {args.devices} device(s), {args.gpu_workers} GPU workers each, G2 MSM on the {args.g2}, the "
              f"0/1 split as the backend chooses"
              f"{'; the sparse products a thread a row' if getattr(args, 'thread_a_row', False) else ''}"
-             f"{'; witnesses prefetched before the GPU lock' if getattr(args, 'witness_prefetch', False) else ''}"
+             f"{'; witnesses prefetched before the GPU lock' if getattr(args, 'witness_prefetch', True) else '; witnesses uploaded under the GPU lock'}"
              f". {args.jobs} jobs of {args.partitions} partitions submitted at once "
              f"after a warm-up job; every partition proves the same witness.", "",
              "s/proof: wall time of the stream / jobs (one proof = one job). gpu s/proof: the gpu stages' time "

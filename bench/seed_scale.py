@@ -267,7 +267,7 @@ async def main_async(args) -> None:
             backend.close()
     out = Path(args.out) if args.out else result_path(
         f"seed_scale_{args.backend}_{args.curve}_{'_'.join(map(str, args.sizes))}_{args.witness}"
-        f"{'_random_key' if args.key == 'random' else ''}{'_thread_a_row' if args.thread_a_row else ''}{'_prefetch' if args.witness_prefetch else ''}.md")
+        f"{'_random_key' if args.key == 'random' else ''}{'_thread_a_row' if args.thread_a_row else ''}{'' if args.witness_prefetch else '_no_prefetch'}.md")
     pictures = write_timelines(out, results, f"{args.backend}, {args.curve}, {args.partitions} partitions per job")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(markdown(args, machine, results, sppark, pictures))
@@ -289,9 +289,9 @@ def main() -> None:
     p.add_argument("--g2", choices=("gpu", "cpu"), default="gpu", help="where the G2 MSM of B runs")
     p.add_argument("--thread-a-row", action="store_true",
                    help="CudaOptions.spmv_long_rows off: every row of the sparse products a thread (before session 16)")
-    p.add_argument("--witness-prefetch", action="store_true",
-                   help="CudaOptions.witness_prefetch: a waiting partition's witness copied to the device before it "
-                        "takes the GPU lock")
+    p.add_argument("--no-witness-prefetch", dest="witness_prefetch", action="store_false",
+                   help="CudaOptions.witness_prefetch off: a partition uploads its witness under the GPU lock (before "
+                        "session 17)")
     p.add_argument("--in-flight", type=int, default=None, help="partitions in flight wanted (default devices x "
                    "(gpu workers + 2) + 1; fewer if host memory says so)")
     p.add_argument("--warmup", type=int, default=None,

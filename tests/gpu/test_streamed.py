@@ -6,6 +6,7 @@ such a key under such a budget, every proof valid, the device allocator never pa
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -153,7 +154,7 @@ def test_engine_proves_with_a_key_larger_than_its_vram_budget(cuda_backend, curv
     async def main():
         config = EngineConfig(backend="cuda", devices=(0,), gpu_workers_per_device=2, vram_budget_bytes=budget,
                               queue_size=10, max_partitions_in_flight=12, gpu_batch_max=5,
-                              cuda=CudaOptions(csr_value_table=table))
+                              cuda=replace(cuda_backend.options, csr_value_table=table))  # the options the budget was measured with
         async with Engine(config) as engine:
             engine.register_key("k", zkey_path=folder / "circuit_final.zkey")
             jobs = [await engine.submit("k", [str(folder / "witness.wtns")] * 5) for _ in range(2)]

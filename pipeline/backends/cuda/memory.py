@@ -114,6 +114,13 @@ class DeviceAllocator:
             # Keep freed blocks for reuse (up to the budget) rather than handing them back at every sync.
             check(driver.cuMemPoolSetAttribute(self._pool, driver.CUmemPool_attribute.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
                                                driver.cuuint64_t(self.budget_bytes)), "cuMemPoolSetAttribute")
+            # A block taken in another stream's order (a prefetched witness, on the copy stream) must not be one
+            # whose free is still queued here: the pool would make that stream wait for the free. A 2^26 seed
+            # partition's H buffer (the witness's size, freed after H's MSM) held a prefetch's copy back to the
+            # running partition's last ~15 ms (session 17: 25 of the copy's 40 ms left under the lock).
+            check(driver.cuMemPoolSetAttribute(
+                self._pool, driver.CUmemPool_attribute.CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES, 0),
+                "cuMemPoolSetAttribute")
 
     def alloc(self, nbytes: int, what: str, stream=None) -> DeviceBuffer:
         """``stream`` (stream-ordered allocators only): take the block in that stream's order instead of

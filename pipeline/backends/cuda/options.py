@@ -69,13 +69,13 @@ class CudaOptions:
     msm_batched_window_combination: bool = True
     # A resident partition's witness copied to the device while it waits for the GPU lock (the engine asks,
     # witness_prefetch.py): its upload (~40 ms of a 2^26 seed partition, bench/NOTES.md session 16) leaves
-    # the lock. Written in session 16 after the device time was spent: off until a GPU has run it.
-    witness_prefetch: bool = False
+    # the lock. Its GPU test and the whole suite passed with it on (session 17); the seed rows: NOTES.
+    witness_prefetch: bool = True
     # A, B1 and B2 take the same scalars: one digit sort for the three MSMs (msm.MsmRunner.sort), kept until
-    # B2's MSM has read it. Saves two sorts a partition: 2 x ~16 ms at 2^24, 2 x ~51 at 2^26 (BLS12-381,
-    # random witness; BN254 2 x ~18 at 2^24). Written in session 16 after the device time was spent: off
-    # until a GPU has run it.
-    msm_shared_sort: bool = False
+    # B2's MSM has read it. Saves two sorts a partition. Session 17, same call
+    # (bench/results/gpu_stage_24_s17.md), random witness at 2^24: BLS12-381 1014 -> 981 ms, BN254 485 -> 448;
+    # the whole GPU suite passed with it on. Costs +4 bytes a digit slot while held (scratch_bytes).
+    msm_shared_sort: bool = True
 
     def __post_init__(self) -> None:
         for name in ("stream_ordered_memory", "sync_after_launch", "csr_value_table", "msm_batched_window_combination",

@@ -160,7 +160,7 @@ def test_without_the_option_every_msm_sorts_its_own_and_b2_left_out_ends_the_sha
     assert [c[0] for c in key.runtime.msm.calls] == ["sort", "msm", "msm", "free digits", "msm", "msm"]
 
 
-def test_the_option_is_off_by_default_and_checked():
-    assert CudaOptions().msm_shared_sort is False
+def test_the_option_is_on_by_default_and_checked():
+    assert CudaOptions().msm_shared_sort is True
     with pytest.raises(ValueError, match="msm_shared_sort"):
         CudaOptions(msm_shared_sort=1)

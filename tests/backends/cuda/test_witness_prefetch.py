@@ -115,8 +115,8 @@ def test_close_frees_every_prefetch_after_its_copy(setup):
     assert [e[0] for e in log[-6:]] == ["wait", "close event", "free"] * 2
 
 
-def test_the_option_is_off_by_default_and_checked():
-    assert CudaOptions().witness_prefetch is False
+def test_the_option_is_on_by_default_and_checked():
+    assert CudaOptions().witness_prefetch is True
     with pytest.raises(ValueError, match="witness_prefetch"):
         CudaOptions(witness_prefetch="yes")
 
