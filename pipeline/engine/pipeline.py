@@ -219,7 +219,13 @@ class Pipeline:
         beside what is in use; its bytes count in the budget until this partition takes the lock (its
         scratch counts the witness from then). Returns the bytes counted (0: none started)."""
         backend = device.backend
-        if not backend.prefetches_witness or device.prefetching or not device.gpu_lock.locked():
+        if not backend.prefetches_witness:
+            return 0
+        # A lock just given back goes to its first waiter only when that waiter's task runs. Without this
+        # yield a worker coming straight from its own turn found the lock free (and the waiter's prefetch not
+        # yet taken) and went without: every other partition of a 2^26 seed stream (session 17: 3 of 8 here).
+        await asyncio.sleep(0)
+        if device.prefetching or not device.gpu_lock.locked():
             return 0
         handle = self.keystore.resident_handle(prepared.partition.job.key_id, device.index)
         staged = prepared.scalars.staged
