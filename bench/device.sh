@@ -3,7 +3,7 @@
 #   bash bench/device.sh [SECTION...]           default: tests demo prove stage msm engine server
 #   e.g.  bash bench/device.sh tests ntt msm    |    SERVER_GILS="default 0.001" bash bench/device.sh scaling server
 # Sections (knobs in capitals, defaults in brackets):
-#   tests    pytest -m gpu [PYTEST_ARGS] [TEST_PATHS=tests/gpu] [TEST_TIMEOUT=420 s: in session 16 the whole suite (516 tests,
+#   tests    pytest -m gpu [TEST_K: a -k expression, spaces kept] [PYTEST_ARGS: split on spaces] [TEST_PATHS=tests/gpu] [TEST_TIMEOUT=420 s: in session 16 the whole suite (516 tests,
 #            kernels prebuilt) ran past 330 s at 513]; its exit status is the script's -> $OUT/pytest.log
 #   demo     `zkpipe demo` on the CUDA backend (prints VALID / INVALID)
 #   prove    GPU proofs of the circuits in .extra/*/ (ones the tests never saw)       -> $OUT/proofs.tar
@@ -83,7 +83,7 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,memory.used --format=csv | tee 
 
 tests() {
   timeout "${TEST_TIMEOUT:-420}" python3 -m pytest -m gpu -q --maxfail=20 -p no:cacheprovider --durations=15 \
-    ${PYTEST_ARGS:-} ${TEST_PATHS:-tests/gpu} 2>&1 | tee "$OUT/pytest.log" | tail -n 80
+    ${TEST_K:+-k "$TEST_K"} ${PYTEST_ARGS:-} ${TEST_PATHS:-tests/gpu} 2>&1 | tee "$OUT/pytest.log" | tail -n 80
   rc=$?
 }
 demo() { timeout 120 python3 -m pipeline.cli demo --backend cuda 2>&1 | grep -E "VALID|INVALID"; }
