@@ -3,8 +3,9 @@
 #   bash bench/device.sh [SECTION...]           default: tests demo prove stage msm engine server
 #   e.g.  bash bench/device.sh tests ntt msm    |    SERVER_GILS="default 0.001" bash bench/device.sh scaling server
 # Sections (knobs in capitals, defaults in brackets):
-#   tests    pytest -m gpu [TEST_K: a -k expression, spaces kept] [PYTEST_ARGS: split on spaces] [TEST_PATHS=tests/gpu] [TEST_TIMEOUT=420 s: in session 16 the whole suite (516 tests,
-#            kernels prebuilt) ran past 330 s at 513]; its exit status is the script's -> $OUT/pytest.log
+#   tests    pytest -m gpu [TEST_K: a -k expression, spaces kept] [PYTEST_ARGS: split on spaces] [TEST_PATHS=tests/gpu]
+#            [TEST_TIMEOUT=420 s: the whole suite, 524 tests with the kernels prebuilt, took 244 s in session 17];
+#            its exit status is the script's                                          -> $OUT/pytest.log
 #   demo     `zkpipe demo` on the CUDA backend (prints VALID / INVALID)
 #   prove    GPU proofs of the circuits in .extra/*/ (ones the tests never saw)       -> $OUT/proofs.tar
 #            (verify them back on the dev machine with snarkjs)
