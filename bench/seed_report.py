@@ -54,8 +54,14 @@ def ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.0f}" if value >= 10 else f"{value:.1f}"
 
 
+def spread_of(proofs: list, key: str, pick) -> float | None:
+    values = [p.timings_ms[key] for p in proofs if key in p.timings_ms]
+    return pick(values) if values else None
+
+
 def partition_table(jobs: list) -> str:
-    """One row per partition index (medians over the jobs), then the median over all."""
+    """One row per partition index (medians over the jobs), then the median over all, and the least
+    and most over all (a median hid that every other partition went without its prefetch: session 17)."""
     columns = [(k, name) for k, name in STAGES + GPU_STEPS + AFTER
                if any(k in p.timings_ms for job in jobs for p in job)]
     rows = []
@@ -63,6 +69,7 @@ def partition_table(jobs: list) -> str:
         rows.append([str(index), *(ms(median_of([job[index] for job in jobs], k)) for k, _ in columns)])
     every = [p for job in jobs for p in job]
     rows.append(["all", *(ms(median_of(every, k)) for k, _ in columns)])
+    rows += [[name, *(ms(spread_of(every, k, pick)) for k, _ in columns)] for name, pick in (("min", min), ("max", max))]
     return markdown_table(["partition", *(name for _, name in columns)], rows)
 
 

@@ -112,6 +112,11 @@ def test_seed_scale_runs_on_the_cpu_backend_as_a_module(tmp_path):
     assert "not run (CPU backend)" in text
     partition_rows = [line for line in text.splitlines() if line.split("|")[1:2] in ([f" {i} "] for i in range(10))]
     assert len(partition_rows) == 10
+    spread = {line.split("|")[1].strip(): line for line in text.splitlines() if line.split("|")[1:2] in
+              ([" all "], [" min "], [" max "])}
+    assert set(spread) == {"all", "min", "max"}
+    gpu = {name: float(line.split("|")[5]) for name, line in spread.items()}  # the gpu column
+    assert gpu["min"] <= gpu["all"] <= gpu["max"]
     assert (tmp_path / "seed_2e8.timeline.json").exists()
 
 
