@@ -98,6 +98,8 @@ def main() -> None:
                     for label, (plan, priority) in VARIANTS.items():
                         side = Stream(backend.device, greatest if priority == "high" else least)
                         side_alloc = DeviceAllocator(backend.device, alloc.budget_bytes, side)
+                        # an allocator sets the pool's reuse across streams off (memory.py): this row's setting again
+                        check(driver.cuMemPoolSetAttribute(pool, internal, int(deps)), "cuMemPoolSetAttribute")
                         runners = [rt.msm, MsmRunner(rt.kernels, side_alloc, side, backend.options.msm_g1_min_blocks)]
                         try:
                             ms = time_variant((backend.stream, side), runners, plan, d_g1, d_g2, d_scalars, d_outs,
@@ -109,6 +111,7 @@ def main() -> None:
                                      f"{ms / base:.3f}"])
                         print(rows[-1], flush=True)
             finally:
+                check(driver.cuMemPoolSetAttribute(pool, internal, 0), "cuMemPoolSetAttribute")  # memory.py's setting
                 for d in d_scalars + d_outs:
                     d.free()
     table = markdown_table(["curve", "n", "pool reuse across streams", "streams (first | second)", "ms (5 MSMs)",
@@ -116,7 +119,8 @@ def main() -> None:
     text = ("# Five MSMs of a partition on one stream and on two (bench/gpu_msm_overlap.py)\n\n"
             f"Stream priorities: least {least}, greatest {greatest} (\"second stream first\": the second stream at "
             "the greatest). Pool reuse across streams: the device pool's REUSE_ALLOW_INTERNAL_DEPENDENCIES (yes, "
-            "CUDA's default: an allocation may make its stream wait for a block freed on another). Medians of "
+            "CUDA's default: an allocation may make its stream wait for a block freed on another; the project's "
+            "allocators set it off since session 17). Medians of "
             f"{args.repeat} after a warm-up, CUDA events.\n\n" + table + "\n")
     write_result(args.out or f"bench/results/gpu_msm_overlap_{'_'.join(map(str, args.log_sizes))}.md", text, table)
 

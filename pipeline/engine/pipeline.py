@@ -176,8 +176,8 @@ class Pipeline:
             try:
                 prefetched = counted = await self._prefetch(device, prepared, run)
                 async with device.gpu_lock:
-                    if counted:
-                        counted = self._prefetch_taken(device, counted)
+                    if counted:  # the lock is ours: the next waiter may prefetch; our scratch counts the witness
+                        counted = self._uncount_prefetch(device, counted)
                         if self.keystore.resident_handle(prepared.partition.job.key_id, device.index) is None:
                             await run(device.backend.drop_prefetch, prepared.scalars.staged)  # evicted meanwhile
                     t0 = time.perf_counter()
@@ -247,13 +247,13 @@ class Pipeline:
             raise
         finally:
             if not held:
-                device.prefetching = False
-                vram.release(staged.nbytes)
+                self._uncount_prefetch(device, staged.nbytes)
         return staged.nbytes if held else 0
 
-    def _prefetch_taken(self, device: Device, counted: int) -> int:
-        """The lock is this partition's: the next waiter may prefetch, and this one's bytes leave the
-        budget's count (the partition's scratch counts the witness). Returns the bytes still counted."""
+    @staticmethod
+    def _uncount_prefetch(device: Device, counted: int) -> int:
+        """The device's prefetch slot free again and ``counted`` bytes out of its budget's count (the
+        partition took the lock, or left, or its prefetch did not start). Returns the bytes still counted: 0."""
         device.prefetching = False
         device.vram.release(counted)
         return 0
@@ -262,8 +262,7 @@ class Pipeline:
         """After the partition, or when it left before taking the lock: a prefetch it did not take goes back
         (before its staging buffer can go to another partition)."""
         if counted:  # left before taking the lock
-            device.prefetching = False
-            device.vram.release(counted)
+            self._uncount_prefetch(device, counted)
         await asyncio.shield(run(device.backend.drop_prefetch, prepared.scalars.staged))
 
     async def _gpu_locked(self, device: Device, batch: list[Prepared], run) -> list[DeviceResult | None]:

@@ -351,31 +351,28 @@ class MsmRunner:
         entries (point index, sign in bit 31) grouped by bucket, returned as a new buffer. Binned
         (pippenger.cuh, msm_bin_digits: two passes whose writes stay near each other) where
         ``bin_bits`` allows, else ranks and one scatter (msm_scatter_digits)."""
-        alloc, nb, k, s = self.allocator, plan.n_buckets, self.kernels, self.stream
+        alloc, nb, s = self.allocator, plan.n_buckets, self.stream
         entries_bound = n * plan.n_windows  # at most one nonzero digit per scalar and window
         bits = self.bin_bits(n, plan)
-        d_counts.memset32(0, s)
-        if bits is None:
-            with alloc.alloc(4 * entries_bound, "msm digit ranks") as d_ranks:  # freed in stream order
-                self._launch("msm_count_digits", n, DIGIT_BLOCK,
-                             (d_scalars, n, plan.c, plan.n_windows, d_counts.ptr, d_ranks.ptr))
-                self.exclusive_scan(d_counts.ptr, nb, d_offsets.ptr)
-                self._mark("count digits")
-                d_entries = alloc.alloc(4 * entries_bound, "msm digit entries")
-                try:
-                    self._launch("msm_scatter_digits", n, DIGIT_BLOCK,
-                                 (d_scalars, n, plan.c, plan.n_windows, d_offsets.ptr, d_ranks.ptr, d_entries.ptr,
-                                  d_point_index))
-                except BaseException:
-                    d_entries.free()
-                    raise
+        # the scatter reads each digit's rank within its bucket; the binned sort places by cursors instead
+        d_ranks = alloc.alloc(4 * entries_bound, "msm digit ranks") if bits is None else None
+        try:
+            d_counts.memset32(0, s)
+            self._launch("msm_count_digits", n, DIGIT_BLOCK, (d_scalars, n, plan.c, plan.n_windows, d_counts.ptr,
+                                                              d_ranks.ptr if d_ranks is not None else 0))
+            self.exclusive_scan(d_counts.ptr, nb, d_offsets.ptr)
+            self._mark("count digits")
+            if bits is None:
+                d_entries = self._new_entries(entries_bound, lambda d: self._launch(
+                    "msm_scatter_digits", n, DIGIT_BLOCK,
+                    (d_scalars, n, plan.c, plan.n_windows, d_offsets.ptr, d_ranks.ptr, d, d_point_index)))
                 self._mark("scatter digits")
                 return d_entries
+        finally:
+            if d_ranks is not None:
+                d_ranks.free()  # stream-ordered: after the scatter
         pb, fb = bits
         n_bins = nb >> fb
-        self._launch("msm_count_digits", n, DIGIT_BLOCK, (d_scalars, n, plan.c, plan.n_windows, d_counts.ptr, 0))
-        self.exclusive_scan(d_counts.ptr, nb, d_offsets.ptr)
-        self._mark("count digits")
         with alloc.alloc(4 * n_bins, "msm bin cursors") as d_bins, \
                 alloc.alloc(4 * entries_bound, "msm binned digits") as d_binned:
             self._launch("msm_bin_cursors", n_bins, CHUNK_COUNT_BLOCK, (d_offsets.ptr, n_bins, fb, d_bins.ptr))
@@ -384,15 +381,21 @@ class MsmRunner:
             self._mark("bin digits")
             # the counts are spent: they become each bucket's cursor, from its offset
             check(driver.cuMemcpyDtoDAsync(d_counts.ptr, d_offsets.ptr, 4 * nb, s.handle), "cuMemcpyDtoDAsync")
-            d_entries = alloc.alloc(4 * entries_bound, "msm digit entries")
-            try:
-                k.launch("msm_place_digits", grid_for(-(-entries_bound // PLACE_TILE), 1), PLACE_BLOCK,
-                         (d_binned.ptr, d_offsets.ptr, n_bins, pb, fb, d_counts.ptr, d_entries.ptr, d_point_index), s)
-            except BaseException:
-                d_entries.free()
-                raise
+            d_entries = self._new_entries(entries_bound, lambda d: self.kernels.launch(
+                "msm_place_digits", grid_for(-(-entries_bound // PLACE_TILE), 1), PLACE_BLOCK,
+                (d_binned.ptr, d_offsets.ptr, n_bins, pb, fb, d_counts.ptr, d, d_point_index), s))
             self._mark("place digits")
             return d_entries
+
+    def _new_entries(self, entries_bound: int, launch) -> object:
+        """A new buffer for the sorted entries, written by ``launch(its address)``; freed if that fails."""
+        d_entries = self.allocator.alloc(4 * entries_bound, "msm digit entries")
+        try:
+            launch(d_entries.ptr)
+        except BaseException:
+            d_entries.free()
+            raise
+        return d_entries
 
     def _copy_window_sums(self, d_dst: int, d_seg: int, src_pitch: int, width: int, rows: int) -> None:
         """Window w's sum (row w of the segment sums, ``src_pitch`` bytes apart) to d_dst[w], one copy."""
