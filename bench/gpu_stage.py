@@ -105,7 +105,7 @@ def bench(curve, log_n: int, profiles: dict[str, str] | None = None, batched_win
     # the same witnesses (random, and the split rows) once more with an option the other way; a row's
     # label says the setting it ran with
     others = [("batched", batched_windows, {True: "batched windows", False: "per-MSM window combination"}),
-              ("shared", shared_sort, {True: "one sort for A, B1, B2", False: "a sort per MSM"})]
+              ("shared", shared_sort, {True: "one sort for A, B1, B2, C", False: "a sort per MSM"})]
     for option, asked, says in others:
         if asked:
             flip = not defaults[option]

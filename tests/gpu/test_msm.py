@@ -211,6 +211,44 @@ def test_every_built_g2_field_and_occupancy_variant_matches_the_reference(cuda_b
 
 
 @pytest.mark.parametrize("group_name", ["g1", "g2"])
+@pytest.mark.parametrize("indexed", [False, True], ids=["whole", "point index"])
+def test_an_msm_over_another_msms_sort_skips_the_points_below_its_section(cuda_backend, runtime, gpu_curve,
+                                                                         group_name, indexed):
+    """C's MSM reads A's digit sort (msm_shared_sort): the sort covers every scalar, C has no points for
+    the first `skip` (the public signals), so its base is shifted back by `skip` rows and entries below
+    `skip_below` add nothing and are never read. Equals the reference MSM over the suffix, with and without
+    a tail MSM's point index (the split's others, in signal order), for skips of 0, 1 and 5."""
+    group = getattr(gpu_curve, group_name)
+    g2 = group_name == "g2"
+    rng = random.Random(f"skip {gpu_curve.name} {group_name} {indexed}")
+    points = list(_points(group, 300))
+    points[7] = None
+    n = len(points)
+    signals = sorted(rng.sample(range(n), 120)) if indexed else list(range(n))  # the scalars' points
+    scalars = _scalars("random", gpu_curve.fr, rng, len(signals))
+    scalars[0], scalars[1] = 1, 0  # digits of the skipped prefix too
+    msm, alloc = runtime.msm, cuda_backend.allocator
+    with alloc.upload(scalar_words(gpu_curve.fr, scalars), "scalars") as d_s, \
+            alloc.upload(np.array(signals, dtype=np.uint32), "point index") as d_idx, \
+            alloc.alloc(msm.xyzz_bytes(g2), "result") as d_out:
+        digits = msm.sort(d_s.ptr, len(signals), d_idx.ptr if indexed else 0)
+        try:
+            for skip in (0, 1, 5):
+                section = encode_points(gpu_curve, group, points[skip:])  # no points for signals below skip
+                row = section.nbytes // (n - skip)
+                with alloc.upload(section, "section") as d_p:
+                    msm.enqueue(g2, d_p.ptr - skip * row, d_s.ptr, len(signals), d_out.ptr,
+                                d_point_index=d_idx.ptr if indexed else 0, digits=digits, skip_below=skip)
+                    raw = np.zeros(msm.xyzz_bytes(g2) // 4, dtype=np.uint32)
+                    d_out.download(raw, cuda_backend.stream)
+                kept = [(points[j], s) for j, s in zip(signals, scalars) if j >= skip]
+                expected = msm_ref(group, [p for p, _ in kept], [s for _, s in kept])
+                assert group.eq(xyzz_to_jacobian(group, gpu_curve.fq, raw), expected), skip
+        finally:
+            digits.free()
+
+
+@pytest.mark.parametrize("group_name", ["g1", "g2"])
 def test_point_sum_of_indexed_points_matches_the_reference_at_every_level_count(cuda_backend, runtime, gpu_curve,
                                                                                group_name):
     """enqueue_point_sum (the ones of a split witness): sum_k points[indices[k]], indices repeated

@@ -171,7 +171,7 @@ def test_a_prefetched_witness_gives_the_uploaded_ones_results_and_every_byte_bac
 
 @pytest.mark.parametrize("min_bits", [2.0, 0.0], ids=["plain", "split"])
 def test_one_sort_for_a_b1_b2_gives_the_same_msms(cuda_backend, gpu_curve, min_bits):
-    """CudaOptions.msm_shared_sort: A, B1 and B2 read one digit sort (freed after B2's MSM); the results
+    """CudaOptions.msm_shared_sort: A, B1, B2 and C read one digit sort (freed after C's MSM); the results
     equal a sort per MSM, with and without the 0/1 split, and every scratch byte comes back."""
     msm = cuda_backend.runtime(gpu_curve).msm
     results = _off_then_on(cuda_backend, gpu_curve, min_bits, "shared sort", msm, "shared_sort")

@@ -289,9 +289,10 @@ class CudaBackend(Backend):
         p = key.d_points
         witness_msms = {"a": (False, 0), "b1": (False, 0), "b2": (True, 0), "c": (False, first_private)}
         names = [n for n in ("a", "b1", "b2", "c", "h") if n in sections and (n != "b2" or with_b_g2)]
-        # A, B1 and B2 take the same scalars (the whole witness, or the split's others): one digit sort for
-        # them, freed after the last (CudaOptions.msm_shared_sort); C skips the public signals.
-        sharing = [n for n in names if n in ("a", "b1", "b2")] if msm.shared_sort else []
+        # A, B1, B2 and C take the same scalars (the whole witness, or the split's others; C skips the public
+        # signals): one digit sort for them, freed after the last (CudaOptions.msm_shared_sort).
+        sharing = [n for n in names if n in witness_msms] if msm.shared_sort else []
+        sharing = sharing if len(sharing) > 1 else []
         digits = None
         try:
             for name in names:
@@ -301,23 +302,27 @@ class CudaBackend(Backend):
                     deferred = msm.enqueue(False, p["h"].ptr, d_h.ptr, zkey.domain_size, out, d_windows=d_windows)
                 else:
                     g2, first = witness_msms[name]
+                    row = (4 if g2 else 2) * 8 * zkey.curve.fq.limbs
+                    base = p[name].ptr - first * row  # point k of this section is signal first + k
+                    shared = name in sharing
+                    skip = 0 if shared else first  # a shared sort covers every signal: C skips its points instead
                     if split is None:
-                        base, n, d_scalars, d_index = p[name].ptr, zkey.n_vars - first, d_w.ptr + first * elem, 0
-                    else:
+                        n, d_scalars, d_index = zkey.n_vars - skip, d_w.ptr + skip * elem, 0
+                        base += skip * row  # scalar k is signal skip + k
+                    else:  # indexed by signal
                         shape = split.shape
-                        skip_one, skip_other = (shape.prefix_one, shape.prefix_other) if first else (0, 0)
-                        # Point k of this section is signal first + k: index by signal from a shifted base.
-                        base = p[name].ptr - first * (4 if g2 else 2) * 8 * zkey.curve.fq.limbs
+                        skip_one = shape.prefix_one if first else 0
+                        skip_other = shape.prefix_other if skip else 0
                         msm.enqueue_point_sum(g2, base, split.d_one_idx.ptr + 4 * skip_one, shape.n_one - skip_one,
                                               d_results.ptr + MSM_SLOTS.index(f"{name}_ones") * slot)
                         n, d_scalars = shape.n_other - skip_other, split.d_other_scalars.ptr + 32 * skip_other
                         d_index = split.d_other_idx.ptr + 4 * skip_other
-                    if name in sharing and digits is None and n:
+                    if shared and digits is None and n:
                         digits = msm.sort(d_scalars, n, d_index)
                     deferred = msm.enqueue(g2, base, d_scalars, n, out, d_point_index=d_index, d_windows=d_windows,
-                                           digits=digits if name in sharing else None)
+                                           digits=digits if shared else None, skip_below=first if shared else 0)
                 if digits is not None and name == sharing[-1]:
-                    digits.free()  # stream-ordered: after the last MSM that reads it, before C's sort
+                    digits.free()  # stream-ordered: after the last MSM that reads it
                     digits = None
                 if windows is not None:
                     windows.deferred.append(deferred)

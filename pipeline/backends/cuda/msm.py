@@ -115,7 +115,7 @@ class DeferredWindows:
 class SortedDigits:
     """``MsmRunner.sort``'s output: the digits of ``n`` scalars grouped by bucket under ``plan`` (entries:
     point index, sign in bit 31; bucket offsets, the count at [n_buckets]). The MSMs of one scalar vector
-    over several point sets (a partition's A, B1 and B2) read it alike: nothing after the sort writes it.
+    over several point sets (a partition's A, B1, B2 and C) read it alike: nothing after the sort writes it.
     Its owner frees it (stream-ordered: after the work queued so far)."""
     plan: MsmPlan
     n: int
@@ -157,7 +157,7 @@ class MsmRunner:
         # False: always or never (benches and tests).
         self.binned_sort: bool | None = None
         self.max_bin_bits = 31  # most low bucket bits a bin spans (tests lower it: many bins at small sizes)
-        # One digit sort for a partition's A, B1 and B2 MSMs (the same scalars), held until B2's has read it
+        # One digit sort for a partition's A, B1, B2 and C MSMs (the same scalars), held until C's has read it
         # (CudaBackend._enqueue_msms, CudaOptions.msm_shared_sort); scratch_bytes counts it then.
         self.shared_sort = False
         self.profile = False  # when set, last_phases_ms gets CUDA-event times per phase
@@ -277,7 +277,7 @@ class MsmRunner:
 
     def enqueue(self, g2: bool, d_points: int, d_scalars: int, n: int, d_out: int, c: int | None = None,
                 d_point_index: int = 0, d_windows: int = 0,
-                digits: SortedDigits | None = None) -> DeferredWindows | None:
+                digits: SortedDigits | None = None, skip_below: int = 0) -> DeferredWindows | None:
         """Queue sum scalars[i] points[i] on the stream; the XYZZ result (raw Montgomery words,
         ``xyzz_bytes(g2)``) is written to ``d_out``. With ``d_point_index``, scalar i multiplies
         point d_point_index[i] (the tail of a split witness). Nothing here waits for the device:
@@ -285,7 +285,9 @@ class MsmRunner:
         With ``d_windows`` (``window_sums_bytes(g2)`` of device memory) the window sums are copied
         there instead of combined, and the returned record goes to ``enqueue_combine`` later: a
         partition's MSMs then share one combination's latency (pippenger.cuh, step 6). With
-        ``digits`` (``sort`` of these scalars and point indices, not freed here) the sort is skipped."""
+        ``digits`` (``sort`` of these scalars and point indices, not freed here) the sort is skipped.
+        Digits of points below ``skip_below`` add nothing and their points are never read (C's MSM over
+        A's digits, from a base shifted back past the public signals)."""
         xyzz_bytes = self.xyzz_bytes(g2)
         field, lanes = self._field(g2), self._lanes(g2)
         if n == 0:
@@ -306,7 +308,7 @@ class MsmRunner:
         try:
             # 4: chunked bucket sums, level 0 over affine points, then over partials
             d_partials, d_chunk_off = self._bucket_sums(g2, d_points, digits.d_entries, digits.d_offsets, nb_total,
-                                                        entries_bound, n, chunk)
+                                                        entries_bound, n, chunk, skip_below)
         finally:
             if own:
                 digits.free()  # stream-ordered: after the bucket sums read them
@@ -423,7 +425,7 @@ class MsmRunner:
                                     stream or self.stream)
 
     def _bucket_sums(self, g2: bool, d_points: int, d_entries, d_offsets, n_buckets: int, entries_bound: int,
-                     per_bucket_bound: int, chunk: int):
+                     per_bucket_bound: int, chunk: int, skip_below: int = 0):
         """Sum each bucket's entries (affine points, sign in bit 31) into one XYZZ partial: level 0
         over ranges of ``chunk`` entries (flat or chunked: ``level0_flat``), then levels of LEVEL_CHUNK
         partials until the bound on a bucket's entries leaves one. Returns (partials, chunk offsets): bucket b's sum is
@@ -441,7 +443,7 @@ class MsmRunner:
             raise
         self._launch(self._affine_accumulate(g2), chunks_bound, ACC_BLOCK,
                      (d_partials.ptr, d_points, d_entries.ptr, 0, d_offsets.ptr, d_chunk_off.ptr,
-                      n_buckets, chunk, d_chunk_off.offset(4 * n_buckets)), lanes)
+                      n_buckets, chunk, d_chunk_off.offset(4 * n_buckets), skip_below), lanes)
         self._mark("accumulate affine")
         per_bucket = level0_pieces(per_bucket_bound, chunk, flat)
         try:
@@ -451,7 +453,7 @@ class MsmRunner:
                 d_next = alloc.alloc(xyzz_bytes * next_bound, "msm partial sums")
                 self._launch(f"msm_accumulate<{field}, false, 1>", next_bound, ACC_BLOCK,
                              (d_next.ptr, 0, 0, d_partials.ptr, d_chunk_off.ptr, d_next_off.ptr,
-                              n_buckets, LEVEL_CHUNK, d_next_off.offset(4 * n_buckets)), lanes)
+                              n_buckets, LEVEL_CHUNK, d_next_off.offset(4 * n_buckets), 0), lanes)
                 d_partials.free()  # frees wait for the work queued before them (memory.py)
                 d_chunk_off.free()
                 d_partials, d_chunk_off, chunks_bound = d_next, d_next_off, next_bound
@@ -488,12 +490,12 @@ class MsmRunner:
             try:
                 self._launch(self._affine_accumulate(g2), sizes[1], ACC_BLOCK,
                              (d_partials.ptr, d_points, d_indices, 0, d_pairs.ptr, d_pairs.ptr + 8, 1, chunk,
-                              d_pairs.ptr + 12), lanes)
+                              d_pairs.ptr + 12, 0), lanes)
                 for k in range(2, len(sizes)):
                     d_next = self.allocator.alloc(xyzz_bytes * sizes[k], "point-sum partials")
                     self._launch(f"msm_accumulate<{field}, false, 1>", sizes[k], ACC_BLOCK,
                                  (d_next.ptr, 0, 0, d_partials.ptr, d_pairs.ptr + 8 * (k - 1), d_pairs.ptr + 8 * k, 1,
-                                  LEVEL_CHUNK, d_pairs.ptr + 8 * k + 4), lanes)
+                                  LEVEL_CHUNK, d_pairs.ptr + 8 * k + 4, 0), lanes)
                     d_partials.free()  # stream-ordered: after the launch that reads it
                     d_partials = d_next
                 self.kernels.launch_copy(d_out, d_partials.ptr, xyzz_bytes, self.stream)  # the one partial left

@@ -71,8 +71,9 @@ class CudaOptions:
     # witness_prefetch.py): its upload (~40 ms of a 2^26 seed partition, bench/NOTES.md session 16) leaves
     # the lock. Its GPU test and the whole suite passed with it on (session 17); the seed rows: NOTES.
     witness_prefetch: bool = True
-    # A, B1 and B2 take the same scalars: one digit sort for the three MSMs (msm.MsmRunner.sort), kept until
-    # B2's MSM has read it. Saves two sorts a partition. Session 17, same call
+    # A, B1, B2 and C take the same scalars (C's points start past the public signals: it skips their digits):
+    # one digit sort for the four MSMs (msm.MsmRunner.sort), kept until C's MSM has read it. Saves three sorts a
+    # partition (C's since session 18; A, B1, B2's measured in session 17, same call
     # (bench/results/gpu_stage_24_s17.md), random witness at 2^24: BLS12-381 1014 -> 981 ms, BN254 485 -> 448;
     # the whole GPU suite passed with it on. Costs +4 bytes a digit slot while held (scratch_bytes).
     msm_shared_sort: bool = True

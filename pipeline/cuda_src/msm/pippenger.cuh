@@ -236,7 +236,9 @@ struct msm_items {
 // (msm_piece_counts); otherwise item t is chunk t of msm_chunk_counts' chunks (at most `chunk`
 // entries of one bucket). Counts are read on the device (the entries' at d_offsets[n_buckets], the
 // chunks' at *d_n_chunks): the host sizes the grid by an upper bound and never waits for a count
-// (no mid-MSM host round trip).
+// (no mid-MSM host round trip). AFFINE entries of points below `skip_below` add nothing and are not
+// read: C's MSM reads A's sorted digits over the whole witness from a base shifted back past the public
+// signals, which it has no points for (CudaBackend._enqueue_msms).
 template <class F, bool AFFINE, bool FLAT>
 __device__ __forceinline__ void accumulate_items(typename xyzz_t<F>::mem_t* __restrict__ d_out,
                                                  const typename affine_t<F>::mem_t* __restrict__ d_points,
@@ -244,7 +246,8 @@ __device__ __forceinline__ void accumulate_items(typename xyzz_t<F>::mem_t* __re
                                                  const typename xyzz_t<F>::mem_t* __restrict__ d_partials_in,
                                                  const uint32_t* __restrict__ d_offsets,
                                                  const uint32_t* __restrict__ d_chunk_off, uint32_t n_buckets,
-                                                 uint32_t chunk, const uint32_t* __restrict__ d_n_chunks) {
+                                                 uint32_t chunk, const uint32_t* __restrict__ d_n_chunks,
+                                                 uint32_t skip_below) {
     const uint32_t n_items = FLAT ? (d_offsets[n_buckets] + chunk - 1) / chunk : *d_n_chunks;
     const msm_items<F> items;
     for (uint32_t t = items.first; t < n_items; t += items.step) {
@@ -267,10 +270,12 @@ __device__ __forceinline__ void accumulate_items(typename xyzz_t<F>::mem_t* __re
         xyzz_t<F> acc = xyzz_t<F>::inf();
         for (uint32_t e = start; e < end; e++) {
             if (AFFINE) {
-                const uint32_t entry = d_entries[e];
-                affine_t<F> p = affine_t<F>::load(d_points[entry & ~MSM_NEG_BIT]);
-                if (entry & MSM_NEG_BIT) p = p.neg();
-                acc.add_affine(p);
+                const uint32_t entry = d_entries[e], point = entry & ~MSM_NEG_BIT;
+                if (point >= skip_below) {
+                    affine_t<F> p = affine_t<F>::load(d_points[point]);
+                    if (entry & MSM_NEG_BIT) p = p.neg();
+                    acc.add_affine(p);
+                }
             } else {
                 acc.add(xyzz_t<F>::load(d_partials_in[e]));
             }
@@ -292,8 +297,9 @@ __device__ __forceinline__ void accumulate_items(typename xyzz_t<F>::mem_t* __re
     typename xyzz_t<F>::mem_t *__restrict__ d_out, const typename affine_t<F>::mem_t *__restrict__ d_points, \
         const uint32_t *__restrict__ d_entries, const typename xyzz_t<F>::mem_t *__restrict__ d_partials_in,  \
         const uint32_t *__restrict__ d_offsets, const uint32_t *__restrict__ d_chunk_off, uint32_t n_buckets, \
-        uint32_t chunk, const uint32_t *__restrict__ d_n_chunks
-#define MSM_ACCUMULATE_ARGS d_out, d_points, d_entries, d_partials_in, d_offsets, d_chunk_off, n_buckets, chunk, d_n_chunks
+        uint32_t chunk, const uint32_t *__restrict__ d_n_chunks, uint32_t skip_below
+#define MSM_ACCUMULATE_ARGS \
+    d_out, d_points, d_entries, d_partials_in, d_offsets, d_chunk_off, n_buckets, chunk, d_n_chunks, skip_below
 
 template <class F, bool AFFINE, int MIN_BLOCKS>
 __global__ void __launch_bounds__(MSM_ACC_THREADS, MIN_BLOCKS) msm_accumulate(MSM_ACCUMULATE_PARAMS) {

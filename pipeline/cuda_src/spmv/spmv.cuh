@@ -87,6 +87,10 @@ __global__ void spmv_ab_table_short(F* __restrict__ d_a_mont, F* __restrict__ d_
 
 // out[d_long[k]] = row d_long[k] of one matrix times the witness, a warp a listed row. d_index null:
 // d_vals_rr holds the values; else it is the table and d_index the entries' indices into it.
+// A packing row's terms are nearly all over bits: a term over 0 adds nothing and one over 1 adds its
+// coefficient (value R^2), summed apart and brought to value R by one product with the integer 1 at the
+// end; only the other terms take a product each. A warp's step takes its products only where one of its
+// lanes meets a full value (the packed one, once a row), not at every step (session 18).
 template <class F>
 __global__ void spmv_long_rows(F* __restrict__ d_out, const uint32_t* __restrict__ d_long, uint32_t n_long,
                                const uint32_t* __restrict__ d_row_ptr, const uint32_t* __restrict__ d_cols,
@@ -96,10 +100,20 @@ __global__ void spmv_long_rows(F* __restrict__ d_out, const uint32_t* __restrict
     const uint32_t warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, n_warps = (gridDim.x * blockDim.x) >> 5;
     for (uint32_t k = warp; k < n_long; k += n_warps) {  // warp-uniform: every lane meets the shuffles
         const uint32_t row = d_long[k];
-        F acc = F::zero();
+        F acc = F::zero(), ones_rr = F::zero();
         const uint32_t end = d_row_ptr[row + 1];
-        for (uint32_t e = d_row_ptr[row] + lane; e < end; e += 32)
-            acc += d_vals_rr[d_index != nullptr ? d_index[e] : e] * d_witness[d_cols[e]];
+        for (uint32_t e = d_row_ptr[row] + lane; e < end; e += 32) {
+            const F w = d_witness[d_cols[e]];
+            uint32_t high = 0;
+#pragma unroll
+            for (int i = 1; i < F::N; i++) high |= w.v[i];
+            if (high == 0 && w.v[0] <= 1) {
+                if (w.v[0] == 1) ones_rr += d_vals_rr[d_index != nullptr ? d_index[e] : e];
+            } else {
+                acc += d_vals_rr[d_index != nullptr ? d_index[e] : e] * w;
+            }
+        }
+        acc += ones_rr * F::raw_one();
 #pragma unroll
         for (int off = 16; off > 0; off >>= 1) {
             F other;

@@ -1,7 +1,7 @@
 """One digit sort for the MSMs of one scalar vector (msm.MsmRunner.sort, CudaOptions.msm_shared_sort)
-without a GPU: the runner's launches and buffers recorded, and the backend's order (A, B1 and B2 read one
-sort, freed after B2's MSM and before C's own). The MSMs' results are checked on the GPU
-(tests/gpu/test_split.py)."""
+without a GPU: the runner's launches and buffers recorded, and the backend's order (A, B1, B2 and C read
+one sort, freed after C's MSM; C skips the public signals' points). The MSMs' results are checked on the
+GPU (tests/gpu/test_split.py, tests/gpu/test_msm.py)."""
 from __future__ import annotations
 
 from types import SimpleNamespace
@@ -118,8 +118,8 @@ class FakeMsm:
         calls.append(("sort", d_scalars, n, d_point_index))
         return SimpleNamespace(free=lambda: calls.append(("free digits",)))
 
-    def enqueue(self, g2, d_points, d_scalars, n, out, d_point_index=0, d_windows=0, digits=None):
-        self.calls.append(("msm", d_points, d_scalars, n, d_point_index, digits is not None))
+    def enqueue(self, g2, d_points, d_scalars, n, out, d_point_index=0, d_windows=0, digits=None, skip_below=0):
+        self.calls.append(("msm", d_points, d_scalars, n, d_point_index, digits is not None, skip_below))
 
     def enqueue_point_sum(self, g2, base, d_idx, count, out):
         self.calls.append(("ones", base))
@@ -133,7 +133,7 @@ def _key(shared: bool):
 
 
 @pytest.mark.parametrize("split", [False, True], ids=["whole witness", "split tails"])
-def test_the_backend_sorts_once_for_a_b1_b2_and_frees_it_before_c(split):
+def test_the_backend_sorts_once_for_a_b1_b2_c_and_c_skips_the_public_points(split):
     key = _key(shared=True)
     shape = SimpleNamespace(n_one=40, n_other=50, prefix_one=1, prefix_other=1)
     dsplit = SimpleNamespace(shape=shape, d_one_idx=SimpleNamespace(ptr=0x700), d_other_scalars=SimpleNamespace(ptr=0x800),
@@ -142,14 +142,33 @@ def test_the_backend_sorts_once_for_a_b1_b2_and_frees_it_before_c(split):
                               SimpleNamespace(ptr=0x300), True, None, dsplit)
     calls = [c for c in key.runtime.msm.calls if c[0] != "ones"]
     kinds = [c[0] for c in calls]
-    assert kinds == ["sort", "msm", "msm", "msm", "free digits", "msm", "msm"]  # a, b1, b2 | c, h
-    assert [c[5] for c in calls if c[0] == "msm"] == [True, True, True, False, False]
-    sort, a, c = calls[0], calls[1], calls[5]
-    assert sort[1:] == a[2:5]  # sorted the scalars (and point indices) A's MSM takes
-    assert c[3] == (shape.n_other - 1 if split else 100 - 3)  # C skips the public prefix, sorts its own
+    assert kinds == ["sort", "msm", "msm", "msm", "msm", "free digits", "msm"]  # a, b1, b2, c | h
+    assert [c[5] for c in calls if c[0] == "msm"] == [True, True, True, True, False]
+    sort, a, c = calls[0], calls[1], calls[4]
+    assert sort[1:] == a[2:5] == c[2:5]  # sorted the scalars (and point indices) A's and C's MSMs take
+    row = 2 * 8 * BLS12_381.fq.limbs  # an affine G1 point
+    assert c[1] == 0x4000000 - 3 * row and c[6] == 3  # C's base shifted back past 1 + n_public signals, skipped
+    assert [x[6] for x in calls if x[0] == "msm"] == [0, 0, 0, 3, 0]
 
 
-def test_without_the_option_every_msm_sorts_its_own_and_b2_left_out_ends_the_sharing_at_b1():
+@pytest.mark.parametrize("split", [False, True], ids=["whole witness", "split tails"])
+def test_c_alone_sorts_its_own_scalars_past_the_public_signals(split):
+    key = _key(shared=True)
+    shape = SimpleNamespace(n_one=40, n_other=50, prefix_one=1, prefix_other=2)
+    dsplit = SimpleNamespace(shape=shape, d_one_idx=SimpleNamespace(ptr=0x700), d_other_scalars=SimpleNamespace(ptr=0x800),
+                             d_other_idx=SimpleNamespace(ptr=0x900)) if split else None
+    CudaBackend._enqueue_msms(None, key, SimpleNamespace(ptr=0x100), SimpleNamespace(ptr=0x200),
+                              SimpleNamespace(ptr=0x300), True, None, dsplit, sections=("c", "h"))
+    calls = [c for c in key.runtime.msm.calls if c[0] != "ones"]
+    assert [c[0] for c in calls] == ["msm", "msm"] and not calls[0][5] and calls[0][6] == 0
+    row = 2 * 8 * BLS12_381.fq.limbs
+    if split:  # indexed by signal from the shifted base, the others' public prefix left out
+        assert calls[0][1:5] == (0x4000000 - 3 * row, 0x800 + 32 * 2, 50 - 2, 0x900 + 4 * 2)
+    else:  # scalar k is signal 3 + k, point k of the section
+        assert calls[0][1:5] == (0x4000000, 0x100 + 3 * 32, 100 - 3, 0)
+
+
+def test_without_the_option_every_msm_sorts_its_own_and_b2_left_out_leaves_a_b1_c_sharing():
     key = _key(shared=False)
     CudaBackend._enqueue_msms(None, key, SimpleNamespace(ptr=0x100), SimpleNamespace(ptr=0x200),
                               SimpleNamespace(ptr=0x300), True, None)
@@ -157,10 +176,20 @@ def test_without_the_option_every_msm_sorts_its_own_and_b2_left_out_ends_the_sha
     key = _key(shared=True)
     CudaBackend._enqueue_msms(None, key, SimpleNamespace(ptr=0x100), SimpleNamespace(ptr=0x200),
                               SimpleNamespace(ptr=0x300), False, None)  # B2 on the host
-    assert [c[0] for c in key.runtime.msm.calls] == ["sort", "msm", "msm", "free digits", "msm", "msm"]
+    assert [c[0] for c in key.runtime.msm.calls] == ["sort", "msm", "msm", "msm", "free digits", "msm"]
 
 
 def test_the_option_is_on_by_default_and_checked():
     assert CudaOptions().msm_shared_sort is True
     with pytest.raises(ValueError, match="msm_shared_sort"):
         CudaOptions(msm_shared_sort=1)
+
+
+def test_skip_below_reaches_level_zero_only(runner):
+    rec, msm = runner
+    digits = msm.sort(0xA0, 1000)
+    msm.enqueue(False, 0xB0, 0xA0, 1000, 0xC0, digits=digits, skip_below=9)
+    level0 = launches(rec, "msm_accumulate_flat")
+    levels = launches(rec, "msm_accumulate<fq_t, false")
+    assert [args[-1] for _, _, args in level0] == [9]  # the affine level reads the points
+    assert levels and all(args[-1] == 0 for _, _, args in levels)  # partials: no points to skip
