@@ -151,29 +151,6 @@ def test_every_built_pass_variant_and_bit_reversal_match_the_reference(cuda_back
         ntt.close()
 
 
-@pytest.mark.parametrize("log_n", [0, 1, 4, 9, 17])
-def test_the_odd_coset_with_its_factors_in_the_first_pass_comes_out_montgomery_or_plain(cuda_backend, runtime,
-                                                                                      gpu_curve, log_n):
-    """to_odd_coset folds the coset factors into the first DIT pass (n = 1: no pass, the element-wise
-    kernel); with plain_out its low table carries R^-1 and the evaluations come out in plain form, as the
-    quotient reads a and c. Sizes of one to three passes."""
-    fr, n = gpu_curve.fr, 1 << log_n
-    values = _random_values(fr, random.Random(f"coset plain {gpu_curve.name} {log_n}"), n)
-    expected = to_odd_coset(fr, values)
-    for plain_out in (False, True):
-        with _upload_mont(cuda_backend, fr, values) as d:
-            runtime.ntt.to_odd_coset(d.ptr, log_n, plain_out=plain_out)
-            if plain_out:
-                out = np.zeros((n, fr.limbs), dtype=np.uint64)
-                d.download(out, cuda_backend.stream)
-                got = fr.ints_from_limbs(out)
-            else:
-                got = _download_plain(cuda_backend, fr, d, n)
-        assert got == expected, plain_out
-    with pytest.raises(ValueError, match="DIT"):
-        runtime.ntt.radix_passes(0, 4, dit=False, inverse=True, coset=(1, 1, 2))
-
-
 def test_a_pass_variant_that_is_not_built_is_refused(cuda_backend, runtime):
     from pipeline.backends.cuda.ntt import NttRunner
 

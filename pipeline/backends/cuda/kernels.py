@@ -59,7 +59,7 @@ SIGNATURES: dict[str, tuple[str, ...]] = {
     "test_field_op": (PTR, PTR, PTR, I32, U32),
     "test_point_op": (PTR, PTR, PTR, PTR, PTR, I32, U32),
     "test_spin": (U64, PTR),
-    "ntt_pass": (PTR, PTR, I32, I32, I32, I32, I32, I32, PTR, PTR, I32, I32),
+    "ntt_pass": (PTR, PTR, I32, I32, I32, I32, I32, I32),
     "ntt_bit_reverse": (PTR, I32, "fr"),
     "ntt_bit_reverse_tiles": (PTR, I32, "fr"),
     "ntt_coset_scale": (PTR, I32, PTR, PTR, I32),

@@ -49,9 +49,9 @@ def twiddle_index(j: int, log_h: int, log_tw: int, inverse: bool, compact: bool)
 
 def table_bytes(log_n: int, elem: int, compact: bool = False) -> int:
     """Device bytes the transforms of a 2^log_n domain keep resident: the twiddle table
-    (``ensure_twiddles``) and the odd coset's three tables (``_coset``)."""
+    (``ensure_twiddles``) and the odd coset's two tables (``_coset``)."""
     lo_bits = (log_n + 1) // 2
-    return (twiddle_count(log_n, compact) + 2 * (1 << lo_bits) + (1 << (log_n - lo_bits))) * elem
+    return (twiddle_count(log_n, compact) + (1 << lo_bits) + (1 << (log_n - lo_bits))) * elem
 
 
 class NttRunner:
@@ -116,11 +116,8 @@ class NttRunner:
         self._coset(log_n)
 
     # -- transforms ------------------------------------------------------------------------------
-    def radix_passes(self, d_data: int, log_n: int, dit: bool, inverse: bool, coset: tuple = (0, 0, 0)) -> None:
-        """DIF (natural -> bit-reversed) or DIT (bit-reversed -> natural), unscaled. ``coset`` (DIT only):
-        (low table, high table, low bits) of the odd coset's factors, applied by the first pass as it loads."""
-        if coset[0] and not dit:
-            raise ValueError("the coset factors are folded into a DIT transform's first pass only")
+    def radix_passes(self, d_data: int, log_n: int, dit: bool, inverse: bool) -> None:
+        """DIF (natural -> bit-reversed) or DIT (bit-reversed -> natural), unscaled."""
         if self.radix_log not in NTT_RADIX_BUILT:
             raise ValueError(f"NttRunner.radix_log must be one of {NTT_RADIX_BUILT}, got {self.radix_log!r}")
         self.ensure_twiddles(log_n)
@@ -129,9 +126,8 @@ class NttRunner:
         for lo, k, tl in pass_plan(log_n, dit, self.stages_per_pass):
             elems = 1 << (k + tl)
             self.kernels.launch(expr, n // elems, max(elems >> self.radix_log, 1),
-                                (d_data, self.d_tw.ptr, lo, k, tl, self.log_max, int(inverse), int(not self.compact),
-                                 *coset, log_n), self.stream, elems * self.elem_bytes)
-            coset = (0, 0, 0)  # the first pass (lo = 0) only
+                                (d_data, self.d_tw.ptr, lo, k, tl, self.log_max, int(inverse), int(not self.compact)),
+                                self.stream, elems * self.elem_bytes)
 
     def bit_reverse(self, d_data: int, log_n: int, scale_mont: int) -> None:
         scale = self.fr.limbs_from_ints([scale_mont])[0]
@@ -149,8 +145,7 @@ class NttRunner:
         self.bit_reverse(d_data, log_n, fr.to_mont(scale))
 
     def _coset(self, log_n: int):
-        """g^j tables for the odd coset, g = w_{2n}, in Montgomery form: n^-1 folded into the low table, and a
-        second low table with R^-1 folded in too (its transforms come out in plain form: ``quotient``)."""
+        """g^j tables for the odd coset, g = w_{2n}; n^-1 folded into the low table."""
         if log_n not in self._coset_tables:
             fr, p = self.fr, self.fr.modulus
             g = fr.root_of_unity(log_n + 1)
@@ -164,30 +159,22 @@ class NttRunner:
             for _ in range(1 << (log_n - lo_bits)):
                 hi.append(acc)
                 acc = acc * g_step % p
-            # x R^-1 in Montgomery form is x itself: the plain table's words are the values
             self._coset_tables[log_n] = (self.allocator.upload(self.to_mont_limbs(lo), "coset g^j low"),
-                                         self.allocator.upload(self.to_mont_limbs(hi), "coset g^j high"), lo_bits,
-                                         self.allocator.upload(fr.limbs_from_ints(lo), "coset g^j low, plain out"))
+                                         self.allocator.upload(self.to_mont_limbs(hi), "coset g^j high"), lo_bits)
         return self._coset_tables[log_n]
 
-    def to_odd_coset(self, d_data: int, log_n: int, plain_out: bool = False) -> None:
-        """Evaluations on the domain -> evaluations on g * domain, in place (ifft, scale by g^j, fft), Montgomery
-        in; out in Montgomery form, or in plain form with ``plain_out``. The scale is folded into the fft's first
-        pass (``ntt_pass``); a domain of one element has no pass and takes the element-wise kernel."""
-        d_lo, d_hi, lo_bits, d_lo_plain = self._coset(log_n)
-        coset = ((d_lo_plain if plain_out else d_lo).ptr, d_hi.ptr, lo_bits)
+    def to_odd_coset(self, d_data: int, log_n: int) -> None:
+        """Evaluations on the domain -> evaluations on g * domain, in place (ifft, scale by g^j, fft)."""
+        d_lo, d_hi, lo_bits = self._coset(log_n)
         self.radix_passes(d_data, log_n, dit=False, inverse=True)  # coefficients * n, bit-reversed
-        if not pass_plan(log_n, True, self.stages_per_pass):
-            self._launch("ntt_coset_scale<fr_t>", 1 << log_n, (d_data, log_n, *coset))
-            return
-        self.radix_passes(d_data, log_n, dit=True, inverse=False, coset=coset)  # natural order on the coset
+        self._launch("ntt_coset_scale<fr_t>", 1 << log_n, (d_data, log_n, d_lo.ptr, d_hi.ptr, lo_bits))
+        self.radix_passes(d_data, log_n, dit=True, inverse=False)  # natural order on the coset
 
     def quotient(self, d_a: int, d_b: int, d_c: int, log_n: int) -> None:
         """H = coset(a) * coset(b) - coset(c), plain form, into a's buffer; b and c (Montgomery) are
-        overwritten. a's and c's cosets come out plain, b's in Montgomery form: one product an element
-        gives a b plain (``ntt_quotient``)."""
-        for d, plain_out in ((d_a, True), (d_b, False), (d_c, True)):
-            self.to_odd_coset(d, log_n, plain_out)
+        overwritten."""
+        for d in (d_a, d_b, d_c):
+            self.to_odd_coset(d, log_n)
         n = 1 << log_n
         self._launch("ntt_quotient<fr_t>", n, (d_a, d_b, d_c, n))
 
@@ -204,10 +191,9 @@ class NttRunner:
     def close(self) -> None:
         if self.d_tw is not None:
             self.d_tw.free()
-        for d_lo, d_hi, _, d_lo_plain in self._coset_tables.values():
+        for d_lo, d_hi, _ in self._coset_tables.values():
             d_lo.free()
             d_hi.free()
-            d_lo_plain.free()
         self._coset_tables.clear()
         self.d_tw = None
         self.log_max = -1

@@ -72,28 +72,12 @@ __device__ __forceinline__ void ntt_group(F* s, const F* __restrict__ d_tw, int 
     }
 }
 
-__device__ __forceinline__ uint64_t bit_reverse(uint64_t i, int log_n) {
-    return log_n == 0 ? 0 : (__brevll(i) >> (64 - log_n));
-}
-
-// The odd coset's factor for coefficient j: g^j = g_lo[j mod 2^lo_bits] * g_hi[j >> lo_bits] (tables from
-// the host, n^-1 folded into g_lo; ntt.py's _coset).
-template <class F>
-__device__ __forceinline__ F coset_factor(const F* __restrict__ d_g_lo, const F* __restrict__ d_g_hi, int lo_bits,
-                                          uint64_t j) {
-    return d_g_lo[j & ((1ull << lo_bits) - 1)] * d_g_hi[j >> lo_bits];
-}
-
 // One pass: k stages on bits [lo, lo + k), in groups of up to R stages held in registers (R = 1:
 // one stage per barrier, the first version's structure; kept as a variant for the same-call
 // comparison, bench/kernels_vs_sppark.py). Any block size works (the groups are grid-stride).
-// d_g_lo non-null (the first DIT pass of a transform to the odd coset): each element is multiplied by its
-// coset factor as it is loaded, position pos holding coefficient rev(pos) of the 2^log_n (ntt_coset_scale
-// below, folded: one read and write of the array less a transform, session 18).
 template <class F, bool DIT, int R>
 __global__ void ntt_pass(F* __restrict__ d_data, const F* __restrict__ d_tw, int lo, int k, int tl, int log_tw,
-                         int inverse, int levels, const F* __restrict__ d_g_lo, const F* __restrict__ d_g_hi,
-                         int g_lo_bits, int log_n) {
+                         int inverse, int levels) {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     F* s = reinterpret_cast<F*>(smem_raw);
     const int n_elems = 1 << (k + tl);
@@ -105,10 +89,7 @@ __global__ void ntt_pass(F* __restrict__ d_data, const F* __restrict__ d_tw, int
         const uint64_t v = e >> tl, lt = e & tl_mask;
         return (hi << (lo + k)) | (v << lo) | (lw_base | lt);
     };
-    for (int e = threadIdx.x; e < n_elems; e += blockDim.x) {
-        const uint64_t g = global_index(e);
-        s[e] = d_g_lo == nullptr ? d_data[g] : d_data[g] * coset_factor(d_g_lo, d_g_hi, g_lo_bits, bit_reverse(g, log_n));
-    }
+    for (int e = threadIdx.x; e < n_elems; e += blockDim.x) s[e] = d_data[global_index(e)];
     __syncthreads();
     for (int done = 0; done < k;) {
         const int g = k - done < R ? k - done : R;
@@ -123,6 +104,10 @@ __global__ void ntt_pass(F* __restrict__ d_data, const F* __restrict__ d_tw, int
         __syncthreads();
     }
     for (int e = threadIdx.x; e < n_elems; e += blockDim.x) d_data[global_index(e)] = s[e];
+}
+
+__device__ __forceinline__ uint64_t bit_reverse(uint64_t i, int log_n) {
+    return log_n == 0 ? 0 : (__brevll(i) >> (64 - log_n));
 }
 
 // In-place bit-reversal permutation, every element also multiplied by `scale` (Montgomery).
@@ -171,24 +156,25 @@ __global__ void ntt_bit_reverse_tiles(F* __restrict__ d_data, int log_n, F scale
 }
 
 // Coefficients in bit-reversed order (position pos holds coefficient rev(pos)) times n, after a
-// DIF inverse pass: multiply by n^-1 g^rev(pos). Only where a transform has no pass to fold it into
-// (n = 1); otherwise the first DIT pass does it as it loads (ntt_pass).
+// DIF inverse pass: multiply by n^-1 g^rev(pos). g^j = g_lo[j mod 2^lo_bits] * g_hi[j >> lo_bits],
+// n^-1 folded into g_lo (tables from the host, Montgomery form).
 template <class F>
 __global__ void ntt_coset_scale(F* __restrict__ d_data, int log_n, const F* __restrict__ d_g_lo,
                                 const F* __restrict__ d_g_hi, int lo_bits) {
     const uint64_t n = 1ull << log_n;
-    for (uint64_t pos = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; pos < n; pos += (uint64_t)gridDim.x * blockDim.x)
-        d_data[pos] = d_data[pos] * coset_factor(d_g_lo, d_g_hi, lo_bits, bit_reverse(pos, log_n));
+    const uint64_t lo_mask = (1ull << lo_bits) - 1;
+    for (uint64_t pos = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; pos < n; pos += (uint64_t)gridDim.x * blockDim.x) {
+        const uint64_t j = bit_reverse(pos, log_n);
+        d_data[pos] = d_data[pos] * (d_g_lo[j & lo_mask] * d_g_hi[j >> lo_bits]);
+    }
 }
 
-// snarkjs's quotient on the odd coset, in place: a = A*B - C, plain form out, from A and C in plain form
-// (their coset tables carry R^-1: ntt.py) and B in Montgomery form, so that one product gives A*B plain
-// (a from_mont after A*B - C took a second, session 18). In place so that H takes a's buffer: a
-// partition's H phase holds three vectors of the domain, not four.
+// snarkjs's quotient on the odd coset, in place: a = A*B - C (Montgomery in), plain form out. In
+// place so that H takes a's buffer: a partition's H phase holds three vectors of the domain, not four.
 template <class F>
 __global__ void ntt_quotient(F* __restrict__ d_a, const F* __restrict__ d_b, const F* __restrict__ d_c, uint64_t n) {
     for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x)
-        d_a[i] = d_a[i] * d_b[i] - d_c[i];
+        d_a[i] = (d_a[i] * d_b[i] - d_c[i]).from_mont();
 }
 
 // The compact table, or the top level of a level table: tw[m] = w^m for m < count, w^m as the

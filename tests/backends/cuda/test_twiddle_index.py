@@ -31,7 +31,7 @@ def test_every_stage_reads_its_root_power(curve, log_tw, compact):
 
 def test_the_tables_are_a_half_and_a_quarter_of_a_level_table_each_way():
     # 2^26 BLS12-381: 2 GiB (levels) or 1 GiB (compact) of twiddles, where a level table per
-    # direction made 4 GiB; plus the coset's 3 x 2^13 entries (the low table twice: Montgomery and plain out).
-    coset = 3 * (1 << 13) * 32
+    # direction made 4 GiB; plus the coset's 2 x 2^13 entries.
+    coset = 2 * (1 << 13) * 32
     assert table_bytes(26, 32) == (2 << 30) + coset and table_bytes(26, 32, compact=True) == (1 << 30) + coset
     assert twiddle_count(0, True) == 1 and twiddle_count(1, True) == 1 and twiddle_count(0, False) == 2
