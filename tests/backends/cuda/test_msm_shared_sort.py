@@ -132,38 +132,39 @@ def _key(shared: bool):
     return SimpleNamespace(zkey=zkey, runtime=SimpleNamespace(msm=FakeMsm(shared)), d_points=points)
 
 
-@pytest.mark.parametrize("split", [False, True], ids=["whole witness", "split tails"])
-def test_the_backend_sorts_once_for_a_b1_b2_c_and_c_skips_the_public_points(split):
+G1_ROW = 2 * 8 * BLS12_381.fq.limbs  # bytes of an affine G1 point
+
+
+def _msm_calls(split: bool, prefix_other: int, **kwargs) -> list[tuple]:
+    """_enqueue_msms on the stand-in key with the option on (witness at 0x100; a split's others at 0x800,
+    their indices at 0x900): the runner's calls, the ones' sums left out."""
     key = _key(shared=True)
-    shape = SimpleNamespace(n_one=40, n_other=50, prefix_one=1, prefix_other=1)
+    shape = SimpleNamespace(n_one=40, n_other=50, prefix_one=1, prefix_other=prefix_other)
     dsplit = SimpleNamespace(shape=shape, d_one_idx=SimpleNamespace(ptr=0x700), d_other_scalars=SimpleNamespace(ptr=0x800),
                              d_other_idx=SimpleNamespace(ptr=0x900)) if split else None
     CudaBackend._enqueue_msms(None, key, SimpleNamespace(ptr=0x100), SimpleNamespace(ptr=0x200),
-                              SimpleNamespace(ptr=0x300), True, None, dsplit)
-    calls = [c for c in key.runtime.msm.calls if c[0] != "ones"]
+                              SimpleNamespace(ptr=0x300), True, None, dsplit, **kwargs)
+    return [c for c in key.runtime.msm.calls if c[0] != "ones"]
+
+
+@pytest.mark.parametrize("split", [False, True], ids=["whole witness", "split tails"])
+def test_the_backend_sorts_once_for_a_b1_b2_c_and_c_skips_the_public_points(split):
+    calls = _msm_calls(split, prefix_other=1)
     kinds = [c[0] for c in calls]
     assert kinds == ["sort", "msm", "msm", "msm", "msm", "free digits", "msm"]  # a, b1, b2, c | h
     assert [c[5] for c in calls if c[0] == "msm"] == [True, True, True, True, False]
     sort, a, c = calls[0], calls[1], calls[4]
     assert sort[1:] == a[2:5] == c[2:5]  # sorted the scalars (and point indices) A's and C's MSMs take
-    row = 2 * 8 * BLS12_381.fq.limbs  # an affine G1 point
-    assert c[1] == 0x4000000 - 3 * row and c[6] == 3  # C's base shifted back past 1 + n_public signals, skipped
+    assert c[1] == 0x4000000 - 3 * G1_ROW and c[6] == 3  # C's base shifted back past 1 + n_public signals, skipped
     assert [x[6] for x in calls if x[0] == "msm"] == [0, 0, 0, 3, 0]
 
 
 @pytest.mark.parametrize("split", [False, True], ids=["whole witness", "split tails"])
 def test_c_alone_sorts_its_own_scalars_past_the_public_signals(split):
-    key = _key(shared=True)
-    shape = SimpleNamespace(n_one=40, n_other=50, prefix_one=1, prefix_other=2)
-    dsplit = SimpleNamespace(shape=shape, d_one_idx=SimpleNamespace(ptr=0x700), d_other_scalars=SimpleNamespace(ptr=0x800),
-                             d_other_idx=SimpleNamespace(ptr=0x900)) if split else None
-    CudaBackend._enqueue_msms(None, key, SimpleNamespace(ptr=0x100), SimpleNamespace(ptr=0x200),
-                              SimpleNamespace(ptr=0x300), True, None, dsplit, sections=("c", "h"))
-    calls = [c for c in key.runtime.msm.calls if c[0] != "ones"]
+    calls = _msm_calls(split, prefix_other=2, sections=("c", "h"))
     assert [c[0] for c in calls] == ["msm", "msm"] and not calls[0][5] and calls[0][6] == 0
-    row = 2 * 8 * BLS12_381.fq.limbs
     if split:  # indexed by signal from the shifted base, the others' public prefix left out
-        assert calls[0][1:5] == (0x4000000 - 3 * row, 0x800 + 32 * 2, 50 - 2, 0x900 + 4 * 2)
+        assert calls[0][1:5] == (0x4000000 - 3 * G1_ROW, 0x800 + 32 * 2, 50 - 2, 0x900 + 4 * 2)
     else:  # scalar k is signal 3 + k, point k of the section
         assert calls[0][1:5] == (0x4000000, 0x100 + 3 * 32, 100 - 3, 0)
 
