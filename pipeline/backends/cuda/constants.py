@@ -30,6 +30,12 @@ def _array(name: str, value: int, n_words: int) -> str:
     return f"__device__ __constant__ const uint32_t {name}[{n_words}] = {{{body}}};"
 
 
+def dot_terms_for(p: int, n_words: int) -> int:
+    """The most terms a Montgomery dot product (mont.cuh, product<K>) may sum with one reduction: the
+    largest K with (K + 1) p < R, so that every CIOS step's value fits the N + 1 words."""
+    return ((1 << (32 * n_words)) - 1) // p - 1
+
+
 def field_params(tag: str, field: PrimeField) -> str:
     """One field's constants: modulus, -p^-1 mod 2^32, R, R^2, p - 2 (for inversion by Fermat)."""
     p = field.modulus
@@ -38,6 +44,7 @@ def field_params(tag: str, field: PrimeField) -> str:
         raise ValueError(f"{field.name}: mont.cuh assumes p < R/2 (sums of two reduced values fit in N words)")
     m0 = (-pow(p, -1, 1 << 32)) % (1 << 32)
     r = field.r_mont
+    dot_terms = dot_terms_for(p, n_words)
     return "\n".join([
         f"// {field.name}: {p.bit_length()} bits, {n_words} x 32-bit words",
         _array(f"{tag}_MOD", p, n_words),
@@ -48,6 +55,7 @@ def field_params(tag: str, field: PrimeField) -> str:
         f"    static constexpr int N = {n_words};",
         f"    static constexpr int BITS = {p.bit_length()};",
         f"    static constexpr uint32_t M0 = 0x{m0:08x}u;",
+        f"    static constexpr int DOT_TERMS = {dot_terms};",
         f"    static __device__ __forceinline__ uint32_t mod(int i) {{ return {tag}_MOD[i]; }}",
         f"    static __device__ __forceinline__ uint32_t one(int i) {{ return {tag}_ONE[i]; }}",
         f"    static __device__ __forceinline__ uint32_t rr(int i) {{ return {tag}_RR[i]; }}",

@@ -105,7 +105,7 @@ SETUP_BLOCK = 256  # every other setup kernel (a multiple of 32: the counting so
 # unswept, their phases timed by bench/dev_setup.py
 
 # -- op codes of the test kernels (testing/arith_kernels.cuh) --------------------------------------
-FIELD_OPS = ("add", "sub", "mul", "sqr", "neg", "inv", "to_mont", "from_mont", "dbl")
+FIELD_OPS = ("add", "sub", "mul", "sqr", "neg", "inv", "to_mont", "from_mont", "dbl", "dot")
 POINT_OPS = ("add", "add_affine", "dbl", "neg", "mul_u32")
 
 

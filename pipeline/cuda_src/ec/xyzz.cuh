@@ -53,7 +53,7 @@ struct xyzz_t {
         const F M = XX.dbl() + XX;     // M = 3*X1^2 (a = 0)
         xyzz_t r;
         r.X = M.sqr() - S.dbl();       // X3 = M^2 - 2*S
-        r.Y = M * (S - r.X) - W * Y;   // Y3 = M*(S - X3) - W*Y1
+        r.Y = F::dot(M, S - r.X, -W, Y);  // Y3 = M*(S - X3) - W*Y1, one reduction (F::dot)
         r.ZZ = V * ZZ;                 // ZZ3 = V*ZZ1
         r.ZZZ = W * ZZZ;               // ZZZ3 = W*ZZZ1
         return r;
@@ -69,7 +69,7 @@ struct xyzz_t {
         const F M = XX.dbl() + XX;
         xyzz_t r;
         r.X = M.sqr() - S.dbl();
-        r.Y = M * (S - r.X) - W * p.y;
+        r.Y = F::dot(M, S - r.X, -W, p.y);
         r.ZZ = V;
         r.ZZZ = W;
         return r;
@@ -91,7 +91,7 @@ struct xyzz_t {
         const F PPP = P * PP;         // PPP = P*PP
         const F Q = X * PP;           // Q = X1*PP
         X = R.sqr() - PPP - Q.dbl();  // X3 = R^2 - PPP - 2*Q
-        Y = R * (Q - X) - Y * PPP;    // Y3 = R*(Q - X3) - Y1*PPP
+        Y = F::dot(R, Q - X, -Y, PPP);  // Y3 = R*(Q - X3) - Y1*PPP, one reduction (F::dot)
         ZZ = ZZ * PP;                 // ZZ3 = ZZ1*PP
         ZZZ = ZZZ * PPP;              // ZZZ3 = ZZZ1*PPP
     }
@@ -114,7 +114,7 @@ struct xyzz_t {
         const F PPP = P * PP;         // PPP = P*PP
         const F Q = U1 * PP;          // Q = U1*PP
         X = R.sqr() - PPP - Q.dbl();  // X3 = R^2 - PPP - 2*Q
-        Y = R * (Q - X) - S1 * PPP;   // Y3 = R*(Q - X3) - S1*PPP
+        Y = F::dot(R, Q - X, -S1, PPP);  // Y3 = R*(Q - X3) - S1*PPP, one reduction (F::dot)
         ZZ = ZZ * q.ZZ * PP;          // ZZ3 = ZZ1*ZZ2*PP
         ZZZ = ZZZ * q.ZZZ * PPP;      // ZZZ3 = ZZZ1*ZZZ2*PPP
     }

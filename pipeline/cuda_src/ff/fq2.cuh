@@ -6,6 +6,7 @@
 template <class F>
 struct __align__(16) fp2_t {
     static constexpr int LANES = 1;
+    static constexpr bool HAS_DOT = true;
     typedef fp2_t mem_t;
     F c0, c1;
 
@@ -36,6 +37,10 @@ struct __align__(16) fp2_t {
         const F t1 = a.c1 * b.c1;
         const F cross = (a.c0 + a.c1) * (b.c0 + b.c1);
         return {t0 - t1, cross - t0 - t1};
+    }
+    // a b + c d (the point formulas' Y3; mont_t and fp2_pair_t fold the sum into one reduction).
+    static __device__ __forceinline__ fp2_t dot(const fp2_t& a, const fp2_t& b, const fp2_t& c, const fp2_t& d) {
+        return a * b + c * d;
     }
     // complex squaring, 2M: (a0 + a1)(a0 - a1) + 2 a0 a1 u
     __device__ __noinline__ fp2_t sqr() const {

@@ -19,6 +19,7 @@
 template <class F>
 struct __align__(16) fp2_pair_t {
     static constexpr int LANES = 2;
+    static constexpr bool HAS_DOT = F::DOT_TERMS >= 4;  // mont_t::dot4
     typedef fp2_t<F> mem_t;
     F v;  // c0 on the even lane, c1 on the odd lane
 
@@ -75,6 +76,18 @@ struct __align__(16) fp2_pair_t {
         const uint32_t lane = threadIdx.x & 31;
         const F a_p = partner(a.v);
         return {F::dot(a.v, from_lane(b.v, lane & ~1u), select(odd(), a_p, -a_p), from_lane(b.v, lane | 1u))};
+    }
+    // a b + c d: each lane's component of both products in one reduction (mont_t::dot4: 10N^2
+    // multiply-adds a lane where a product and a dot product take 12N^2), for a point formula's Y3.
+    static __device__ __forceinline__ fp2_pair_t dot(const fp2_pair_t& a, const fp2_pair_t& b, const fp2_pair_t& c,
+                                                     const fp2_pair_t& d) {
+        const uint32_t lane = threadIdx.x & 31;
+        const bool o = odd();
+        const F a_p = partner(a.v), c_p = partner(c.v);
+        const F x[4] = {a.v, select(o, a_p, -a_p), c.v, select(o, c_p, -c_p)};
+        const F y[4] = {from_lane(b.v, lane & ~1u), from_lane(b.v, lane | 1u), from_lane(d.v, lane & ~1u),
+                        from_lane(d.v, lane | 1u)};
+        return {F::dot4(x, y)};
     }
     // even lane (a0 + a1)(a0 - a1), odd lane 2 a0 a1
     __device__ __forceinline__ fp2_pair_t sqr() const {

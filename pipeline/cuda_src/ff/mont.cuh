@@ -21,6 +21,8 @@ struct __align__(16) mont_t {
     static constexpr int N = P::N;
     static constexpr int BITS = P::BITS;
     static constexpr int LANES = 1;  // threads per element (ff/fq2_pair.cuh splits Fq2 over two)
+    static constexpr int DOT_TERMS = P::DOT_TERMS;
+    static constexpr bool HAS_DOT = P::DOT_TERMS >= 2;  // dot() below (both base fields; not BLS12-381's Fr)
     typedef mont_t mem_t;            // the element's form in memory
     uint32_t v[N];
 
@@ -160,23 +162,24 @@ private:
         asm volatile("madc.lo.cc.u32 %0, %1, %2, 0;" : "=r"(acc[N - 2]) : "r"(x[N - 1]), "r"(y));
         asm volatile("madc.hi.u32 %0, %1, %2, 0;" : "=r"(acc[N - 1]) : "r"(x[N - 1]), "r"(y));
     }
-    // One reduction step with word bi; e is even-aligned on entry, o odd-aligned. DOT: the row
-    // c * di too (a dot product a b + c d with one reduction, see dot()).
-    template <bool FIRST, bool DOT>
-    static __device__ __forceinline__ void mul_step(uint32_t* e, uint32_t* o, const uint32_t* a, uint32_t bi,
-                                                    const uint32_t* c, uint32_t di, const uint32_t* p) {
+    // One reduction step with word i of every b[k]: sum_k a[k] b[k]_i, then m p. e is even-aligned on
+    // entry, o odd-aligned. Terms past the first are dot products' rows (see dot()).
+    template <bool FIRST, int K>
+    static __device__ __forceinline__ void mul_step(uint32_t* e, uint32_t* o, const mont_t* a, const mont_t* b,
+                                                    int i, const uint32_t* p) {
         if (FIRST) {
-            row_mul<1>(o, a, bi);
-            row_mul<0>(e, a, bi);
+            row_mul<1>(o, a[0].v, b[0].v[i]);
+            row_mul<0>(e, a[0].v, b[0].v[i]);
         } else {
             asm volatile("add.cc.u32 %0, %0, %1;" : "+r"(e[0]) : "r"(o[1]));
-            row_mac_shift2(o, a, bi);
-            row_mac<0>(e, a, bi);
+            row_mac_shift2(o, a[0].v, b[0].v[i]);
+            row_mac<0>(e, a[0].v, b[0].v[i]);
             asm volatile("addc.u32 %0, %0, 0;" : "+r"(o[N - 1]));
         }
-        if (DOT) {
-            row_mac<1>(o, c, di);  // carry out is zero (dot's bounds)
-            row_mac<0>(e, c, di);
+#pragma unroll
+        for (int k = 1; k < K; k++) {
+            row_mac<1>(o, a[k].v, b[k].v[i]);  // carry out is zero (dot's bounds)
+            row_mac<0>(e, a[k].v, b[k].v[i]);
             asm volatile("addc.u32 %0, %0, 0;" : "+r"(o[N - 1]));
         }
         const uint32_t m = e[0] * P::M0;
@@ -185,20 +188,21 @@ private:
         asm volatile("addc.u32 %0, %0, 0;" : "+r"(o[N - 1]));
     }
 
-    // (a b + c d) / R mod p; without DOT, a b / R (c, d unused).
-    template <bool DOT>
-    static __device__ __forceinline__ mont_t product(const mont_t& a, const mont_t& b, const mont_t& c, const mont_t& d) {
+    // sum_k a[k] b[k] / R mod p, K terms, one reduction.
+    template <int K>
+    static __device__ __forceinline__ mont_t product(const mont_t* a, const mont_t* b) {
         static_assert(N % 2 == 0, "even/odd split needs an even word count");
+        static_assert(K <= P::DOT_TERMS, "a dot product of K terms needs (K + 1) p < R");
         uint32_t p[N];
 #pragma unroll
         for (int j = 0; j < N; j++) p[j] = P::mod(j);
         uint32_t e[N], o[N];
-        mul_step<true, DOT>(e, o, a.v, b.v[0], c.v, d.v[0], p);
-        mul_step<false, DOT>(o, e, a.v, b.v[1], c.v, d.v[1], p);
+        mul_step<true, K>(e, o, a, b, 0, p);
+        mul_step<false, K>(o, e, a, b, 1, p);
 #pragma unroll
         for (int i = 2; i < N; i += 2) {
-            mul_step<false, DOT>(e, o, a.v, b.v[i], c.v, d.v[i], p);
-            mul_step<false, DOT>(o, e, a.v, b.v[i + 1], c.v, d.v[i + 1], p);
+            mul_step<false, K>(e, o, a, b, i, p);
+            mul_step<false, K>(o, e, a, b, i + 1, p);
         }
         // t = e + (o shifted down one word); t < 2p < R
         mont_t r;
@@ -212,19 +216,25 @@ private:
 
 public:
     friend __device__ __forceinline__ mont_t operator*(const mont_t& a, const mont_t& b) {
-        return product<false>(a, b, a, b);
+        return product<1>(&a, &b);
     }
 
     // a b + c d (Montgomery) with one reduction: 6N^2 multiply-adds where two products and a sum
-    // take 8N^2 (the two-lane Fq2 product, ff/fq2_pair.cuh). Bounds: with the extra row a step's
-    // value is t + a b_i + c d_i + m p < 3p w when t < 3p, so t stays below 3p, and 3p w < w^(N+1)
-    // needs 3p < R: p below R/4 (static_assert), as both curves' base fields are (381 of 384 bits,
-    // 254 of 256). The arrays' carries are as in the product: the o rows' carry out is zero, the e
-    // rows' goes to o[N-1]. The result (a b + c d + M p) / R < p (2p / R + 1) < 2p for a, b, c, d < p:
-    // one conditional subtraction.
+    // take 8N^2 (a point formula's Y3 = R (Q - X3) - S1 PPP, ec/xyzz.cuh; the two-lane Fq2 product,
+    // ff/fq2_pair.cuh). Bounds, for K terms: a step's value is t + sum_k a_k b_k,i + m p < (K + 1) p w
+    // when t < (K + 1) p, so t stays below (K + 1) p, and (K + 1) p w < w^(N+1) needs (K + 1) p < R
+    // (P::DOT_TERMS, the largest such K, from the generator: 4 on both curves' base fields, p of 381
+    // of 384 and 254 of 256 bits). The arrays' carries are as in the product: the o rows' carry out is
+    // zero, the e rows' goes to o[N-1]. The result (sum + M p) / R < p (K p / R + 1) < 2p for operands
+    // below p: one conditional subtraction. Modelled on integers in tests/backends/cuda/test_mont_dot_model.py.
     static __device__ __forceinline__ mont_t dot(const mont_t& a, const mont_t& b, const mont_t& c, const mont_t& d) {
-        static_assert(BITS <= 32 * N - 2, "dot needs p < R/4");
-        return product<true>(a, b, c, d);
+        const mont_t x[2] = {a, c}, y[2] = {b, d};
+        return product<2>(x, y);
+    }
+    // a0 b0 + a1 b1 + a2 b2 + a3 b3 with one reduction (10N^2 multiply-adds against 12N^2 for two dot
+    // products: the two-lane Fq2 dot product, ff/fq2_pair.cuh).
+    static __device__ __forceinline__ mont_t dot4(const mont_t (&a)[4], const mont_t (&b)[4]) {
+        return product<4>(a, b);
     }
 
     __device__ __forceinline__ mont_t sqr() const { return *this * *this; }
