@@ -250,8 +250,8 @@ def curve_rows(backend, curve, args, sppark: SpparkRows | str, rng) -> Iterator[
     if args.g2:
         yield from msm_rows(backend, curve, True, args.g2, points.reshape(n // 2, 4, -1), scalars, sppark)
     del points
-    for log_n, ntt, radix, h, h_compact, variants in time_fr(
-            backend, curve, list(range(args.ntt[0], args.ntt[1] + 1)), scalars["random"]):
+    ntt_logs = list(range(args.ntt[0], args.ntt[1] + 1))  # empty (e.g. --ntt 20 19): MSM rows only
+    for log_n, ntt, radix, h, h_compact, variants in time_fr(backend, curve, ntt_logs, scalars["random"]) if ntt_logs else ():
         ntt_ms = sppark_ms(sppark, SPPARK_NTT, log_n)
         yield Row(curve.name, "NTT", log_n, NATURAL, ntt, SPPARK_NTT, ntt_ms)
         yield Row(curve.name, "NTT", log_n, RADIX_ONLY, radix, SPPARK_NTT, ntt_ms)
@@ -316,7 +316,8 @@ def main() -> None:
     parser.add_argument("--curves", nargs="+", choices=sorted(sppark_stage.HARNESS), default=["bls12381", "bn128"])
     parser.add_argument("--g1", type=int, nargs="*", default=[20, 22, 24, 26], metavar="LOG")
     parser.add_argument("--g2", type=int, nargs="*", default=[20, 22, 24], metavar="LOG")
-    parser.add_argument("--ntt", type=int, nargs=2, default=[20, 27], metavar=("MIN_LOG", "MAX_LOG"))
+    parser.add_argument("--ntt", type=int, nargs=2, default=[20, 27], metavar=("MIN_LOG", "MAX_LOG"),
+                        help="transform sizes; MAX_LOG below MIN_LOG: no NTT or H rows")
     parser.add_argument("--anchors", type=Path, default=REPO / ".anchors", help="folder of the sppark harness binaries")
     parser.add_argument("--timeout", type=float, default=150.0, help="seconds per harness call")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "kernels_vs_sppark.md")
