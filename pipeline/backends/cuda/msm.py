@@ -70,7 +70,13 @@ class MsmPlan:
 # and at 2^26 it keeps c = 20 (session 8's sweep: 19 ~ 20 < 22). With level 0 flat (session 13,
 # results/gpu_msm_level0.md) its G1 choices at 2^16-2^24 are the fastest width or within 1-3% of it on
 # both curves, where the additions-only model's were up to 11% slower (2^22: c = 18 against 15-16).
-BALANCED_WINDOW_MODEL = (2.2, 6.5)
+# Spread 2.2 -> 1.8 (session 19, G1 sweeps at 2^18, 2^20, 2^25 and 2^26 after Y3 became one dot product,
+# results/gpu_msm_window_sweep_s19.md and gpu_msm_2e26_windows_s19.md, random scalars): BN254 2^26 c = 17
+# -> 20 (265.0 -> 245.3 ms), 2^20 13 -> 15 (7.30 -> 6.91), 2^18 12 -> 13 on both curves (8.13 -> 7.61 /
+# 3.60 -> 3.50); BLS12-381 2^25 16 -> 19 (283.9 either way); 2^22 and 2^24 unchanged. Summed over the eight
+# swept sizes, the chosen width's excess over the fastest fell from 36% to 12%. Bit-heavy scalars prefer
+# narrower windows (80% {0,1}: BN254 2^26 94.2 -> 99.5 ms): the split's tails see few such scalars.
+BALANCED_WINDOW_MODEL = (1.8, 6.5)
 ADDITIONS_WINDOW_MODEL = (0.0, 2.8)  # the first model: additions only (kept for bench.gpu_msm's sweep)
 
 

@@ -64,6 +64,9 @@ def test_the_balanced_model_plans_every_msm():
     msm = MsmRunner(SimpleNamespace(curve=BLS12_381, device=SimpleNamespace(l2_bytes=H200_L2)), None, None)
     assert msm.plan(1 << 24, True).c == 16 and msm.plan(1 << 24, False).c == 16
     assert msm.plan(1 << 26, False).c == 20  # as before: session 8's sweep (19 ~ 20 < 22)
+    bn = MsmRunner(SimpleNamespace(curve=BN254, device=SimpleNamespace(l2_bytes=H200_L2)), None, None)
+    # session 19's sweeps: BN254's fastest at 2^26 (245 ms against 265 at c = 17) and 2^20
+    assert bn.plan(1 << 26, False).c == 20 and bn.plan(1 << 20, False).c == 15
     for log_n in range(10, 28):
         for g2 in (False, True):
             assert msm.plan(1 << log_n, g2) == plan_msm(1 << log_n, BLS12_381.fr.bits, cache_bytes=H200_L2,
