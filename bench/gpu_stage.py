@@ -87,7 +87,7 @@ def profile_text(backend, key, witness, shape, runs: int = 20, top: int = 30) ->
 
 
 def bench(curve, log_n: int, profiles: dict[str, str] | None = None, batched_windows: bool = False,
-          shared_sort: bool = False) -> list[list]:
+          shared_sort: bool = False, window_model: tuple[float, float] | None = None) -> list[list]:
     t1 = time.perf_counter()
     zkey = random_key(curve, log_n, np.random.default_rng(log_n))
     t2 = time.perf_counter()
@@ -98,7 +98,7 @@ def bench(curve, log_n: int, profiles: dict[str, str] | None = None, batched_win
     rows = []
     random_witness = random_below(rng, zkey.n_vars, 4, curve.fr.bits)
     msm = backend.runtime(curve).msm
-    defaults = {"batched": backend.batched_window_combination, "shared": msm.shared_sort}
+    defaults = {"batched": backend.batched_window_combination, "shared": msm.shared_sort, "model": msm.window_model}
     base = [("random", 0.0, False), ("80% {0,1}", 0.8, False), ("80% {0,1}, split", 0.8, True),
             ("95% {0,1}", 0.95, False), ("95% {0,1}, split", 0.95, True)]
     cases = [(label, bits, split, {}) for label, bits, split in base]
@@ -111,6 +111,9 @@ def bench(curve, log_n: int, profiles: dict[str, str] | None = None, batched_win
             flip = not defaults[option]
             cases += [(f"{label}, {says[flip]}", bits, split, {option: flip})
                       for label, bits, split in base if split or not bits]
+    if window_model is not None:  # the MSMs' window widths by another cost model (msm.plan_msm)
+        cases += [(f"{label}, window model {window_model[0]:g}, {window_model[1]:g}", bits, split,
+                   {"model": window_model}) for label, bits, split in base if split or not bits]
     for label, bits, split, flipped in cases:
         settings = {**defaults, **flipped}
         witness = bit_heavy(np.random.default_rng(log_n + int(100 * bits)), random_witness, bits)
@@ -124,6 +127,7 @@ def bench(curve, log_n: int, profiles: dict[str, str] | None = None, batched_win
         backend.msm_split_min_bits = 0.0 if split else 2.0  # 2.0: never
         backend.batched_window_combination = settings["batched"]
         msm.shared_sort = settings["shared"]
+        msm.window_model = settings["model"]
         stage_once(backend, key, witness, shape)  # warm-up (kernel load, twiddles)
         spmv = spmv_ms(backend, key, witness)
         runs = [stage_once(backend, key, witness, shape) for _ in range(REPEAT)]
@@ -155,6 +159,10 @@ def main() -> None:
                              "default's (random, 80%% split, 95%% split)")
     parser.add_argument("--shared-sort", action="store_true",
                         help="the same rows with CudaOptions.msm_shared_sort the other way")
+    parser.add_argument("--window-model", type=lambda v: tuple(float(x) for x in v.split(",")), default=None,
+                        metavar="SPREAD,BUCKET_COST",
+                        help="the same rows with the MSMs' windows planned by this cost model (e.g. 2.2,6.5, the "
+                             "model before session 19) beside the default's")
     args = parser.parse_args()
     sizes, profiles = args.log_sizes, ({} if args.cprofile else None)
     header = ["curve", "constraints", "witness", "stage ms", "upload ms", "spmv ms", "H ms (upload+spmv+NTTs)", "A ms", "B1 ms", "B2 (G2) ms", "C ms",
@@ -162,7 +170,7 @@ def main() -> None:
     rows = []
     for log_n in sizes:
         for curve in (c for c in CURVES if c.name in args.curves):
-            rows += bench(curve, log_n, profiles, args.batched_windows, args.shared_sort)
+            rows += bench(curve, log_n, profiles, args.batched_windows, args.shared_sort, args.window_model)
             write_table(sizes, header, rows, profiles)  # after every curve: a time limit keeps the rows so far
 
 

@@ -158,6 +158,7 @@ class MsmRunner:
         self.level0_flat: bool | None = None
         self.level0_entries: int | None = None  # entries a thread at level 0 (None: level0_chunk; tests set it)
         self.cache_bytes = getattr(getattr(kernels, "device", None), "l2_bytes", None)  # window widths whose tables fit L2
+        self.window_model = BALANCED_WINDOW_MODEL  # plan_msm's (spread, bucket cost); bench.gpu_stage sets others
         # The digit sort: binned (two passes whose writes stay together, pippenger.cuh) or ranks and one
         # scatter (the session 13 sort). None: binned from BINNED_SORT_FROM_ENTRIES digit slots; True /
         # False: always or never (benches and tests).
@@ -237,7 +238,7 @@ class MsmRunner:
         return self.level0_entries or level0_chunk(entries, g2)
 
     def plan(self, n: int, g2: bool, c: int | None = None) -> MsmPlan:
-        return plan_msm(n, self.curve.fr.bits, c, self.cache_bytes)
+        return plan_msm(n, self.curve.fr.bits, c, self.cache_bytes, self.window_model)
 
     def scratch_bytes(self, n: int, g2: bool, held_digits: bool = False) -> int:
         """Peak device bytes ``enqueue`` allocates for an MSM of ``n`` scalars (the bounds it sizes by);

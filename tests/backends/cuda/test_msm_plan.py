@@ -67,6 +67,10 @@ def test_the_balanced_model_plans_every_msm():
     bn = MsmRunner(SimpleNamespace(curve=BN254, device=SimpleNamespace(l2_bytes=H200_L2)), None, None)
     # session 19's sweeps: BN254's fastest at 2^26 (245 ms against 265 at c = 17) and 2^20
     assert bn.plan(1 << 26, False).c == 20 and bn.plan(1 << 20, False).c == 15
+    scratch_at_20 = bn.scratch_bytes(1 << 26, False)
+    bn.window_model = (2.2, 6.5)  # the model before session 19 (bench.gpu_stage --window-model rows)
+    # c = 17: 15 windows of digit slots against 13, and the scratch sized by the same plan
+    assert bn.plan(1 << 26, False).c == 17 and bn.scratch_bytes(1 << 26, False) > scratch_at_20
     for log_n in range(10, 28):
         for g2 in (False, True):
             assert msm.plan(1 << log_n, g2) == plan_msm(1 << log_n, BLS12_381.fr.bits, cache_bytes=H200_L2,
