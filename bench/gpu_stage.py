@@ -102,18 +102,19 @@ def bench(curve, log_n: int, profiles: dict[str, str] | None = None, batched_win
     base = [("random", 0.0, False), ("80% {0,1}", 0.8, False), ("80% {0,1}, split", 0.8, True),
             ("95% {0,1}", 0.95, False), ("95% {0,1}, split", 0.95, True)]
     cases = [(label, bits, split, {}) for label, bits, split in base]
-    # the same witnesses (random, and the split rows) once more with an option the other way; a row's
-    # label says the setting it ran with
-    others = [("batched", batched_windows, {True: "batched windows", False: "per-MSM window combination"}),
-              ("shared", shared_sort, {True: "one sort for A, B1, B2, C", False: "a sort per MSM"})]
-    for option, asked, says in others:
-        if asked:
-            flip = not defaults[option]
-            cases += [(f"{label}, {says[flip]}", bits, split, {option: flip})
-                      for label, bits, split in base if split or not bits]
+    # the same witnesses (random, and the split rows) once more with an option set another way: (option,
+    # its value, what a row's label says of it)
+    others = []
+    if batched_windows:
+        flip = not defaults["batched"]
+        others.append(("batched", flip, "batched windows" if flip else "per-MSM window combination"))
+    if shared_sort:
+        flip = not defaults["shared"]
+        others.append(("shared", flip, "one sort for A, B1, B2, C" if flip else "a sort per MSM"))
     if window_model is not None:  # the MSMs' window widths by another cost model (msm.plan_msm)
-        cases += [(f"{label}, window model {window_model[0]:g}, {window_model[1]:g}", bits, split,
-                   {"model": window_model}) for label, bits, split in base if split or not bits]
+        others.append(("model", window_model, f"window model {window_model[0]:g}, {window_model[1]:g}"))
+    for option, value, says in others:
+        cases += [(f"{label}, {says}", bits, split, {option: value}) for label, bits, split in base if split or not bits]
     for label, bits, split, flipped in cases:
         settings = {**defaults, **flipped}
         witness = bit_heavy(np.random.default_rng(log_n + int(100 * bits)), random_witness, bits)

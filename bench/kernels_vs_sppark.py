@@ -178,7 +178,10 @@ def time_fr(backend, curve, logs: list[int], values: np.ndarray,
     defaults (launch.py), the variants: the other register-group sizes built, the other pass plans
     compared (NTT and H) and the element-wise bit reversal. Three resident buffers of the largest
     size (a, b, c), filled with ``values`` over and over. The quotient step is what a proof's H runs after the
-    sparse products: c = a o b, then the transforms and the pointwise step (H over a)."""
+    sparse products: c = a o b, then the transforms and the pointwise step (H over a). No sizes (e.g.
+    --ntt 20 19): no rows."""
+    if not logs:
+        return
     rt = backend.runtime(curve)
     n_max, elem = 1 << max(logs), 8 * curve.fr.limbs
     rt.ntt.ensure_twiddles(max(logs))
@@ -250,8 +253,8 @@ def curve_rows(backend, curve, args, sppark: SpparkRows | str, rng) -> Iterator[
     if args.g2:
         yield from msm_rows(backend, curve, True, args.g2, points.reshape(n // 2, 4, -1), scalars, sppark)
     del points
-    ntt_logs = list(range(args.ntt[0], args.ntt[1] + 1))  # empty (e.g. --ntt 20 19): MSM rows only
-    for log_n, ntt, radix, h, h_compact, variants in time_fr(backend, curve, ntt_logs, scalars["random"]) if ntt_logs else ():
+    for log_n, ntt, radix, h, h_compact, variants in time_fr(
+            backend, curve, list(range(args.ntt[0], args.ntt[1] + 1)), scalars["random"]):
         ntt_ms = sppark_ms(sppark, SPPARK_NTT, log_n)
         yield Row(curve.name, "NTT", log_n, NATURAL, ntt, SPPARK_NTT, ntt_ms)
         yield Row(curve.name, "NTT", log_n, RADIX_ONLY, radix, SPPARK_NTT, ntt_ms)

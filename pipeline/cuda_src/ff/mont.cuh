@@ -223,8 +223,8 @@ public:
     // take 8N^2 (a point formula's Y3 = R (Q - X3) - S1 PPP, ec/xyzz.cuh; the two-lane Fq2 product,
     // ff/fq2_pair.cuh). Bounds, for K terms: a step's value is t + sum_k a_k b_k,i + m p < (K + 1) p w
     // when t < (K + 1) p, so t stays below (K + 1) p, and (K + 1) p w < w^(N+1) needs (K + 1) p < R
-    // (P::DOT_TERMS, the largest such K, from the generator: 4 on both curves' base fields, p of 381
-    // of 384 and 254 of 256 bits). The arrays' carries are as in the product: the o rows' carry out is
+    // (P::DOT_TERMS, the largest such K, from the generator: 8 for BLS12-381's base field, p of 381 of
+    // 384 bits, and 4 for BN254's, 254 of 256). The arrays' carries are as in the product: the o rows' carry out is
     // zero, the e rows' goes to o[N-1]. The result (sum + M p) / R < p (K p / R + 1) < 2p for operands
     // below p: one conditional subtraction. Modelled on integers in tests/backends/cuda/test_mont_dot_model.py.
     static __device__ __forceinline__ mont_t dot(const mont_t& a, const mont_t& b, const mont_t& c, const mont_t& d) {
