@@ -84,10 +84,10 @@ def make_key(curve, log_n: int):
 async def run_config(zkey, witness, budget: int | None, batch: int, partitions: int, jobs: int,
                      tails: str = CudaOptions.stream_tails, gil: float | None = None, gpu_workers: int = 2,
                      csr_table: bool = False, depth: int = CudaOptions.stream_queue_depth,
-                     chunk_max: int = 0) -> dict:
+                     chunk_max: int = 0, stream_h: str = CudaOptions.stream_h) -> dict:
     config = EngineConfig(backend="cuda", devices=(0,), gpu_workers_per_device=gpu_workers, vram_budget_bytes=budget,
                           cuda=CudaOptions(stream_tails=tails, csr_value_table=csr_table, stream_queue_depth=depth,
-                                           stream_chunk_max_bytes=chunk_max),
+                                           stream_chunk_max_bytes=chunk_max, stream_h=stream_h),
                           gil_switch_interval_s=gil,
                           gpu_batch_max=batch, queue_size=max(2, batch), max_partitions_in_flight=batch + 4,
                           epilogue_workers=2)
@@ -145,6 +145,9 @@ def main() -> None:
                         help="CudaOptions.stream_queue_depth of the streamed rows; each a row")
     parser.add_argument("--chunk-max-gib", type=float, nargs="+", default=[0],
                         help="CudaOptions.stream_chunk_max_bytes of the streamed rows in GiB (0: no limit); each a row")
+    parser.add_argument("--stream-h", nargs="+", choices=["prologue", "chunks"], default=[CudaOptions.stream_h],
+                        help="CudaOptions.stream_h of the streamed rows (a streamed H's points through each "
+                             "partition's prologue, or through the pass's chunks); each a row")
     parser.add_argument("--csr-table", nargs="+", choices=["off", "on"], default=["off"],
                         help="CudaOptions.csr_value_table of every row (each value a set of rows)")
     parser.add_argument("--save-proofs", metavar="FILE", help="every proof of every row, with the verification key")
@@ -165,17 +168,19 @@ def main() -> None:
     rows, saved = [], {"vk": verification_key_to_json(zkey.verification_key()), "rows": []}
     for budget_gib, table in [(b, t) for t in args.csr_table for b in args.budgets_gib]:
         budget = int(budget_gib * GIB) or None
-        for batch, tails, gil, gw, depth, cap in [(b, t, g, w, d, c) for b in (args.batches if budget else [1])
-                                                  for t in (args.tails if budget else [CudaOptions.stream_tails])
-                                                  for g in (args.gil_intervals if budget else ["default"])
-                                                  for w in (args.gpu_workers if budget else [2])
-                                                  for d in (args.depths if budget else [CudaOptions.stream_queue_depth])
-                                                  for c in (args.chunk_max_gib if budget else [0])]:
+        for batch, tails, gil, gw, depth, cap, stream_h in [
+                (b, t, g, w, d, c, h) for b in (args.batches if budget else [1])
+                for t in (args.tails if budget else [CudaOptions.stream_tails])
+                for g in (args.gil_intervals if budget else ["default"])
+                for w in (args.gpu_workers if budget else [2])
+                for d in (args.depths if budget else [CudaOptions.stream_queue_depth])
+                for c in (args.chunk_max_gib if budget else [0])
+                for h in (args.stream_h if budget else [CudaOptions.stream_h])]:
             gil_s = None if gil == "default" else float(gil)
             try:
                 jobs = args.jobs if budget or args.resident_jobs is None else args.resident_jobs
                 r = asyncio.run(run_config(zkey, witness, budget, batch, args.partitions, jobs, tails, gil_s,
-                                           gw, table == "on", depth, int(cap * GIB)))
+                                           gw, table == "on", depth, int(cap * GIB), stream_h))
             except Exception as exc:  # a budget too small for the key is a result, not a crash
                 rows.append([f"{budget_gib:g}", batch, f"refused: {type(exc).__name__}: {str(exc)[:160]}",
                              *["-"] * 12])
@@ -185,7 +190,7 @@ def main() -> None:
             share = r["h2d_gbps"] / copy_rate if r["h2d_gbps"] else float("nan")
             placement = r["placement"] + (f" (tails: {tails}, gpu_workers {gw}"
                                           f"{'' if depth == CudaOptions.stream_queue_depth else f', queue depth {depth}'}"
-                                          f"{f', chunks <= {cap:g} GiB' if cap else ''}"
+                                          f"{f', chunks <= {cap:g} GiB' if cap else ''}, H points {stream_h}"
                                           f"{'' if gil_s is None else f', GIL switch {gil_s:g} s'})" if budget else "")
             placement += ", coefficient table" if table == "on" else ""
             rows.append([f"{budget_gib:g}" if budget else "none", batch, placement, f"{r['load_s']:.1f}",

@@ -98,6 +98,9 @@ def main() -> None:
                         help="CudaOptions.stream_queue_depth: steps queued ahead of the device")
     parser.add_argument("--csr-table", choices=["off", "on"], default="off",
                         help="CudaOptions.csr_value_table of the backend (its CSR as uint16 indices into a table)")
+    parser.add_argument("--stream-h", nargs="+", choices=["prologue", "chunks"], default=["prologue", "chunks"],
+                        help="CudaOptions.stream_h of the rows (a placement and key load each): a streamed H's "
+                             "points through each partition's prologue in pieces, or through the pass's chunks")
     parser.add_argument("--cprofile", action="store_true",
                         help="run the first row's timed pass once more under cProfile: the host's top functions")
     args = parser.parse_args()
@@ -128,46 +131,56 @@ def main() -> None:
                 resident_s = time.perf_counter() - t0
         finally:
             backend.unload_key(resident)
-        placement = backend.place_key(zkey, int(args.budget_gib * GIB))
-        t0 = time.perf_counter()
-        key = backend.load_key(zkey, placement)
-        load_s = time.perf_counter() - t0
-        try:
-            locked = {n: r.registered for n, r in {**key.host_points, **key.host_csr}.items()}
-            facts += [f"placement {placement}", f"coefficient table: {args.csr_table}", f"queue depth {args.depth}",
-                      f"load {load_s:.1f} s", f"page-locked: {locked}",
-                      f"WitnessShape.of {shape_s * 1e3:.0f} ms", "witness uploaded from page-locked memory (session 7 on)", f"pinned copy rate {copy_rate:.1f} GB/s",
-                      f"resident partition (same key, same call): {resident_s * 1e3:.0f} ms"]
-            for tails, lock, batch in [(t, lock, batch) for t in args.tails for lock in args.split_locks
-                                       for batch in args.batches]:
-                CudaStreamedPass.lock_split_arrays = lock == "on"
-                backend.stream_tails = tails
-                for _ in range(2):  # the first pays for kernels of new sizes
-                    r = drive(backend, key, [(w, shape)] * batch)
-                rows.append([tails, r["tails_in_prologue"], lock, batch, f"{r['wall_s']:.2f}", f"{r['wall_s'] / batch * 1e3:.0f}",
-                             f"{r['waits_s']:.2f}", f"{r['host_prologue_ms']:.1f}", f"{r['host_chunk_ms']:.1f}",
-                             f"{r['host_chunk_max_ms']:.1f}", f"{r['dev_prologue_ms']:.1f}", r["chunks"],
-                             f"{r['dev_chunk_ms']:.1f}", f"{r['copy_ms']:.1f}", f"{r['stream_pass_ms']:.0f}",
-                             f"{r['stream_h2d_gbps']:.1f}"])
-                print(rows[-1], flush=True)
-                phases = {k.removeprefix("phase ").removesuffix(" ms"): v for k, v in r.items() if k.startswith("phase ")}
-                if phases:
-                    phase_rows.append(([tails, lock, batch], {k: v / batch for k, v in phases.items()},
-                                       r["stream_pass_ms"] / batch))
-                if args.cprofile and not host_profiles:
-                    host_profiles.append(host_profile(f"{tails}, split page-locked {lock}, batch {batch}",
-                                                      lambda: drive(backend, key, [(w, shape)] * batch)))
-        finally:
-            backend.unload_key(key)
+        facts += [f"coefficient table: {args.csr_table}", f"queue depth {args.depth}",
+                  f"WitnessShape.of {shape_s * 1e3:.0f} ms", "witness uploaded from page-locked memory (session 7 on)",
+                  f"pinned copy rate {copy_rate:.1f} GB/s",
+                  f"resident partition (same key, same call): {resident_s * 1e3:.0f} ms"]
+        for stream_h in args.stream_h:
+            backend.stream_h = stream_h
+            placement = backend.place_key(zkey, int(args.budget_gib * GIB))
+            t0 = time.perf_counter()
+            key = backend.load_key(zkey, placement)
+            load_s = time.perf_counter() - t0
+            try:
+                locked = {n: r.registered for n, r in {**key.host_points, **key.host_csr}.items()}
+                facts += [f"H points {stream_h}: placement {placement}, load {load_s:.1f} s, page-locked: {locked}"]
+                for tails, lock, batch in [(t, lock, batch) for t in args.tails for lock in args.split_locks
+                                           for batch in args.batches]:
+                    CudaStreamedPass.lock_split_arrays = lock == "on"
+                    backend.stream_tails = tails
+                    for _ in range(2):  # the first pays for kernels of new sizes
+                        r = drive(backend, key, [(w, shape)] * batch)
+                    per_partition = r["wall_s"] / batch
+                    head = [stream_h, tails, lock, batch]
+                    rows.append([*head, r["tails_in_prologue"], f"{r['wall_s']:.2f}", f"{per_partition * 1e3:.0f}",
+                                 f"{per_partition / resident_s:.2f}", f"{r['waits_s']:.2f}",
+                                 f"{r['host_prologue_ms']:.1f}", f"{r['host_chunk_ms']:.1f}",
+                                 f"{r['host_chunk_max_ms']:.1f}", f"{r['dev_prologue_ms']:.1f}", r["chunks"],
+                                 f"{r['dev_chunk_ms']:.1f}", f"{r['copy_ms']:.1f}", f"{r['stream_pass_ms']:.0f}",
+                                 f"{r['stream_h2d_gbps']:.1f}"])
+                    print(rows[-1], flush=True)
+                    phases = {k.removeprefix("phase ").removesuffix(" ms"): v for k, v in r.items()
+                              if k.startswith("phase ")}
+                    if phases:
+                        phase_rows.append((head, {k: v / batch for k, v in phases.items()},
+                                           r["stream_pass_ms"] / batch))
+                    if args.cprofile and not host_profiles:
+                        host_profiles.append(host_profile(f"H {stream_h}, tails {tails}, split page-locked {lock}, "
+                                                          f"batch {batch}",
+                                                          lambda: drive(backend, key, [(w, shape)] * batch)))
+            finally:
+                backend.unload_key(key)
     finally:
         staging.free()
         backend.close()
-    table = markdown_table(["tails", "partitions with prologue tails", "split page-locked", "batch", "wall s", "ms/partition", "loop waits s",
+    table = markdown_table(["H points", "tails", "split page-locked", "batch", "partitions with prologue tails", "wall s",
+                            "ms/partition", "vs resident", "loop waits s",
                             "host ms/prologue", "host ms/chunk", "host max ms/chunk", "device ms/prologue", "chunks", "device ms/chunk",
                             "copy ms/chunk", "pass device ms", "H2D GB/s"], rows)
     note = "\n".join(f"- {f}" for f in facts)
     names = sorted({name for _, phases, _ in phase_rows for name in phases})
-    phase_table = markdown_table(["tails", "split page-locked", "batch", "pass ms/partition", "phases' sum", *names],
+    phase_table = markdown_table(["H points", "tails", "split page-locked", "batch", "pass ms/partition", "phases' sum",
+                                  *names],
                                  [[*head, f"{whole:.1f}", f"{sum(phases.values()):.1f}",
                                    *(f"{phases.get(n, 0.0):.1f}" for n in names)]
                                   for head, phases, whole in phase_rows]) if phase_rows else ""

@@ -39,6 +39,10 @@ class KeyPlacement:
     # The coefficient matrices (CSR) stay in host memory too, and H's sparse products stream them
     # in row chunks of about this many bytes (0: the CSR is resident).
     csr_chunk_bytes: int = 0
+    # A streamed H section crosses once per partition, in its prologue, in pieces of ``chunk_h``
+    # points into one MSM's bucket sums (CudaOptions.stream_h "prologue"); False: once per pass, in
+    # the pass's chunks, an MSM of its own per chunk and partition ("chunks").
+    h_per_partition: bool = False
 
     def __post_init__(self) -> None:
         unknown = set(self.resident) - set(SECTIONS)
@@ -112,7 +116,8 @@ class Chunk:
 
 def plan_chunks(zkey, placement: KeyPlacement) -> list[Chunk]:
     """The chunks of one pass over ``placement``'s streamed sections: the witness sections in
-    signal order, then H. Every streamed point is in exactly one slice."""
+    signal order, then H (unless its prologues take it: ``h_per_partition``). Every point a pass
+    streams is in exactly one slice."""
     chunks = []
     witness_sections = [s for s in WITNESS_SECTIONS if s in placement.streamed]
     if witness_sections:
@@ -127,7 +132,7 @@ def plan_chunks(zkey, placement: KeyPlacement) -> list[Chunk]:
                     slices.append(SectionSlice(s, s_lo - first, s_hi - first, s_lo - lo))
             if slices:
                 chunks.append(Chunk("witness", lo, hi, tuple(slices)))
-    if "h" in placement.streamed:
+    if "h" in placement.streamed and not placement.h_per_partition:
         for lo in range(0, zkey.domain_size, placement.chunk_h):
             hi = min(lo + placement.chunk_h, zkey.domain_size)
             chunks.append(Chunk("h", lo, hi, (SectionSlice("h", lo, hi, 0),)))

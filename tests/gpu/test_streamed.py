@@ -24,7 +24,14 @@ from tests.conftest import fixture_dir
 
 pytestmark = pytest.mark.gpu
 
-PLACEMENTS = [KeyPlacement((), 37, 61), KeyPlacement(("h",), 100, 0), KeyPlacement(("a", "b2"), 1024, 1000)]
+# H streamed in the pass's chunks, resident, then through each partition's prologue in pieces (17 of 61
+# points, and 1000 + 24 of a 2^10 domain)
+PLACEMENTS = [KeyPlacement((), 37, 61), KeyPlacement(("h",), 100, 0), KeyPlacement(("a", "b2"), 1024, 1000),
+              KeyPlacement((), 37, 61, h_per_partition=True), KeyPlacement(("a", "b2"), 1024, 1000, h_per_partition=True)]
+
+
+def placement_id(p: KeyPlacement) -> str:
+    return f"{p.mode}-{p.chunk_signals}-{p.chunk_h}" + ("-h-per-partition" if p.h_per_partition else "")
 
 
 def witnesses(curve_name: str, circuit: str = "chain_2e10"):
@@ -76,7 +83,7 @@ def run_batch(backend, key, items, with_b_g2=True, leave_at=None, shapes=False, 
 
 
 @pytest.mark.parametrize("shapes", [False, True], ids=["plain", "split"])
-@pytest.mark.parametrize("placement", PLACEMENTS, ids=lambda p: f"{p.mode}-{p.chunk_signals}-{p.chunk_h}")
+@pytest.mark.parametrize("placement", PLACEMENTS, ids=placement_id)
 def test_streamed_pass_equals_resident_partitions(cuda_backend, gpu_curve, placement, shapes):
     zkey, items = witnesses(gpu_curve.name)
     expected = resident_results(cuda_backend, zkey, items)
@@ -90,9 +97,11 @@ def test_streamed_pass_equals_resident_partitions(cuda_backend, gpu_curve, place
     assert_same_msms(gpu_curve, expected, got)
 
 
-def test_a_partition_that_leaves_mid_pass_has_no_result_and_the_rest_are_exact(cuda_backend, gpu_curve):
+@pytest.mark.parametrize("h_per_partition", [False, True], ids=["h-in-chunks", "h-per-partition"])
+def test_a_partition_that_leaves_mid_pass_has_no_result_and_the_rest_are_exact(cuda_backend, gpu_curve,
+                                                                               h_per_partition):
     zkey, items = witnesses(gpu_curve.name)
-    placement = KeyPlacement((), 100, 300)
+    placement = KeyPlacement((), 100, 300, h_per_partition=h_per_partition)
     resident = cuda_backend.load_key(zkey)
     try:
         expected = cuda_backend.start_partition(resident, items[2], False, None).result()
@@ -233,7 +242,7 @@ def run_with_tails(backend, key, items, tails: str) -> tuple[list, list[bool], l
 
 
 @pytest.mark.parametrize("tails", ["prologue", "prologue-host", "chunks"])
-@pytest.mark.parametrize("placement", PLACEMENTS, ids=lambda p: f"{p.mode}-{p.chunk_signals}-{p.chunk_h}")
+@pytest.mark.parametrize("placement", PLACEMENTS, ids=placement_id)
 def test_tails_in_the_prologue_or_the_chunks_equal_the_resident_msms(cuda_backend, gpu_curve, placement, tails):
     """stream_tails="prologue" (the default): a bit-heavy witness's values other than 0 and 1 go
     through one MSM per section over points gathered on the device from the mapped key, the split

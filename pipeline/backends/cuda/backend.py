@@ -132,6 +132,7 @@ class CudaBackend(Backend):
         self._results = PinnedResultPool(self.device, results_bytes(4 * 2 * 8 * max_fq_limbs))
         self.msm_split_min_bits = options.msm_split_min_bits  # an attribute too: benches and tests flip it
         self.stream_tails = options.stream_tails  # likewise
+        self.stream_h = options.stream_h  # likewise (read when a key is placed)
         self.stream_queue_depth = options.stream_queue_depth  # likewise
         self._copy_streams: dict[int | str, Stream] = {}  # streams beside the kernels' (copy_stream)
         self._pinned_pools: dict[int, PinnedResultPool] = {}  # streamed passes' H buffers, by size
@@ -197,7 +198,7 @@ class CudaBackend(Backend):
         table = self.coefficient_table(zkey)
         return place_streamed(msm, zkey, budget_bytes, self._csr_device_bytes(zkey), self.options.stream_chunk_bytes,
                               0 if table is None else table.table.nbytes, self._ntt_table_bytes(zkey, compact=True),
-                              self.options.stream_chunk_max_bytes or None)
+                              self.options.stream_chunk_max_bytes or None, h_per_partition=self.stream_h == "prologue")
 
     def coefficient_table(self, zkey: Groth16Zkey) -> CoefficientTable | None:
         """The key's A/B coefficients as indices into a table of their values, when

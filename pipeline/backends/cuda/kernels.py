@@ -44,12 +44,14 @@ UNITS: dict[str, tuple[str, ...]] = {
         *(f"msm_accumulate<fq_t, true, {b}>" for b in G1_LEVEL0_CHUNKED_BUILT),
         "msm_accumulate<fq_t, false, 1>", "msm_bucket_segments<fq_t>",
         "msm_reduce_halves<fq_t>", "msm_combine_windows<fq_t>", "msm_combine_windows_batch<fq_t>",
+        "msm_merge_buckets<fq_t>", "msm_iota",
     ),
     "msm_g2": (
         *(f"msm_accumulate_flat<{f}, {b}>" for f, b in G2_VARIANTS_BUILT),
         *(f"msm_accumulate<{f}, true, {b}>" for f, b in G2_LEVEL0_CHUNKED_BUILT),
         *(f"{k}<{f}>" for f in G2_FIELDS_BUILT for k in ("msm_bucket_segments", "msm_reduce_halves",
-                                                          "msm_combine_windows", "msm_combine_windows_batch")),
+                                                          "msm_combine_windows", "msm_combine_windows_batch",
+                                                          "msm_merge_buckets")),
         *(f"msm_accumulate<{f}, false, 1>" for f in G2_FIELDS_BUILT),
     ),
 }
@@ -91,6 +93,8 @@ SIGNATURES: dict[str, tuple[str, ...]] = {
     "msm_accumulate_flat": (PTR, PTR, PTR, PTR, PTR, PTR, U32, U32, PTR, U32),
     "msm_bucket_segments": (PTR, PTR, PTR, U32, U32, U32),
     "msm_reduce_halves": (PTR, U32, U32, U32),
+    "msm_merge_buckets": (PTR, PTR, PTR, U32),
+    "msm_iota": (PTR, U32),
     "msm_combine_windows": (PTR, PTR, U32, U32, I32),
     "msm_combine_windows_batch": (PTR, PTR, PTR, PTR, PTR, PTR, PTR, PTR, U32, U32, U32, U32, U32),
 }

@@ -133,6 +133,18 @@ class SortedDigits:
         self.d_offsets.free()
 
 
+@dataclass
+class BucketSums:
+    """The bucket sums of an MSM whose points come in pieces (``MsmRunner.start_buckets``): XYZZ
+    points, ``plan.n_buckets`` of them on the device, each piece's added in (``add_piece``)."""
+    g2: bool
+    plan: MsmPlan
+    d_buckets: object
+
+    def free(self) -> None:
+        self.d_buckets.free()
+
+
 COMBINE_BATCH = 4  # MSMs one msm_combine_windows_batch launch combines (its out0..out3)
 
 
@@ -240,10 +252,11 @@ class MsmRunner:
     def plan(self, n: int, g2: bool, c: int | None = None) -> MsmPlan:
         return plan_msm(n, self.curve.fr.bits, c, self.cache_bytes, self.window_model)
 
-    def scratch_bytes(self, n: int, g2: bool, held_digits: bool = False) -> int:
-        """Peak device bytes ``enqueue`` allocates for an MSM of ``n`` scalars (the bounds it sizes by);
-        ``held_digits``: its sorted digits outlive its bucket sums (``shared_sort``: later MSMs read them)."""
-        plan = self.plan(n, g2)
+    def scratch_bytes(self, n: int, g2: bool, held_digits: bool = False, c: int | None = None) -> int:
+        """Peak device bytes ``enqueue`` allocates for an MSM of ``n`` scalars (the bounds it sizes by)
+        at window width ``c`` (None: its plan's); ``held_digits``: its sorted digits outlive its bucket
+        sums (``shared_sort``: later MSMs read them)."""
+        plan = self.plan(n, g2, c)
         nb, xyzz = plan.n_buckets, self.xyzz_bytes(g2)
         entries = n * plan.n_windows
         chunk = self._level0_chunk(entries, g2)
@@ -295,11 +308,9 @@ class MsmRunner:
         ``digits`` (``sort`` of these scalars and point indices, not freed here) the sort is skipped.
         Digits of points below ``skip_below`` add nothing and their points are never read (C's MSM over
         A's digits, from a base shifted back past the public signals)."""
-        xyzz_bytes = self.xyzz_bytes(g2)
-        field, lanes = self._field(g2), self._lanes(g2)
         if n == 0:
             self.last_plan = self.plan(n, g2, c)
-            check_memset_zero(d_out, xyzz_bytes, self.stream)  # ZZ = 0: the point at infinity
+            check_memset_zero(d_out, self.xyzz_bytes(g2), self.stream)  # ZZ = 0: the point at infinity
             return None
         own = digits is None
         if own:
@@ -320,29 +331,90 @@ class MsmRunner:
             if own:
                 digits.free()  # stream-ordered: after the bucket sums read them
         try:
-            # 5-6: per-window running sums over segments, segment sums, Horner over windows
-            segs = plan.buckets_per_window // plan.seg_len
-            with self.allocator.alloc(xyzz_bytes * plan.n_windows * segs, "msm segment sums") as d_seg:
-                self._launch(f"msm_bucket_segments<{field}>", plan.n_windows * segs, REDUCE_BLOCK,
-                             (d_seg.ptr, d_partials.ptr, d_chunk_off.ptr, plan.buckets_per_window,
-                              plan.seg_len, plan.n_windows), lanes)
-                self._mark("bucket running sums")
-                half = segs // 2
-                while half >= 1:
-                    self._launch(f"msm_reduce_halves<{field}>", plan.n_windows * half, REDUCE_BLOCK,
-                                 (d_seg.ptr, plan.n_windows, segs, half), lanes)
-                    half //= 2
-                self._mark("segment sums")
-                if d_windows:
-                    self._copy_window_sums(d_windows, d_seg.ptr, segs * xyzz_bytes, xyzz_bytes, plan.n_windows)
-                    return DeferredWindows(g2, d_windows, plan.n_windows, plan.c, d_out)
-                self.kernels.launch(f"msm_combine_windows<{field}>", 1, lanes,
-                                    (d_out, d_seg.ptr, segs, plan.n_windows, plan.c), self.stream)
-                self._mark("window combination")
-                return None
+            return self._reduce_windows(g2, plan, d_partials.ptr, d_chunk_off.ptr, d_out, d_windows)
         finally:
             d_partials.free()
             d_chunk_off.free()
+
+    def _reduce_windows(self, g2: bool, plan: MsmPlan, d_partials: int, d_chunk_off: int, d_out: int,
+                        d_windows: int) -> DeferredWindows | None:
+        """Steps 5-6 from the bucket sums (bucket b's at partials[chunk_off[b]] when chunk_off[b + 1] >
+        chunk_off[b]): per-window running sums over segments, segment sums, then Horner over the windows
+        into ``d_out``, or the window sums to ``d_windows`` (``enqueue``)."""
+        xyzz_bytes = self.xyzz_bytes(g2)
+        field, lanes = self._field(g2), self._lanes(g2)
+        segs = plan.buckets_per_window // plan.seg_len
+        with self.allocator.alloc(xyzz_bytes * plan.n_windows * segs, "msm segment sums") as d_seg:
+            self._launch(f"msm_bucket_segments<{field}>", plan.n_windows * segs, REDUCE_BLOCK,
+                         (d_seg.ptr, d_partials, d_chunk_off, plan.buckets_per_window,
+                          plan.seg_len, plan.n_windows), lanes)
+            self._mark("bucket running sums")
+            half = segs // 2
+            while half >= 1:
+                self._launch(f"msm_reduce_halves<{field}>", plan.n_windows * half, REDUCE_BLOCK,
+                             (d_seg.ptr, plan.n_windows, segs, half), lanes)
+                half //= 2
+            self._mark("segment sums")
+            if d_windows:
+                self._copy_window_sums(d_windows, d_seg.ptr, segs * xyzz_bytes, xyzz_bytes, plan.n_windows)
+                return DeferredWindows(g2, d_windows, plan.n_windows, plan.c, d_out)
+            self.kernels.launch(f"msm_combine_windows<{field}>", 1, lanes,
+                                (d_out, d_seg.ptr, segs, plan.n_windows, plan.c), self.stream)
+            self._mark("window combination")
+            return None
+
+    # -- an MSM whose points come in pieces ----------------------------------------------------
+    def start_buckets(self, g2: bool, n: int, c: int | None = None) -> "BucketSums":
+        """Queue the zeroed bucket sums (all infinity) of an MSM of ``n`` points that will come in
+        pieces (``add_piece``, then ``finish_buckets``): the whole MSM's windows, so that the pieces
+        cost the additions of one MSM of ``n``, not each its own windows' worth."""
+        plan = self.plan(n, g2, c)
+        d_buckets = self.allocator.alloc(self.xyzz_bytes(g2) * plan.n_buckets, "msm bucket sums")
+        d_buckets.memset32(0, self.stream)  # ZZ = 0: infinity
+        return BucketSums(g2, plan, d_buckets)
+
+    def add_piece(self, sums: "BucketSums", d_points: int, d_scalars: int, n: int) -> None:
+        """Queue the digits of ``n`` scalars and their points (``d_points[i]`` for ``d_scalars[i]``)
+        into ``sums``: sorted and summed under the whole MSM's plan, then each bucket's sum added to
+        its running total (msm_merge_buckets)."""
+        if n == 0:
+            return
+        g2, plan = sums.g2, sums.plan
+        digits = self.sort(d_scalars, n, 0, plan.c)
+        entries_bound = n * plan.n_windows
+        try:
+            d_partials, d_chunk_off = self._bucket_sums(g2, d_points, digits.d_entries, digits.d_offsets,
+                                                        plan.n_buckets, entries_bound, n,
+                                                        self._level0_chunk(entries_bound, g2))
+        finally:
+            digits.free()  # stream-ordered: after the bucket sums read them
+        try:
+            self._launch(f"msm_merge_buckets<{self._field(g2)}>", plan.n_buckets, REDUCE_BLOCK,
+                         (sums.d_buckets.ptr, d_partials.ptr, d_chunk_off.ptr, plan.n_buckets), self._lanes(g2))
+            self._mark("merge buckets")
+        finally:
+            d_partials.free()
+            d_chunk_off.free()
+
+    def finish_buckets(self, sums: "BucketSums", d_out: int) -> None:
+        """Queue the MSM's result from its bucket sums into ``d_out`` (steps 5-6 over buckets that are
+        all there: an offset table 0, 1, .., n_buckets), then free them (stream-ordered)."""
+        plan = sums.plan
+        try:
+            with self.allocator.alloc(4 * (plan.n_buckets + 1), "msm dense bucket offsets") as d_ident:
+                self._launch("msm_iota", plan.n_buckets + 1, SCAN_THREADS, (d_ident.ptr, plan.n_buckets + 1))
+                self._reduce_windows(sums.g2, plan, sums.d_buckets.ptr, d_ident.ptr, d_out, 0)
+        finally:
+            sums.free()
+
+    def piece_scratch_bytes(self, n: int, piece: int, g2: bool) -> int:
+        """Peak device bytes of an MSM of ``n`` points in pieces of at most ``piece`` (``start_buckets``
+        to ``finish_buckets``): the bucket sums throughout, and the larger of one piece's sort and sums
+        (under the whole MSM's window width) and the finishing steps."""
+        plan = self.plan(n, g2)
+        buckets = self.xyzz_bytes(g2) * plan.n_buckets
+        finish = 4 * (plan.n_buckets + 1) + self.xyzz_bytes(g2) * plan.n_windows * (plan.buckets_per_window // plan.seg_len)
+        return buckets + max(self.scratch_bytes(min(piece, n), g2, c=plan.c), finish)
 
     def bin_bits(self, n: int, plan: MsmPlan) -> tuple[int, int] | None:
         """(pb, fb) of the binned sort for ``n`` scalars: bits of a scalar's index, low bucket bits a

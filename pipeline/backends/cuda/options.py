@@ -41,6 +41,12 @@ class CudaOptions:
     # quotient's buffers leave; "chunks", one per section per chunk. Same call, H200: 2^24 under
     # 5 GiB 771 vs 1015 ms/partition (batch 4); 2^26 under 16 GiB 3.79 vs 3.64 s (bench/NOTES.md).
     stream_tails: str = "prologue"
+    # Where a streamed pass takes a streamed H section's points: "prologue", once per partition, in
+    # pieces through one MSM's bucket sums (msm.MsmRunner.start_buckets: the additions of one MSM of
+    # the domain's size, no H round trip to the host); "chunks", once per pass in its chunks, an MSM of
+    # each chunk's own windows per partition (H's points cross PCIe once per batch, not per partition:
+    # the choice where the link, not the device, is what a pass waits for). bench/NOTES.md, session 20.
+    stream_h: str = "prologue"
     # Hold the A/B coefficients as uint16 indices into a table of the key's distinct values
     # (formats/coeff_table.py) when it has at most 2^16: 2 bytes a coefficient on the device and
     # across PCIe instead of 32 (a 2^26 seed-shaped key: 11 GB of CSR values -> ~1.8 GB of indices).
@@ -103,5 +109,7 @@ class CudaOptions:
             raise ValueError(f"CudaOptions.stream_queue_depth must be an integer from 1 to 64, got {depth!r}")
         if self.stream_tails not in ("chunks", "prologue"):
             raise ValueError(f"CudaOptions.stream_tails must be 'chunks' or 'prologue', got {self.stream_tails!r}")
+        if self.stream_h not in ("chunks", "prologue"):
+            raise ValueError(f"CudaOptions.stream_h must be 'chunks' or 'prologue', got {self.stream_h!r}")
         if self.kernel_cache_dir is not None and (not isinstance(self.kernel_cache_dir, str) or not self.kernel_cache_dir):
             raise ValueError(f"CudaOptions.kernel_cache_dir must be a folder path, got {self.kernel_cache_dir!r}")

@@ -7,8 +7,10 @@ partitions at once:
 
 - prologue, per partition, in the resident partition's order (backend.start_partition): witness
   upload, the MSMs of resident witness sections and the 0 / 1 split, then H (spmv, NTTs; the
-  witness leaves the device once spmv has read it), H's MSM when its section is resident, and H
-  copied to pinned host memory when it is streamed; H then leaves the device.
+  witness leaves the device once spmv has read it), H's MSM when its section is resident or when
+  its points come through the prologue (``KeyPlacement.h_per_partition``: in pieces, copy stream
+  and compute stream taking turns on two buffers, into one MSM's bucket sums), else H copied to
+  pinned host memory for the chunks; H then leaves the device.
 - chunks, in order: the copy stream fills one of two device buffers with the chunk's points
   (host -> device, from the registered key arrays) while the compute stream runs the previous
   chunk's MSMs; for every partition still in the pass, its scalars of the chunk are copied in
@@ -97,20 +99,24 @@ def slot_block_bytes(slot: int, chunks: list[Chunk]) -> int:
 
 
 def prologue_scratch_bytes(msm, zkey, resident: tuple[str, ...], csr_chunk: int = 0, witness_extra: int = 0,
-                           held_extra: int = 0) -> int:
+                           held_extra: int = 0, h_pieces: int = 0) -> int:
     """One partition's device work before any streamed points (a resident key's whole partition)
     at its largest, in the order it is queued:
     - the witness, the largest resident witness section's MSM scratch and ``witness_extra`` (a
       resident partition's 0 / 1 split);
     - the sparse products: the witness, a and b (and a chunk of the CSR when it streams);
     - the quotient: a, b and c, the witness gone (H is written over a);
-    - H and its MSM's scratch when the H section is resident.
+    - H and its MSM's scratch when the H section is resident, or when its points come in pieces of
+      ``h_pieces`` (two piece buffers, the MSM's bucket sums and one piece's scratch).
     ``held_extra`` is held throughout (a resident partition's result slots). The NTT's twiddles
     belong to the key's bytes (``ntt.table_bytes``)."""
     vector = zkey.domain_size * SCALAR_BYTES
     witness_msm = max([msm.scratch_bytes(zkey.n_vars, is_g2(s), held_digits=msm.shared_sort)
                        for s in resident if s != "h"], default=0)
     h_msm = msm.scratch_bytes(zkey.domain_size, False) if "h" in resident else 0
+    if h_pieces:
+        h_msm = 2 * min(h_pieces, zkey.domain_size) * point_bytes(zkey.curve, "h") + \
+            msm.piece_scratch_bytes(zkey.domain_size, h_pieces, False)
     return held_extra + max(witness_bytes(zkey) + witness_extra + witness_msm,
                             witness_bytes(zkey) + 2 * vector + csr_chunk, 3 * vector, vector + h_msm)
 
@@ -129,13 +135,15 @@ def pass_scratch_bytes(msm, zkey, placement: KeyPlacement, batch: int, csr_chunk
     slot = msm.xyzz_bytes(True)
     point_buf = max((chunk_point_bytes(zkey.curve, c) for c in chunks), default=0)
     scalars = max(((c.hi - c.lo) * SCALAR_BYTES for c in chunks), default=0)
+    h_chunks = "h" in placement.streamed and not placement.h_per_partition
     chunk_msm = max([msm.scratch_bytes(placement.chunk_signals, is_g2(s)) for s in placement.streamed if s != "h"]
-                    + [msm.scratch_bytes(placement.chunk_h, False) if "h" in placement.streamed else 0])
-    split_idx = 2 * 4 * max(placement.chunk_signals, placement.chunk_h)  # a chunk's one and other indices
+                    + [msm.scratch_bytes(placement.chunk_h, False) if h_chunks else 0])
+    split_idx = 2 * 4 * max(placement.chunk_signals, placement.chunk_h if h_chunks else 0)  # a chunk's one and other indices
     chunk_phase = 2 * point_buf + SCALAR_BUFFERS * (scalars + split_idx) + chunk_msm
     csr = placement.csr_chunk_bytes if csr_chunk is None else csr_chunk
-    return batch * slot_block_bytes(slot, chunks) + max(prologue_scratch_bytes(msm, zkey, placement.resident, csr),
-                                                        chunk_phase)
+    h_pieces = placement.chunk_h if "h" in placement.streamed and placement.h_per_partition else 0
+    return batch * slot_block_bytes(slot, chunks) + max(
+        prologue_scratch_bytes(msm, zkey, placement.resident, csr, h_pieces=h_pieces), chunk_phase)
 
 
 def chunk_point_bytes(curve: Curve, chunk: Chunk) -> int:
@@ -143,7 +151,8 @@ def chunk_point_bytes(curve: Curve, chunk: Chunk) -> int:
 
 
 def place_streamed(msm, zkey, budget: int, csr_bytes: int, chunk_bytes: int, table_bytes: int = 0,
-                   fixed_bytes: int = 0, max_chunk_bytes: int | None = None) -> KeyPlacement:
+                   fixed_bytes: int = 0, max_chunk_bytes: int | None = None,
+                   h_per_partition: bool = False) -> KeyPlacement:
     """The most sections resident (hot first) such that the CSR (resident if it fits, else
     streamed: its row pointers stay), the resident points and a pass of one partition fit
     ``budget`` (with the result slots of a batch of ``PLACED_FOR_BATCH``). The sections are chosen
@@ -152,7 +161,8 @@ def place_streamed(msm, zkey, budget: int, csr_bytes: int, chunk_bytes: int, tab
     everything streamed in the smallest chunks fits. ``table_bytes``: the coefficient table a
     streamed CSR keeps on the device beside its row pointers (0: none); ``fixed_bytes``: what the
     key keeps on the device whatever its placement (the NTT's tables); ``max_chunk_bytes``: how
-    far the chunks may grow (None: while they fit)."""
+    far the chunks may grow (None: while they fit); ``h_per_partition``: a streamed H goes through
+    each partition's prologue in pieces of ``chunk_h`` points (KeyPlacement.h_per_partition)."""
     row_ptr_bytes = 2 * 4 * (zkey.domain_size + 1) + table_bytes
 
     def placement(resident: list[str], csr_streamed: bool, chunk: int, csr_chunk: int | None = None) -> KeyPlacement:
@@ -161,7 +171,8 @@ def place_streamed(msm, zkey, budget: int, csr_bytes: int, chunk_bytes: int, tab
         signals, h = chunk_sizes(zkey, streamed, chunk)
         csr = row_ptr_bytes if csr_streamed else csr_bytes
         return KeyPlacement(kept, signals, h, fixed_bytes + csr + sum(section_bytes(zkey, s) for s in kept),
-                            min(chunk if csr_chunk is None else csr_chunk, csr_bytes) if csr_streamed else 0)
+                            min(chunk if csr_chunk is None else csr_chunk, csr_bytes) if csr_streamed else 0,
+                            h_per_partition and "h" in streamed)
 
     def need(p: KeyPlacement) -> int:  # a batch's result slots are small next to the rest: keep room for them
         return p.device_bytes + pass_scratch_bytes(msm, zkey, p, PLACED_FOR_BATCH)
@@ -232,6 +243,8 @@ class CudaStreamedPass(StreamedPass):
         self.buffers: list = []
         self.copied = [Event(timing=False), Event(timing=False)]
         self.freed = [Event(timing=False), Event(timing=False)]
+        self.h_copied = [Event(timing=False), Event(timing=False)]  # H's piece buffers (h_per_partition)
+        self.h_freed = [Event(timing=False), Event(timing=False)]
         self.d_results = None
         self._chunk_index = {id(c): j for j, c in enumerate(self.chunks)}
         self.copy_marks: list[tuple[Event, Event]] = []  # around each chunk's host-to-device copies
@@ -266,7 +279,10 @@ class CudaStreamedPass(StreamedPass):
             if "h" in resident:
                 with clock.phase("prologue: resident MSMs"):
                     b._enqueue_msms(key, None, d_h, results, self.with_b_g2, None, sections=("h",))
-            if "h" in key.placement.streamed:
+            if "h" in key.placement.streamed and key.placement.h_per_partition:
+                with clock.phase("prologue: H MSM, points in pieces"):
+                    self._h_msm_in_pieces(index, d_h)
+            elif "h" in key.placement.streamed:
                 n = key.zkey.domain_size
                 self.h_host[index] = self.h_pool.take()
                 with clock.phase("prologue: H to host"):
@@ -288,6 +304,39 @@ class CudaStreamedPass(StreamedPass):
         if self.splits[index] is not None and b.stream_tails == "prologue" and not self.tails_done[index]:
             self.tails_done[index] = self._prologue_tails(index)
         self._step_done()
+
+    def _h_msm_in_pieces(self, index: int, d_h) -> None:
+        """Partition ``index``'s H MSM over H's points brought from host memory in pieces of
+        ``chunk_h``: the copy stream fills one of two buffers while the compute stream sorts and sums
+        the other's digits into the MSM's bucket sums (its windows are the whole domain's: one MSM's
+        additions, where a chunk's own MSM pays its own windows and bucket sums), then its result to
+        H's own slot. H's points cross PCIe once per partition (~1/4 of its MSM's time at 2^26 on the
+        H200's link), its scalars never leave the device."""
+        zkey, msm, alloc = self.key.zkey, self.msm, self.backend.allocator
+        n, piece, pb = zkey.domain_size, self.key.placement.chunk_h, point_bytes(self.curve, "h")
+        src = self.key.host_points["h"].ptr
+        starts = list(range(0, n, piece))
+        bufs = [alloc.alloc(min(piece, n) * pb, f"streamed H points (buffer {k})") for k in range(min(2, len(starts)))]
+        try:
+            for ev in self.h_freed[:len(bufs)]:
+                ev.record(self.stream)  # the buffers exist in the compute stream's order: copies start after
+            sums = msm.start_buckets(False, n)
+            for j, lo in enumerate(starts):
+                hi, k = min(lo + piece, n), j % len(bufs)
+                check(driver.cuStreamWaitEvent(self.copy_stream.handle, self.h_freed[k].handle, 0), "cuStreamWaitEvent")
+                copy_start = Event().record(self.copy_stream)
+                check(driver.cuMemcpyHtoDAsync(bufs[k].ptr, src + lo * pb, (hi - lo) * pb, self.copy_stream.handle),
+                      "cuMemcpyHtoDAsync")
+                self.h_copied[k].record(self.copy_stream)
+                self.copy_marks.append((copy_start, Event().record(self.copy_stream)))
+                self.streamed_bytes += (hi - lo) * pb
+                check(driver.cuStreamWaitEvent(self.stream.handle, self.h_copied[k].handle, 0), "cuStreamWaitEvent")
+                msm.add_piece(sums, bufs[k].ptr, d_h.ptr + lo * SCALAR_BYTES, hi - lo)
+                self.h_freed[k].record(self.stream)
+            msm.finish_buckets(sums, self.d_results.ptr + index * self.block + MSM_SLOTS.index("h") * self.slot)
+        finally:
+            for buf in bufs:
+                buf.free()  # stream-ordered: after the kernels, which waited for every copy into it
 
     # -- a bit-heavy witness split on the device, its tails gathered there -----------------------
     def _tail_sections(self) -> list[str]:
@@ -615,9 +664,11 @@ class CudaStreamedPass(StreamedPass):
                         return xyzz_to_jacobian(self.curve.g2, self.curve.fq, raw.copy())
                     return xyzz_to_jacobian(self.curve.g1, self.curve.fq, raw[:g1_words].copy())
 
-                # a section's own slot: a resident section's MSM, or a streamed one's tail when it ran
-                # in the prologue (stream_tails)
-                own = [s for s in SECTIONS if s in self.key.placement.resident or self.tails_done[i]]
+                # a section's own slot: a resident section's MSM, a streamed one's tail when it ran
+                # in the prologue (stream_tails), H's MSM when its points came through the prologue
+                placement = self.key.placement
+                own = [s for s in SECTIONS if s in placement.resident or self.tails_done[i]
+                       or (s == "h" and placement.h_per_partition)]
                 sums: dict[str, list] = {s: [point(MSM_SLOTS.index(s) * self.slot, s)] for s in own}
                 for (j, k), n in self.slice_slot.items():
                     section = self.chunks[j].slices[k].section
@@ -656,7 +707,7 @@ class CudaStreamedPass(StreamedPass):
             if h is not None:
                 self.h_pool.give_back(h)  # the device is done with it (synchronised above)
                 self.h_host[i] = None
-        for ev in (*self.step_events, *self.copied, *self.freed, self.started,
+        for ev in (*self.step_events, *self.copied, *self.freed, *self.h_copied, *self.h_freed, self.started,
                    *(e for pair in self.copy_marks for e in pair)):
             ev.close()
         self.clock.close()

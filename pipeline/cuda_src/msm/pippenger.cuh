@@ -339,6 +339,26 @@ __global__ void msm_bucket_segments(typename xyzz_t<F>::mem_t* __restrict__ d_se
     }
 }
 
+// An MSM whose points come in pieces (a streamed key section): bucket b's sum of this piece, when it has
+// one, is added to its total so far (d_buckets, kept across the pieces; all infinity at first).
+template <class F>
+__global__ void msm_merge_buckets(typename xyzz_t<F>::mem_t* __restrict__ d_buckets,
+                                  const typename xyzz_t<F>::mem_t* __restrict__ d_partials,
+                                  const uint32_t* __restrict__ d_chunk_off, uint32_t n_buckets) {
+    const msm_items<F> items;
+    for (uint32_t b = items.first; b < n_buckets; b += items.step) {
+        if (d_chunk_off[b + 1] == d_chunk_off[b]) continue;  // no digit of this piece in bucket b
+        xyzz_t<F> total = xyzz_t<F>::load(d_buckets[b]);
+        total.add(xyzz_t<F>::load(d_partials[d_chunk_off[b]]));
+        total.store(d_buckets[b]);
+    }
+}
+
+// d[i] = i, i < n: the offsets of buckets that are all there (msm_bucket_segments over merged totals).
+__global__ void msm_iota(uint32_t* __restrict__ d, uint32_t n) {
+    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) d[i] = i;
+}
+
 // d[g * len + i] += d[g * len + i + half] for every group g, i < half.
 template <class F>
 __global__ void msm_reduce_halves(typename xyzz_t<F>::mem_t* __restrict__ d_seg, uint32_t n_groups, uint32_t len,

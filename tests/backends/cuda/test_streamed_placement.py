@@ -140,3 +140,48 @@ def test_at_seed_scale_the_device_split_fits_the_room_a_pass_reserves():
     need = zkey.n_vars * 32 + split_scratch_bytes(zkey.n_vars) + others * 192 + msm.scratch_bytes(others, True)
     assert need <= pass_scratch_bytes(msm, zkey, placement, 0)
     assert need > prologue_scratch_bytes(msm, zkey, placement.resident, placement.csr_chunk_bytes)
+
+
+@pytest.mark.parametrize("budget_gib", [16, 8])
+def test_at_seed_scale_h_through_the_prologues_leaves_the_chunks_and_counts_its_pieces(budget_gib):
+    """2^26 BLS12-381 with H's points through each partition's prologue (h_per_partition): the pass's
+    chunks hold the witness sections only, the chunk phase has no H buffer or H MSM, and the
+    prologue counts H, two piece buffers and the bucket sums of one MSM of the domain at its own
+    window width (13 windows of 2^19 buckets, 1.3 GB) beside one piece's sort and sums. It fits both
+    budgets the chunk mode fits."""
+    zkey = seed_shaped(BLS12_381, 26)
+    msm = MsmRunner(SimpleNamespace(curve=BLS12_381), None, None)
+    nnz, row_ptrs = int(2 * 2.3 * zkey.domain_size), 8 * (zkey.domain_size + 1)
+    tables = ntt_table_bytes(26, 32, compact=True)
+    csr = nnz * (2 + 4) + 271 * 32 + row_ptrs
+    placement = place_streamed(msm, zkey, budget_gib * GIB, csr, 1 << 30, 271 * 32, tables, h_per_partition=True)
+    assert "h" in placement.streamed and placement.h_per_partition
+    assert need(msm, zkey, placement) <= budget_gib * GIB
+    chunks = plan_chunks(zkey, placement)
+    assert chunks and all(c.scalars == "witness" for c in chunks)
+    assert {s.section for c in chunks for s in c.slices} == set(placement.streamed) - {"h"}
+    plan = msm.plan(zkey.domain_size, False)
+    buckets = plan.n_buckets * msm.xyzz_bytes(False)
+    assert buckets == 13 * (1 << 19) * 192
+    vector, piece = zkey.domain_size * 32, placement.chunk_h
+    assert piece < zkey.domain_size  # pieces, not the whole section at once
+    h_phase = vector + 2 * piece * 96 + buckets + msm.scratch_bytes(piece, False, c=plan.c)
+    assert prologue_scratch_bytes(msm, zkey, placement.resident, placement.csr_chunk_bytes,
+                                  h_pieces=piece) >= h_phase
+    assert pass_scratch_bytes(msm, zkey, placement, 0) >= h_phase
+    in_chunks = place_streamed(msm, zkey, budget_gib * GIB, csr, 1 << 30, 271 * 32, tables)
+    assert not in_chunks.h_per_partition and any(c.scalars == "h" for c in plan_chunks(zkey, in_chunks))
+
+
+def test_a_piece_msm_counts_its_buckets_and_sorts_at_the_whole_msms_width():
+    """MsmRunner.piece_scratch_bytes: the bucket sums of the whole MSM's plan, held throughout, plus
+    the larger of one piece's scratch at that width (not the piece's own plan: its windows are the
+    whole MSM's) and the finishing steps."""
+    msm = MsmRunner(SimpleNamespace(curve=BN254), None, None)
+    n, piece = 1 << 24, 1 << 21
+    plan = msm.plan(n, False)
+    assert msm.plan(piece, False).c != plan.c  # a piece alone would plan other windows
+    buckets = plan.n_buckets * msm.xyzz_bytes(False)
+    assert msm.piece_scratch_bytes(n, piece, False) >= buckets + msm.scratch_bytes(piece, False, c=plan.c)
+    assert msm.piece_scratch_bytes(n, piece, False) < buckets + msm.scratch_bytes(n, False)
+    assert msm.piece_scratch_bytes(n, 2 * n, False) == msm.piece_scratch_bytes(n, n, False)  # one piece at most n
