@@ -107,18 +107,19 @@ def prologue_scratch_bytes(msm, zkey, resident: tuple[str, ...], csr_chunk: int 
     - the sparse products: the witness, a and b (and a chunk of the CSR when it streams);
     - the quotient: a, b and c, the witness gone (H is written over a);
     - H and its MSM's scratch when the H section is resident, or when its points come in pieces of
-      ``h_pieces`` (two piece buffers, the MSM's bucket sums and one piece's scratch).
+      ``h_pieces`` (two piece buffers, the MSM's bucket sums and one piece's scratch; the first
+      buffer is filled during the sparse products and the quotient).
     ``held_extra`` is held throughout (a resident partition's result slots). The NTT's twiddles
     belong to the key's bytes (``ntt.table_bytes``)."""
     vector = zkey.domain_size * SCALAR_BYTES
     witness_msm = max([msm.scratch_bytes(zkey.n_vars, is_g2(s), held_digits=msm.shared_sort)
                        for s in resident if s != "h"], default=0)
     h_msm = msm.scratch_bytes(zkey.domain_size, False) if "h" in resident else 0
+    h_buf = min(h_pieces, zkey.domain_size) * point_bytes(zkey.curve, "h") if h_pieces else 0  # the first, from spmv on
     if h_pieces:
-        h_msm = 2 * min(h_pieces, zkey.domain_size) * point_bytes(zkey.curve, "h") + \
-            msm.piece_scratch_bytes(zkey.domain_size, h_pieces, False)
+        h_msm = 2 * h_buf + msm.piece_scratch_bytes(zkey.domain_size, h_pieces, False)
     return held_extra + max(witness_bytes(zkey) + witness_extra + witness_msm,
-                            witness_bytes(zkey) + 2 * vector + csr_chunk, 3 * vector, vector + h_msm)
+                            witness_bytes(zkey) + 2 * vector + csr_chunk + h_buf, 3 * vector + h_buf, vector + h_msm)
 
 
 def witness_bytes(zkey) -> int:
@@ -261,6 +262,7 @@ class CudaStreamedPass(StreamedPass):
         b.device.activate()
         witness = self.items[index][0]
         d_w = d_h = None
+        h_bufs: list = []  # H's piece buffers (h_per_partition)
         try:
             with clock.phase("prologue: witness upload"):
                 d_w = b._upload_witness(witness)
@@ -274,14 +276,17 @@ class CudaStreamedPass(StreamedPass):
             on_device = bit_heavy and self._device_tails_fit(index)
             if on_device:  # before H, which frees the witness
                 self._device_split(index, d_w)
+            h_pieces = "h" in key.placement.streamed and key.placement.h_per_partition
+            if h_pieces:
+                h_bufs = self._h_first_piece()
             with clock.phase("prologue: H"):
                 d_h = b._enqueue_h(key, d_w, release_witness=True)
             if "h" in resident:
                 with clock.phase("prologue: resident MSMs"):
                     b._enqueue_msms(key, None, d_h, results, self.with_b_g2, None, sections=("h",))
-            if "h" in key.placement.streamed and key.placement.h_per_partition:
+            if h_pieces:
                 with clock.phase("prologue: H MSM, points in pieces"):
-                    self._h_msm_in_pieces(index, d_h)
+                    self._h_msm_in_pieces(index, d_h, h_bufs)
             elif "h" in key.placement.streamed:
                 n = key.zkey.domain_size
                 self.h_host[index] = self.h_pool.take()
@@ -298,45 +303,61 @@ class CudaStreamedPass(StreamedPass):
                     self.split_locks += [HostRegistration(b.device, a) for a in
                                          (split.ones, split.others, split.other_scalars) if a.nbytes >= 1 << 20]
         finally:
-            for buf in (d_w, d_h):
+            for buf in (d_w, d_h, *h_bufs):
                 if buf is not None:
-                    buf.free()  # stream-ordered: after the work queued above
+                    buf.free()  # stream-ordered: after the work queued above (the copies into H's
+                    # piece buffers: the kernels that read them waited for them)
         if self.splits[index] is not None and b.stream_tails == "prologue" and not self.tails_done[index]:
             self.tails_done[index] = self._prologue_tails(index)
         self._step_done()
 
-    def _h_msm_in_pieces(self, index: int, d_h) -> None:
+    def _h_first_piece(self) -> list:
+        """H's first piece buffer, its copy queued now, before H: it runs beside H's sparse products
+        and transforms, where after them the compute stream waited for it (~57 ms a 2^26 partition,
+        pieces of 2^24.9 points: bench/NOTES.md, session 20). The list of piece buffers goes on to
+        ``_h_msm_in_pieces``; its caller frees them."""
+        piece, n = self.key.placement.chunk_h, self.key.zkey.domain_size
+        buf = self.backend.allocator.alloc(min(piece, n) * point_bytes(self.curve, "h"), "streamed H points (buffer 0)")
+        self.h_freed[0].record(self.stream)  # the buffer exists in the compute stream's order: its copy starts after
+        self._copy_h_piece(buf, 0, 0)
+        return [buf]
+
+    def _copy_h_piece(self, buf, k: int, lo: int) -> None:
+        """Queue H's points [lo, lo + chunk_h) into piece buffer ``k`` on the copy stream, once the
+        compute stream is done with it (``h_freed[k]``); ``h_copied[k]`` then."""
+        n, piece, pb = self.key.zkey.domain_size, self.key.placement.chunk_h, point_bytes(self.curve, "h")
+        nbytes = (min(lo + piece, n) - lo) * pb
+        check(driver.cuStreamWaitEvent(self.copy_stream.handle, self.h_freed[k].handle, 0), "cuStreamWaitEvent")
+        copy_start = Event().record(self.copy_stream)
+        check(driver.cuMemcpyHtoDAsync(buf.ptr, self.key.host_points["h"].ptr + lo * pb, nbytes,
+                                       self.copy_stream.handle), "cuMemcpyHtoDAsync")
+        self.h_copied[k].record(self.copy_stream)
+        self.copy_marks.append((copy_start, Event().record(self.copy_stream)))
+        self.streamed_bytes += nbytes
+
+    def _h_msm_in_pieces(self, index: int, d_h, bufs: list) -> None:
         """Partition ``index``'s H MSM over H's points brought from host memory in pieces of
-        ``chunk_h``: the copy stream fills one of two buffers while the compute stream sorts and sums
-        the other's digits into the MSM's bucket sums (its windows are the whole domain's: one MSM's
-        additions, where a chunk's own MSM pays its own windows and bucket sums), then its result to
-        H's own slot. H's points cross PCIe once per partition (~1/4 of its MSM's time at 2^26 on the
-        H200's link), its scalars never leave the device."""
-        zkey, msm, alloc = self.key.zkey, self.msm, self.backend.allocator
-        n, piece, pb = zkey.domain_size, self.key.placement.chunk_h, point_bytes(self.curve, "h")
-        src = self.key.host_points["h"].ptr
-        starts = list(range(0, n, piece))
-        bufs = [alloc.alloc(min(piece, n) * pb, f"streamed H points (buffer {k})") for k in range(min(2, len(starts)))]
-        try:
-            for ev in self.h_freed[:len(bufs)]:
-                ev.record(self.stream)  # the buffers exist in the compute stream's order: copies start after
-            sums = msm.start_buckets(False, n)
-            for j, lo in enumerate(starts):
-                hi, k = min(lo + piece, n), j % len(bufs)
-                check(driver.cuStreamWaitEvent(self.copy_stream.handle, self.h_freed[k].handle, 0), "cuStreamWaitEvent")
-                copy_start = Event().record(self.copy_stream)
-                check(driver.cuMemcpyHtoDAsync(bufs[k].ptr, src + lo * pb, (hi - lo) * pb, self.copy_stream.handle),
-                      "cuMemcpyHtoDAsync")
-                self.h_copied[k].record(self.copy_stream)
-                self.copy_marks.append((copy_start, Event().record(self.copy_stream)))
-                self.streamed_bytes += (hi - lo) * pb
-                check(driver.cuStreamWaitEvent(self.stream.handle, self.h_copied[k].handle, 0), "cuStreamWaitEvent")
-                msm.add_piece(sums, bufs[k].ptr, d_h.ptr + lo * SCALAR_BYTES, hi - lo)
-                self.h_freed[k].record(self.stream)
-            msm.finish_buckets(sums, self.d_results.ptr + index * self.block + MSM_SLOTS.index("h") * self.slot)
-        finally:
-            for buf in bufs:
-                buf.free()  # stream-ordered: after the kernels, which waited for every copy into it
+        ``chunk_h`` (the first already on its way into ``bufs[0]``: ``_h_first_piece``): the copy
+        stream fills one of two buffers while the compute stream sorts and sums the other's digits
+        into the MSM's bucket sums (its windows are the whole domain's: one MSM's additions, where a
+        chunk's own MSM pays its own windows and bucket sums), then its result to H's own slot. H's
+        points cross PCIe once per partition (~1/4 of its MSM's time at 2^26 on the H200's link),
+        its scalars never leave the device. A second buffer joins ``bufs`` (its caller frees them)."""
+        zkey, msm = self.key.zkey, self.msm
+        n, piece = zkey.domain_size, self.key.placement.chunk_h
+        starts = range(0, n, piece)
+        if len(starts) > 1:
+            bufs.append(self.backend.allocator.alloc(bufs[0].nbytes, "streamed H points (buffer 1)"))
+            self.h_freed[1].record(self.stream)
+        sums = msm.start_buckets(False, n)
+        for j, lo in enumerate(starts):
+            k = j % len(bufs)
+            if j:
+                self._copy_h_piece(bufs[k], k, lo)
+            check(driver.cuStreamWaitEvent(self.stream.handle, self.h_copied[k].handle, 0), "cuStreamWaitEvent")
+            msm.add_piece(sums, bufs[k].ptr, d_h.ptr + lo * SCALAR_BYTES, min(lo + piece, n) - lo)
+            self.h_freed[k].record(self.stream)
+        msm.finish_buckets(sums, self.d_results.ptr + index * self.block + MSM_SLOTS.index("h") * self.slot)
 
     # -- a bit-heavy witness split on the device, its tails gathered there -----------------------
     def _tail_sections(self) -> list[str]:
