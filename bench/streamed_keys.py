@@ -83,7 +83,7 @@ def make_key(curve, log_n: int):
 
 async def run_config(zkey, witness, budget: int | None, batch: int, partitions: int, jobs: int,
                      tails: str = CudaOptions.stream_tails, gil: float | None = None, gpu_workers: int = 2,
-                     csr_table: bool = False, depth: int = CudaOptions.stream_queue_depth,
+                     csr_table: bool = CudaOptions.csr_value_table, depth: int = CudaOptions.stream_queue_depth,
                      chunk_max: int = 0, stream_h: str = CudaOptions.stream_h) -> dict:
     config = EngineConfig(backend="cuda", devices=(0,), gpu_workers_per_device=gpu_workers, vram_budget_bytes=budget,
                           cuda=CudaOptions(stream_tails=tails, csr_value_table=csr_table, stream_queue_depth=depth,
@@ -148,7 +148,8 @@ def main() -> None:
     parser.add_argument("--stream-h", nargs="+", choices=["prologue", "chunks"], default=[CudaOptions.stream_h],
                         help="CudaOptions.stream_h of the streamed rows (a streamed H's points through each "
                              "partition's prologue, or through the pass's chunks); each a row")
-    parser.add_argument("--csr-table", nargs="+", choices=["off", "on"], default=["off"],
+    parser.add_argument("--csr-table", nargs="+", choices=["off", "on"],
+                        default=["on" if CudaOptions.csr_value_table else "off"],
                         help="CudaOptions.csr_value_table of every row (each value a set of rows)")
     parser.add_argument("--save-proofs", metavar="FILE", help="every proof of every row, with the verification key")
     parser.add_argument("--verify-saved", metavar="FILE", help="check a --save-proofs file with snarkjs (no GPU) and exit")

@@ -96,7 +96,7 @@ def main() -> None:
                         help="no events around each phase of the pass (the phase table stays empty)")
     parser.add_argument("--depth", type=int, default=CudaOptions.stream_queue_depth,
                         help="CudaOptions.stream_queue_depth: steps queued ahead of the device")
-    parser.add_argument("--csr-table", choices=["off", "on"], default="off",
+    parser.add_argument("--csr-table", choices=["off", "on"], default="on" if CudaOptions.csr_value_table else "off",
                         help="CudaOptions.csr_value_table of the backend (its CSR as uint16 indices into a table)")
     parser.add_argument("--stream-h", nargs="+", choices=["prologue", "chunks"], default=["prologue", "chunks"],
                         help="CudaOptions.stream_h of the rows (a placement and key load each): a streamed H's "

@@ -154,11 +154,11 @@ def test_engine_proves_with_a_key_larger_than_its_vram_budget(cuda_backend, curv
     (CudaOptions.csr_value_table): a smaller key, placed by its own size."""
     folder = fixture_dir(curve, "chain_2e10")
     zkey = read_zkey(folder / "circuit_final.zkey")
-    cuda_backend.csr_value_table = table
+    default, cuda_backend.csr_value_table = cuda_backend.csr_value_table, table
     try:
         budget = resident_need(cuda_backend, zkey) - 1
     finally:
-        cuda_backend.csr_value_table = False
+        cuda_backend.csr_value_table = default
 
     async def main():
         config = EngineConfig(backend="cuda", devices=(0,), gpu_workers_per_device=2, vram_budget_bytes=budget,
@@ -192,7 +192,7 @@ def test_h_with_the_csr_streamed_in_row_chunks_equals_the_resident_h(cuda_backen
         expected = cuda_backend.start_partition(resident, items[1], True, None).result()
     finally:
         cuda_backend.unload_key(resident)
-    cuda_backend.csr_value_table = table
+    default, cuda_backend.csr_value_table = cuda_backend.csr_value_table, table
     try:
         chunk = 1 << 9 if table else 1 << 12  # a table's entries are 6 bytes, not 36: smaller chunks, as many
         placements = [KeyPlacement(points, 300, 200, csr_chunk_bytes=chunk) for points in (SECTIONS, ())]
@@ -209,7 +209,7 @@ def test_h_with_the_csr_streamed_in_row_chunks_equals_the_resident_h(cuda_backen
                 cuda_backend.unload_key(key)
             assert gpu_curve.g1.eq(got.h_g1, expected.h_g1) and gpu_curve.g2.eq(got.b_g2, expected.b_g2)
     finally:
-        cuda_backend.csr_value_table = False
+        cuda_backend.csr_value_table = default
 
 
 def mixed_items(curve_name: str):

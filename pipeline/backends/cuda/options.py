@@ -50,10 +50,13 @@ class CudaOptions:
     # Hold the A/B coefficients as uint16 indices into a table of the key's distinct values
     # (formats/coeff_table.py) when it has at most 2^16: 2 bytes a coefficient on the device and
     # across PCIe instead of 32 (a 2^26 seed-shaped key: 11 GB of CSR values -> ~1.8 GB of indices).
-    # GPU-tested, and on in session 9's 2^26 rows (resident 1.26-1.32 s/partition, streamed under
-    # 16 GiB 1.80); off by default because the table is computed at every key load (+~9 s at 2^26,
-    # not cached with the prepared key yet) and no same-call row compares it with the values.
-    csr_value_table: bool = False
+    # The key cache prepares the table with the key. Same call, 2^26 seed-shaped BLS12-381 key, 20
+    # partitions through the engine (bench/results/streamed_keys_bls12381_2e26_s20_resident_table.md):
+    # resident 1.14 -> 1.13 s/partition, VRAM peak 74.9 -> 65.4 GB, key load 7.7 -> 6.7 s; under 16 GiB
+    # the CSR then stays resident, where its 1 GiB chunks crossed PCIe in every partition's H (2^26
+    # streamed pass alone, batch 10: 1486 -> 1239 ms/partition, session 20). Keys with more than 2^16
+    # distinct coefficients keep their values.
+    csr_value_table: bool = True
     # Rows of A or B with more than launch.SPMV_LONG_ROW terms computed a warp a row (spmv_long.py), listed
     # at key load (4 bytes a listed row on the device). Session 16, same call, seed-shaped 2^26 BLS12-381
     # key (bench/results/seed_scale_cuda_bls12381_26_circuit{,_spmv_long_rows}_s16.md): spmv 66 -> 31 ms a

@@ -30,8 +30,8 @@ def stand_in(table_on: bool, long_rows: bool = False) -> SimpleNamespace:
     return fake
 
 
-def test_the_option_is_off_by_default():
-    assert CudaOptions().csr_value_table is False
+def test_the_option_is_on_by_default():
+    assert CudaOptions().csr_value_table is True
     with pytest.raises(ValueError, match="csr_value_table must be true or false"):
         CudaOptions(csr_value_table="yes")
 
