@@ -110,9 +110,13 @@ class _Entry:
 
 def placement_layout(placement: KeyPlacement) -> dict:
     """A device copy's placement for the status: resident and streamed point sections (hot ones,
-    such as H, kept on the device when they fit), and whether the CSR is resident or streamed."""
-    return {"resident_sections": list(placement.resident), "streamed_sections": list(placement.streamed),
-            "csr": "streamed" if placement.csr_chunk_bytes else "resident"}
+    such as H, kept on the device when they fit), whether the CSR is resident or streamed, and a
+    streamed H's points crossing once per partition (each one's prologue) or once per pass."""
+    layout = {"resident_sections": list(placement.resident), "streamed_sections": list(placement.streamed),
+              "csr": "streamed" if placement.csr_chunk_bytes else "resident"}
+    if "h" in placement.streamed:
+        layout["h_points"] = "per partition" if placement.h_per_partition else "per pass"
+    return layout
 
 
 def load_host_key(spec: KeySpec, decode_g2: bool, key_cache: KeyCacheSettings = KeyCacheSettings()

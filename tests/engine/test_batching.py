@@ -36,6 +36,7 @@ async def test_partitions_of_a_streamed_key_share_passes_and_their_proofs_verify
     assert max(sizes) > 1 and max(sizes) <= 3, sizes
     assert status["keys"]["keys"]["chain"]["placement"] == {"0": "streamed"}
     assert status["keys"]["keys"]["chain"]["layout"] == {"0": {"resident_sections": [], "csr": "resident",
+                                                              "h_points": "per pass",
                                                               "streamed_sections": ["a", "b1", "b2", "c", "h"]}}
 
 

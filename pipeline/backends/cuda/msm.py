@@ -364,7 +364,7 @@ class MsmRunner:
             return None
 
     # -- an MSM whose points come in pieces ----------------------------------------------------
-    def start_buckets(self, g2: bool, n: int, c: int | None = None) -> "BucketSums":
+    def start_buckets(self, g2: bool, n: int, c: int | None = None) -> BucketSums:
         """Queue the zeroed bucket sums (all infinity) of an MSM of ``n`` points that will come in
         pieces (``add_piece``, then ``finish_buckets``): the whole MSM's windows, so that the pieces
         cost the additions of one MSM of ``n``, not each its own windows' worth."""
@@ -373,7 +373,7 @@ class MsmRunner:
         d_buckets.memset32(0, self.stream)  # ZZ = 0: infinity
         return BucketSums(g2, plan, d_buckets)
 
-    def add_piece(self, sums: "BucketSums", d_points: int, d_scalars: int, n: int) -> None:
+    def add_piece(self, sums: BucketSums, d_points: int, d_scalars: int, n: int) -> None:
         """Queue the digits of ``n`` scalars and their points (``d_points[i]`` for ``d_scalars[i]``)
         into ``sums``: sorted and summed under the whole MSM's plan, then each bucket's sum added to
         its running total (msm_merge_buckets)."""
@@ -396,7 +396,7 @@ class MsmRunner:
             d_partials.free()
             d_chunk_off.free()
 
-    def finish_buckets(self, sums: "BucketSums", d_out: int) -> None:
+    def finish_buckets(self, sums: BucketSums, d_out: int) -> None:
         """Queue the MSM's result from its bucket sums into ``d_out`` (steps 5-6 over buckets that are
         all there: an offset table 0, 1, .., n_buckets), then free them (stream-ordered)."""
         plan = sums.plan

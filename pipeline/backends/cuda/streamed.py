@@ -276,15 +276,15 @@ class CudaStreamedPass(StreamedPass):
             on_device = bit_heavy and self._device_tails_fit(index)
             if on_device:  # before H, which frees the witness
                 self._device_split(index, d_w)
-            h_pieces = "h" in key.placement.streamed and key.placement.h_per_partition
-            if h_pieces:
+            h_in_pieces = "h" in key.placement.streamed and key.placement.h_per_partition
+            if h_in_pieces:
                 h_bufs = self._h_first_piece()
             with clock.phase("prologue: H"):
                 d_h = b._enqueue_h(key, d_w, release_witness=True)
             if "h" in resident:
                 with clock.phase("prologue: resident MSMs"):
                     b._enqueue_msms(key, None, d_h, results, self.with_b_g2, None, sections=("h",))
-            if h_pieces:
+            if h_in_pieces:
                 with clock.phase("prologue: H MSM, points in pieces"):
                     self._h_msm_in_pieces(index, d_h, h_bufs)
             elif "h" in key.placement.streamed:
@@ -350,13 +350,17 @@ class CudaStreamedPass(StreamedPass):
             bufs.append(self.backend.allocator.alloc(bufs[0].nbytes, "streamed H points (buffer 1)"))
             self.h_freed[1].record(self.stream)
         sums = msm.start_buckets(False, n)
-        for j, lo in enumerate(starts):
-            k = j % len(bufs)
-            if j:
-                self._copy_h_piece(bufs[k], k, lo)
-            check(driver.cuStreamWaitEvent(self.stream.handle, self.h_copied[k].handle, 0), "cuStreamWaitEvent")
-            msm.add_piece(sums, bufs[k].ptr, d_h.ptr + lo * SCALAR_BYTES, min(lo + piece, n) - lo)
-            self.h_freed[k].record(self.stream)
+        try:
+            for j, lo in enumerate(starts):
+                k = j % len(bufs)
+                if j:
+                    self._copy_h_piece(bufs[k], k, lo)
+                check(driver.cuStreamWaitEvent(self.stream.handle, self.h_copied[k].handle, 0), "cuStreamWaitEvent")
+                msm.add_piece(sums, bufs[k].ptr, d_h.ptr + lo * SCALAR_BYTES, min(lo + piece, n) - lo)
+                self.h_freed[k].record(self.stream)
+        except BaseException:
+            sums.free()  # stream-ordered; finish_buckets frees them otherwise
+            raise
         msm.finish_buckets(sums, self.d_results.ptr + index * self.block + MSM_SLOTS.index("h") * self.slot)
 
     # -- a bit-heavy witness split on the device, its tails gathered there -----------------------
