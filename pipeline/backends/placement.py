@@ -58,6 +58,16 @@ class KeyPlacement:
         return tuple(s for s in SECTIONS if s not in self.resident)
 
     @property
+    def h_in_prologues(self) -> bool:
+        """H streamed through each partition's prologue, in pieces (``h_per_partition``)."""
+        return self.h_per_partition and "h" in self.streamed
+
+    @property
+    def h_in_chunks(self) -> bool:
+        """H streamed through the pass's chunks."""
+        return "h" in self.streamed and not self.h_per_partition
+
+    @property
     def mode(self) -> str:
         """"resident", "streamed" (no points on the device) or "partly resident"."""
         if not self.streamed and not self.csr_chunk_bytes:
@@ -132,7 +142,7 @@ def plan_chunks(zkey, placement: KeyPlacement) -> list[Chunk]:
                     slices.append(SectionSlice(s, s_lo - first, s_hi - first, s_lo - lo))
             if slices:
                 chunks.append(Chunk("witness", lo, hi, tuple(slices)))
-    if "h" in placement.streamed and not placement.h_per_partition:
+    if placement.h_in_chunks:
         for lo in range(0, zkey.domain_size, placement.chunk_h):
             hi = min(lo + placement.chunk_h, zkey.domain_size)
             chunks.append(Chunk("h", lo, hi, (SectionSlice("h", lo, hi, 0),)))

@@ -115,7 +115,7 @@ def placement_layout(placement: KeyPlacement) -> dict:
     layout = {"resident_sections": list(placement.resident), "streamed_sections": list(placement.streamed),
               "csr": "streamed" if placement.csr_chunk_bytes else "resident"}
     if "h" in placement.streamed:
-        layout["h_points"] = "per partition" if placement.h_per_partition else "per pass"
+        layout["h_points"] = "per partition" if placement.h_in_prologues else "per pass"
     return layout
 
 

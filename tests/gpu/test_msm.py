@@ -78,13 +78,14 @@ def test_msm_of_zero_scalars_is_infinity_and_of_ones_is_the_sum(cuda_backend, ru
     assert group.eq(_gpu_msm(cuda_backend, runtime, gpu_curve, group, enc, [1] * 100), total)
 
 
-@pytest.mark.parametrize("kind", ["random", "bit_heavy"])
-def test_msm_g1_at_2_20_by_folding(cuda_backend, runtime, gpu_curve, kind):
+def _folding_case(gpu_curve, seed: int, kind: str = "random", n: int = 1 << 20, distinct: int = 1024):
+    """(points tiled from ``distinct`` ones, n scalars, the distinct points, the folded scalars): with
+    points[i] = base[i mod distinct], sum_i s_i points[i] = sum_j (sum_{i = j mod distinct} s_i) base[j], a
+    small reference MSM."""
     group, fr = gpu_curve.g1, gpu_curve.fr
-    n, distinct = 1 << 20, 1024
     base = _points(group, distinct)
     tiled = np.tile(encode_points(gpu_curve, group, base), (n // distinct, 1, 1))
-    rng = np.random.default_rng(11)
+    rng = np.random.default_rng(seed)
     words = rng.integers(0, 2**63, size=(n, 4), dtype=np.uint64)
     words[:, 3] &= np.uint64((1 << (fr.bits - 1 - 192)) - 1)
     if kind == "bit_heavy":
@@ -95,7 +96,13 @@ def test_msm_g1_at_2_20_by_folding(cuda_backend, runtime, gpu_curve, kind):
     folded = [0] * distinct
     for i, s in enumerate(scalars):
         folded[i % distinct] += s
-    folded = [s % fr.modulus for s in folded]
+    return tiled, scalars, base, [s % fr.modulus for s in folded]
+
+
+@pytest.mark.parametrize("kind", ["random", "bit_heavy"])
+def test_msm_g1_at_2_20_by_folding(cuda_backend, runtime, gpu_curve, kind):
+    group = gpu_curve.g1
+    tiled, scalars, base, folded = _folding_case(gpu_curve, 11, kind)
     got = _gpu_msm(cuda_backend, runtime, gpu_curve, group, tiled, scalars)
     assert group.eq(got, msm_ref(group, base, folded))
 
@@ -359,17 +366,7 @@ def test_an_msm_g1_at_2_20_in_pieces_by_folding(cuda_backend, runtime, gpu_curve
     """2^20 points in 16 pieces of 2^16 + 3 under the whole MSM's plan (its windows, not a piece's), checked
     by folding against a 1024-point reference MSM (test_msm_g1_at_2_20_by_folding)."""
     group, fr = gpu_curve.g1, gpu_curve.fr
-    n, distinct = 1 << 20, 1024
-    base = _points(group, distinct)
-    tiled = np.tile(encode_points(gpu_curve, group, base), (n // distinct, 1, 1))
-    rng = np.random.default_rng(12)
-    words = rng.integers(0, 2**63, size=(n, 4), dtype=np.uint64)
-    words[:, 3] &= np.uint64((1 << (fr.bits - 1 - 192)) - 1)
-    scalars = fr.ints_from_limbs(words)
-    folded = [0] * distinct
-    for i, s in enumerate(scalars):
-        folded[i % distinct] += s
-    folded = [s % fr.modulus for s in folded]
-    assert runtime.msm.plan((1 << 16) + 3, False).c != runtime.msm.plan(n, False).c
+    tiled, scalars, base, folded = _folding_case(gpu_curve, 12)
+    assert runtime.msm.plan((1 << 16) + 3, False).c != runtime.msm.plan(len(scalars), False).c
     raw = _msm_in_pieces(cuda_backend, runtime, False, tiled, scalar_words(fr, scalars), (1 << 16) + 3)
     assert group.eq(xyzz_to_jacobian(group, gpu_curve.fq, raw), msm_ref(group, base, folded))

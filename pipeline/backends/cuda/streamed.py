@@ -114,10 +114,11 @@ def prologue_scratch_bytes(msm, zkey, resident: tuple[str, ...], csr_chunk: int 
     vector = zkey.domain_size * SCALAR_BYTES
     witness_msm = max([msm.scratch_bytes(zkey.n_vars, is_g2(s), held_digits=msm.shared_sort)
                        for s in resident if s != "h"], default=0)
-    h_msm = msm.scratch_bytes(zkey.domain_size, False) if "h" in resident else 0
-    h_buf = min(h_pieces, zkey.domain_size) * point_bytes(zkey.curve, "h") if h_pieces else 0  # the first, from spmv on
     if h_pieces:
+        h_buf = min(h_pieces, zkey.domain_size) * point_bytes(zkey.curve, "h")  # the first is taken before spmv
         h_msm = 2 * h_buf + msm.piece_scratch_bytes(zkey.domain_size, h_pieces, False)
+    else:
+        h_buf, h_msm = 0, msm.scratch_bytes(zkey.domain_size, False) if "h" in resident else 0
     return held_extra + max(witness_bytes(zkey) + witness_extra + witness_msm,
                             witness_bytes(zkey) + 2 * vector + csr_chunk + h_buf, 3 * vector + h_buf, vector + h_msm)
 
@@ -136,13 +137,13 @@ def pass_scratch_bytes(msm, zkey, placement: KeyPlacement, batch: int, csr_chunk
     slot = msm.xyzz_bytes(True)
     point_buf = max((chunk_point_bytes(zkey.curve, c) for c in chunks), default=0)
     scalars = max(((c.hi - c.lo) * SCALAR_BYTES for c in chunks), default=0)
-    h_chunks = "h" in placement.streamed and not placement.h_per_partition
+    h_chunk = placement.chunk_h if placement.h_in_chunks else 0
     chunk_msm = max([msm.scratch_bytes(placement.chunk_signals, is_g2(s)) for s in placement.streamed if s != "h"]
-                    + [msm.scratch_bytes(placement.chunk_h, False) if h_chunks else 0])
-    split_idx = 2 * 4 * max(placement.chunk_signals, placement.chunk_h if h_chunks else 0)  # a chunk's one and other indices
+                    + [msm.scratch_bytes(h_chunk, False) if h_chunk else 0])
+    split_idx = 2 * 4 * max(placement.chunk_signals, h_chunk)  # a chunk's one and other indices
     chunk_phase = 2 * point_buf + SCALAR_BUFFERS * (scalars + split_idx) + chunk_msm
     csr = placement.csr_chunk_bytes if csr_chunk is None else csr_chunk
-    h_pieces = placement.chunk_h if "h" in placement.streamed and placement.h_per_partition else 0
+    h_pieces = placement.chunk_h if placement.h_in_prologues else 0
     return batch * slot_block_bytes(slot, chunks) + max(
         prologue_scratch_bytes(msm, zkey, placement.resident, csr, h_pieces=h_pieces), chunk_phase)
 
@@ -173,7 +174,7 @@ def place_streamed(msm, zkey, budget: int, csr_bytes: int, chunk_bytes: int, tab
         csr = row_ptr_bytes if csr_streamed else csr_bytes
         return KeyPlacement(kept, signals, h, fixed_bytes + csr + sum(section_bytes(zkey, s) for s in kept),
                             min(chunk if csr_chunk is None else csr_chunk, csr_bytes) if csr_streamed else 0,
-                            h_per_partition and "h" in streamed)
+                            h_per_partition and "h" in streamed)  # the flag only where H streams
 
     def need(p: KeyPlacement) -> int:  # a batch's result slots are small next to the rest: keep room for them
         return p.device_bytes + pass_scratch_bytes(msm, zkey, p, PLACED_FOR_BATCH)
@@ -276,18 +277,17 @@ class CudaStreamedPass(StreamedPass):
             on_device = bit_heavy and self._device_tails_fit(index)
             if on_device:  # before H, which frees the witness
                 self._device_split(index, d_w)
-            h_in_pieces = "h" in key.placement.streamed and key.placement.h_per_partition
-            if h_in_pieces:
+            if key.placement.h_in_prologues:
                 h_bufs = self._h_first_piece()
             with clock.phase("prologue: H"):
                 d_h = b._enqueue_h(key, d_w, release_witness=True)
             if "h" in resident:
                 with clock.phase("prologue: resident MSMs"):
                     b._enqueue_msms(key, None, d_h, results, self.with_b_g2, None, sections=("h",))
-            if h_in_pieces:
+            if key.placement.h_in_prologues:
                 with clock.phase("prologue: H MSM, points in pieces"):
                     self._h_msm_in_pieces(index, d_h, h_bufs)
-            elif "h" in key.placement.streamed:
+            elif key.placement.h_in_chunks:
                 n = key.zkey.domain_size
                 self.h_host[index] = self.h_pool.take()
                 with clock.phase("prologue: H to host"):
@@ -323,17 +323,23 @@ class CudaStreamedPass(StreamedPass):
         return [buf]
 
     def _copy_h_piece(self, buf, k: int, lo: int) -> None:
-        """Queue H's points [lo, lo + chunk_h) into piece buffer ``k`` on the copy stream, once the
-        compute stream is done with it (``h_freed[k]``); ``h_copied[k]`` then."""
+        """Queue H's points [lo, lo + chunk_h) into piece buffer ``k`` (``_copy_points``, through
+        ``h_freed[k]`` and ``h_copied[k]``)."""
         n, piece, pb = self.key.zkey.domain_size, self.key.placement.chunk_h, point_bytes(self.curve, "h")
-        nbytes = (min(lo + piece, n) - lo) * pb
-        check(driver.cuStreamWaitEvent(self.copy_stream.handle, self.h_freed[k].handle, 0), "cuStreamWaitEvent")
+        self._copy_points([(buf.ptr, self.key.host_points["h"].ptr + lo * pb, (min(lo + piece, n) - lo) * pb)],
+                          self.h_freed[k], self.h_copied[k])
+
+    def _copy_points(self, copies: list[tuple[int, int, int]], freed: Event, copied: Event) -> None:
+        """Queue host-to-device copies (device address, host address, bytes) of key points on the copy
+        stream once ``freed`` has happened (the compute stream is done with their buffer), then record
+        ``copied``; timed (``copy_marks``) and counted (``streamed_bytes``) for the pass's H2D rate."""
+        check(driver.cuStreamWaitEvent(self.copy_stream.handle, freed.handle, 0), "cuStreamWaitEvent")
         copy_start = Event().record(self.copy_stream)
-        check(driver.cuMemcpyHtoDAsync(buf.ptr, self.key.host_points["h"].ptr + lo * pb, nbytes,
-                                       self.copy_stream.handle), "cuMemcpyHtoDAsync")
-        self.h_copied[k].record(self.copy_stream)
+        for dst, src, nbytes in copies:
+            check(driver.cuMemcpyHtoDAsync(dst, src, nbytes, self.copy_stream.handle), "cuMemcpyHtoDAsync")
+            self.streamed_bytes += nbytes
+        copied.record(self.copy_stream)
         self.copy_marks.append((copy_start, Event().record(self.copy_stream)))
-        self.streamed_bytes += nbytes
 
     def _h_msm_in_pieces(self, index: int, d_h, bufs: list) -> None:
         """Partition ``index``'s H MSM over H's points brought from host memory in pieces of
@@ -557,20 +563,14 @@ class CudaStreamedPass(StreamedPass):
             self._allocate_chunk_buffers()
         which = j % 2
         buf = self.buffers[which]
-        # copy stream: wait until the compute stream is done with this buffer, then refill it
-        check(driver.cuStreamWaitEvent(self.copy_stream.handle, self.freed[which].handle, 0), "cuStreamWaitEvent")
-        offsets, at = [], 0
-        copy_start = Event().record(self.copy_stream)
+        # copy stream: once the compute stream is done with this buffer, refill it slice by slice
+        offsets, copies, at = [], [], 0
         for s in chunk.slices:
             pb = point_bytes(curve, s.section)
-            src = self.key.host_points[s.section].ptr + s.point_lo * pb
-            check(driver.cuMemcpyHtoDAsync(buf.ptr + at, src, s.count * pb, self.copy_stream.handle),
-                  "cuMemcpyHtoDAsync")
+            copies.append((buf.ptr + at, self.key.host_points[s.section].ptr + s.point_lo * pb, s.count * pb))
             offsets.append(at)
             at += s.count * pb
-        self.copied[which].record(self.copy_stream)
-        self.copy_marks.append((copy_start, Event().record(self.copy_stream)))
-        self.streamed_bytes += at
+        self._copy_points(copies, self.freed[which], self.copied[which])
         check(driver.cuStreamWaitEvent(self.stream.handle, self.copied[which].handle, 0), "cuStreamWaitEvent")
         for i in live:
             split = self.splits[i] if chunk.scalars == "witness" else None
@@ -693,7 +693,7 @@ class CudaStreamedPass(StreamedPass):
                 # in the prologue (stream_tails), H's MSM when its points came through the prologue
                 placement = self.key.placement
                 own = [s for s in SECTIONS if s in placement.resident or self.tails_done[i]
-                       or (s == "h" and placement.h_per_partition)]
+                       or (s == "h" and placement.h_in_prologues)]
                 sums: dict[str, list] = {s: [point(MSM_SLOTS.index(s) * self.slot, s)] for s in own}
                 for (j, k), n in self.slice_slot.items():
                     section = self.chunks[j].slices[k].section

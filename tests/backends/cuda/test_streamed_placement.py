@@ -155,7 +155,7 @@ def test_at_seed_scale_h_through_the_prologues_leaves_the_chunks_and_counts_its_
     tables = ntt_table_bytes(26, 32, compact=True)
     csr = nnz * (2 + 4) + 271 * 32 + row_ptrs
     placement = place_streamed(msm, zkey, budget_gib * GIB, csr, 1 << 30, 271 * 32, tables, h_per_partition=True)
-    assert "h" in placement.streamed and placement.h_per_partition
+    assert "h" in placement.streamed and placement.h_in_prologues and not placement.h_in_chunks
     assert need(msm, zkey, placement) <= budget_gib * GIB
     chunks = plan_chunks(zkey, placement)
     assert chunks and all(c.scalars == "witness" for c in chunks)
@@ -170,7 +170,8 @@ def test_at_seed_scale_h_through_the_prologues_leaves_the_chunks_and_counts_its_
     assert prologue >= max(h_phase, 3 * vector + piece * 96)  # the first piece's copy runs beside the quotient
     assert pass_scratch_bytes(msm, zkey, placement, 0) >= h_phase
     in_chunks = place_streamed(msm, zkey, budget_gib * GIB, csr, 1 << 30, 271 * 32, tables)
-    assert not in_chunks.h_per_partition and any(c.scalars == "h" for c in plan_chunks(zkey, in_chunks))
+    assert in_chunks.h_in_chunks and not in_chunks.h_in_prologues
+    assert any(c.scalars == "h" for c in plan_chunks(zkey, in_chunks))
 
 
 def test_a_piece_msm_counts_its_buckets_and_sorts_at_the_whole_msms_width():
