@@ -81,16 +81,25 @@ def make_key(curve, log_n: int):
         backend.close()
 
 
+def default_in_flight(batch: int) -> int:
+    """Room for a pass's batch and the next batch gathering behind it: a batch stays in flight until
+    its epilogues, and at batch + 4 (before session 21) the next pass found at most 4 waiting."""
+    return max(2 * batch + 1, batch + 4)
+
+
 async def run_config(zkey, witness, budget: int | None, batch: int, partitions: int, jobs: int,
                      tails: str = CudaOptions.stream_tails, gil: float | None = None, gpu_workers: int = 2,
                      csr_table: bool = CudaOptions.csr_value_table, depth: int = CudaOptions.stream_queue_depth,
-                     chunk_max: int = 0, stream_h: str = CudaOptions.stream_h) -> dict:
+                     chunk_max: int = 0, stream_h: str = CudaOptions.stream_h, in_flight: int = 0,
+                     prep_workers: int = 1) -> dict:
+    in_flight = in_flight or default_in_flight(batch)
     config = EngineConfig(backend="cuda", devices=(0,), gpu_workers_per_device=gpu_workers, vram_budget_bytes=budget,
                           cuda=CudaOptions(stream_tails=tails, csr_value_table=csr_table, stream_queue_depth=depth,
                                            stream_chunk_max_bytes=chunk_max, stream_h=stream_h),
                           gil_switch_interval_s=gil,
-                          gpu_batch_max=batch, queue_size=max(2, batch), max_partitions_in_flight=batch + 4,
-                          epilogue_workers=2)
+                          gpu_batch_max=batch, queue_size=max(2, batch), max_partitions_in_flight=in_flight,
+                          prep_msm_workers=prep_workers, epilogue_workers=2,
+                          staging_buffers_kept=in_flight)  # a staging buffer pinned anew costs prep_msm ~0.3 s at 2^26
     async with Engine(config) as engine:
         engine.register_key("k", zkey=zkey)
         t0 = time.perf_counter()
@@ -111,14 +120,19 @@ async def run_config(zkey, witness, budget: int | None, batch: int, partitions: 
     share = {name: sum(q.timings_ms.get(f"gpu_{name}", 0.0) / q.timings_ms.get("gpu_batch", 1) for q in proofs)
              / len(proofs) for name in ("stream_pass_ms", "stream_host_ms", "stream_blocked_ms")}
     share["prep_ms"] = statistics.mean(q.timings_ms.get("prep_msm_ms", 0.0) for q in proofs)
-    share["phases_ms"] = sum(sum(v for k, v in q.timings_ms.items() if k.startswith("gpu_phase "))
-                             / q.timings_ms.get("gpu_batch", 1) for q in proofs) / len(proofs)
+    phases: dict[str, float] = {}
+    for q in proofs:
+        for k, v in q.timings_ms.items():
+            if k.startswith("gpu_phase "):
+                name = k.removeprefix("gpu_phase ").removesuffix(" ms")
+                phases[name] = phases.get(name, 0.0) + v / q.timings_ms.get("gpu_batch", 1) / len(proofs)
+    share["phases_ms"] = sum(phases.values())
     return {"placement": status["keys"]["keys"]["k"]["placement"].get("0", "?"), "load_s": load_s,
             "s_per_proof": wall / len(proofs), "busy": busy,
             "vram_peak_gb": device["vram"]["peak_bytes"] / 1e9,
             "batch_mean": statistics.mean(q.timings_ms.get("gpu_batch", 1) for q in proofs),
             "h2d_gbps": statistics.median(rates) if any(rates) else 0.0,
-            "verifies": verify(vk, p.public_signals, p.pi_a, p.pi_b, p.pi_c), **share,
+            "verifies": verify(vk, p.public_signals, p.pi_a, p.pi_b, p.pi_c), **share, "phases": phases,
             "proofs": [{"public": public_to_json(q.public_signals),
                         "proof": proof_to_json(zkey.curve, q.pi_a, q.pi_b, q.pi_c)} for q in proofs]}
 
@@ -151,6 +165,11 @@ def main() -> None:
     parser.add_argument("--csr-table", nargs="+", choices=["off", "on"],
                         default=["on" if CudaOptions.csr_value_table else "off"],
                         help="CudaOptions.csr_value_table of every row (each value a set of rows)")
+    parser.add_argument("--in-flight", type=int, nargs="+", default=[0],
+                        help="EngineConfig.max_partitions_in_flight of the streamed rows (0: default_in_flight, "
+                             "room for the next batch to gather behind a pass); each a row")
+    parser.add_argument("--prep-workers", type=int, nargs="+", default=[1],
+                        help="EngineConfig.prep_msm_workers of the streamed rows; each a row")
     parser.add_argument("--save-proofs", metavar="FILE", help="every proof of every row, with the verification key")
     parser.add_argument("--verify-saved", metavar="FILE", help="check a --save-proofs file with snarkjs (no GPU) and exit")
     parser.add_argument("--out", default=None)
@@ -166,32 +185,35 @@ def main() -> None:
         device_name = probe.device.name
     finally:
         probe.close()
-    rows, saved = [], {"vk": verification_key_to_json(zkey.verification_key()), "rows": []}
+    rows, phase_rows, saved = [], [], {"vk": verification_key_to_json(zkey.verification_key()), "rows": []}
     for budget_gib, table in [(b, t) for t in args.csr_table for b in args.budgets_gib]:
         budget = int(budget_gib * GIB) or None
-        for batch, tails, gil, gw, depth, cap, stream_h in [
-                (b, t, g, w, d, c, h) for b in (args.batches if budget else [1])
+        for batch, tails, gil, gw, depth, cap, stream_h, in_flight, prep in [
+                (b, t, g, w, d, c, h, f, p) for b in (args.batches if budget else [1])
                 for t in (args.tails if budget else [CudaOptions.stream_tails])
                 for g in (args.gil_intervals if budget else ["default"])
                 for w in (args.gpu_workers if budget else [2])
                 for d in (args.depths if budget else [CudaOptions.stream_queue_depth])
                 for c in (args.chunk_max_gib if budget else [0])
-                for h in (args.stream_h if budget else [CudaOptions.stream_h])]:
+                for h in (args.stream_h if budget else [CudaOptions.stream_h])
+                for f in (args.in_flight if budget else [0])
+                for p in (args.prep_workers if budget else [1])]:
             gil_s = None if gil == "default" else float(gil)
             try:
                 jobs = args.jobs if budget or args.resident_jobs is None else args.resident_jobs
                 r = asyncio.run(run_config(zkey, witness, budget, batch, args.partitions, jobs, tails, gil_s,
-                                           gw, table == "on", depth, int(cap * GIB), stream_h))
+                                           gw, table == "on", depth, int(cap * GIB), stream_h, in_flight, prep))
             except Exception as exc:  # a budget too small for the key is a result, not a crash
                 rows.append([f"{budget_gib:g}", batch, f"refused: {type(exc).__name__}: {str(exc)[:160]}",
                              *["-"] * 12])
                 print(rows[-1], flush=True)
-                write_table(args, zkey, device_name, copy_rate, rows)
+                write_table(args, zkey, device_name, copy_rate, rows, phase_rows)
                 break
             share = r["h2d_gbps"] / copy_rate if r["h2d_gbps"] else float("nan")
             placement = r["placement"] + (f" (tails: {tails}, gpu_workers {gw}"
                                           f"{'' if depth == CudaOptions.stream_queue_depth else f', queue depth {depth}'}"
-                                          f"{f', chunks <= {cap:g} GiB' if cap else ''}, H points {stream_h}"
+                                          f"{f', chunks <= {cap:g} GiB' if cap else ''}, H points {stream_h}, "
+                                          f"in flight {in_flight or default_in_flight(batch)}, prep_msm workers {prep}"
                                           f"{'' if gil_s is None else f', GIL switch {gil_s:g} s'})" if budget else "")
             placement += ", coefficient table" if table == "on" else ""
             rows.append([f"{budget_gib:g}" if budget else "none", batch, placement, f"{r['load_s']:.1f}",
@@ -201,8 +223,10 @@ def main() -> None:
                          f"{r['stream_host_ms']:.0f} ({r['stream_blocked_ms']:.0f})" if budget else "-",
                          f"{r['phases_ms']:.0f}" if budget and args.phases else "-", f"{r['prep_ms']:.0f}",
                          "yes" if r["verifies"] else "NO"])
+            if r["phases"]:
+                phase_rows.append((rows[-1][0], placement, r["stream_pass_ms"], r["phases"]))
             print(rows[-1], flush=True)
-            write_table(args, zkey, device_name, copy_rate, rows)  # after every row: a call cut short keeps them
+            write_table(args, zkey, device_name, copy_rate, rows, phase_rows)  # after every row: a call cut short keeps them
             # a closed engine's arrays can sit in reference cycles until the collector runs; the fourth
             # engine of session 10's call 3 was killed by the OOM killer: collect, and log what is held
             gc.collect()
@@ -239,7 +263,7 @@ def verify_saved(path: str) -> None:
     print(markdown_table(["row", "proofs", "verified by snarkjs"], table))
 
 
-def write_table(args, zkey, device_name: str, copy_rate: float, rows: list[list]) -> None:
+def write_table(args, zkey, device_name: str, copy_rate: float, rows: list[list], phase_rows: list) -> None:
     resident = next((float(r[4]) for r in rows if r[0] == "none"), None)
     shown = [[*row[:5], f"{float(row[4]) / resident:.2f}" if resident and row[4] != "-" else "", *row[5:]]
              for row in rows]
@@ -257,6 +281,13 @@ def write_table(args, zkey, device_name: str, copy_rate: float, rows: list[list]
             f"queueing its steps, and (--phases) the summed device time of its phases: device time beyond the phases "
             f"is the device waiting (for the host, or a copy). prep_msm: the stage's mean time per partition (staging "
             f"copy, 0/1 counts, range check), outside the GPU lock.\n")
+    names = sorted({name for *_, phases in phase_rows for name in phases})
+    if names:  # --phases: where each streamed row's device time went, per partition
+        table += ("\n\nDevice ms per partition by phase of the streamed rows (events around each kind of queued "
+                  "work, a pass's sum over its batch; the pass's own ms/partition beside them)\n\n" +
+                  markdown_table(["VRAM budget GiB", "placement", "pass ms/partition", *names],
+                                 [[b, placement, f"{whole:.0f}", *(f"{phases.get(n, 0.0):.1f}" for n in names)]
+                                  for b, placement, whole, phases in phase_rows]))
     out = args.out or RESULTS / f"streamed_keys_{args.curve}_2e{args.log}.md"
     write_result(out, "# Streamed keys and batched passes\n" + note + "\n" + table + "\n", show=table)
 

@@ -4,7 +4,7 @@ it: Python, and any copy that waits on the device), device milliseconds per step
 (CUDA events), whether the key's streamed arrays are page-locked, and the resident path on the
 same key in the same call for scale; device time per phase of the pass (``PhaseClock`` events
 around each kind of queued work: the prologue's H, resident MSMs and tails, each chunk's scalar
-uploads, ones sums and MSMs per section), per partition. Rows with the host 0/1 split's arrays page-locked and
+uploads, ones sums per group (G1, G2) and MSMs per section), per partition. Rows with the host 0/1 split's arrays page-locked and
 without (their copies then wait for the whole stream), and with the split's tail MSMs per chunk
 or once per partition (CudaOptions.stream_tails), same call.
 

@@ -282,6 +282,48 @@ def test_point_sum_of_indexed_points_matches_the_reference_at_every_level_count(
             assert group.eq(got, expected), count
 
 
+@pytest.mark.parametrize("group_name", ["g1", "g2"])
+@pytest.mark.parametrize("tables", ["page-locked", "spent", "memsets"])
+def test_point_sums_of_a_list_match_the_reference(cuda_backend, runtime, gpu_curve, group_name, tables):
+    """enqueue_point_sums (a streamed pass's ones sums of one partition and chunk): counts of no sum
+    (infinity), one level (d_out written by level 0), and up to six levels through the two ping-pong
+    buffers, into neighbouring slots; level tables copied from page-locked room, from room too small
+    for them (memsets instead), or written by memsets."""
+    from pipeline.backends.cuda.msm import PairTables, PointSum
+
+    group, g2 = getattr(gpu_curve, group_name), group_name == "g2"
+    base = list(_points(group, 64))
+    base[9] = None  # the point at infinity (all-zero in the key)
+    enc = encode_points(gpu_curve, group, base)
+    rng = np.random.default_rng(11 if g2 else 12)
+    counts = [5000, 0, 2, 70000, 1, 33]
+    lists = [rng.integers(0, len(base), size=n, dtype=np.uint32) for n in counts]
+    msm, alloc, slot = runtime.msm, cuda_backend.allocator, runtime.msm.xyzz_bytes(g2)
+    room = {"page-locked": 4096, "spent": 8, "memsets": None}[tables]
+    pair_tables = PairTables(cuda_backend.device, room) if room else None
+    flat = np.concatenate(lists)
+    try:
+        with alloc.upload(enc, "points") as d_p, alloc.upload(flat, "indices") as d_idx, \
+                alloc.alloc(slot * len(counts), "outs") as d_out:
+            d_out.memset32(0xFFFFFFFF, cuda_backend.stream)  # every slot written, none left from before
+            at = np.cumsum([0] + counts)
+            sums = [PointSum(d_p.ptr, d_idx.ptr + 4 * int(at[k]), n, d_out.ptr + k * slot) for k, n in enumerate(counts)]
+            msm.enqueue_point_sums(g2, sums, pair_tables)
+            raw = np.zeros(slot * len(counts) // 4, dtype=np.uint32)
+            d_out.download(raw, msm.stream)
+    finally:
+        if pair_tables is not None:
+            pair_tables.close()
+    for k, idx in enumerate(lists):
+        multiplicity = np.bincount(idx, minlength=len(base))
+        expected = group.infinity
+        for point, m in zip(base, multiplicity):
+            if point is not None and m:
+                expected = group.add(expected, group.mul(group.from_affine(point), int(m)))
+        got = xyzz_to_jacobian(group, gpu_curve.fq, raw[k * slot // 4:(k + 1) * slot // 4])
+        assert group.eq(got, expected), (counts[k], tables)
+
+
 def test_deferred_windows_combined_in_batches_match_the_reference(cuda_backend, runtime, gpu_curve):
     """enqueue with d_windows leaves the window sums in a slot; enqueue_combine combines them: six G1
     MSMs of different sizes (different window widths c, so different window counts: a launch of four

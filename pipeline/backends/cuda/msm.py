@@ -15,6 +15,7 @@ from ...curves.points import CurveGroup
 from ._bindings import driver
 from .errors import check
 from .kernels import CurveKernels, grid_for
+from .memory import PinnedHostBuffer
 from .launch import (CHUNK_COUNT_BLOCK, DIGIT_BLOCK, G1_LEVEL0_CHUNKED_BUILT, G2_FIELD, G2_LEVEL0_CHUNKED_BUILT, G2_MIN_BLOCKS,
                      LEVEL0_CHUNKED, MSM_ACC_THREADS as ACC_BLOCK, PLACE_BLOCK, PLACE_TILE, REDUCE_BLOCK, SCAN_THREADS,
                      SCAN_TILE)
@@ -546,40 +547,55 @@ class MsmRunner:
 
     def enqueue_point_sum(self, g2: bool, d_points: int, d_indices: int, count: int, d_out: int) -> None:
         """Queue sum_k points[indices[k]], k < count (the ones of a split witness: a batch addition,
-        no windows) into ``d_out`` as an XYZZ point: the bucket sums above with a single bucket.
-        Its count is known here, so every level's offsets are [0, entries] pairs set by memsets,
-        with no count, scan or allocation per level (a streamed pass runs one per section, chunk
-        and partition: ~45 API calls each before, ~20 now)."""
+        no windows) into ``d_out`` as an XYZZ point (``enqueue_point_sums`` of one)."""
+        self.enqueue_point_sums(g2, [PointSum(d_points, d_indices, count, d_out)])
+
+    def enqueue_point_sums(self, g2: bool, sums: "list[PointSum]", tables: "PairTables | None" = None) -> None:
+        """Queue each point sum of ``sums`` (one group: G1 or G2) into its ``d_out``: the bucket sums
+        above with a single bucket. Its count is known here, so every level's offsets are [0, entries]
+        pairs written by the host, with no count, scan or allocation per level. One table of pairs and
+        two ping-pong partial buffers serve the whole list, and each sum's last level stores into its
+        ``d_out``: a streamed pass queues one list per partition and chunk, ~8 API calls a sum fewer
+        than one call each (bench/NOTES.md, session 21). ``tables``: page-locked room the pairs are
+        copied from (one copy); without it, memsets."""
         xyzz_bytes = self.xyzz_bytes(g2)
-        if count == 0:
-            check_memset_zero(d_out, xyzz_bytes, self.stream)
+        for s in sums:
+            if s.count == 0:
+                check_memset_zero(s.d_out, xyzz_bytes, self.stream)
+        sums = [s for s in sums if s.count]
+        if not sums:
             return
-        field, lanes = self._field(g2), self._lanes(g2)
-        chunk = self._level0_chunk(count, g2)
-        sizes = [count, -(-count // chunk)]  # entries, then the partials of each level down to one
-        while sizes[-1] > 1:
-            sizes.append(-(-sizes[-1] // LEVEL_CHUNK))
-        h = self.stream.handle
-        # pair k = [0, sizes[k]]: the offsets of level k's inputs and the chunk offsets of level k - 1
-        with self.allocator.alloc(8 * len(sizes), "point-sum offsets") as d_pairs:
-            d_pairs.memset32(0, self.stream)
-            for k, size in enumerate(sizes):
-                check(driver.cuMemsetD32Async(d_pairs.ptr + 8 * k + 4, size, 1, h), "cuMemsetD32Async")
-            d_partials = self.allocator.alloc(xyzz_bytes * sizes[1], "point-sum partials")
+        levels = [point_sum_levels(s.count, self._level0_chunk(s.count, g2)) for s in sums]
+        pairs = np.zeros((sum(map(len, levels)), 2), dtype=np.uint32)  # pair k of a sum = [0, sizes[k]]
+        at = np.cumsum([0] + [len(sizes) for sizes in levels])
+        pairs[:, 1] = np.concatenate(levels)
+        field, lanes, h = self._field(g2), self._lanes(g2), self.stream.handle
+        with self.allocator.alloc(pairs.nbytes, "point-sum offsets") as d_pairs:
+            h_pairs = tables.put(pairs) if tables is not None else None
+            if h_pairs is not None:
+                check(driver.cuMemcpyHtoDAsync(d_pairs.ptr, h_pairs, pairs.nbytes, h), "cuMemcpyHtoDAsync")
+            else:
+                d_pairs.memset32(0, self.stream)
+                for k, size in enumerate(pairs[:, 1]):
+                    check(driver.cuMemsetD32Async(d_pairs.ptr + 8 * k + 4, int(size), 1, h), "cuMemsetD32Async")
+            widest = [max((sizes[k] for sizes in levels if len(sizes) > k + 1), default=0) for k in (1, 2)]
+            scratch = [self.allocator.alloc(xyzz_bytes * n, "point-sum partials") for n in widest if n]
             try:
-                self._launch(self._affine_accumulate(g2), sizes[1], ACC_BLOCK,
-                             (d_partials.ptr, d_points, d_indices, 0, d_pairs.ptr, d_pairs.ptr + 8, 1, chunk,
-                              d_pairs.ptr + 12, 0), lanes)
-                for k in range(2, len(sizes)):
-                    d_next = self.allocator.alloc(xyzz_bytes * sizes[k], "point-sum partials")
-                    self._launch(f"msm_accumulate<{field}, false, 1>", sizes[k], ACC_BLOCK,
-                                 (d_next.ptr, 0, 0, d_partials.ptr, d_pairs.ptr + 8 * (k - 1), d_pairs.ptr + 8 * k, 1,
-                                  LEVEL_CHUNK, d_pairs.ptr + 8 * k + 4, 0), lanes)
-                    d_partials.free()  # stream-ordered: after the launch that reads it
-                    d_partials = d_next
-                self.kernels.launch_copy(d_out, d_partials.ptr, xyzz_bytes, self.stream)  # the one partial left
+                for s, sizes, first in zip(sums, levels, at):
+                    d_at = d_pairs.ptr + 8 * int(first)
+                    out = s.d_out if len(sizes) == 2 else scratch[0].ptr  # level 0 alone: straight into d_out
+                    self._launch(self._affine_accumulate(g2), sizes[1], ACC_BLOCK,
+                                 (out, s.d_points, s.d_indices, 0, d_at, d_at + 8, 1, self._level0_chunk(s.count, g2),
+                                  d_at + 12, 0), lanes)
+                    for k in range(2, len(sizes)):
+                        src = out
+                        out = s.d_out if k == len(sizes) - 1 else scratch[(k - 1) % 2].ptr
+                        self._launch(f"msm_accumulate<{field}, false, 1>", sizes[k], ACC_BLOCK,
+                                     (out, 0, 0, src, d_at + 8 * (k - 1), d_at + 8 * k, 1, LEVEL_CHUNK,
+                                      d_at + 8 * k + 4, 0), lanes)
             finally:
-                d_partials.free()
+                for buf in scratch:
+                    buf.free()  # stream-ordered: after the launches that use them
 
     def run_xyzz(self, g2: bool, d_points: int, d_scalars: int, n: int, c: int | None = None) -> np.ndarray:
         """Blocking form of ``enqueue``: the XYZZ point as raw Montgomery words (4 coordinates)."""
@@ -595,6 +611,46 @@ class MsmRunner:
         g2 = group.ops.degree == 2
         raw = self.run_xyzz(g2, d_points, d_scalars, n, c)
         return xyzz_to_jacobian(group, self.curve.fq, raw)
+
+
+@dataclass(frozen=True)
+class PointSum:
+    """sum_k points[indices[k]], k < count, into ``d_out`` (device addresses)."""
+    d_points: int
+    d_indices: int
+    count: int
+    d_out: int
+
+
+def point_sum_levels(count: int, chunk: int) -> list[int]:
+    """A point sum's entries, then its partials at each level down to one (``chunk`` entries a
+    thread at level 0, LEVEL_CHUNK above)."""
+    sizes = [count, -(-count // chunk)]
+    while sizes[-1] > 1:
+        sizes.append(-(-sizes[-1] // LEVEL_CHUNK))
+    return sizes
+
+
+class PairTables:
+    """Page-locked room for point sums' level tables (``enqueue_point_sums``): each ``put`` takes fresh
+    room, never reused, so a copy queued from it needs no event; its owner frees it once the stream
+    is done (a streamed pass, at close). ``put`` returns None when the room is spent (the caller then
+    writes the pairs with memsets)."""
+
+    def __init__(self, device, nbytes: int) -> None:
+        self.host = PinnedHostBuffer(device, nbytes)
+        self.used = 0
+
+    def put(self, words: np.ndarray) -> int | None:
+        if self.used + words.nbytes > self.host.nbytes:
+            return None
+        at = self.used
+        self.host.array[at:at + words.nbytes] = words.reshape(-1).view(np.uint8)
+        self.used += -(-words.nbytes // 16) * 16
+        return self.host.ptr + at
+
+    def close(self) -> None:
+        self.host.free()
 
 
 def check_memset_zero(d_ptr: int, nbytes: int, stream) -> None:

@@ -39,7 +39,7 @@ from ..placement import (SECTIONS, WITNESS_SECTIONS, Chunk, HostSplit, KeyPlacem
 from ._bindings import driver
 from .errors import DeviceBudgetError, check
 from .memory import ADDRESS_MASK, DeviceAddress, HostRegistration, PinnedHostBuffer
-from .msm import xyzz_to_jacobian
+from .msm import PairTables, PointSum, xyzz_to_jacobian
 from .split import enqueue_gather_rows, enqueue_split, split_scratch_bytes, split_worth_it
 from .streams import Event, PhaseClock, Stream, event_ready
 from .work import MSM_SLOTS, results_bytes
@@ -61,6 +61,7 @@ TAIL_STAGES_IN_FLIGHT = 2
 # they waited behind the copy engine's next chunk of points however it was cut (37 ms a chunk: 2^26,
 # batch 1, 706 ms of a 2.55 s partition, bench/results/streamed_profile_bls12381_2e26.md).
 SCALAR_BUFFERS = 2
+PAIR_TABLE_BYTES = 512  # a group's level tables: up to 3 sums (A, B1, C) of <= 10 levels, 8 bytes a level, aligned
 MIN_CHUNK_BYTES = 64 << 10  # the smallest chunk tried when a budget is tight (small MSMs: slow, but it proves)
 MIN_CHUNK_POINTS = 64
 MAX_CHUNKS = 1024
@@ -243,6 +244,7 @@ class CudaStreamedPass(StreamedPass):
         self.scalar_bufs: list[_ScalarBuffer] = []  # a partition's chunk scalars, filled on scalar_stream
         self.scalar_turn = 0
         self.buffers: list = []
+        self.pair_tables: PairTables | None = None  # the chunks' ones sums' level tables, page-locked
         self.copied = [Event(timing=False), Event(timing=False)]
         self.freed = [Event(timing=False), Event(timing=False)]
         self.h_copied = [Event(timing=False), Event(timing=False)]  # H's piece buffers (h_per_partition)
@@ -592,6 +594,7 @@ class CudaStreamedPass(StreamedPass):
             sb.copied.record(self.scalar_stream)
             with clock.phase("chunk: waits for scalars"):
                 check(driver.cuStreamWaitEvent(self.stream.handle, sb.copied.handle, 0), "cuStreamWaitEvent")
+            ones: dict[bool, list[PointSum]] = {False: [], True: []}  # a split's ones sums, per group
             for k, (s, off) in enumerate(zip(chunk.slices, offsets)):
                 if s.section == "b2" and not self.with_b_g2:
                     continue
@@ -606,13 +609,16 @@ class CudaStreamedPass(StreamedPass):
                 (so0, so1), (st0, st1) = split.ranges(lo, hi)
                 # indices are signals: the point of signal x is at base + x * (point bytes), modulo 2^64
                 base = (buf.ptr + off - lo * point_bytes(curve, s.section)) & ADDRESS_MASK
-                with clock.phase(f"chunk: {s.section} ones sums"):
-                    self.msm.enqueue_point_sum(g2, base, sb.one_idx.ptr + 4 * (so0 - o0), so1 - so0, out)
+                ones[g2].append(PointSum(base, sb.one_idx.ptr + 4 * (so0 - o0), so1 - so0, out))
                 if self.tails_done[i]:
                     continue  # its tail is in the section's slot already (prologue)
                 with clock.phase(f"chunk: {s.section} tail MSMs"):
                     self.msm.enqueue(g2, base, sb.scalars.ptr + SCALAR_BYTES * (st0 - t0), st1 - st0,
                                      out + self.slot, d_point_index=sb.other_idx.ptr + 4 * (st0 - t0))
+            for g2, sums in ones.items():
+                if sums:
+                    with clock.phase(f"chunk: {'G2' if g2 else 'G1'} ones sums"):
+                        self.msm.enqueue_point_sums(g2, sums, self.pair_tables)
             sb.freed.record(self.stream)
         self.freed[which].record(self.stream)
         self._step_done()
@@ -639,6 +645,8 @@ class CudaStreamedPass(StreamedPass):
             self.scalar_bufs.append(_ScalarBuffer(alloc.alloc(widest * SCALAR_BYTES, f"streamed chunk scalars {k}"),
                                                   alloc.alloc(4 * widest, f"streamed chunk one indices {k}"),
                                                   alloc.alloc(4 * widest, f"streamed chunk other indices {k}")))
+        # a table a group of ones sums, a group per section kind, partition and chunk (more: memsets)
+        self.pair_tables = PairTables(self.backend.device, 2 * len(self.chunks) * self.n_items * PAIR_TABLE_BYTES)
         # the buffers exist in the compute stream's order: the copy and scalar streams start after
         for ev in (*self.freed, *(sb.freed for sb in self.scalar_bufs)):
             ev.record(self.stream)
@@ -716,6 +724,9 @@ class CudaStreamedPass(StreamedPass):
         for sb in self.scalar_bufs:
             sb.close_events()
         self.buffers, self.scalar_bufs, self.d_results = [], [], None
+        if self.pair_tables is not None:
+            self.pair_tables.close()  # the copies from it are done (synchronised above)
+            self.pair_tables = None
         for lock in self.split_locks:
             lock.close()  # after the synchronisations above: no copy reads them any more
         for stage, uploaded, pool in self.tail_stages:  # their copies are done (synchronised above)
