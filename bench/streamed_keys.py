@@ -96,7 +96,7 @@ async def run_config(zkey, witness, budget: int | None, batch: int, partitions: 
     config = EngineConfig(backend="cuda", devices=(0,), gpu_workers_per_device=gpu_workers, vram_budget_bytes=budget,
                           cuda=CudaOptions(stream_tails=tails, csr_value_table=csr_table, stream_queue_depth=depth,
                                            stream_chunk_max_bytes=chunk_max, stream_h=stream_h),
-                          gil_switch_interval_s=gil,
+                          **({} if gil is None else {"gil_switch_interval_s": gil}),  # None: the engine's default
                           gpu_batch_max=batch, queue_size=max(2, batch), max_partitions_in_flight=in_flight,
                           prep_msm_workers=prep_workers, epilogue_workers=2,
                           staging_buffers_kept=in_flight)  # a staging buffer pinned anew costs prep_msm ~0.3 s at 2^26
@@ -150,7 +150,8 @@ def main() -> None:
     parser.add_argument("--tails", nargs="+", choices=["chunks", "prologue"], default=[CudaOptions.stream_tails],
                         help="CudaOptions.stream_tails of the streamed rows (each one a row)")
     parser.add_argument("--gil-intervals", nargs="+", default=["default"],
-                        help="EngineConfig.gil_switch_interval_s of the streamed rows (seconds, or 'default'); each a row")
+                        help="EngineConfig.gil_switch_interval_s of the streamed rows (seconds, 'default': the engine's, "
+                             "'python': Python's 5 ms); each a row")
     parser.add_argument("--phases", action="store_true",
                         help="events around each phase of a pass (CudaStreamedPass.profile_phases): their sum per partition")
     parser.add_argument("--gpu-workers", type=int, nargs="+", default=[2],
@@ -198,7 +199,7 @@ def main() -> None:
                 for h in (args.stream_h if budget else [CudaOptions.stream_h])
                 for f in (args.in_flight if budget else [0])
                 for p in (args.prep_workers if budget else [1])]:
-            gil_s = None if gil == "default" else float(gil)
+            gil_s = None if gil == "default" else 0.0 if gil == "python" else float(gil)
             try:
                 jobs = args.jobs if budget or args.resident_jobs is None else args.resident_jobs
                 r = asyncio.run(run_config(zkey, witness, budget, batch, args.partitions, jobs, tails, gil_s,
@@ -214,7 +215,7 @@ def main() -> None:
                                           f"{'' if depth == CudaOptions.stream_queue_depth else f', queue depth {depth}'}"
                                           f"{f', chunks <= {cap:g} GiB' if cap else ''}, H points {stream_h}, "
                                           f"in flight {in_flight or default_in_flight(batch)}, prep_msm workers {prep}"
-                                          f"{'' if gil_s is None else f', GIL switch {gil_s:g} s'})" if budget else "")
+                                          f"{'' if gil_s is None else f', GIL switch {gil_s:g} s' if gil_s else ', GIL switch Python 5 ms'})" if budget else "")
             placement += ", coefficient table" if table == "on" else ""
             rows.append([f"{budget_gib:g}" if budget else "none", batch, placement, f"{r['load_s']:.1f}",
                          f"{r['s_per_proof']:.2f}", f"{r['batch_mean']:.1f}", f"{r['busy']:.3f}",

@@ -48,10 +48,13 @@ class EngineConfig:
     finished_jobs_kept: int = 1000  # finished jobs remembered for idempotent resubmission and lookup
     timeline_events_kept: int = 10000  # stage intervals kept for status and plots
     loop_lag_interval_s: float = 0.05  # how often the loop-lag probe wakes
-    # Python's GIL switch interval while the engine runs (restored at shutdown); None: leave it.
-    # With the pure-Python CPU backend in worker threads, 0.001 keeps loop lag near 5 ms
-    # (the 5 ms default gives 12 ms median, 60+ ms p95: see bench/results/engine_*).
-    gil_switch_interval_s: float | None = None
+    # Python's GIL switch interval while the engine runs (restored at shutdown); None or 0: leave it
+    # (Python's 5 ms). A device's thread makes thousands of driver calls a pass, each giving the GIL
+    # back and taking it again beside prep_msm's numpy threads: at 2^26 under a 16 GiB budget, 0.5 ms
+    # against 5 took the streamed partition from 1.60 to 1.41 s (same call, session 21,
+    # bench/results/streamed_keys_bls12381_2e26_s21_point_sums.md). With the pure-Python CPU backend it
+    # keeps loop lag near 5 ms (the 5 ms default gives 12 ms median, 60+ ms p95: bench/results/engine_*).
+    gil_switch_interval_s: float | None = 0.0005
 
     def __post_init__(self) -> None:
         positive = ("gpu_workers_per_device", "synthesize_workers", "prep_msm_workers", "epilogue_workers",
@@ -79,8 +82,10 @@ class EngineConfig:
             if not devices or len(set(devices)) != len(devices) or any(not isinstance(d, int) or d < 0 for d in devices):
                 raise ValueError(f"EngineConfig.devices must be distinct non-negative ordinals, got {self.devices!r}")
             object.__setattr__(self, "devices", devices)
-        if self.gil_switch_interval_s is not None and self.gil_switch_interval_s <= 0:
-            raise ValueError("EngineConfig.gil_switch_interval_s must be positive or None")
+        gil = self.gil_switch_interval_s
+        if gil is not None and (isinstance(gil, bool) or not isinstance(gil, (int, float)) or gil < 0):
+            raise ValueError(f"EngineConfig.gil_switch_interval_s must be a non-negative number of seconds "
+                             f"(0: leave Python's) or None, got {gil!r}")
         if self.loop_lag_interval_s <= 0:
             raise ValueError("EngineConfig.loop_lag_interval_s must be positive")
         if not isinstance(self.cuda, CudaOptions):

@@ -104,7 +104,7 @@ class Engine:
         self.pipeline = Pipeline(c, self.keystore, self.devices, self.metrics, self._executors, self._g2_workers,
                                  self.staging)
         self.metrics.started = time.perf_counter()
-        if c.gil_switch_interval_s is not None:
+        if c.gil_switch_interval_s:  # None or 0: Python's own
             self._saved_switch_interval = sys.getswitchinterval()
             sys.setswitchinterval(c.gil_switch_interval_s)
         self._runner = asyncio.create_task(self._run(), name="zkpipe-engine")
