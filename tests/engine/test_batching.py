@@ -76,6 +76,24 @@ async def test_the_config_caps_the_batch_and_a_resident_key_is_never_batched():
     assert set(resident.batches) == {1}
 
 
+async def test_batches_short_of_room_are_told_once_per_key(caplog):
+    """A streamed key's batch stays in flight until its epilogues: with fewer than 2 x batch + 1
+    partitions in flight (or a queue shorter than a batch) the next batch runs short, and the log
+    says what to set, once; with the room, nothing is logged."""
+    for in_flight, queue, told in ((8, 10, True), (21, 6, True), (21, 10, False)):
+        caplog.clear()
+        backend = FakeBackend(FakeDeviceAllocator(10**6), key_bytes=1000, scratch=100, gpu_s=0.01, enqueue=True,
+                              batch=10)
+        with caplog.at_level("WARNING", logger="pipeline.engine"):
+            async with batching_engine(backend, 10**6, max_partitions_in_flight=in_flight, queue_size=queue) as engine:
+                engine.register_key("mult", **key_files("bn128", "multiplier"))
+                await (await engine.submit("mult", [WTNS] * 12)).result()
+        lines = [r.getMessage() for r in caplog.records if "batches will run short" in r.getMessage()]
+        assert len(lines) == (1 if told else 0), (in_flight, queue, lines)
+        if told:
+            assert "'mult'" in lines[0] and "max_partitions_in_flight >= 21" in lines[0] and "queue_size >= 10" in lines[0]
+
+
 async def test_a_cancelled_job_leaves_the_pass_and_the_other_job_of_the_batch_completes():
     allocator = FakeDeviceAllocator(10**6)
     backend = FakeBackend(allocator, key_bytes=1000, scratch=100, gpu_s=0.15, enqueue=True, batch=10)
