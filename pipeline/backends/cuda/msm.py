@@ -15,10 +15,10 @@ from ...curves.points import CurveGroup
 from ._bindings import driver
 from .errors import check
 from .kernels import CurveKernels, grid_for
-from .memory import PinnedHostBuffer
 from .launch import (CHUNK_COUNT_BLOCK, DIGIT_BLOCK, G1_LEVEL0_CHUNKED_BUILT, G2_FIELD, G2_LEVEL0_CHUNKED_BUILT, G2_MIN_BLOCKS,
                      LEVEL0_CHUNKED, MSM_ACC_THREADS as ACC_BLOCK, PLACE_BLOCK, PLACE_TILE, REDUCE_BLOCK, SCAN_THREADS,
                      SCAN_TILE)
+from .memory import PinnedHostBuffer
 
 TARGET_CHUNKS = 1 << 18  # enough chunks to fill 132 SMs several times over
 # madds per thread at level 0; the partial sums above it cost ~1.4/MAX_CHUNK extra. G1 128 against 64
@@ -565,7 +565,8 @@ class MsmRunner:
         sums = [s for s in sums if s.count]
         if not sums:
             return
-        levels = [point_sum_levels(s.count, self._level0_chunk(s.count, g2)) for s in sums]
+        chunks = [self._level0_chunk(s.count, g2) for s in sums]
+        levels = [point_sum_levels(s.count, chunk) for s, chunk in zip(sums, chunks)]
         pairs = np.zeros((sum(map(len, levels)), 2), dtype=np.uint32)  # pair k of a sum = [0, sizes[k]]
         at = np.cumsum([0] + [len(sizes) for sizes in levels])
         pairs[:, 1] = np.concatenate(levels)
@@ -578,15 +579,17 @@ class MsmRunner:
                 d_pairs.memset32(0, self.stream)
                 for k, size in enumerate(pairs[:, 1]):
                     check(driver.cuMemsetD32Async(d_pairs.ptr + 8 * k + 4, int(size), 1, h), "cuMemsetD32Async")
-            widest = [max((sizes[k] for sizes in levels if len(sizes) > k + 1), default=0) for k in (1, 2)]
-            scratch = [self.allocator.alloc(xyzz_bytes * n, "point-sum partials") for n in widest if n]
+            scratch = []  # level k's partials (k >= 1, not the last) in buffer (k - 1) % 2
             try:
-                for s, sizes, first in zip(sums, levels, at):
+                for k in (1, 2):
+                    widest = max((sizes[k] for sizes in levels if len(sizes) > k + 1), default=0)
+                    if widest:
+                        scratch.append(self.allocator.alloc(xyzz_bytes * widest, "point-sum partials"))
+                for s, sizes, first, chunk in zip(sums, levels, at, chunks):
                     d_at = d_pairs.ptr + 8 * int(first)
                     out = s.d_out if len(sizes) == 2 else scratch[0].ptr  # level 0 alone: straight into d_out
                     self._launch(self._affine_accumulate(g2), sizes[1], ACC_BLOCK,
-                                 (out, s.d_points, s.d_indices, 0, d_at, d_at + 8, 1, self._level0_chunk(s.count, g2),
-                                  d_at + 12, 0), lanes)
+                                 (out, s.d_points, s.d_indices, 0, d_at, d_at + 8, 1, chunk, d_at + 12, 0), lanes)
                     for k in range(2, len(sizes)):
                         src = out
                         out = s.d_out if k == len(sizes) - 1 else scratch[(k - 1) % 2].ptr
