@@ -44,8 +44,8 @@
 #            (disk)                                                                   -> bench/results/key_prepare_*.md
 #   streamed bench.streamed_keys: a 2^[STREAMED_LOG=26] BLS12-381 development key resident, then streamed under
 #            [STREAMED_BUDGETS=0 16 8] GiB with batches of [STREAMED_BATCHES=1 2 5 10], [STREAMED_PARTITIONS=10]
-#            partitions per row, tails [STREAMED_TAILS=chunks prologue] [STREAMED_ARGS: e.g. "--phases --gil-intervals
-#            default 0.0005", or "--gpu-workers 1 --save-proofs bench/results/streamed_keys_proofs.json" (every proof,
+#            partitions per row, tails [STREAMED_TAILS: unset, CudaOptions.stream_tails; e.g. "chunks prologue"] [STREAMED_ARGS: e.g. "--phases --gil-intervals
+#            python default", or "--gpu-workers 1 --save-proofs bench/results/streamed_keys_proofs.json" (every proof,
 #            checked on the dev box: python3 -m bench.streamed_keys --verify-saved FILE)]; pinned copy rate of the same call
 #                                                                                     -> bench/results/streamed_keys_*.md
 #   profile  bench.streamed_profile: where a streamed pass spends its time, 2^[PROFILE_LOG=24] BLS12-381 key under
@@ -160,7 +160,7 @@ seed() {
 streamed() {
   timeout "${STREAMED_TIMEOUT:-560}" python3 -m bench.streamed_keys --log "${STREAMED_LOG:-26}" --curve bls12381 \
     --budgets-gib ${STREAMED_BUDGETS:-0 16 8} --batches ${STREAMED_BATCHES:-1 2 5 10} \
-    --partitions "${STREAMED_PARTITIONS:-10}" --tails ${STREAMED_TAILS:-chunks prologue} ${STREAMED_ARGS:-} 2>&1 \
+    --partitions "${STREAMED_PARTITIONS:-10}" ${STREAMED_TAILS:+--tails $STREAMED_TAILS} ${STREAMED_ARGS:-} 2>&1 \
     | tee "$OUT/streamed.log" | tail -n 16
 }
 profile() {
