@@ -29,6 +29,16 @@ def _points(group, count):
     return _POINTS[key]
 
 
+def _edge_points(group, count):
+    """``count`` random points (count > 7) with the edges a bucket sum must survive: the point at
+    infinity (all-zero in the key), a repeated point (a doubling) and P beside -P."""
+    points = list(_points(group, count))
+    points[3] = None
+    points[4] = points[5]
+    points[6] = (points[7][0], group.ops.neg(points[7][1]))
+    return points
+
+
 def _gpu_msm(backend, runtime, curve, group, points_h, scalars, c=None):
     alloc = backend.allocator
     with alloc.upload(points_h, "points") as d_p, alloc.upload(scalar_words(curve.fr, scalars), "scalars") as d_s:
@@ -56,11 +66,7 @@ def _scalars(kind, fr, rng, n):
 def test_msm_matches_reference(cuda_backend, runtime, gpu_curve, group_name, n, kind, c):
     group = getattr(gpu_curve, group_name)
     rng = random.Random(f"{gpu_curve.name}{group_name}{n}{kind}")
-    points = list(_points(group, n))
-    if n > 4:
-        points[3] = None  # the point at infinity (all-zero in the key)
-        points[4] = points[5]  # a repeated point
-        points[6] = (points[7][0], group.ops.neg(points[7][1]))  # P and -P
+    points = _edge_points(group, n) if n > 7 else list(_points(group, n))
     scalars = _scalars(kind, gpu_curve.fr, rng, n)
     got = _gpu_msm(cuda_backend, runtime, gpu_curve, group, encode_points(gpu_curve, group, points), scalars, c)
     assert group.eq(got, msm_ref(group, points, scalars))
@@ -151,10 +157,7 @@ def test_both_level0_schemes_match_the_reference_at_any_entries_a_thread(cuda_ba
     bucket (bit-heavy), a doubling and P + (-P) inside buckets, the point at infinity."""
     group = getattr(gpu_curve, group_name)
     rng = random.Random(f"level0 {gpu_curve.name} {group_name}")
-    points = list(_points(group, 400))
-    points[3] = None
-    points[4] = points[5]
-    points[6] = (points[7][0], group.ops.neg(points[7][1]))
+    points = _edge_points(group, 400)
     enc = encode_points(gpu_curve, group, points)
     cases = [("random", None), ("random", 10), ("bit_heavy", 3), ("edges", 5)]
     msm = runtime.msm
@@ -386,10 +389,7 @@ def test_an_msm_in_pieces_matches_the_reference_at_any_piece_size(cuda_backend, 
     group = getattr(gpu_curve, group_name)
     g2 = group_name == "g2"
     rng = random.Random(f"pieces {gpu_curve.name} {group_name}")
-    points = list(_points(group, 700))
-    points[3] = None
-    points[4] = points[5]
-    points[6] = (points[7][0], group.ops.neg(points[7][1]))
+    points = _edge_points(group, 700)
     enc = encode_points(gpu_curve, group, points)
     in_use = cuda_backend.allocator.in_use_bytes
     for kind, c in [("random", None), ("bit_heavy", 3), ("edges", 12), ("random", 12)]:
