@@ -44,7 +44,9 @@
 #            (disk)                                                                   -> bench/results/key_prepare_*.md
 #   streamed bench.streamed_keys: a 2^[STREAMED_LOG=26] BLS12-381 development key resident, then streamed under
 #            [STREAMED_BUDGETS=0 16 8] GiB with batches of [STREAMED_BATCHES=1 2 5 10], [STREAMED_PARTITIONS=10]
-#            partitions per row, tails [STREAMED_TAILS: unset, CudaOptions.stream_tails; e.g. "chunks prologue"] [STREAMED_ARGS: e.g. "--phases --gil-intervals
+#            partitions per row, tails [STREAMED_TAILS: unset, CudaOptions.stream_tails; e.g. "chunks prologue"] [STREAMED_ARGS: e.g.
+#            "--gpu-workers 2 --resident-jobs 2 --row-jobs 16:10=10" (session 22: every budget and batch, the 16 GiB batch-10
+#            row 100 partitions, ~440 s), "--phases --gil-intervals
 #            python default", or "--gpu-workers 1 --save-proofs bench/results/streamed_keys_proofs.json" (every proof,
 #            checked on the dev box: python3 -m bench.streamed_keys --verify-saved FILE)]; pinned copy rate of the same call
 #                                                                                     -> bench/results/streamed_keys_*.md

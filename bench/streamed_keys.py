@@ -145,6 +145,9 @@ def main() -> None:
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 2, 5, 10])
     parser.add_argument("--partitions", type=int, default=10)
     parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--row-jobs", nargs="+", default=[], metavar="GIB:BATCH=JOBS",
+                        help="jobs of the streamed rows of that budget and batch (e.g. 16:10=10: the 100-partition "
+                             "row), --jobs for the others")
     parser.add_argument("--resident-jobs", type=int, default=None,
                         help="jobs of the resident row (default: --jobs); its s/partition settles in fewer")
     parser.add_argument("--tails", nargs="+", choices=["chunks", "prologue"], default=[CudaOptions.stream_tails],
@@ -201,7 +204,8 @@ def main() -> None:
                 for p in (args.prep_workers if budget else [1])]:
             gil_s = None if gil == "default" else 0.0 if gil == "python" else float(gil)
             try:
-                jobs = args.jobs if budget or args.resident_jobs is None else args.resident_jobs
+                jobs = (row_jobs(args.row_jobs, budget_gib, batch, args.jobs) if budget
+                        else args.jobs if args.resident_jobs is None else args.resident_jobs)
                 r = asyncio.run(run_config(zkey, witness, budget, batch, args.partitions, jobs, tails, gil_s,
                                            gw, table == "on", depth, int(cap * GIB), stream_h, in_flight, prep))
             except Exception as exc:  # a budget too small for the key is a result, not a crash
@@ -235,6 +239,17 @@ def main() -> None:
             if args.save_proofs:
                 saved["rows"].append({"row": f"{budget_gib:g} GiB, {placement}, batch {batch}", "proofs": r["proofs"]})
                 Path(args.save_proofs).write_text(json.dumps(saved))
+
+
+def row_jobs(specs: list[str], budget_gib: float, batch: int, default: int) -> int:
+    """Jobs of the streamed row at ``budget_gib`` and ``batch``: the ``GIB:BATCH=JOBS`` spec that names it,
+    else ``default``."""
+    for spec in specs:
+        row, _, jobs = spec.partition("=")
+        gib, _, b = row.partition(":")
+        if float(gib) == budget_gib and int(b) == batch:
+            return int(jobs)
+    return default
 
 
 def host_memory_line() -> str:
@@ -275,6 +290,7 @@ def write_table(args, zkey, device_name: str, copy_rate: float, rows: list[list]
                             "prep_msm ms/partition", "verifies"], shown)
     note = (f"\n{args.curve} 2^{args.log} development key ({zkey.host_bytes() / 1e9:.1f} GB), circuit witness; "
             f"{args.jobs} job(s) of {args.partitions} partitions per row"
+            f"{''.join(f' ({j} for the {r} row)' for r, _, j in (x.partition('=') for x in args.row_jobs))}"
             f"{'' if args.resident_jobs is None else f' ({args.resident_jobs} for the resident row)'}, gpu_workers "
             f"{' and '.join(map(str, args.gpu_workers))} (streamed rows; the resident row 2), on {device_name}. "
             f"Pinned host-to-device copy rate measured in the same call: {copy_rate:.1f} GB/s. Per partition, a "

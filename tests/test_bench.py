@@ -289,3 +289,16 @@ def test_streamed_keys_checks_every_saved_proof_with_snarkjs(tmp_path, capsys):
     verify_saved(str(path))
     out = capsys.readouterr().out
     assert "| good | 2 | 2 |" in out and "| one bad | 2 | 1 |" in out
+
+
+def test_streamed_keys_gives_the_named_row_its_own_job_count():
+    """--row-jobs GIB:BATCH=JOBS: the 100-partition row among 10-partition ones in one call (session 22);
+    a row no spec names keeps --jobs."""
+    from bench.streamed_keys import row_jobs
+
+    specs = ["16:10=10", "8:5=3"]
+    assert row_jobs(specs, 16.0, 10, 1) == 10
+    assert row_jobs(specs, 8, 5, 1) == 3
+    assert row_jobs(specs, 8.0, 10, 1) == 1
+    assert row_jobs(specs, 16, 5, 2) == 2
+    assert row_jobs([], 16, 10, 4) == 4
