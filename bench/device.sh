@@ -63,6 +63,9 @@
 #   kernels  bench.kernels_vs_sppark (issue 16): our G1/G2 MSM, Fr NTT and H against sppark's from the same call,
 #            both curves (the harness first: carry .anchors); [KERNELS_ARGS: e.g. "--curves bn128 --g1 20 22"],
 #            [KERNELS_TIMEOUT=300] s                                              -> bench/results/kernels_vs_sppark.md + .png
+#   fixedbase bench.gpu_msm_fixed_base (issue 16, fixed bases): plain MSM, MSM over a fixed-base table and sppark, same
+#            call, G1 and G2 at [FIXED_ARGS: e.g. "--curves bls12381 --g1 24"] (carry .anchors)
+#                                                                                     -> bench/results/gpu_msm_fixed_base.md
 #   seam     before/after of the backend seam (issue 9): engine at 2^14 and 2^20 (1 and all devices)
 #            and the GPU stage at 2^14/20/24, in this tree and in the tree of .anchors/before.tar;
 #            sppark's MSM bench if .anchors/bench_bls12381 is there. Carry .anchors.
@@ -185,6 +188,10 @@ oneshot() {
   timeout "${ONESHOT_TIMEOUT:-400}" python3 -m bench.oneshot_prove --backend cuda --sizes "${ONESHOT_SIZES:-bn128:15:30000,bls12381:15:30000,bn128:20,bls12381:20}" \
     --runs "${ONESHOT_RUNS:-2}" "${sj[@]}" --suffix "${ONESHOT_SUFFIX:-}" 2>&1 | tee "$OUT/oneshot.log" | tail -n 8
 }
+fixedbase() {
+  timeout "${FIXED_TIMEOUT:-300}" python3 -m bench.gpu_msm_fixed_base ${FIXED_ARGS:-} 2>&1 | tee "$OUT/fixed_base.log" \
+    | tail -n 30
+}
 kernels() {
   timeout "${KERNELS_TIMEOUT:-300}" python3 -m bench.kernels_vs_sppark ${KERNELS_ARGS:-} 2>&1 | tee "$OUT/kernels.log" \
     | tail -n 30
@@ -217,7 +224,7 @@ seam() {
 
 for section in ${@:-tests demo prove stage msm engine server}; do
   case $section in
-    tests|demo|prove|ntt|msm|overlap|stage|memory|blocks|build|engine|scaling|server|cluster|seam|devsetup|seed|streamed|keyprep|profile|nodeenv|oneshot|kernels)
+    tests|demo|prove|ntt|msm|overlap|stage|memory|blocks|build|engine|scaling|server|cluster|seam|devsetup|seed|streamed|keyprep|profile|nodeenv|oneshot|kernels|fixedbase)
       echo "== $section"; $section ;;
     *) echo "bench/device.sh: unknown section '$section'" >&2; rc=2 ;;
   esac

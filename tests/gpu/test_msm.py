@@ -412,3 +412,56 @@ def test_an_msm_g1_at_2_20_in_pieces_by_folding(cuda_backend, runtime, gpu_curve
     assert runtime.msm.plan((1 << 16) + 3, False).c != runtime.msm.plan(len(scalars), False).c
     raw = _msm_in_pieces(cuda_backend, runtime, False, tiled, scalar_words(fr, scalars), (1 << 16) + 3)
     assert group.eq(xyzz_to_jacobian(group, gpu_curve.fq, raw), msm_ref(group, base, folded))
+
+
+@pytest.mark.parametrize("group_name", ["g1", "g2"])
+@pytest.mark.parametrize("n,kind,c,indexed", [(1, "random", None, False), (40, "edges", 4, False),
+                                               (300, "random", 5, False), (300, "bit_heavy", None, False),
+                                               (257, "random", 7, True), (200, "small", 3, False)])
+def test_an_msm_over_a_fixed_base_table_matches_the_reference(cuda_backend, runtime, gpu_curve, group_name, n, kind,
+                                                              c, indexed):
+    """Fixed bases (pippenger.cuh): the table 2^(c w) P_i made on the device (doublings, batched inversion)
+    and the digits of every window summed in one set of buckets. Equals the reference MSM for random,
+    edge (0, 1, r - 1, ...), bit-heavy and small scalars, with the edge points (infinity, a repeat, P and
+    -P), narrow windows (many windows, long buckets: doublings inside buckets) and a tail MSM's point
+    index (scalar k multiplies point index[k] of a larger table); n = 0 is infinity."""
+    group = getattr(gpu_curve, group_name)
+    g2 = group_name == "g2"
+    rng = random.Random(f"table {gpu_curve.name} {group_name} {n} {kind} {c}")
+    count = 2 * n + 3 if indexed else n  # the table's points; an indexed MSM picks n of them
+    points = _edge_points(group, count) if count > 7 else list(_points(group, count))
+    signals = sorted(rng.sample(range(count), n)) if indexed else list(range(n))
+    scalars = _scalars(kind, gpu_curve.fr, rng, n)
+    msm, alloc = runtime.msm, cuda_backend.allocator
+    with alloc.upload(encode_points(gpu_curve, group, points), "points") as d_p, \
+            alloc.upload(scalar_words(gpu_curve.fr, scalars), "scalars") as d_s, \
+            alloc.upload(np.array(signals, dtype=np.uint32), "point index") as d_idx, \
+            alloc.alloc(msm.xyzz_bytes(g2), "result") as d_out:
+        table = msm.build_table(g2, d_p.ptr, count, c)
+        try:
+            assert c is None or table.plan.c == c
+            raw = np.zeros(msm.xyzz_bytes(g2) // 4, dtype=np.uint32)
+            msm.enqueue_fixed(table, d_s.ptr, n, d_out.ptr, d_idx.ptr if indexed else 0)
+            d_out.download(raw, cuda_backend.stream)
+            expected = msm_ref(group, [points[j] for j in signals], scalars)
+            assert group.eq(xyzz_to_jacobian(group, gpu_curve.fq, raw), expected)
+            msm.enqueue_fixed(table, d_s.ptr, 0, d_out.ptr)
+            d_out.download(raw, cuda_backend.stream)
+            assert group.eq(xyzz_to_jacobian(group, gpu_curve.fq, raw), group.infinity)
+        finally:
+            table.free()
+
+
+def test_a_fixed_base_msm_at_2_20_by_folding_matches_the_reference(cuda_backend, runtime, gpu_curve):
+    """A table at the plan's own width (c = 16, 16 windows at 2^20: ~400 entries a bucket, several levels
+    of partials) over 2^20 points tiled from 1024 distinct ones, checked by folding (module docstring)."""
+    group = gpu_curve.g1
+    tiled, scalars, base, folded = _folding_case(gpu_curve, 2020)
+    msm, alloc = runtime.msm, cuda_backend.allocator
+    with alloc.upload(tiled, "points") as d_p, alloc.upload(scalar_words(gpu_curve.fr, scalars), "scalars") as d_s:
+        table = msm.build_table(False, d_p.ptr, len(scalars))
+        try:
+            got = msm.run_fixed(group, table, d_s.ptr, len(scalars))
+        finally:
+            table.free()
+    assert group.eq(got, msm_ref(group, base, folded))

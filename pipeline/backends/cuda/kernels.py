@@ -45,14 +45,17 @@ UNITS: dict[str, tuple[str, ...]] = {
         "msm_accumulate<fq_t, false, 1>", "msm_bucket_segments<fq_t>",
         "msm_reduce_halves<fq_t>", "msm_combine_windows<fq_t>", "msm_combine_windows_batch<fq_t>",
         "msm_merge_buckets<fq_t>", "msm_iota",
+        "msm_count_digits_table", "msm_scatter_digits_table", "msm_every_kth", "msm_table_step<fq_t>",
+        "setup_xyzz_to_affine<fq_t>",
     ),
     "msm_g2": (
         *(f"msm_accumulate_flat<{f}, {b}>" for f, b in G2_VARIANTS_BUILT),
         *(f"msm_accumulate<{f}, true, {b}>" for f, b in G2_LEVEL0_CHUNKED_BUILT),
         *(f"{k}<{f}>" for f in G2_FIELDS_BUILT for k in ("msm_bucket_segments", "msm_reduce_halves",
                                                           "msm_combine_windows", "msm_combine_windows_batch",
-                                                          "msm_merge_buckets")),
+                                                          "msm_merge_buckets", "msm_table_step")),
         *(f"msm_accumulate<{f}, false, 1>" for f in G2_FIELDS_BUILT),
+        "setup_xyzz_to_affine<fq2_t>",
     ),
 }
 
@@ -95,6 +98,11 @@ SIGNATURES: dict[str, tuple[str, ...]] = {
     "msm_reduce_halves": (PTR, U32, U32, U32),
     "msm_merge_buckets": (PTR, PTR, PTR, U32),
     "msm_iota": (PTR, U32),
+    "msm_count_digits_table": (PTR, U32, I32, I32, PTR, PTR),
+    "msm_scatter_digits_table": (PTR, U32, I32, I32, PTR, PTR, PTR, PTR, U32),
+    "msm_every_kth": (PTR, PTR, U32, U32),
+    "msm_table_step": (PTR, PTR, U32, I32),
+    "setup_xyzz_to_affine": (PTR, PTR, U64),
     "msm_combine_windows": (PTR, PTR, U32, U32, I32),
     "msm_combine_windows_batch": (PTR, PTR, PTR, PTR, PTR, PTR, PTR, PTR, U32, U32, U32, U32, U32),
 }

@@ -101,6 +101,7 @@ NTT_RADIX_BUILT = (1, 2, 3)
 NTT_RADIX_LOG = 1
 BIT_REVERSE_BLOCK = 256  # ntt_bit_reverse_tiles: 256 elements a tile
 SPLIT_BLOCK = 256  # msm_classify, msm_compact, gather_rows (split.py): not yet swept on the H200
+BATCH_INVERSE_THREADS = 1 << 17  # threads of a batch inversion: enough to fill an H200, >= 8 elements each at 2^20
 SETUP_BLOCK = 256  # every other setup kernel (a multiple of 32: the counting sort aggregates whole warps);
 # unswept, their phases timed by bench/dev_setup.py
 

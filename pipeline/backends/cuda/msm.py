@@ -15,7 +15,7 @@ from ...curves.points import CurveGroup
 from ._bindings import driver
 from .errors import check
 from .kernels import CurveKernels, grid_for
-from .launch import (CHUNK_COUNT_BLOCK, DIGIT_BLOCK, G1_LEVEL0_CHUNKED_BUILT, G2_FIELD, G2_LEVEL0_CHUNKED_BUILT, G2_MIN_BLOCKS,
+from .launch import (BATCH_INVERSE_THREADS, CHUNK_COUNT_BLOCK, DIGIT_BLOCK, G1_LEVEL0_CHUNKED_BUILT, G2_FIELD, G2_LEVEL0_CHUNKED_BUILT, G2_MIN_BLOCKS,
                      LEVEL0_CHUNKED, MSM_ACC_THREADS as ACC_BLOCK, PLACE_BLOCK, PLACE_TILE, REDUCE_BLOCK, SCAN_THREADS,
                      SCAN_TILE)
 from .memory import PinnedHostBuffer
@@ -105,6 +105,45 @@ def plan_msm(n: int, scalar_bits: int, c: int | None = None, cache_bytes: int | 
     while seg < nb and w * nb // seg > SEGMENT_THREADS:
         seg <<= 1
     return MsmPlan(n, c, w, nb, seg)
+
+
+def plan_fixed_base(n: int, scalar_bits: int, c: int | None = None, cache_bytes: int | None = None,
+                    model: tuple[float, float] = BALANCED_WINDOW_MODEL) -> MsmPlan:
+    """Window width of an MSM over a fixed-base table (``FixedBaseTable``): the windows share one set of
+    2^(c-1) buckets, so the bucket cost is paid once, not once a window; the digit counters (one a
+    window and magnitude, as the plain sort's) must fit ``cache_bytes``. The plan's ``n_windows`` is the
+    digits' (and the table's); the reduction runs over one window (``MsmPlan`` with n_windows 1)."""
+    spread, bucket_cost = model
+
+    def windows(cc: int) -> int:
+        return math.ceil((scalar_bits + 1) / cc)
+
+    def cost(cc: int) -> float:
+        buckets = 1 << (cc - 1)
+        entries = n * windows(cc)
+        return entries * (1 + spread / math.sqrt(max(entries, 1) / buckets)) + bucket_cost * buckets
+    if c is None:
+        widths = [cc for cc in range(2, 23) if cache_bytes is None or 4 * windows(cc) << (cc - 1) <= cache_bytes]
+        c = min(widths or range(2, 23), key=cost)
+    nb = 1 << (c - 1)
+    seg = 1
+    while seg < nb and nb // seg > SEGMENT_THREADS:
+        seg <<= 1
+    return MsmPlan(n, c, windows(c), nb, seg)
+
+
+@dataclass
+class FixedBaseTable:
+    """2^(c w) P_i for every window w of ``plan`` and point i < ``n``, affine, window-major (point w n + i):
+    ``MsmRunner.build_table``. VRAM: n_windows x n points, e.g. 21 GB for 2^24 BLS12-381 G1 points at
+    c = 20; the caller owns it (the key store does not count tables yet)."""
+    g2: bool
+    plan: MsmPlan
+    n: int
+    d_table: object
+
+    def free(self) -> None:
+        self.d_table.free()
 
 
 @dataclass(frozen=True)
@@ -599,6 +638,84 @@ class MsmRunner:
             finally:
                 for buf in scratch:
                     buf.free()  # stream-ordered: after the launches that use them
+
+    # -- fixed bases ---------------------------------------------------------------------------
+    def plan_fixed(self, n: int, c: int | None = None) -> MsmPlan:
+        return plan_fixed_base(n, self.curve.fr.bits, c, self.cache_bytes, self.window_model)
+
+    def build_table(self, g2: bool, d_points: int, n: int, c: int | None = None) -> FixedBaseTable:
+        """Queue the fixed-base table of ``n`` affine points (pippenger.cuh, fixed bases): window 0 the
+        points, window w + 1 window w's doubled c times (XYZZ) and made affine by batched inversion."""
+        plan = self.plan_fixed(n, c)
+        if plan.n_windows * n >= 1 << 31:
+            raise ValueError(f"a table of {plan.n_windows} x {n} points does not fit the entries' 31 index bits")
+        point_bytes = self.xyzz_bytes(g2) // 2
+        field = self._field(g2)
+        d_table = self.allocator.alloc(point_bytes * plan.n_windows * n, "msm fixed-base table")
+        try:
+            check(driver.cuMemcpyDtoDAsync(d_table.ptr, d_points, point_bytes * n, self.stream.handle),
+                  "cuMemcpyDtoDAsync")
+            with self.allocator.alloc(self.xyzz_bytes(g2) * n, "msm table step") as d_xyzz:
+                for w in range(1, plan.n_windows):
+                    self._launch(f"msm_table_step<{field}>", n, REDUCE_BLOCK,
+                                 (d_xyzz.ptr, d_table.ptr + point_bytes * (w - 1) * n, n, plan.c), self._lanes(g2))
+                    threads = min(n, BATCH_INVERSE_THREADS)  # exactly: each takes ceil(n / threads) points
+                    block = min(256, threads)
+                    self.kernels.launch(f"setup_xyzz_to_affine<{'fq2_t' if g2 else 'fq_t'}>", -(-threads // block),
+                                        block, (d_table.ptr + point_bytes * w * n, d_xyzz.ptr, n), self.stream)
+        except BaseException:
+            d_table.free()
+            raise
+        return FixedBaseTable(g2, plan, n, d_table)
+
+    def enqueue_fixed(self, table: FixedBaseTable, d_scalars: int, n: int, d_out: int, d_point_index: int = 0) -> None:
+        """Queue sum scalars[i] P_(index[i] or i) over ``table`` into ``d_out`` (XYZZ): the digits sorted by
+        magnitude across the windows (msm_count_digits_table, msm_scatter_digits_table), every W-th offset
+        a bucket's (msm_every_kth), then the bucket sums and one window's reduction as ``enqueue``'s."""
+        g2, plan = table.g2, table.plan
+        if n == 0:
+            check_memset_zero(d_out, self.xyzz_bytes(g2), self.stream)
+            return
+        if n > table.n and not d_point_index:
+            raise ValueError(f"{n} scalars for a table of {table.n} points")
+        alloc, W, half = self.allocator, plan.n_windows, plan.buckets_per_window
+        keys, entries_bound = W * half, n * W
+        self._mark("start")
+        with alloc.alloc(4 * (keys + 1), "msm table offsets") as d_offsets, \
+                alloc.alloc(4 * (half + 1), "msm table bucket offsets") as d_bucket_off:
+            with alloc.alloc(4 * keys, "msm bucket counts") as d_counts, \
+                    alloc.alloc(4 * entries_bound, "msm digit ranks") as d_ranks:
+                d_counts.memset32(0, self.stream)
+                self._launch("msm_count_digits_table", n, DIGIT_BLOCK,
+                             (d_scalars, n, plan.c, W, d_counts.ptr, d_ranks.ptr))
+                self.exclusive_scan(d_counts.ptr, keys, d_offsets.ptr)
+                d_entries = self._new_entries(entries_bound, lambda d: self._launch(
+                    "msm_scatter_digits_table", n, DIGIT_BLOCK,
+                    (d_scalars, n, plan.c, W, d_offsets.ptr, d_ranks.ptr, d, d_point_index, table.n)))
+            self._launch("msm_every_kth", half + 1, SCAN_THREADS, (d_bucket_off.ptr, d_offsets.ptr, half + 1, W))
+            self._mark("sort digits")
+            try:
+                d_partials, d_chunk_off = self._bucket_sums(g2, table.d_table.ptr, d_entries, d_bucket_off, half,
+                                                            entries_bound, entries_bound,
+                                                            self._level0_chunk(entries_bound, g2))
+            finally:
+                d_entries.free()  # stream-ordered: after the bucket sums read them
+        try:
+            one_window = MsmPlan(plan.n, plan.c, 1, half, plan.seg_len)
+            self._reduce_windows(g2, one_window, d_partials.ptr, d_chunk_off.ptr, d_out, 0)
+        finally:
+            d_partials.free()
+            d_chunk_off.free()
+
+    def run_fixed(self, group: CurveGroup, table: FixedBaseTable, d_scalars: int, n: int) -> tuple:
+        """Blocking form of ``enqueue_fixed``: the MSM as a Jacobian point of Python ints."""
+        g2 = group.ops.degree == 2
+        out = np.zeros(self.xyzz_bytes(g2) // 4, dtype=np.uint32)
+        with self.allocator.alloc(self.xyzz_bytes(g2), "msm result") as d_result:
+            self.enqueue_fixed(table, d_scalars, n, d_result.ptr)
+            d_result.download(out, self.stream)
+        self._collect_marks()
+        return xyzz_to_jacobian(group, self.curve.fq, out)
 
     def run_xyzz(self, g2: bool, d_points: int, d_scalars: int, n: int, c: int | None = None) -> np.ndarray:
         """Blocking form of ``enqueue``: the XYZZ point as raw Montgomery words (4 coordinates)."""

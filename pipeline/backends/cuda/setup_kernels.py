@@ -19,7 +19,7 @@ from ...curves.encoding import encode_g1_mont, encode_g2_mont
 from ...curves.points import CurveGroup
 from ...curves.scalar_mul import batch_to_affine
 from .kernels import I32, PTR, SIGNATURES, U32, U64, CurveKernels, grid_for
-from .launch import SETUP_BLOCK, SETUP_MUL_THREADS
+from .launch import BATCH_INVERSE_THREADS, SETUP_BLOCK, SETUP_MUL_THREADS
 from .msm import MsmRunner
 
 SETUP_UNITS: dict[str, tuple[str, ...]] = {
@@ -33,7 +33,8 @@ SETUP_UNITS: dict[str, tuple[str, ...]] = {
     "setup_g2": ("setup_fixed_base_mul<fq2_t>", "setup_xyzz_to_affine<fq2_t>"),
 }
 SETUP_SIGNATURES: dict[str, tuple[str, ...]] = {
-    **{name: SIGNATURES[name] for name in ("scan_tile_sums", "scan_tile_offsets", "scan_apply", "msm_chunk_counts")},
+    **{name: SIGNATURES[name] for name in ("scan_tile_sums", "scan_tile_offsets", "scan_apply", "msm_chunk_counts",
+                                           "setup_xyzz_to_affine")},
     "setup_lagrange": (PTR, U64, U64, U64, "fr", "fr", PTR, PTR, I32),
     "setup_count_signals": (PTR, U64, PTR),
     "setup_scatter_by_signal": (PTR, PTR, PTR, U64, PTR, PTR, PTR),
@@ -43,11 +44,9 @@ SETUP_SIGNATURES: dict[str, tuple[str, ...]] = {
     "setup_combine": (PTR, PTR, PTR, PTR, U64, "fr", "fr", "fr"),
     "setup_stored_coefficients": (PTR, PTR, PTR, PTR, U64),
     "setup_fixed_base_mul": (PTR, PTR, U64, PTR, I32, I32),
-    "setup_xyzz_to_affine": (PTR, PTR, U64),
 }
 
 CODE_BYTES = 2  # coefficient codes are uint16 (pipeline/cuda_src/setup/codes.cuh)
-BATCH_INVERSE_THREADS = 1 << 17  # threads of a batch inversion: enough to fill an H200, >= 8 elements each at 2^20
 EVAL_CHUNK = 32  # terms per thread at level 0 of the per-signal sums (field products)
 LEVEL_CHUNK = 64  # partials per thread at the later levels (field additions)
 FIXED_BASE_CHUNK = 1 << 22  # points per fixed-base pass: bounds the XYZZ scratch (0.8 GB on BLS12-381 G1)

@@ -3,4 +3,5 @@
 #include "curve_types.cuh"
 #include "util/scan.cuh"
 #include "msm/pippenger.cuh"
+#include "setup/to_affine.cuh"  // fixed-base tables made affine
 #include "msm/split.cuh"

@@ -2,3 +2,4 @@
 // and the scan are shared with msm_g1 and built there.
 #include "curve_types.cuh"
 #include "msm/pippenger.cuh"
+#include "setup/to_affine.cuh"  // fixed-base tables made affine
