@@ -82,12 +82,15 @@ ADDITIONS_WINDOW_MODEL = (0.0, 2.8)  # the first model: additions only (kept for
 
 
 def plan_msm(n: int, scalar_bits: int, c: int | None = None, cache_bytes: int | None = None,
-             model: tuple[float, float] = BALANCED_WINDOW_MODEL) -> MsmPlan:
+             model: tuple[float, float] = BALANCED_WINDOW_MODEL, shared_buckets: bool = False) -> MsmPlan:
     """Window width minimising the cost ``model`` (spread, bucket_cost; above), among those whose
     per-bucket tables (one uint32 a bucket: counts, offsets, chunk offsets) fit ``cache_bytes`` (the
     device's L2) when given. Past L2 the digits' atomics and every thread's search of the chunk offsets
     go to DRAM: at 2^26 the additions-only choice c = 22 (100 MB a table) took 698 ms (BLS12-381 G1,
-    random) against 594 at c = 20 (27 MB) and 577 at c = 19, same call (bench/NOTES.md, session 8)."""
+    random) against 594 at c = 20 (27 MB) and 577 at c = 19, same call (bench/NOTES.md, session 8).
+    ``shared_buckets``: an MSM over a fixed-base table (``FixedBaseTable``), whose windows share one set of
+    buckets: every window's entries meet in it and its cost is paid once; ``n_windows`` stays the digits'
+    (and the table's), and the reduction runs over one window (``seg_len`` sized for one)."""
     spread, bucket_cost = model
 
     def windows(cc: int) -> int:
@@ -95,41 +98,18 @@ def plan_msm(n: int, scalar_bits: int, c: int | None = None, cache_bytes: int | 
 
     def cost(cc: int) -> float:
         buckets = 1 << (cc - 1)
-        return windows(cc) * (n * (1 + spread / math.sqrt(max(n, 1) / buckets)) + bucket_cost * buckets)
-    if c is None:
+        sets, entries = (1, n * windows(cc)) if shared_buckets else (windows(cc), n)  # bucket sets, entries of each
+        return sets * (entries * (1 + spread / math.sqrt(max(entries, 1) / buckets)) + bucket_cost * buckets)
+    if c is None:  # the digit counters are one a window and bucket either way
         widths = [cc for cc in range(2, 23) if cache_bytes is None or 4 * windows(cc) << (cc - 1) <= cache_bytes]
         c = min(widths or range(2, 23), key=cost)
     nb = 1 << (c - 1)
     w = windows(c)
+    reduced = 1 if shared_buckets else w  # windows the reduction runs over
     seg = 1
-    while seg < nb and w * nb // seg > SEGMENT_THREADS:
+    while seg < nb and reduced * nb // seg > SEGMENT_THREADS:
         seg <<= 1
     return MsmPlan(n, c, w, nb, seg)
-
-
-def plan_fixed_base(n: int, scalar_bits: int, c: int | None = None, cache_bytes: int | None = None,
-                    model: tuple[float, float] = BALANCED_WINDOW_MODEL) -> MsmPlan:
-    """Window width of an MSM over a fixed-base table (``FixedBaseTable``): the windows share one set of
-    2^(c-1) buckets, so the bucket cost is paid once, not once a window; the digit counters (one a
-    window and magnitude, as the plain sort's) must fit ``cache_bytes``. The plan's ``n_windows`` is the
-    digits' (and the table's); the reduction runs over one window (``MsmPlan`` with n_windows 1)."""
-    spread, bucket_cost = model
-
-    def windows(cc: int) -> int:
-        return math.ceil((scalar_bits + 1) / cc)
-
-    def cost(cc: int) -> float:
-        buckets = 1 << (cc - 1)
-        entries = n * windows(cc)
-        return entries * (1 + spread / math.sqrt(max(entries, 1) / buckets)) + bucket_cost * buckets
-    if c is None:
-        widths = [cc for cc in range(2, 23) if cache_bytes is None or 4 * windows(cc) << (cc - 1) <= cache_bytes]
-        c = min(widths or range(2, 23), key=cost)
-    nb = 1 << (c - 1)
-    seg = 1
-    while seg < nb and nb // seg > SEGMENT_THREADS:
-        seg <<= 1
-    return MsmPlan(n, c, windows(c), nb, seg)
 
 
 @dataclass
@@ -641,7 +621,7 @@ class MsmRunner:
 
     # -- fixed bases ---------------------------------------------------------------------------
     def plan_fixed(self, n: int, c: int | None = None) -> MsmPlan:
-        return plan_fixed_base(n, self.curve.fr.bits, c, self.cache_bytes, self.window_model)
+        return plan_msm(n, self.curve.fr.bits, c, self.cache_bytes, self.window_model, shared_buckets=True)
 
     def build_table(self, g2: bool, d_points: int, n: int, c: int | None = None) -> FixedBaseTable:
         """Queue the fixed-base table of ``n`` affine points (pippenger.cuh, fixed bases): window 0 the

@@ -76,3 +76,17 @@ def test_the_balanced_model_plans_every_msm():
             assert msm.plan(1 << log_n, g2) == plan_msm(1 << log_n, BLS12_381.fr.bits, cache_bytes=H200_L2,
                                                         model=BALANCED_WINDOW_MODEL)
     assert msm.scratch_bytes(1 << 22, True) != msm.scratch_bytes(1 << 22, False)
+
+
+@pytest.mark.parametrize("bits", [BLS12_381.fr.bits, BN254.fr.bits])
+@pytest.mark.parametrize("log_n", range(12, 27, 2))
+def test_windows_sharing_one_bucket_set_plan_wider_and_reduce_one_window(bits, log_n):
+    """A fixed-base table (shared_buckets): the bucket cost is paid once, so the width is at least the
+    plain one's (session 22's rows: c = 16-20 against 13-17); the counters (one a window and bucket) still
+    fit L2, and the reduction's segments are sized for one window."""
+    plain = plan_msm(1 << log_n, bits, cache_bytes=H200_L2)
+    shared = plan_msm(1 << log_n, bits, cache_bytes=H200_L2, shared_buckets=True)
+    assert shared.c >= plain.c and table_bytes(shared) <= H200_L2
+    assert shared.n_windows == -(-(bits + 1) // shared.c)
+    assert shared.buckets_per_window // shared.seg_len <= (1 << 16) or shared.seg_len == shared.buckets_per_window
+    assert plan_msm(1 << 24, bits, cache_bytes=H200_L2, shared_buckets=True).c == 20  # call 3's 2^24 tables
