@@ -8,7 +8,7 @@ table (``MsmRunner.build_table`` once, then ``enqueue_fixed``), both with the sc
 memory inside every timed call, random and 80% {0,1} scalars; the table's build time and size beside.
 Medians of 5 CUDA-event timings after a warm-up (3 at 2^24 G2). Random field elements as points (the
 kernels' cost does not depend on the values, bench/common.py); the results are checked in
-tests/gpu/test_msm.py. Writes bench/results/gpu_msm_fixed_base.md.
+tests/gpu/test_msm.py. Writes bench/results/gpu_msm_fixed_base.md and .png.
 """
 from __future__ import annotations
 
@@ -107,6 +107,15 @@ def main() -> None:
     text = ("# MSM over fixed-base tables, against the plain MSM and sppark (same call)\n\n" + __doc__.split("\n\n", 2)[2]
             + f"\nDevice: {device}.\n\n" + table + "\n")
     write_result(args.out, text, show=table)
+    write_plot(Path(args.out))
+
+
+def write_plot(table: Path) -> Path | None:
+    """``<table>.png`` beside the table (bench.plots.plot_beside)."""
+    from bench.plots import plot_beside
+    from bench.plots.kernels import plot_fixed_base
+
+    return plot_beside(table, plot_fixed_base)
 
 
 if __name__ == "__main__":

@@ -301,17 +301,11 @@ def markdown(rows: list[Row], device: str, notes: list[str]) -> str:
 
 
 def write_plot(table: Path) -> Path | None:
-    """``<table>.png`` beside the table (None without matplotlib: ``python3 -m bench.plots`` draws it later)."""
-    try:
-        import matplotlib
-    except ImportError:
-        return None
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    """``<table>.png`` beside the table (bench.plots.plot_beside)."""
+    from bench.plots import plot_beside
     from bench.plots.kernels import plot_vs_sppark
 
-    return plot_vs_sppark(table, table.with_suffix(".png"), plt)
+    return plot_beside(table, plot_vs_sppark)
 
 
 def main() -> None:

@@ -5,7 +5,8 @@
 
 - kernels.py: MSM and NTT time against size, per curve and group, sppark beside ours where a
   table has it (``msm_time_vs_size.png``, ``ntt_time_vs_size.png``), and ours against sppark's
-  from the same call (``kernels_vs_sppark.png``, where bench/kernels_vs_sppark.py wrote its table);
+  from the same call (``kernels_vs_sppark.png``, where bench/kernels_vs_sppark.py wrote its table), and the
+  MSM over fixed-base tables beside the plain one and sppark (``gpu_msm_fixed_base.png``);
 - engine.py: engine throughput against jobs in flight and GPU workers, one plot per engine table
   (``<table>.throughput.png``);
 - timeline.py: stage timelines, one row per worker (``<table>.timeline.png``) from a run's
@@ -19,6 +20,19 @@ from pathlib import Path
 
 from bench.common import REPO, RESULTS, arg_parser
 from pipeline import progress
+
+
+def plot_beside(table: Path, plot) -> Path | None:
+    """``<table>.png`` beside a table just written, drawn by ``plot(table, png, plt)`` (one of kernels.py's);
+    None without matplotlib (``python3 -m bench.plots`` draws it later)."""
+    try:
+        import matplotlib
+    except ImportError:
+        return None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plot(table, table.with_suffix(".png"), plt)
 
 
 def make_all(out: Path) -> list[Path]:
@@ -37,6 +51,8 @@ def make_all(out: Path) -> list[Path]:
         written += [kernels.plot_msm(out, plt), kernels.plot_ntt(out, plt)]
         if (vs_sppark := RESULTS / "kernels_vs_sppark.md").exists():
             written.append(kernels.plot_vs_sppark(vs_sppark, out / "kernels_vs_sppark.png", plt))
+        if (fixed := RESULTS / "gpu_msm_fixed_base.md").exists():
+            written.append(kernels.plot_fixed_base(fixed, out / "gpu_msm_fixed_base.png", plt))
         bar.update(2)
         for table in tables:
             written.append(engine.plot_throughput(table, out, plt))

@@ -34,7 +34,8 @@ def msm_rows() -> dict[tuple[str, str, str], dict[int, float]]:
     series: dict[tuple[str, str, str], dict[int, float]] = {}
     for path in [RESULTS / "gpu_msm.md", *sorted(RESULTS.glob("gpu_msm_*.md"))]:
         for row in read_tables(path)[0]:
-            if row.get("group") in ("G1", "G2"):  # gpu_msm_overlap_*.md times five MSMs together: no group
+            # gpu_msm_overlap_*.md times five MSMs together (no group); gpu_msm_fixed_base.md has its own plot
+            if row.get("group") in ("G1", "G2") and "ms" in row:
                 points = series.setdefault((row["curve"], row["group"], row["scalars"]), {})
                 points.setdefault(log2_size(row["n"]), number(row["ms"]))
     return series
@@ -116,6 +117,39 @@ def table_series(rows: list[dict[str, str]], label, column: str) -> dict[str, li
     return {name: sorted(points.items()) for name, points in series.items()}
 
 
+def _finish_panel(ax, rows: list[dict[str, str]], title: str) -> None:
+    """Ticks at the rows' sizes, the title, the log scale and the legend."""
+    _log2_ticks(ax, {log2_size(r["n"]) for r in rows})
+    _axes_style(ax, title)
+
+
+def _save_titled(fig, table: Path, out: Path, plt) -> Path:
+    """The figure under its table's heading, to ``out``."""
+    fig.suptitle(table.read_text().splitlines()[0].removeprefix("# "))
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
+FIXED_BASE_COLUMNS = {"plain ms": ("o-", "C0", "zkpipe, plain"), "fixed-base table ms": ("s--", "C2", "zkpipe, fixed-base table"),
+                      "sppark ms": ("*", "black", "sppark (same call)")}
+
+
+def plot_fixed_base(table: Path, out: Path, plt) -> Path:
+    """bench/gpu_msm_fixed_base.py's table: plain, fixed-base table and sppark against size, a panel per
+    curve and group, random scalars (the cells' first numbers: "127.60 (c = 20, 13 windows)")."""
+    rows = [r for t in read_tables(table) for r in t if "fixed-base table ms" in r and r["scalars"] == "random"]
+    panels = list(dict.fromkeys((r["curve"], r["group"]) for r in rows))
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.5 * len(panels), 4.2), layout="constrained", squeeze=False)
+    for ax, (curve, group) in zip(axes[0], panels):
+        mine = [r for r in rows if (r["curve"], r["group"]) == (curve, group)]
+        for column, (style, color, label) in FIXED_BASE_COLUMNS.items():
+            points = sorted((log2_size(r["n"]), number(r[column])) for r in mine if number(r[column]) is not None)
+            ax.plot(*zip(*points), style, color=color, label=label, markersize=11 if style == "*" else 6)
+        _finish_panel(ax, mine, f"{curve} {group} MSM, random scalars")
+    return _save_titled(fig, table, out, plt)
+
+
 def plot_vs_sppark(table: Path, out: Path, plt) -> Path:
     """A bench/kernels_vs_sppark.py table: ours as lines, sppark's rows they are compared with as black
     markers, a row of panels per curve (G1 MSM, G2 MSM, Fr NTT and H)."""
@@ -136,9 +170,5 @@ def plot_vs_sppark(table: Path, out: Path, plt) -> Path:
             for i, (label, points) in enumerate(table_series(mine, lambda r: r["sppark row"], "sppark ms").items()):
                 ax.plot(*zip(*points), **{**SPPARK_STYLE, "marker": SPPARK_MARKERS[i % len(SPPARK_MARKERS)],
                                           "label": f"sppark {label}"})
-            _log2_ticks(ax, {log2_size(r["n"]) for r in mine})
-            _axes_style(ax, f"{curve} {title}")
-    fig.suptitle(table.read_text().splitlines()[0].removeprefix("# "))
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
+            _finish_panel(ax, mine, f"{curve} {title}")
+    return _save_titled(fig, table, out, plt)
