@@ -447,26 +447,31 @@ class MsmRunner:
         fb = min(plan.c - 1, 31 - pb, self.max_bin_bits)
         return (pb, fb) if binned and fb >= 0 else None
 
-    def _sort_digits(self, plan: MsmPlan, d_scalars: int, n: int, d_point_index: int, d_counts, d_offsets):
+    def _sort_digits(self, plan: MsmPlan, d_scalars: int, n: int, d_point_index: int, d_counts, d_offsets,
+                     table_stride: int = 0):
         """Steps 1-3: the bucket counts, their offsets (``d_offsets``, total at [n_buckets]) and the
         entries (point index, sign in bit 31) grouped by bucket, returned as a new buffer. Binned
         (pippenger.cuh, msm_bin_digits: two passes whose writes stay near each other) where
-        ``bin_bits`` allows, else ranks and one scatter (msm_scatter_digits)."""
+        ``bin_bits`` allows, else ranks and one scatter (msm_scatter_digits). ``table_stride``: the keys
+        and entries of a fixed-base table of that many points a window (``enqueue_fixed``; ranks and
+        the scatter only)."""
         alloc, nb, s = self.allocator, plan.n_buckets, self.stream
         entries_bound = n * plan.n_windows  # at most one nonzero digit per scalar and window
-        bits = self.bin_bits(n, plan)
+        bits = None if table_stride else self.bin_bits(n, plan)
         # the scatter reads each digit's rank within its bucket; the binned sort places by cursors instead
         d_ranks = alloc.alloc(4 * entries_bound, "msm digit ranks") if bits is None else None
         try:
             d_counts.memset32(0, s)
             self._launch("msm_count_digits", n, DIGIT_BLOCK, (d_scalars, n, plan.c, plan.n_windows, d_counts.ptr,
-                                                              d_ranks.ptr if d_ranks is not None else 0))
+                                                              d_ranks.ptr if d_ranks is not None else 0,
+                                                              int(table_stride > 0)))
             self.exclusive_scan(d_counts.ptr, nb, d_offsets.ptr)
             self._mark("count digits")
             if bits is None:
                 d_entries = self._new_entries(entries_bound, lambda d: self._launch(
                     "msm_scatter_digits", n, DIGIT_BLOCK,
-                    (d_scalars, n, plan.c, plan.n_windows, d_offsets.ptr, d_ranks.ptr, d, d_point_index)))
+                    (d_scalars, n, plan.c, plan.n_windows, d_offsets.ptr, d_ranks.ptr, d, d_point_index,
+                     table_stride)))
                 self._mark("scatter digits")
                 return d_entries
         finally:
@@ -650,8 +655,8 @@ class MsmRunner:
 
     def enqueue_fixed(self, table: FixedBaseTable, d_scalars: int, n: int, d_out: int, d_point_index: int = 0) -> None:
         """Queue sum scalars[i] P_(index[i] or i) over ``table`` into ``d_out`` (XYZZ): the digits sorted by
-        magnitude across the windows (msm_count_digits_table, msm_scatter_digits_table), every W-th offset
-        a bucket's (msm_every_kth), then the bucket sums and one window's reduction as ``enqueue``'s."""
+        magnitude across the windows (``_sort_digits`` with the table's stride), every W-th offset a bucket's
+        (msm_every_kth), then the bucket sums and one window's reduction as ``enqueue``'s."""
         g2, plan = table.g2, table.plan
         if n == 0:
             check_memset_zero(d_out, self.xyzz_bytes(g2), self.stream)
@@ -659,21 +664,13 @@ class MsmRunner:
         if n > table.n and not d_point_index:
             raise ValueError(f"{n} scalars for a table of {table.n} points")
         alloc, W, half = self.allocator, plan.n_windows, plan.buckets_per_window
-        keys, entries_bound = W * half, n * W
+        entries_bound = n * W
         self._mark("start")
-        with alloc.alloc(4 * (keys + 1), "msm table offsets") as d_offsets, \
+        with alloc.alloc(4 * (plan.n_buckets + 1), "msm table offsets") as d_offsets, \
                 alloc.alloc(4 * (half + 1), "msm table bucket offsets") as d_bucket_off:
-            with alloc.alloc(4 * keys, "msm bucket counts") as d_counts, \
-                    alloc.alloc(4 * entries_bound, "msm digit ranks") as d_ranks:
-                d_counts.memset32(0, self.stream)
-                self._launch("msm_count_digits_table", n, DIGIT_BLOCK,
-                             (d_scalars, n, plan.c, W, d_counts.ptr, d_ranks.ptr))
-                self.exclusive_scan(d_counts.ptr, keys, d_offsets.ptr)
-                d_entries = self._new_entries(entries_bound, lambda d: self._launch(
-                    "msm_scatter_digits_table", n, DIGIT_BLOCK,
-                    (d_scalars, n, plan.c, W, d_offsets.ptr, d_ranks.ptr, d, d_point_index, table.n)))
+            with alloc.alloc(4 * plan.n_buckets, "msm bucket counts") as d_counts:
+                d_entries = self._sort_digits(plan, d_scalars, n, d_point_index, d_counts, d_offsets, table.n)
             self._launch("msm_every_kth", half + 1, SCAN_THREADS, (d_bucket_off.ptr, d_offsets.ptr, half + 1, W))
-            self._mark("sort digits")
             try:
                 d_partials, d_chunk_off = self._bucket_sums(g2, table.d_table.ptr, d_entries, d_bucket_off, half,
                                                             entries_bound, entries_bound,

@@ -86,21 +86,29 @@ __device__ __forceinline__ void msm_each_digit(const uint32_t* __restrict__ d_sc
     }
 }
 
+// Window w's bucket key -> its fixed-base key.
+__device__ __forceinline__ uint32_t table_key(uint32_t key, int w, int c, int n_windows) {
+    return key == MSM_NO_BUCKET ? key : (key - ((uint32_t)w << (c - 1))) * (uint32_t)n_windows + (uint32_t)w;
+}
+
 // d_ranks[w n + i]: the rank of scalar i's digit of window w in its bucket (unset for zero digits); a
-// null d_ranks: the counts only (the binned sort below).
+// null d_ranks: the counts only (the binned sort below). `table`: the fixed-base keys (table_key).
 __global__ void msm_count_digits(const uint32_t* __restrict__ d_scalars, uint32_t n, int c, int n_windows,
-                                 uint32_t* __restrict__ d_counts, uint32_t* __restrict__ d_ranks) {
+                                 uint32_t* __restrict__ d_counts, uint32_t* __restrict__ d_ranks, int table) {
     msm_each_digit(d_scalars, n, c, n_windows, [&](uint32_t i, int w, uint32_t key, bool) {
+        if (table) key = table_key(key, w, c, n_windows);
         const uint32_t rank = warp_aggregated_inc(d_counts, key);
         if (key != MSM_NO_BUCKET && d_ranks != nullptr) d_ranks[(size_t)w * n + i] = rank;  // key set: i < n
     });
 }
 
 // d_point_index (may be null): the point of scalar i is d_point_index[i] (a tail MSM over the
-// "other" scalars of a split witness); null: point i.
+// "other" scalars of a split witness); null: point i. table_stride > 0: a fixed-base table's keys
+// (table_key) and entries, point w table_stride + (d_point_index[i] or i) (the host keeps it below 2^31).
 __global__ void msm_scatter_digits(const uint32_t* __restrict__ d_scalars, uint32_t n, int c, int n_windows,
                                    const uint32_t* __restrict__ d_offsets, const uint32_t* __restrict__ d_ranks,
-                                   uint32_t* __restrict__ d_entries, const uint32_t* __restrict__ d_point_index) {
+                                   uint32_t* __restrict__ d_entries, const uint32_t* __restrict__ d_point_index,
+                                   uint32_t table_stride) {
     for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
         uint32_t s[8];
 #pragma unroll
@@ -109,9 +117,11 @@ __global__ void msm_scatter_digits(const uint32_t* __restrict__ d_scalars, uint3
         uint32_t carry = 0;
         for (int w = 0; w < n_windows; w++) {
             bool neg;
-            const uint32_t key = signed_digit_key(s, w, c, &carry, &neg);
+            uint32_t key = signed_digit_key(s, w, c, &carry, &neg);
+            if (table_stride) key = table_key(key, w, c, n_windows);
             if (key != MSM_NO_BUCKET)
-                d_entries[d_offsets[key] + d_ranks[(size_t)w * n + i]] = point | (neg ? MSM_NEG_BIT : 0u);
+                d_entries[d_offsets[key] + d_ranks[(size_t)w * n + i]] =
+                    ((uint32_t)w * table_stride + point) | (neg ? MSM_NEG_BIT : 0u);
         }
     }
 }
@@ -419,43 +429,9 @@ __global__ void msm_combine_windows_batch(typename xyzz_t<F>::mem_t* out0, typen
 // the digit d of window w of scalar i adds sign(d) T[w stride + i] to bucket |d|. The additions at level 0
 // are the same n W; the partial sums, running sums and window combination run once, not once a window.
 // The keys are magnitude-major, (|d| - 1) W + w, so the entries of one magnitude lie together across the
-// windows (as many counters as the plain sort's), and msm_every_kth takes every W-th offset as a bucket's.
+// windows (as many counters as the plain sort's; msm_count_digits and msm_scatter_digits with their table
+// arguments), and msm_every_kth takes every W-th offset as a bucket's.
 
-// Window w's bucket key -> its fixed-base key.
-__device__ __forceinline__ uint32_t table_key(uint32_t key, int w, int c, int n_windows) {
-    return key == MSM_NO_BUCKET ? key : (key - ((uint32_t)w << (c - 1))) * (uint32_t)n_windows + (uint32_t)w;
-}
-
-__global__ void msm_count_digits_table(const uint32_t* __restrict__ d_scalars, uint32_t n, int c, int n_windows,
-                                       uint32_t* __restrict__ d_counts, uint32_t* __restrict__ d_ranks) {
-    msm_each_digit(d_scalars, n, c, n_windows, [&](uint32_t i, int w, uint32_t key, bool) {
-        key = table_key(key, w, c, n_windows);
-        const uint32_t rank = warp_aggregated_inc(d_counts, key);
-        if (key != MSM_NO_BUCKET) d_ranks[(size_t)w * n + i] = rank;
-    });
-}
-
-// The entry of scalar i's digit of window w: table point w stride + (d_point_index[i] or i), sign in bit 31
-// (the host keeps W stride below 2^31).
-__global__ void msm_scatter_digits_table(const uint32_t* __restrict__ d_scalars, uint32_t n, int c, int n_windows,
-                                         const uint32_t* __restrict__ d_offsets, const uint32_t* __restrict__ d_ranks,
-                                         uint32_t* __restrict__ d_entries, const uint32_t* __restrict__ d_point_index,
-                                         uint32_t stride) {
-    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-        uint32_t s[8];
-#pragma unroll
-        for (int k = 0; k < 8; k++) s[k] = d_scalars[8ull * i + k];
-        const uint32_t point = d_point_index != nullptr ? d_point_index[i] : i;
-        uint32_t carry = 0;
-        for (int w = 0; w < n_windows; w++) {
-            bool neg;
-            const uint32_t key = table_key(signed_digit_key(s, w, c, &carry, &neg), w, c, n_windows);
-            if (key != MSM_NO_BUCKET)
-                d_entries[d_offsets[key] + d_ranks[(size_t)w * n + i]] =
-                    ((uint32_t)w * stride + point) | (neg ? MSM_NEG_BIT : 0u);
-        }
-    }
-}
 
 // d_out[m] = d_in[m k], m < count.
 __global__ void msm_every_kth(uint32_t* __restrict__ d_out, const uint32_t* __restrict__ d_in, uint32_t count,
