@@ -87,7 +87,8 @@ def profile_text(backend, key, witness, shape, runs: int = 20, top: int = 30) ->
 
 
 def bench(curve, log_n: int, profiles: dict[str, str] | None = None, batched_windows: bool = False,
-          shared_sort: bool = False, window_model: tuple[float, float] | None = None) -> list[list]:
+          shared_sort: bool = False, window_model: tuple[float, float] | None = None,
+          fixed_base: bool = False) -> list[list]:
     t1 = time.perf_counter()
     zkey = random_key(curve, log_n, np.random.default_rng(log_n))
     t2 = time.perf_counter()
@@ -113,10 +114,25 @@ def bench(curve, log_n: int, profiles: dict[str, str] | None = None, batched_win
         others.append(("shared", flip, "one sort for A, B1, B2, C" if flip else "a sort per MSM"))
     if window_model is not None:  # the MSMs' window widths by another cost model (msm.plan_msm)
         others.append(("model", window_model, f"window model {window_model[0]:g}, {window_model[1]:g}"))
+    if fixed_base:  # last: the key reloaded with the tables place_key gives it under the whole budget
+        others.append(("tables", True, "fixed-base tables"))
     for option, value, says in others:
         cases += [(f"{label}, {says}", bits, split, {option: value}) for label, bits, split in base if split or not bits]
+    load_s = t3 - t2
     for label, bits, split, flipped in cases:
         settings = {**defaults, **flipped}
+        if settings.get("tables") and not key.tables:
+            backend.unload_key(key)
+            backend.fixed_base = True
+            t4 = time.perf_counter()
+            placement = backend.place_key(zkey, backend.memory_budget_bytes())
+            key = backend.load_key(zkey, placement)
+            backend.stream.synchronize()
+            load_s = time.perf_counter() - t4
+            print(f"  tables for {placement.fixed_base}: key {placement.device_bytes / 1e9:.1f} GB, "
+                  f"loaded in {load_s:.1f} s", flush=True)
+        if settings.get("tables"):
+            label = label.replace("fixed-base tables", f"tables of {'+'.join(key.tables) or 'none'}")
         witness = bit_heavy(np.random.default_rng(log_n + int(100 * bits)), random_witness, bits)
         witness[0] = [1, 0, 0, 0]
         # staged in page-locked memory, as the engine's prep_msm stage hands it to the GPU stage
@@ -137,7 +153,7 @@ def bench(curve, log_n: int, profiles: dict[str, str] | None = None, batched_win
                      f"{med['h_ms']:.1f}",
                      f"{med['msm_a_ms']:.0f}", f"{med['msm_b1_ms']:.0f}", f"{med['msm_b2_ms']:.0f}",
                      f"{med['msm_c_ms']:.0f}", f"{med['msm_h_ms']:.0f}", f"{med.get('msm_combine_ms', 0.0):.2f}",
-                     f"{(t3 - t2):.2f}"])
+                     f"{load_s:.2f}"])
         print(rows[-1], flush=True)
         if profiles is not None and label == "random":
             profiles[f"{curve.name} 2^{log_n}, {label} witness"] = profile_text(backend, key, witness, shape)
@@ -160,6 +176,9 @@ def main() -> None:
                              "default's (random, 80%% split, 95%% split)")
     parser.add_argument("--shared-sort", action="store_true",
                         help="the same rows with CudaOptions.msm_shared_sort the other way")
+    parser.add_argument("--fixed-base", action="store_true",
+                        help="the same rows once more with the key reloaded with the fixed-base tables place_key "
+                             "gives it under the whole budget (CudaOptions.msm_fixed_base)")
     parser.add_argument("--window-model", type=lambda v: tuple(float(x) for x in v.split(",")), default=None,
                         metavar="SPREAD,BUCKET_COST",
                         help="the same rows with the MSMs' windows planned by this cost model (e.g. 2.2,6.5, the "
@@ -171,7 +190,8 @@ def main() -> None:
     rows = []
     for log_n in sizes:
         for curve in (c for c in CURVES if c.name in args.curves):
-            rows += bench(curve, log_n, profiles, args.batched_windows, args.shared_sort, args.window_model)
+            rows += bench(curve, log_n, profiles, args.batched_windows, args.shared_sort, args.window_model,
+                          args.fixed_base)
             write_table(sizes, header, rows, profiles)  # after every curve: a time limit keeps the rows so far
 
 

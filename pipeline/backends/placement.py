@@ -43,11 +43,18 @@ class KeyPlacement:
     # points into one MSM's bucket sums (CudaOptions.stream_h "prologue"); False: once per pass, in
     # the pass's chunks, an MSM of its own per chunk and partition ("chunks").
     h_per_partition: bool = False
+    # Resident sections whose points the device keeps as a fixed-base table (2^(c w) P for every window w:
+    # msm.FixedBaseTable), counted in ``device_bytes``; the backend drops them back to plain points when the
+    # budget gets tight (``Backend.drop_fixed_bases``).
+    fixed_base: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         unknown = set(self.resident) - set(SECTIONS)
         if unknown:
             raise ValueError(f"unknown key sections {sorted(unknown)}; sections are {SECTIONS}")
+        if not set(self.fixed_base) <= set(self.resident):
+            raise ValueError(f"fixed-base tables {sorted(self.fixed_base)} for sections not all resident "
+                             f"({sorted(self.resident)})")
         if any(s in WITNESS_SECTIONS for s in self.streamed) and self.chunk_signals <= 0:
             raise ValueError("a placement that streams witness sections needs chunk_signals > 0")
         if "h" in self.streamed and self.chunk_h <= 0:

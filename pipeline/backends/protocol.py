@@ -158,12 +158,20 @@ class Backend(abc.ABC):
         prove``). Returns where each kernel unit came from ({} for none). Idempotent."""
         return {}
 
-    def place_key(self, zkey: Groth16Zkey, budget_bytes: int | None) -> KeyPlacement:
+    def place_key(self, zkey: Groth16Zkey, budget_bytes: int | None, room_bytes: int | None = None) -> KeyPlacement:
         """Where ``load_key`` would keep the key's points on a device with ``budget_bytes`` of
         memory (None: unbounded) so that a partition's scratch fits next to it: every section
-        resident when it fits, else some streamed from host memory (``placement.py``). The
-        default: everything resident, ``key_device_bytes(zkey)`` bytes."""
+        resident when it fits, else some streamed from host memory (``placement.py``). What only
+        speeds a key up (fixed-base tables, ``KeyPlacement.fixed_base``) is taken only where it fits
+        ``room_bytes`` too (the budget no other key holds; None: ``budget_bytes``). The default:
+        everything resident, ``key_device_bytes(zkey)`` bytes."""
         return KeyPlacement(device_bytes=self.key_device_bytes(zkey))
+
+    def drop_fixed_bases(self, key: Any) -> KeyPlacement:
+        """The key's fixed-base tables freed, its sections back to plain points; returns its placement
+        now (fewer ``device_bytes``). Only for a key whose placement has some (``place_key``); the
+        caller guarantees no work on the key is running."""
+        raise NotImplementedError(f"backend {self.name!r} keeps no fixed-base tables")
 
     @abc.abstractmethod
     def load_key(self, zkey: Groth16Zkey, placement: KeyPlacement | None = None) -> Any:

@@ -25,6 +25,10 @@ class ByteBudget:
         self.peak = 0
         self._waiters: collections.deque[tuple[int, asyncio.Future]] = collections.deque()
 
+    def available(self) -> int | None:
+        """Bytes not in use (None: unbounded)."""
+        return None if self.capacity is None else max(0, self.capacity - self.used)
+
     def _fits(self, n: int) -> bool:
         return self.capacity is None or self.used + n <= self.capacity
 

@@ -116,6 +116,7 @@ def placement_layout(placement: KeyPlacement) -> dict:
               "csr": "streamed" if placement.csr_chunk_bytes else "resident"}
     if "h" in placement.streamed:
         layout["h_points"] = "per partition" if placement.h_in_prologues else "per pass"
+    layout["fixed_base_sections"] = list(placement.fixed_base)
     return layout
 
 
@@ -180,6 +181,7 @@ class KeyStore:
         self._g2_executor = g2_executor
         self.loads = 0
         self.evictions = 0
+        self.fixed_base_drops = 0  # copies that gave up their tables for room
 
     # -- registration ----------------------------------------------------------------------
     def register(self, spec: KeySpec) -> None:
@@ -303,7 +305,8 @@ class KeyStore:
         handle = entry.device_handles.get(device.index)
         if handle is not None:
             return handle
-        placement = await run(device.place_key, host.zkey)  # all resident, or some sections streamed
+        # all resident, or some sections streamed; fixed-base tables only in the room no other copy holds
+        placement = await run(device.place_key, host.zkey, device.vram.available())
         needed = await self._reserve_vram(key_id, device, placement.device_bytes, run)
         try:
             handle = await run(device.backend.load_key, host.zkey, placement)
@@ -322,7 +325,7 @@ class KeyStore:
         entry = self._entry(key_id)
         if device.index in entry.device_handles:
             raise KeyInUse(f"key {key_id!r} already has a copy on device {device.index}")
-        placement = await run(device.place_key, host.zkey)
+        placement = await run(device.place_key, host.zkey, 0)  # the copy offered has no fixed-base tables
         if placement.mode != "resident":
             raise BudgetTooSmall(f"device {device.index}: key {key_id!r} fits its VRAM budget only {placement.mode}, "
                                  f"not as the resident copy offered; preload it instead (its backend streams the rest)")
@@ -341,7 +344,9 @@ class KeyStore:
         return needed
 
     async def make_device_room(self, device: Device, needed: int, keep: str, run: Runner) -> None:
-        """Evict other keys' copies on ``device`` (idle keys first, then LRU) until ``needed`` fits."""
+        """Make ``needed`` bytes fit on ``device``: other keys' copies first give up their fixed-base
+        tables (back to plain points, ``Backend.drop_fixed_bases``), then are evicted; idle keys first,
+        then least recently used."""
         vram = device.vram
         if vram.capacity is None:
             return
@@ -350,7 +355,26 @@ class KeyStore:
         for victim in resident:
             if vram.used + needed <= vram.capacity:
                 return
+            await self.drop_fixed_bases(victim.spec.key_id, device, run)
+        for victim in resident:
+            if vram.used + needed <= vram.capacity:
+                return
             await self.unload_from_device(victim.spec.key_id, device, run)
+
+    async def drop_fixed_bases(self, key_id: str, device: Device, run: Runner) -> bool:
+        """The key's copy on ``device`` without its fixed-base tables (under the device's lock); its
+        budget shrinks by what they held. False where it has none."""
+        entry = self._entry(key_id)
+        placement = entry.device_placement.get(device.index)
+        if placement is None or not placement.fixed_base:
+            return False
+        smaller = await run(device.backend.drop_fixed_bases, entry.device_handles[device.index])
+        freed = entry.device_bytes[device.index] - smaller.device_bytes
+        entry.device_placement[device.index] = smaller
+        entry.device_bytes[device.index] = smaller.device_bytes
+        device.vram.release(freed)
+        self.fixed_base_drops += 1
+        return True
 
     async def unload_from_device(self, key_id: str, device: Device, run: Runner) -> bool:
         """Free the key's copy on ``device`` (under the device's lock)."""
@@ -390,4 +414,4 @@ class KeyStore:
                             "layout": {str(d): placement_layout(p) for d, p in sorted(e.device_placement.items())},
                             "prepared": e.host.prepared if e.host else None}  # keycache: from the cache? how long
         return {"keys": keys, "host_budget": self.host_budget.snapshot(), "loads": self.loads,
-                "evictions": self.evictions}
+                "evictions": self.evictions, "fixed_base_drops": self.fixed_base_drops}

@@ -17,7 +17,7 @@ class StreamingCpuBackend(CpuBackend):
     """The CPU reference with every key placed as a device too small for it would place it: all
     points streamed in chunks that divide nothing (the reference walk of a streamed pass)."""
 
-    def place_key(self, zkey, budget_bytes):
+    def place_key(self, zkey, budget_bytes, room_bytes=None):
         return KeyPlacement((), chunk_signals=37, chunk_h=61, device_bytes=0)
 
 
@@ -37,7 +37,8 @@ async def test_partitions_of_a_streamed_key_share_passes_and_their_proofs_verify
     assert status["keys"]["keys"]["chain"]["placement"] == {"0": "streamed"}
     assert status["keys"]["keys"]["chain"]["layout"] == {"0": {"resident_sections": [], "csr": "resident",
                                                               "h_points": "per pass",
-                                                              "streamed_sections": ["a", "b1", "b2", "c", "h"]}}
+                                                              "streamed_sections": ["a", "b1", "b2", "c", "h"],
+                                                              "fixed_base_sections": []}}
 
 
 def batching_engine(backend, capacity: int, **overrides) -> Engine:

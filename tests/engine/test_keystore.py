@@ -127,7 +127,8 @@ async def test_a_device_copy_made_outside_the_store_is_adopted_without_a_load(fa
         assert status["devices"][0]["vram"]["used_bytes"] == 1000
         assert status["keys"]["keys"]["mem"]["placement"] == {"0": "resident"}
         assert status["keys"]["keys"]["mem"]["layout"]["0"] == {"resident_sections": ["a", "b1", "b2", "c", "h"],
-                                                                "streamed_sections": [], "csr": "resident"}
+                                                                "streamed_sections": [], "csr": "resident",
+                                                                "fixed_base_sections": []}
     assert backend.loaded == 0 and allocator.used == 0
 
 
@@ -136,10 +137,71 @@ async def test_a_resident_copy_is_refused_where_the_key_must_stream(fake_device)
     from pipeline.formats.zkey import read_zkey
 
     allocator, backend = fake_device
-    backend.place_key = lambda zkey, budget: KeyPlacement(resident=(), chunk_signals=64, chunk_h=64, device_bytes=10)
+    backend.place_key = lambda zkey, budget, room=None: KeyPlacement(resident=(), chunk_signals=64, chunk_h=64,
+                                                                     device_bytes=10)
     zkey = read_zkey(key_files(*A)["zkey_path"])
     async with engine_with(backend) as engine:
         engine.register_key("mem", zkey=zkey)
         with pytest.raises(BudgetTooSmall, match="only streamed, not as the resident copy offered; preload it"):
             await engine.adopt_device_key("mem", object())
         assert engine.status()["devices"][0]["vram"]["used_bytes"] == 0
+
+
+class TableBackend:
+    """A FakeBackend whose keys take a fixed-base table of ``table`` bytes where ``place_key``'s room has it."""
+
+    @staticmethod
+    def make(allocator, table: int):
+        from pipeline.backends.placement import KeyPlacement
+        from tests.engine.conftest import FakeBackend
+
+        class Backend(FakeBackend):
+            def place_key(self, zkey, budget_bytes, room_bytes=None):
+                room = budget_bytes if room_bytes is None else room_bytes
+                with_table = room is not None and self.key_bytes + table + self.scratch <= room
+                return KeyPlacement(device_bytes=self.key_bytes + (table if with_table else 0),
+                                    fixed_base=("h",) if with_table else ())
+
+            def load_key(self, zkey, placement=None):
+                key = super().load_key(zkey, placement)
+                key.tables = table if placement is not None and placement.fixed_base else 0
+                self.allocator.alloc(key.tables)
+                return key
+
+            def unload_key(self, key) -> None:
+                self.allocator.free(key.tables)
+                super().unload_key(key)
+
+            def drop_fixed_bases(self, key):
+                self.allocator.free(key.tables)
+                key.tables = 0
+                self.dropped += 1
+                return KeyPlacement(device_bytes=self.key_bytes)
+
+        backend = Backend(allocator, key_bytes=1000, scratch=500)
+        backend.dropped = 0
+        return backend
+
+
+async def test_a_key_takes_tables_only_in_free_room_and_gives_them_up_before_another_key_is_evicted():
+    from tests.engine.conftest import FakeDeviceAllocator
+
+    allocator = FakeDeviceAllocator(3000)
+    backend = TableBackend.make(allocator, table=800)
+    async with engine_with(backend, vram_budget_bytes=3000) as engine:
+        engine.register_key("a", **key_files(*A))
+        engine.register_key("b", **key_files(*B))
+        await (await engine.submit("a", [wtns(*A)])).result()
+        keys = engine.status()["keys"]
+        assert keys["keys"]["a"]["layout"]["0"]["fixed_base_sections"] == ["h"]  # 1000 + 800 + 500 fit 3000
+        # b's copy: only 1200 bytes are free, so no table; its partition's scratch then needs a's table back
+        await (await engine.submit("b", [wtns(*B)])).result()
+        status = engine.status()
+        keys = status["keys"]
+        assert keys["keys"]["b"]["layout"]["0"]["fixed_base_sections"] == []
+        assert keys["keys"]["a"]["layout"]["0"]["fixed_base_sections"] == []
+        assert keys["fixed_base_drops"] == 1 and backend.dropped == 1 and keys["evictions"] == 0
+        assert keys["keys"]["a"]["devices"] == [0] and keys["keys"]["b"]["devices"] == [0]
+        assert status["devices"][0]["vram"]["used_bytes"] == 2000 and allocator.used == 2000
+        await (await engine.submit("a", [wtns(*A)])).result()  # a proves on without its table
+    assert allocator.ooms == 0 and allocator.used == 0

@@ -121,3 +121,25 @@ def test_a_development_key_adopted_from_the_setup_proves_through_the_engine_with
     assert not verify(vk, (p.public_signals[0] + 1,) + tuple(p.public_signals[1:]), p.pi_a, p.pi_b, p.pi_c)
     assert status["keys"]["loads"] == 1  # the host level only: the device copy was adopted, not uploaded
     assert status["devices"][0]["vram"]["used_bytes"] > 0
+
+
+@pytest.mark.parametrize("curve", ["bn128", "bls12381"])
+def test_a_key_with_fixed_base_tables_proves_verifying_partitions_through_the_engine(cuda_backend, curve):
+    """CudaOptions.msm_fixed_base: the key store places a small key with every section's table (its VRAM
+    budget has the room), the status says so, and the partitions' proofs verify."""
+    from pipeline.backends.cuda.fixed_base import FIXED_BASE_ORDER
+    from pipeline.backends.cuda.options import CudaOptions
+
+    async def run():
+        folder = fixture_dir(curve, "chain_2e10")
+        config = EngineConfig(backend="cuda", gpu_workers_per_device=2, verify_proofs=False,
+                              cuda=CudaOptions(msm_fixed_base=True))
+        async with Engine(config) as engine:
+            engine.register_key("k", zkey_path=folder / "circuit_final.zkey")
+            job = await engine.submit("k", [str(folder / "witness.wtns")] * 3)
+            return await job.result(), engine.status()
+
+    proofs, status = asyncio.run(run())
+    assert_verify(curve, proofs)
+    layout = status["keys"]["keys"]["k"]["layout"]["0"]
+    assert layout["fixed_base_sections"] == list(FIXED_BASE_ORDER) and status["keys"]["fixed_base_drops"] == 0

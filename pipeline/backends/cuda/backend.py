@@ -12,6 +12,7 @@ holds the GPU lock until the work has completed).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 import weakref
 from dataclasses import dataclass, field
@@ -38,9 +39,10 @@ from .streams import Event, Stream
 from .spmv_long import long_rows_bytes_bound
 from .split import DeviceSplit, enqueue_split, split_scratch_bytes, split_worth_it
 from .device_key import CudaKey, CurveRuntime, load_device_key, unload_device_key
+from .fixed_base import choose_fixed_bases, plain_points, table_build_bytes, table_extra_bytes
 from .staged_upload import staged_upload
 from .witness_prefetch import WitnessPrefetches
-from .streamed import CudaStreamedPass, pass_scratch_bytes, place_streamed, prologue_scratch_bytes
+from .streamed import CudaStreamedPass, pass_scratch_bytes, place_streamed, prologue_scratch_bytes, witness_bytes
 from .work import MSM_SLOTS, CudaPartitionWork, PhaseEvents, PinnedResultPool, results_bytes
 
 
@@ -140,6 +142,7 @@ class CudaBackend(Backend):
         self.spmv_long_rows = options.spmv_long_rows  # likewise (read at key load)
         self.batched_window_combination = options.msm_batched_window_combination  # likewise
         self.prefetches_witness = options.witness_prefetch  # Backend.prefetch_witness offered (the engine asks)
+        self.fixed_base = options.msm_fixed_base  # likewise (read when a key is placed)
         self._prefetches: WitnessPrefetches | None = None  # made on first use (its copy stream)
         self._coeff_tables: dict[int, tuple[weakref.ref, CoefficientTable | None]] = {}  # by id(zkey)
 
@@ -186,19 +189,52 @@ class CudaBackend(Backend):
         rt.ntt.ensure_twiddles(log_domain)
         return {unit: built.origin for unit, built in rt.kernels.built.items()}
     # -- the key ---------------------------------------------------------------------------------
-    def place_key(self, zkey: Groth16Zkey, budget_bytes: int | None) -> KeyPlacement:
-        """Every section resident when key + one partition's scratch fit ``budget_bytes``; else the
-        hot sections that fit, the others streamed (streamed.py)."""
+    def place_key(self, zkey: Groth16Zkey, budget_bytes: int | None, room_bytes: int | None = None) -> KeyPlacement:
+        """Every section resident when key + one partition's scratch fit ``budget_bytes``, with the
+        fixed-base tables (``fixed_base``) that fit ``room_bytes`` too (``_with_fixed_bases``); else the hot
+        sections that fit, the others streamed (streamed.py)."""
         full = self.key_device_bytes(zkey)
-        if budget_bytes is None:
+        if budget_bytes is None and room_bytes is None:
             return KeyPlacement(device_bytes=full)
         msm = self.runtime(zkey.curve).msm
-        if full + self._resident_scratch_bytes(zkey, msm) <= budget_bytes:
-            return KeyPlacement(device_bytes=full)
+        if budget_bytes is None or full + self._resident_scratch_bytes(zkey, msm) <= budget_bytes:
+            room = min(b for b in (budget_bytes, room_bytes) if b is not None)
+            return self._with_fixed_bases(zkey, msm, full, room) if self.fixed_base else KeyPlacement(device_bytes=full)
         table = self.coefficient_table(zkey)
         return place_streamed(msm, zkey, budget_bytes, self._csr_device_bytes(zkey), self.options.stream_chunk_bytes,
                               0 if table is None else table.table.nbytes, self._ntt_table_bytes(zkey, compact=True),
                               self.options.stream_chunk_max_bytes or None, h_per_partition=self.stream_h == "prologue")
+
+    def _with_fixed_bases(self, zkey: Groth16Zkey, msm: MsmRunner, full: int, room: int) -> KeyPlacement:
+        """All resident, with the tables (fixed_base.FIXED_BASE_ORDER) for which the key, its tables, a
+        partition's scratch (or a table's build) and a prefetched witness fit ``room``."""
+        def need(fixed: tuple[str, ...]) -> int:
+            scratch = max([self._resident_scratch_bytes(zkey, msm, fixed)]
+                          + [table_build_bytes(msm, zkey, s) for s in fixed])
+            return full + sum(table_extra_bytes(msm, zkey, s) for s in fixed) + scratch + witness_bytes(zkey)
+
+        fixed = choose_fixed_bases(msm, zkey, lambda sections: need(sections) <= room)
+        return KeyPlacement(device_bytes=full + sum(table_extra_bytes(msm, zkey, s) for s in fixed), fixed_base=fixed)
+
+    def drop_fixed_bases(self, key: CudaKey) -> KeyPlacement:
+        """The key's tables back to plain points (window 0 of each, copied out), the tables freed."""
+        if not key.tables:
+            raise ValueError("this key keeps no fixed-base tables")
+        self.device.activate()
+        zkey, dropped = key.zkey, 0
+        for section in list(key.tables):
+            key.d_points[section] = plain_points(self.allocator, self.stream, zkey, key.tables[section], section)
+            table = key.tables.pop(section)
+            dropped += table.d_table.nbytes - key.d_points[section].nbytes
+            table.free()  # stream-ordered: after the copy read it
+        self.stream.synchronize()
+        self.allocator.trim()  # the tables' memory back to the driver, for whoever needed the room
+        p = key.placement
+        key.placement = dataclasses.replace(p, fixed_base=(), device_bytes=p.device_bytes - sum(
+            table_extra_bytes(key.runtime.msm, zkey, s) for s in p.fixed_base))
+        key.resident_bytes -= dropped
+        key.scratch_by_batch.clear()
+        return key.placement
 
     def coefficient_table(self, zkey: Groth16Zkey) -> CoefficientTable | None:
         """The key's A/B coefficients as indices into a table of their values, when
@@ -283,30 +319,40 @@ class CudaBackend(Backend):
         words). With ``split``, A, B1, B2 and C are a batch sum of the ones' points (slot
         name_ones) plus a tail MSM over the other scalars (slot name). With ``windows``, each MSM
         leaves its window sums there, combined later (``WindowSums.combine``)."""
-        zkey, msm = key.zkey, key.runtime.msm
+        zkey, msm, tables = key.zkey, key.runtime.msm, key.tables
         elem = 8 * zkey.curve.fr.limbs
         slot = msm.xyzz_bytes(True)
         first_private = zkey.n_public + 1
         p = key.d_points
         witness_msms = {"a": (False, 0), "b1": (False, 0), "b2": (True, 0), "c": (False, first_private)}
         names = [n for n in ("a", "b1", "b2", "c", "h") if n in sections and (n != "b2" or with_b_g2)]
+        # The witness MSMs over fixed-base tables first: their sort is freed before the others sort theirs.
+        names.sort(key=lambda n: (n == "h", n not in tables))
         # A, B1, B2 and C take the same scalars (the whole witness, or the split's others; C skips the public
-        # signals): one digit sort for them, freed after the last (CudaOptions.msm_shared_sort).
-        sharing = [n for n in names if n in witness_msms] if msm.shared_sort else []
-        sharing = sharing if len(sharing) > 1 else []
+        # signals): one digit sort for those over tables and one for the others, each freed after its last
+        # MSM (CudaOptions.msm_shared_sort). A table is indexed by signal (C's rows below its points are
+        # infinity), so the MSMs over tables all read the whole scalar vector.
+        groups = [[n for n in names if n in witness_msms and (n in tables) == fixed] for fixed in (True, False)]
+        sharing = [n for group in groups if len(group) > 1 for n in group] if msm.shared_sort else []
         digits = None
         try:
             for name in names:
                 out = d_results.ptr + MSM_SLOTS.index(name) * slot
                 d_windows = windows.slot(name) if windows is not None else 0
+                table = tables.get(name)
+                deferred = None
                 if name == "h":
-                    deferred = msm.enqueue(False, p["h"].ptr, d_h.ptr, zkey.domain_size, out, d_windows=d_windows)
+                    if table is not None:
+                        msm.enqueue_fixed(table, d_h.ptr, zkey.domain_size, out)
+                    else:
+                        deferred = msm.enqueue(False, p["h"].ptr, d_h.ptr, zkey.domain_size, out, d_windows=d_windows)
                 else:
                     g2, first = witness_msms[name]
                     row = (4 if g2 else 2) * 8 * zkey.curve.fq.limbs
-                    base = p[name].ptr - first * row  # point k of this section is signal first + k
+                    # point k of this section is signal first + k; a table's row k is signal k
+                    base = p[name].ptr - first * row if table is None else table.d_table.ptr
                     shared = name in sharing
-                    skip = 0 if shared else first  # a shared sort covers every signal: C skips its points instead
+                    skip = 0 if shared or table is not None else first  # else C skips its points (skip_below)
                     if split is None:
                         n, d_scalars, d_index = zkey.n_vars - skip, d_w.ptr + skip * elem, 0
                         base += skip * row  # scalar k is signal skip + k
@@ -319,11 +365,17 @@ class CudaBackend(Backend):
                         n, d_scalars = shape.n_other - skip_other, split.d_other_scalars.ptr + 32 * skip_other
                         d_index = split.d_other_idx.ptr + 4 * skip_other
                     if shared and digits is None and n:
-                        digits = msm.sort(d_scalars, n, d_index)
-                    deferred = msm.enqueue(g2, base, d_scalars, n, out, d_point_index=d_index, d_windows=d_windows,
-                                           digits=digits if shared else None, skip_below=first if shared else 0)
-                if digits is not None and name == sharing[-1]:
-                    digits.free()  # stream-ordered: after the last MSM that reads it
+                        digits = msm.sort(d_scalars, n, d_index) if table is None else \
+                            msm.sort_fixed(table.plan, table.n, d_scalars, n, d_index)
+                    if table is not None:
+                        msm.enqueue_fixed(table, d_scalars, n, out, d_point_index=d_index,
+                                          digits=digits if shared else None)
+                    else:
+                        deferred = msm.enqueue(g2, base, d_scalars, n, out, d_point_index=d_index, d_windows=d_windows,
+                                               digits=digits if shared else None, skip_below=first if shared else 0)
+                if digits is not None and name in sharing and all(
+                        (m in tables) != (name in tables) for m in sharing[sharing.index(name) + 1:]):
+                    digits.free()  # stream-ordered: after the last MSM of its group that reads it
                     digits = None
                 if windows is not None:
                     windows.deferred.append(deferred)
@@ -470,6 +522,9 @@ class CudaBackend(Backend):
     def msm_b_g2(self, key: CudaKey, witness: np.ndarray) -> G2Jacobian:
         self.device.activate()
         with self._upload_witness(witness) as d_w:
+            table = key.tables.get("b2")
+            if table is not None:
+                return G2Jacobian(*key.runtime.msm.run_fixed(key.zkey.curve.g2, table, d_w.ptr, key.zkey.n_vars))
             return G2Jacobian(*key.runtime.msm.run(key.zkey.curve.g2, key.d_points["b2"].ptr, d_w.ptr,
                                                    key.zkey.n_vars))
 
@@ -509,15 +564,17 @@ class CudaBackend(Backend):
         if batch not in key.scratch_by_batch:  # the engine asks on the loop, several times a pass: once each
             key.scratch_by_batch[batch] = (
                 pass_scratch_bytes(key.runtime.msm, key.zkey, key.placement, batch, key.csr_chunk_max)
-                if key.placement.mode != "resident" else self._resident_scratch_bytes(key.zkey, key.runtime.msm))
+                if key.placement.mode != "resident"
+                else self._resident_scratch_bytes(key.zkey, key.runtime.msm, tuple(key.tables)))
         return key.scratch_by_batch[batch]
 
-    def _resident_scratch_bytes(self, zkey: Groth16Zkey, msm: MsmRunner) -> int:
-        """One partition of a resident key: the prologue of a pass with every section resident,
-        plus the split's scratch, the result slots and the window sums beside its MSMs."""
+    def _resident_scratch_bytes(self, zkey: Groth16Zkey, msm: MsmRunner, fixed: tuple[str, ...] = ()) -> int:
+        """One partition of a resident key: the prologue of a pass with every section resident
+        (``fixed``: those with a fixed-base table), plus the split's scratch, the result slots and the
+        window sums beside its MSMs."""
         held = results_bytes(msm.xyzz_bytes(True)) + WindowSums.nbytes(msm)  # counted batched or not: ~250 KB
         return prologue_scratch_bytes(msm, zkey, SECTIONS, witness_extra=split_scratch_bytes(zkey.n_vars),
-                                      held_extra=held)
+                                      held_extra=held, fixed=fixed)
 
     def memory_budget_bytes(self) -> int:
         return self.allocator.budget_bytes

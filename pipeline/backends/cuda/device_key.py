@@ -18,9 +18,10 @@ from ...formats.coeff_table import CoefficientTable
 from ...keycache.csr import csr_matrices
 from ..placement import SECTIONS, KeyPlacement
 from .csr_stream import CsrChunk, plan_csr_chunks, value_layout
+from .fixed_base import build_tables
 from .kernels import CurveKernels
 from .memory import DeviceBuffer, HostRegistration
-from .msm import MsmRunner
+from .msm import FixedBaseTable, MsmRunner
 from .ntt import NttRunner
 from .spmv_long import long_rows
 
@@ -45,6 +46,8 @@ class CudaKey:
     csr_chunks: list[CsrChunk] | None = None  # row chunks of a streamed CSR
     csr_chunk_max: int = 0  # bytes of the largest one
     scratch_by_batch: dict[int, int] = field(default_factory=dict)  # CudaBackend.scratch_bytes, computed once
+    # resident sections kept as fixed-base tables (placement.fixed_base; not in d_points: window 0 is the points)
+    tables: dict[str, FixedBaseTable] = field(default_factory=dict)
 
 
 
@@ -88,9 +91,9 @@ def load_device_key(rt: CurveRuntime, zkey: Groth16Zkey, placement: KeyPlacement
     Frees what it took if anything fails."""
     up = upload
     d_points, d_csr, host_points, host_csr = {}, {}, {}, {}
-    csr_chunks, csr_chunk_max = None, 0
+    csr_chunks, csr_chunk_max, tables = None, 0, {}
     try:
-        with progress.bar("preparing the key (cuda)", total=8, unit="part") as bar:
+        with progress.bar("preparing the key (cuda)", total=8 + len(placement.fixed_base), unit="part") as bar:
             for name in SECTIONS:
                 points = getattr(zkey, f"points_{name}")
                 if name in placement.resident:
@@ -116,21 +119,25 @@ def load_device_key(rt: CurveRuntime, zkey: Groth16Zkey, placement: KeyPlacement
             bar.update(2)
             rt.ntt.ensure_tables(zkey.log_domain_size, compact=bool(placement.streamed))  # as placed
             bar.update()
+            tables = build_tables(rt.msm, zkey, d_points, placement.fixed_base, bar.update)
     except BaseException:
-        for buf in (*d_points.values(), *d_csr.values()):
+        for buf in (*d_points.values(), *d_csr.values(), *tables.values()):
             buf.free()
         for reg in (*host_points.values(), *host_csr.values()):
             reg.close()
         raise
-    resident = sum(b.nbytes for b in (*d_points.values(), *d_csr.values()))
-    return CudaKey(zkey, rt, d_points, d_csr, resident, placement, host_points, host_csr, csr_chunks, csr_chunk_max)
+    resident = sum(b.nbytes for b in (*d_points.values(), *d_csr.values())) + \
+        sum(t.d_table.nbytes for t in tables.values())
+    return CudaKey(zkey, rt, d_points, d_csr, resident, placement, host_points, host_csr, csr_chunks, csr_chunk_max,
+                   tables=tables)
 
 
 def unload_device_key(key: CudaKey, stream) -> None:
     """Free the key's device buffers (stream-ordered) and unlock its host arrays once no copy of a
     pass can still read them."""
-    for buf in (*key.d_points.values(), *key.d_csr.values()):
+    for buf in (*key.d_points.values(), *key.d_csr.values(), *key.tables.values()):
         buf.free()
+    key.tables = {}
     if key.host_points or key.host_csr:
         stream.synchronize()
         for reg in (*key.host_points.values(), *key.host_csr.values()):

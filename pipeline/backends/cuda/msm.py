@@ -114,13 +114,16 @@ def plan_msm(n: int, scalar_bits: int, c: int | None = None, cache_bytes: int | 
 
 @dataclass
 class FixedBaseTable:
-    """2^(c w) P_i for every window w of ``plan`` and point i < ``n``, affine, window-major (point w n + i):
-    ``MsmRunner.build_table``. VRAM: n_windows x n points, e.g. 21 GB for 2^24 BLS12-381 G1 points at
-    c = 20; the caller owns it (the key store does not count tables yet)."""
+    """2^(c w) P_i for every window w of ``plan`` and row i < ``n``, affine, window-major (row w n + i):
+    ``MsmRunner.build_table``. Rows below ``lead`` are the point at infinity (C's table, by signal: its
+    points start past the public signals), so window 0 from row ``lead`` on is the points themselves.
+    VRAM: n_windows x n points, e.g. 21 GB for 2^24 BLS12-381 G1 points at c = 20 (a key's tables are
+    counted in its placement: CudaBackend.place_key)."""
     g2: bool
     plan: MsmPlan
     n: int
     d_table: object
+    lead: int = 0
 
     def free(self) -> None:
         self.d_table.free()
@@ -272,22 +275,34 @@ class MsmRunner:
     def plan(self, n: int, g2: bool, c: int | None = None) -> MsmPlan:
         return plan_msm(n, self.curve.fr.bits, c, self.cache_bytes, self.window_model)
 
-    def scratch_bytes(self, n: int, g2: bool, held_digits: bool = False, c: int | None = None) -> int:
+    def scratch_bytes(self, n: int, g2: bool, held_digits: bool = False, c: int | None = None,
+                      fixed: bool = False) -> int:
         """Peak device bytes ``enqueue`` allocates for an MSM of ``n`` scalars (the bounds it sizes by)
         at window width ``c`` (None: its plan's); ``held_digits``: its sorted digits outlive its bucket
-        sums (``shared_sort``: later MSMs read them)."""
-        plan = self.plan(n, g2, c)
-        nb, xyzz = plan.n_buckets, self.xyzz_bytes(g2)
+        sums (``shared_sort``: later MSMs read them); ``fixed``: ``enqueue_fixed`` over a table of ``n``
+        rows (its sort counts every window's buckets, its reduction runs over one window)."""
+        plan = self.plan_fixed(n, c) if fixed else self.plan(n, g2, c)
+        nb, xyzz = plan.n_buckets, self.xyzz_bytes(g2)  # nb: the sort's buckets (every window's)
+        summed = plan.buckets_per_window if fixed else nb  # buckets of the sums: a table's windows share one set
+        reduced = 1 if fixed else plan.n_windows
         entries = n * plan.n_windows
         chunk = self._level0_chunk(entries, g2)
-        chunks = -(-entries // chunk) + nb
+        chunks = -(-entries // chunk) + summed
         scan = 4 * (nb // SCAN_TILE + 2)
         sort = 8 * entries + 4 * (nb + 1) + 4 * nb + scan + 4 * nb  # entries and their ranks or binned words; bins
         level0 = 4 * entries + 4 * (nb + 1) + 4 * nb + scan + xyzz * chunks
         held = 4 * entries if held_digits else 0  # the entries; their offsets are in the constant below
-        levels = held + xyzz * (chunks + min(chunks, -(-chunks // LEVEL_CHUNK) + nb)) + 3 * 4 * (nb + 1) + scan
-        segments = held + xyzz * plan.n_windows * (plan.buckets_per_window // plan.seg_len) + xyzz * chunks
+        levels = held + xyzz * (chunks + min(chunks, -(-chunks // LEVEL_CHUNK) + summed)) + 3 * 4 * (nb + 1) + scan
+        segments = held + xyzz * reduced * (plan.buckets_per_window // plan.seg_len) + xyzz * chunks
         return 8 * (nb + 1) + max(sort, level0, levels, segments)
+
+    def table_bytes(self, g2: bool, n: int, c: int | None = None) -> int:
+        """Device bytes of ``build_table``'s table of ``n`` rows."""
+        return self.xyzz_bytes(g2) // 2 * self.plan_fixed(n, c).n_windows * n
+
+    def table_build_bytes(self, g2: bool, n: int) -> int:
+        """Scratch ``build_table`` takes beside the table: one window of XYZZ points."""
+        return self.xyzz_bytes(g2) * n
 
     def xyzz_bytes(self, g2: bool) -> int:
         return 4 * 2 * self.curve.fq.limbs * (2 if g2 else 1) * 4
@@ -628,55 +643,81 @@ class MsmRunner:
     def plan_fixed(self, n: int, c: int | None = None) -> MsmPlan:
         return plan_msm(n, self.curve.fr.bits, c, self.cache_bytes, self.window_model, shared_buckets=True)
 
-    def build_table(self, g2: bool, d_points: int, n: int, c: int | None = None) -> FixedBaseTable:
+    def build_table(self, g2: bool, d_points: int, n: int, c: int | None = None, lead: int = 0) -> FixedBaseTable:
         """Queue the fixed-base table of ``n`` affine points (pippenger.cuh, fixed bases): window 0 the
-        points, window w + 1 window w's doubled c times (XYZZ) and made affine by batched inversion."""
-        plan = self.plan_fixed(n, c)
-        if plan.n_windows * n >= 1 << 31:
-            raise ValueError(f"a table of {plan.n_windows} x {n} points does not fit the entries' 31 index bits")
+        points, window w + 1 window w's doubled c times (XYZZ) and made affine by batched inversion.
+        ``lead``: that many rows of infinity before the points (``FixedBaseTable.lead``); the plan is
+        that of a table of lead + n rows."""
+        rows = lead + n
+        plan = self.plan_fixed(rows, c)
+        if plan.n_windows * rows >= 1 << 31:
+            raise ValueError(f"a table of {plan.n_windows} x {rows} points does not fit the entries' 31 index bits")
         point_bytes = self.xyzz_bytes(g2) // 2
         field = self._field(g2)
-        d_table = self.allocator.alloc(point_bytes * plan.n_windows * n, "msm fixed-base table")
+        d_table = self.allocator.alloc(point_bytes * plan.n_windows * rows, "msm fixed-base table")
         try:
-            check(driver.cuMemcpyDtoDAsync(d_table.ptr, d_points, point_bytes * n, self.stream.handle),
-                  "cuMemcpyDtoDAsync")
-            with self.allocator.alloc(self.xyzz_bytes(g2) * n, "msm table step") as d_xyzz:
+            if lead:
+                check_memset_zero(d_table.ptr, point_bytes * lead, self.stream)  # all-zero affine: infinity
+            check(driver.cuMemcpyDtoDAsync(d_table.ptr + point_bytes * lead, d_points, point_bytes * n,
+                                           self.stream.handle), "cuMemcpyDtoDAsync")
+            with self.allocator.alloc(self.table_build_bytes(g2, rows), "msm table step") as d_xyzz:
                 for w in range(1, plan.n_windows):
-                    self._launch(f"msm_table_step<{field}>", n, REDUCE_BLOCK,
-                                 (d_xyzz.ptr, d_table.ptr + point_bytes * (w - 1) * n, n, plan.c), self._lanes(g2))
-                    threads = min(n, BATCH_INVERSE_THREADS)  # exactly: each takes ceil(n / threads) points
+                    self._launch(f"msm_table_step<{field}>", rows, REDUCE_BLOCK,
+                                 (d_xyzz.ptr, d_table.ptr + point_bytes * (w - 1) * rows, rows, plan.c),
+                                 self._lanes(g2))
+                    threads = min(rows, BATCH_INVERSE_THREADS)  # exactly: each takes ceil(rows / threads) points
                     block = min(256, threads)
                     self.kernels.launch(f"setup_xyzz_to_affine<{'fq2_t' if g2 else 'fq_t'}>", -(-threads // block),
-                                        block, (d_table.ptr + point_bytes * w * n, d_xyzz.ptr, n), self.stream)
+                                        block, (d_table.ptr + point_bytes * w * rows, d_xyzz.ptr, rows), self.stream)
         except BaseException:
             d_table.free()
             raise
-        return FixedBaseTable(g2, plan, n, d_table)
+        return FixedBaseTable(g2, plan, rows, d_table, lead)
 
-    def enqueue_fixed(self, table: FixedBaseTable, d_scalars: int, n: int, d_out: int, d_point_index: int = 0) -> None:
+    def sort_fixed(self, plan: MsmPlan, stride: int, d_scalars: int, n: int, d_point_index: int = 0) -> SortedDigits:
+        """The digits of ``n`` > 0 scalars sorted for tables of ``stride`` rows a window under ``plan`` (a
+        table's): keys by magnitude across the windows (``_sort_digits`` with the table's stride), entries
+        into the table, and every W-th offset a bucket's (msm_every_kth), so that ``enqueue_fixed`` of every
+        table of that plan and stride reads them (a partition's A, B1, B2 and C). The caller frees them."""
+        alloc, W, half = self.allocator, plan.n_windows, plan.buckets_per_window
+        self._mark("start")
+        d_bucket_off = alloc.alloc(4 * (half + 1), "msm table bucket offsets")
+        try:
+            with alloc.alloc(4 * (plan.n_buckets + 1), "msm table offsets") as d_offsets, \
+                    alloc.alloc(4 * plan.n_buckets, "msm bucket counts") as d_counts:
+                d_entries = self._sort_digits(plan, d_scalars, n, d_point_index, d_counts, d_offsets, stride)
+                self._launch("msm_every_kth", half + 1, SCAN_THREADS, (d_bucket_off.ptr, d_offsets.ptr, half + 1, W))
+        except BaseException:
+            d_bucket_off.free()
+            raise
+        return SortedDigits(plan, n, d_bucket_off, d_entries)
+
+    def enqueue_fixed(self, table: FixedBaseTable, d_scalars: int, n: int, d_out: int, d_point_index: int = 0,
+                      digits: SortedDigits | None = None) -> None:
         """Queue sum scalars[i] P_(index[i] or i) over ``table`` into ``d_out`` (XYZZ): the digits sorted by
-        magnitude across the windows (``_sort_digits`` with the table's stride), every W-th offset a bucket's
-        (msm_every_kth), then the bucket sums and one window's reduction as ``enqueue``'s."""
+        magnitude across the windows (``sort_fixed``; with ``digits``, sorted already for a table of this
+        plan and stride, not freed here), then the bucket sums and one window's reduction as ``enqueue``'s."""
         g2, plan = table.g2, table.plan
         if n == 0:
             check_memset_zero(d_out, self.xyzz_bytes(g2), self.stream)
             return
         if n > table.n and not d_point_index:
             raise ValueError(f"{n} scalars for a table of {table.n} points")
-        alloc, W, half = self.allocator, plan.n_windows, plan.buckets_per_window
-        entries_bound = n * W
-        self._mark("start")
-        with alloc.alloc(4 * (plan.n_buckets + 1), "msm table offsets") as d_offsets, \
-                alloc.alloc(4 * (half + 1), "msm table bucket offsets") as d_bucket_off:
-            with alloc.alloc(4 * plan.n_buckets, "msm bucket counts") as d_counts:
-                d_entries = self._sort_digits(plan, d_scalars, n, d_point_index, d_counts, d_offsets, table.n)
-            self._launch("msm_every_kth", half + 1, SCAN_THREADS, (d_bucket_off.ptr, d_offsets.ptr, half + 1, W))
-            try:
-                d_partials, d_chunk_off = self._bucket_sums(g2, table.d_table.ptr, d_entries, d_bucket_off, half,
-                                                            entries_bound, entries_bound,
-                                                            self._level0_chunk(entries_bound, g2))
-            finally:
-                d_entries.free()  # stream-ordered: after the bucket sums read them
+        own = digits is None
+        if own:
+            digits = self.sort_fixed(plan, table.n, d_scalars, n, d_point_index)
+        elif digits.n != n or digits.plan != plan:
+            raise ValueError(f"sorted digits of {digits.n} scalars, plan {digits.plan}, given to an MSM of {n} "
+                             f"over a table of plan {plan}")
+        half, entries_bound = plan.buckets_per_window, n * plan.n_windows
+        self.last_plan = plan
+        try:
+            d_partials, d_chunk_off = self._bucket_sums(g2, table.d_table.ptr, digits.d_entries, digits.d_offsets,
+                                                        half, entries_bound, entries_bound,
+                                                        self._level0_chunk(entries_bound, g2))
+        finally:
+            if own:
+                digits.free()  # stream-ordered: after the bucket sums read them
         try:
             one_window = MsmPlan(plan.n, plan.c, 1, half, plan.seg_len)
             self._reduce_windows(g2, one_window, d_partials.ptr, d_chunk_off.ptr, d_out, 0)

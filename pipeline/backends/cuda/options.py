@@ -86,10 +86,15 @@ class CudaOptions:
     # (bench/results/gpu_stage_24_s17.md), random witness at 2^24: BLS12-381 1014 -> 981 ms, BN254 485 -> 448;
     # the whole GPU suite passed with it on. Costs +4 bytes a digit slot while held (scratch_bytes).
     msm_shared_sort: bool = True
+    # A resident key's sections also kept as fixed-base tables (2^(c w) P for every window w, fixed_base.py)
+    # where the VRAM no other key holds has room for them beside the key, a partition's scratch and a
+    # prefetched witness; the key store drops them back to plain points before it evicts a key for room.
+    # 13-16x a section's points; built at load (~1.6 s a 2^24 BLS12-381 G1 section, 4.3 s its G2).
+    msm_fixed_base: bool = False
 
     def __post_init__(self) -> None:
         for name in ("stream_ordered_memory", "sync_after_launch", "csr_value_table", "msm_batched_window_combination",
-                     "spmv_long_rows", "witness_prefetch", "msm_shared_sort"):
+                     "spmv_long_rows", "witness_prefetch", "msm_shared_sort", "msm_fixed_base"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"CudaOptions.{name} must be true or false, got {getattr(self, name)!r}")
         blocks = self.msm_g1_min_blocks

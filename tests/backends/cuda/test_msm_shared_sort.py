@@ -125,26 +125,39 @@ class FakeMsm:
         self.calls.append(("ones", base))
 
 
-def _key(shared: bool):
+    def sort_fixed(self, plan, stride, d_scalars, n, d_point_index=0):
+        calls = self.calls
+        calls.append(("sort fixed", d_scalars, n, d_point_index, stride))
+        return SimpleNamespace(free=lambda: calls.append(("free fixed digits",)))
+
+    def enqueue_fixed(self, table, d_scalars, n, out, d_point_index=0, digits=None):
+        self.calls.append(("fixed", table.d_table.ptr, d_scalars, n, d_point_index, digits is not None))
+
+
+def _key(shared: bool, fixed=()):
+    """A stand-in key; ``fixed``: its sections kept as tables (at 0x10000000 on, none in d_points)."""
     zkey = SimpleNamespace(n_vars=100, n_public=2, domain_size=128, curve=BLS12_381)
     points = {name: SimpleNamespace(ptr=ptr) for name, ptr in
               (("a", 0x1000000), ("b1", 0x2000000), ("b2", 0x3000000), ("c", 0x4000000), ("h", 0x5000000))}
-    return SimpleNamespace(zkey=zkey, runtime=SimpleNamespace(msm=FakeMsm(shared)), d_points=points)
+    tables = {name: SimpleNamespace(d_table=SimpleNamespace(ptr=0x10000000 + points[name].ptr), plan="P",
+                                    n=zkey.domain_size if name == "h" else zkey.n_vars) for name in fixed}
+    return SimpleNamespace(zkey=zkey, runtime=SimpleNamespace(msm=FakeMsm(shared)),
+                           d_points={k: v for k, v in points.items() if k not in fixed}, tables=tables)
 
 
 G1_ROW = 2 * 8 * BLS12_381.fq.limbs  # bytes of an affine G1 point
 
 
-def _msm_calls(split: bool, prefix_other: int, **kwargs) -> list[tuple]:
+def _msm_calls(split: bool, prefix_other: int, fixed=(), ones: bool = False, **kwargs) -> list[tuple]:
     """_enqueue_msms on the stand-in key with the option on (witness at 0x100; a split's others at 0x800,
-    their indices at 0x900): the runner's calls, the ones' sums left out."""
-    key = _key(shared=True)
+    their indices at 0x900): the runner's calls, the ones' sums left out unless ``ones``."""
+    key = _key(shared=True, fixed=fixed)
     shape = SimpleNamespace(n_one=40, n_other=50, prefix_one=1, prefix_other=prefix_other)
     dsplit = SimpleNamespace(shape=shape, d_one_idx=SimpleNamespace(ptr=0x700), d_other_scalars=SimpleNamespace(ptr=0x800),
                              d_other_idx=SimpleNamespace(ptr=0x900)) if split else None
     CudaBackend._enqueue_msms(None, key, SimpleNamespace(ptr=0x100), SimpleNamespace(ptr=0x200),
                               SimpleNamespace(ptr=0x300), True, None, dsplit, **kwargs)
-    return [c for c in key.runtime.msm.calls if c[0] != "ones"]
+    return [c for c in key.runtime.msm.calls if ones or c[0] != "ones"]
 
 
 @pytest.mark.parametrize("split", [False, True], ids=["whole witness", "split tails"])
@@ -194,3 +207,29 @@ def test_skip_below_reaches_level_zero_only(runner):
     levels = launches(rec, "msm_accumulate<fq_t, false")
     assert [args[-1] for _, _, args in level0] == [9]  # the affine level reads the points
     assert levels and all(args[-1] == 0 for _, _, args in levels)  # partials: no points to skip
+
+
+@pytest.mark.parametrize("split", [False, True], ids=["whole witness", "split tails"])
+def test_msms_over_tables_share_one_table_sort_freed_before_the_plain_ones_sort(split):
+    """Sections with fixed-base tables go first and read one sort with the tables' stride (every scalar:
+    a table is indexed by signal, C's public rows are infinity), freed before the plain MSMs share theirs."""
+    calls = _msm_calls(split, prefix_other=1, fixed=("b2", "c", "h"))
+    assert [c[0] for c in calls] == ["sort fixed", "fixed", "fixed", "free fixed digits",
+                                     "sort", "msm", "msm", "free digits", "fixed"]  # b2, c | a, b1 | h
+    sort_fixed, b2, c = calls[0], calls[1], calls[2]
+    scalars = (0x800, 50, 0x900) if split else (0x100, 100, 0)  # every other, or the whole witness
+    assert sort_fixed[1:] == (*scalars, 100) and b2[2:5] == c[2:5] == scalars and b2[5] and c[5]
+    assert b2[1] == 0x13000000 and c[1] == 0x14000000  # row k of a table is signal k: no base shifted back
+    assert calls[-1][1:6] == (0x15000000, 0x200, 128, 0, False)  # H over its table, its own sort
+
+
+def test_the_ones_of_a_table_section_are_summed_from_its_window_zero():
+    calls = _msm_calls(True, prefix_other=1, fixed=("c",), ones=True)
+    ones = [c[1] for c in calls if c[0] == "ones"]
+    assert ones == [0x14000000, 0x1000000, 0x2000000, 0x3000000]  # c first, from its table by signal; a, b1, b2 plain
+
+
+def test_one_table_section_sorts_alone_and_the_rest_still_share():
+    calls = _msm_calls(False, prefix_other=1, fixed=("a",))
+    assert [c[0] for c in calls] == ["fixed", "sort", "msm", "msm", "msm", "free digits", "msm"]
+    assert not calls[0][5]  # a sort of its own inside enqueue_fixed

@@ -1,0 +1,80 @@
+"""A resident key's fixed-base tables: which sections get one, building them, dropping them.
+
+A section's table (msm.FixedBaseTable: 2^(c w) P for every window w) lets its MSM share one set of
+buckets across the windows, at 13-16 times the points' VRAM (bench/results/gpu_msm_fixed_base.md).
+Window 0 of a table is the points themselves, so a section with a table keeps no plain copy; dropping
+the table copies window 0 back out. Tables are indexed like the MSM's scalars: the witness sections
+by signal (C's first ``n_public + 1`` rows are infinity), H by its index, so that one digit sort with
+the table's stride serves A, B1, B2 and C (``MsmRunner.sort_fixed``).
+"""
+from __future__ import annotations
+
+from ..placement import WITNESS_SECTIONS, is_g2, point_bytes, section_bytes, section_span
+from ._bindings import driver
+from .errors import check
+from .msm import FixedBaseTable, MsmRunner
+
+# Sections in the order they get a table while the room lasts: most milliseconds saved a byte first. At
+# 2^24 BLS12-381 a G2 table saved 61 ms of 392 for 39 GB more, a G1 one 18 of 146 for 19 GB (session 22).
+FIXED_BASE_ORDER = ("b2", "h", "a", "b1", "c")
+
+
+def table_rows(zkey, section: str) -> tuple[int, int]:
+    """(lead, points) of a section's table: rows of infinity before its points, so that row i goes
+    with scalar i (C's points start at signal n_public + 1)."""
+    first, n = section_span(zkey, section)
+    return (first, n) if section in WITNESS_SECTIONS else (0, n)
+
+
+def table_extra_bytes(msm: MsmRunner, zkey, section: str) -> int:
+    """Device bytes a section's table holds beyond its plain points."""
+    lead, n = table_rows(zkey, section)
+    return msm.table_bytes(is_g2(section), lead + n) - section_bytes(zkey, section)
+
+
+def table_build_bytes(msm: MsmRunner, zkey, section: str) -> int:
+    """Scratch of building a section's table (``MsmRunner.build_table``)."""
+    lead, n = table_rows(zkey, section)
+    return msm.table_build_bytes(is_g2(section), lead + n)
+
+
+def choose_fixed_bases(msm: MsmRunner, zkey, fits) -> tuple[str, ...]:
+    """The sections of FIXED_BASE_ORDER that get a table, taken in that order while ``fits(sections)``
+    says the key with those tables still fits (a later, smaller one may fit where an earlier did not)."""
+    chosen: list[str] = []
+    for section in FIXED_BASE_ORDER:
+        lead, n = table_rows(zkey, section)
+        if n and msm.plan_fixed(lead + n).n_windows * (lead + n) < 1 << 31 and fits(tuple(chosen + [section])):
+            chosen.append(section)
+    return tuple(s for s in FIXED_BASE_ORDER if s in chosen)
+
+
+def build_tables(msm: MsmRunner, zkey, d_points: dict, sections, on_built=lambda: None) -> dict[str, FixedBaseTable]:
+    """Tables of ``sections`` from their plain points in ``d_points``, whose buffers are then freed and
+    removed (stream-ordered: after the build read them). Frees what it built if one fails."""
+    tables: dict[str, FixedBaseTable] = {}
+    try:
+        for section in sections:
+            lead, n = table_rows(zkey, section)
+            tables[section] = msm.build_table(is_g2(section), d_points[section].ptr, n, lead=lead)
+            d_points.pop(section).free()
+            on_built()
+    except BaseException:
+        for table in tables.values():
+            table.free()
+        raise
+    return tables
+
+
+def plain_points(allocator, stream, zkey, table: FixedBaseTable, section: str):
+    """A new buffer of the section's plain points, copied from window 0 of its table."""
+    row = point_bytes(zkey.curve, section)
+    n = table.n - table.lead
+    d_points = allocator.alloc(row * n, f"key points {section}")
+    try:
+        check(driver.cuMemcpyDtoDAsync(d_points.ptr, table.d_table.ptr + row * table.lead, row * n, stream.handle),
+              "cuMemcpyDtoDAsync")
+    except BaseException:
+        d_points.free()
+        raise
+    return d_points
