@@ -105,3 +105,32 @@ def test_place_key_takes_tables_only_where_its_room_has_them(cuda_backend, gpu_c
         assert cuda_backend.place_key(zkey, 1 << 40, 1 << 40) == KeyPlacement(device_bytes=full)
     finally:
         cuda_backend.fixed_base = saved
+
+
+@pytest.mark.parametrize("section", ["c", "b2"])
+def test_a_table_built_in_pieces_is_the_table_built_at_once(cuda_backend, gpu_curve, monkeypatch, section):
+    """msm.TABLE_BUILD_ROWS: a window's doublings and inversions in pieces (a 2^24 key's tables take four)
+    give the bytes of the whole window's, C's rows of infinity included."""
+    import numpy as np
+
+    from pipeline.backends.cuda import msm as msm_module
+    from pipeline.backends.cuda.fixed_base import table_rows
+
+    zkey, _ = _fixture(gpu_curve, "chain_2e8")
+    msm = cuda_backend.runtime(gpu_curve).msm
+    lead, n = table_rows(zkey, section)
+    key = cuda_backend.load_key(zkey)
+    tables = []
+    try:
+        for rows in (msm_module.TABLE_BUILD_ROWS, 97):
+            monkeypatch.setattr(msm_module, "TABLE_BUILD_ROWS", rows)
+            table = msm.build_table(section == "b2", key.d_points[section].ptr, n, lead=lead)
+            try:
+                words = np.zeros(table.d_table.nbytes // 4, dtype=np.uint32)
+                tables.append(table.d_table.download(words, cuda_backend.stream))
+            finally:
+                table.free()
+    finally:
+        cuda_backend.unload_key(key)
+    assert (lead + n) > 97 * 2 and np.array_equal(tables[0], tables[1])
+    assert not tables[0][: lead * msm.xyzz_bytes(section == "b2") // 8].any()  # infinity rows: all zero

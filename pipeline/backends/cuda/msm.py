@@ -33,6 +33,10 @@ MAX_CHUNK_G2 = 64
 # BN254 -1 ms of its MSM.
 BINNED_SORT_FROM_ENTRIES = 1 << 29
 LEVEL_CHUNK = 16  # full additions per thread when combining partials
+# Rows of a fixed-base table built at once: its XYZZ step buffer (1.6 GB for BLS12-381's G2) is what a key
+# load needs beside the tables, and a 2^24 key's five tables fit the H200's default budget only without
+# a whole window's buffer (6.4 GB for G2).
+TABLE_BUILD_ROWS = 1 << 22
 SEGMENT_THREADS = 1 << 16  # threads of the bucket-reduction step
 
 
@@ -301,8 +305,8 @@ class MsmRunner:
         return self.xyzz_bytes(g2) // 2 * self.plan_fixed(n, c).n_windows * n
 
     def table_build_bytes(self, g2: bool, n: int) -> int:
-        """Scratch ``build_table`` takes beside the table: one window of XYZZ points."""
-        return self.xyzz_bytes(g2) * n
+        """Scratch ``build_table`` takes beside the table: one piece of a window, XYZZ."""
+        return self.xyzz_bytes(g2) * min(n, TABLE_BUILD_ROWS)
 
     def xyzz_bytes(self, g2: bool) -> int:
         return 4 * 2 * self.curve.fq.limbs * (2 if g2 else 1) * 4
@@ -662,13 +666,15 @@ class MsmRunner:
                                            self.stream.handle), "cuMemcpyDtoDAsync")
             with self.allocator.alloc(self.table_build_bytes(g2, rows), "msm table step") as d_xyzz:
                 for w in range(1, plan.n_windows):
-                    self._launch(f"msm_table_step<{field}>", rows, REDUCE_BLOCK,
-                                 (d_xyzz.ptr, d_table.ptr + point_bytes * (w - 1) * rows, rows, plan.c),
-                                 self._lanes(g2))
-                    threads = min(rows, BATCH_INVERSE_THREADS)  # exactly: each takes ceil(rows / threads) points
-                    block = min(256, threads)
-                    self.kernels.launch(f"setup_xyzz_to_affine<{'fq2_t' if g2 else 'fq_t'}>", -(-threads // block),
-                                        block, (d_table.ptr + point_bytes * w * rows, d_xyzz.ptr, rows), self.stream)
+                    for lo in range(0, rows, TABLE_BUILD_ROWS):  # in pieces: the XYZZ buffer stays small
+                        count = min(TABLE_BUILD_ROWS, rows - lo)
+                        src, dst = d_table.ptr + point_bytes * ((w - 1) * rows + lo), d_table.ptr + point_bytes * (w * rows + lo)
+                        self._launch(f"msm_table_step<{field}>", count, REDUCE_BLOCK, (d_xyzz.ptr, src, count, plan.c),
+                                     self._lanes(g2))
+                        threads = min(count, BATCH_INVERSE_THREADS)  # exactly: each takes ceil(count / threads) points
+                        block = min(256, threads)
+                        self.kernels.launch(f"setup_xyzz_to_affine<{'fq2_t' if g2 else 'fq_t'}>",
+                                            -(-threads // block), block, (dst, d_xyzz.ptr, count), self.stream)
         except BaseException:
             d_table.free()
             raise

@@ -89,8 +89,10 @@ class CudaOptions:
     # A resident key's sections also kept as fixed-base tables (2^(c w) P for every window w, fixed_base.py)
     # where the VRAM no other key holds has room for them beside the key, a partition's scratch and a
     # prefetched witness; the key store drops them back to plain points before it evicts a key for room.
-    # 13-16x a section's points; built at load (~1.6 s a 2^24 BLS12-381 G1 section, 4.3 s its G2).
-    msm_fixed_base: bool = False
+    # 13-16x a section's points; built at load (a 2^24 BLS12-381 key's four: 5.8 -> 15.5 s). Session 23, same call
+    # (bench/results/gpu_stage_24_s23_fixed_base_call1.md), 2^24 random witness: BLS12-381 917 -> 820 ms (tables
+    # of B2, H, A, B1: C's did not fit the default budget then), BN254 414 -> 368 ms (all five).
+    msm_fixed_base: bool = True
 
     def __post_init__(self) -> None:
         for name in ("stream_ordered_memory", "sync_after_launch", "csr_value_table", "msm_batched_window_combination",
