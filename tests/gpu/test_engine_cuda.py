@@ -143,3 +143,52 @@ def test_a_key_with_fixed_base_tables_proves_verifying_partitions_through_the_en
     assert_verify(curve, proofs)
     layout = status["keys"]["keys"]["k"]["layout"]["0"]
     assert layout["fixed_base_sections"] == list(FIXED_BASE_ORDER) and status["keys"]["fixed_base_drops"] == 0
+
+
+@pytest.mark.parametrize("curve", ["bn128", "bls12381"])
+def test_a_second_key_takes_the_room_of_the_first_keys_tables_and_both_keys_prove(cuda_backend, curve):
+    """The key store under a VRAM budget where key a (chain_2e8) fits with every table, but key b
+    (chain_2e10, plain) and its partition's scratch fit beside a only without them: a's tables are
+    dropped (its copy stays), and the proofs of both keys, a's before and after the drop, verify."""
+    from dataclasses import replace
+
+    from pipeline.backends.cuda.fixed_base import FIXED_BASE_ORDER
+
+    folders = {"a": fixture_dir(curve, "chain_2e8"), "b": fixture_dir(curve, "chain_2e10")}
+    zkeys = {k: read_zkey(f / "circuit_final.zkey") for k, f in folders.items()}
+    msm = cuda_backend.runtime(zkeys["a"].curve).msm
+    saved, cuda_backend.fixed_base = cuda_backend.fixed_base, True
+    try:
+        a_tables = cuda_backend.place_key(zkeys["a"], None, 1 << 40)
+    finally:
+        cuda_backend.fixed_base = saved
+    b_need = cuda_backend.key_device_bytes(zkeys["b"]) + cuda_backend._resident_scratch_bytes(zkeys["b"], msm)
+    low, high = cuda_backend.key_device_bytes(zkeys["a"]) + b_need, a_tables.device_bytes + b_need
+    budget = (low + high) // 2
+    assert a_tables.fixed_base == FIXED_BASE_ORDER and low < budget < high
+
+    async def main():
+        config = EngineConfig(backend="cuda", devices=(0,), gpu_workers_per_device=2, vram_budget_bytes=budget,
+                              cuda=replace(cuda_backend.options, msm_fixed_base=True))
+        async with Engine(config) as engine:
+            for k, f in folders.items():
+                engine.register_key(k, zkey_path=f / "circuit_final.zkey")
+
+            async def prove(k):
+                return k, await (await engine.submit(k, [str(folders[k] / "witness.wtns")] * 2)).result()
+            first = await prove("a")
+            before = engine.status()["keys"]
+            rest = [await prove("b"), await prove("a")]
+            return [first, *rest], before, engine.status()
+
+    proved, before, status = asyncio.run(main())
+    assert before["keys"]["a"]["layout"]["0"]["fixed_base_sections"] == list(FIXED_BASE_ORDER)
+    keys = status["keys"]
+    assert keys["fixed_base_drops"] == 1 and keys["evictions"] == 0
+    assert keys["keys"]["a"]["layout"]["0"]["fixed_base_sections"] == []
+    assert keys["keys"]["b"]["layout"]["0"]["fixed_base_sections"] == []
+    assert keys["keys"]["a"]["devices"] == [0] and keys["keys"]["b"]["devices"] == [0]
+    assert status["devices"][0]["vram"]["peak_bytes"] <= budget
+    for k, proofs in proved:
+        vk = VerificationKey.from_zkey(zkeys[k])
+        assert all(verify(vk, p.public_signals, p.pi_a, p.pi_b, p.pi_c) for p in proofs)
