@@ -154,6 +154,7 @@ class SortedDigits:
     n: int
     d_offsets: object
     d_entries: object
+    stride: int = 0  # ``sort_fixed``'s: entries into tables of this many rows a window (0: ``sort``'s)
 
     def free(self) -> None:
         self.d_entries.free()
@@ -356,6 +357,8 @@ class MsmRunner:
             digits = self.sort(d_scalars, n, d_point_index, c)
         elif digits.n != n:
             raise ValueError(f"sorted digits of {digits.n} scalars given to an MSM of {n}")
+        elif digits.stride:
+            raise ValueError("digits sorted for a fixed-base table given to a plain MSM")
         elif digits.plan != (planned := self.plan(n, g2, c)):
             raise ValueError(f"sorted digits of plan {digits.plan} given to an MSM planned {planned}")
         plan = self.last_plan = digits.plan
@@ -668,7 +671,8 @@ class MsmRunner:
                 for w in range(1, plan.n_windows):
                     for lo in range(0, rows, TABLE_BUILD_ROWS):  # in pieces: the XYZZ buffer stays small
                         count = min(TABLE_BUILD_ROWS, rows - lo)
-                        src, dst = d_table.ptr + point_bytes * ((w - 1) * rows + lo), d_table.ptr + point_bytes * (w * rows + lo)
+                        src = d_table.ptr + point_bytes * ((w - 1) * rows + lo)
+                        dst = d_table.ptr + point_bytes * (w * rows + lo)
                         self._launch(f"msm_table_step<{field}>", count, REDUCE_BLOCK, (d_xyzz.ptr, src, count, plan.c),
                                      self._lanes(g2))
                         threads = min(count, BATCH_INVERSE_THREADS)  # exactly: each takes ceil(count / threads) points
@@ -696,7 +700,7 @@ class MsmRunner:
         except BaseException:
             d_bucket_off.free()
             raise
-        return SortedDigits(plan, n, d_bucket_off, d_entries)
+        return SortedDigits(plan, n, d_bucket_off, d_entries, stride)
 
     def enqueue_fixed(self, table: FixedBaseTable, d_scalars: int, n: int, d_out: int, d_point_index: int = 0,
                       digits: SortedDigits | None = None) -> None:
@@ -712,9 +716,9 @@ class MsmRunner:
         own = digits is None
         if own:
             digits = self.sort_fixed(plan, table.n, d_scalars, n, d_point_index)
-        elif digits.n != n or digits.plan != plan:
-            raise ValueError(f"sorted digits of {digits.n} scalars, plan {digits.plan}, given to an MSM of {n} "
-                             f"over a table of plan {plan}")
+        elif digits.n != n or digits.plan != plan or digits.stride != table.n:
+            raise ValueError(f"sorted digits of {digits.n} scalars, plan {digits.plan}, stride {digits.stride}, given "
+                             f"to an MSM of {n} over a table of plan {plan}, {table.n} rows a window")
         half, entries_bound = plan.buckets_per_window, n * plan.n_windows
         self.last_plan = plan
         try:

@@ -233,3 +233,19 @@ def test_one_table_section_sorts_alone_and_the_rest_still_share():
     calls = _msm_calls(False, prefix_other=1, fixed=("a",))
     assert [c[0] for c in calls] == ["fixed", "sort", "msm", "msm", "msm", "free digits", "msm"]
     assert not calls[0][5]  # a sort of its own inside enqueue_fixed
+
+
+def test_a_table_sort_is_refused_by_a_plain_msm_and_by_a_table_of_another_stride(runner):
+    rec, msm = runner
+    plan = msm.plan_fixed(1000)
+    digits = msm.sort_fixed(plan, 1000, 0xA0, 1000)
+    assert digits.stride == 1000 and len(launches(rec, "msm_every_kth")) == 1
+    with pytest.raises(ValueError, match="fixed-base table given to a plain MSM"):
+        msm.enqueue(False, 0xB0, 0xA0, 1000, 0xC0, digits=digits)
+    other = SimpleNamespace(g2=False, plan=plan, n=1004, d_table=SimpleNamespace(ptr=0xD0))
+    with pytest.raises(ValueError, match="1004 rows a window"):
+        msm.enqueue_fixed(other, 0xA0, 1000, 0xC0, digits=digits)
+    same = SimpleNamespace(g2=False, plan=plan, n=1000, d_table=SimpleNamespace(ptr=0xD0))
+    msm.enqueue_fixed(same, 0xA0, 1000, 0xC0, digits=digits)
+    level0 = launches(rec, "msm_accumulate_flat")
+    assert [args[1:3] for _, _, args in level0] == [(0xD0, digits.d_entries.ptr)]  # the table's rows, the sort's entries
