@@ -83,8 +83,8 @@ def rows_for(backend, curve, g2: bool, logs: list[int], sppark) -> list[list]:
 def main() -> None:
     parser = arg_parser(__doc__)
     parser.add_argument("--curves", nargs="+", default=["bls12381", "bn128"])
-    parser.add_argument("--g1", type=int, nargs="+", default=[20, 22, 24])
-    parser.add_argument("--g2", type=int, nargs="+", default=[20, 22, 24])
+    parser.add_argument("--g1", type=int, nargs="*", default=[20, 22, 24], help="none: G2 alone")
+    parser.add_argument("--g2", type=int, nargs="*", default=[20, 22, 24], help="none: G1 alone")
     parser.add_argument("--anchors", type=Path, default=REPO / ".anchors")
     parser.add_argument("--out", default=str(REPO / "bench" / "results" / "gpu_msm_fixed_base.md"))
     args = parser.parse_args()
