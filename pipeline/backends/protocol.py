@@ -167,10 +167,16 @@ class Backend(abc.ABC):
         everything resident, ``key_device_bytes(zkey)`` bytes."""
         return KeyPlacement(device_bytes=self.key_device_bytes(zkey))
 
-    def drop_fixed_bases(self, key: Any) -> KeyPlacement:
-        """The key's fixed-base tables freed, its sections back to plain points; returns its placement
-        now (fewer ``device_bytes``). Only for a key whose placement has some (``place_key``); the
-        caller guarantees no work on the key is running."""
+    def add_fixed_bases(self, key: Any, sections: tuple[str, ...]) -> None:
+        """Build the fixed-base tables of ``sections`` onto a loaded key whose placement has none (a copy
+        made outside ``load_key``, such as a development key adopted from the setup), as ``place_key``
+        chose them."""
+        raise NotImplementedError(f"backend {self.name!r} keeps no fixed-base tables")
+
+    def drop_fixed_bases(self, key: Any) -> int:
+        """The key's fixed-base tables freed, its sections back to plain points; returns the device bytes
+        given back, as ``place_key`` counted them. Only for a key that has some; the caller guarantees no
+        work on the key is running."""
         raise NotImplementedError(f"backend {self.name!r} keeps no fixed-base tables")
 
     @abc.abstractmethod

@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import time
 from concurrent.futures import Executor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
@@ -321,15 +321,23 @@ class KeyStore:
 
     async def adopt_device_copy(self, key_id: str, device: Device, host: HostKey, handle: Any, run: Runner) -> None:
         """Take ``handle``, the key already resident on ``device`` (made by its backend outside the
-        store: ``setup.adopt_dev_key``), as the key's copy there, counted as an upload would be."""
+        store: ``setup.adopt_dev_key``), as the key's copy there, counted as an upload would be; the
+        fixed-base tables an upload would get are built onto it (``Backend.add_fixed_bases``)."""
         entry = self._entry(key_id)
         if device.index in entry.device_handles:
             raise KeyInUse(f"key {key_id!r} already has a copy on device {device.index}")
-        placement = await run(device.place_key, host.zkey, 0)  # the copy offered has no fixed-base tables
+        placement = await run(device.place_key, host.zkey, device.vram.available())
         if placement.mode != "resident":
             raise BudgetTooSmall(f"device {device.index}: key {key_id!r} fits its VRAM budget only {placement.mode}, "
                                  f"not as the resident copy offered; preload it instead (its backend streams the rest)")
-        entry.device_bytes[device.index] = await self._reserve_vram(key_id, device, placement.device_bytes, run)
+        needed = await self._reserve_vram(key_id, device, placement.device_bytes, run)
+        if placement.fixed_base:
+            try:
+                await run(device.backend.add_fixed_bases, handle, placement.fixed_base)
+            except BaseException:
+                device.vram.release(needed)
+                raise
+        entry.device_bytes[device.index] = needed
         entry.device_handles[device.index] = handle
         entry.device_placement[device.index] = placement
         entry.last_used = time.monotonic()
@@ -368,10 +376,10 @@ class KeyStore:
         placement = entry.device_placement.get(device.index)
         if placement is None or not placement.fixed_base:
             return False
-        smaller = await run(device.backend.drop_fixed_bases, entry.device_handles[device.index])
-        freed = entry.device_bytes[device.index] - smaller.device_bytes
-        entry.device_placement[device.index] = smaller
-        entry.device_bytes[device.index] = smaller.device_bytes
+        freed = await run(device.backend.drop_fixed_bases, entry.device_handles[device.index])
+        entry.device_placement[device.index] = replace(placement, fixed_base=(),
+                                                       device_bytes=placement.device_bytes - freed)
+        entry.device_bytes[device.index] -= freed
         device.vram.release(freed)
         self.fixed_base_drops += 1
         return True

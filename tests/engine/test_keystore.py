@@ -172,11 +172,16 @@ class TableBackend:
                 self.allocator.free(key.tables)
                 super().unload_key(key)
 
+            def add_fixed_bases(self, key, sections):
+                assert not key.tables and sections == ("h",)
+                self.allocator.alloc(table)
+                key.tables = table
+
             def drop_fixed_bases(self, key):
-                self.allocator.free(key.tables)
-                key.tables = 0
+                freed, key.tables = key.tables, 0
+                self.allocator.free(freed)
                 self.dropped += 1
-                return KeyPlacement(device_bytes=self.key_bytes)
+                return freed
 
         backend = Backend(allocator, key_bytes=1000, scratch=500)
         backend.dropped = 0
@@ -204,4 +209,27 @@ async def test_a_key_takes_tables_only_in_free_room_and_gives_them_up_before_ano
         assert keys["keys"]["a"]["devices"] == [0] and keys["keys"]["b"]["devices"] == [0]
         assert status["devices"][0]["vram"]["used_bytes"] == 2000 and allocator.used == 2000
         await (await engine.submit("a", [wtns(*A)])).result()  # a proves on without its table
+    assert allocator.ooms == 0 and allocator.used == 0
+
+
+async def test_an_adopted_copy_gets_the_tables_an_upload_would_and_gives_them_up_alike():
+    from pipeline.formats.zkey import read_zkey
+    from tests.engine.conftest import FakeDeviceAllocator
+
+    allocator = FakeDeviceAllocator(3000)
+    backend = TableBackend.make(allocator, table=800)
+    zkey = read_zkey(key_files(*A)["zkey_path"])
+    async with engine_with(backend, vram_budget_bytes=3000) as engine:
+        engine.register_key("mem", zkey=zkey)
+        handle = backend.load_key(zkey)  # made outside the store: no tables
+        await engine.adopt_device_key("mem", handle)
+        status = engine.status()
+        assert status["keys"]["keys"]["mem"]["layout"]["0"]["fixed_base_sections"] == ["h"]
+        assert status["devices"][0]["vram"]["used_bytes"] == 1800 == allocator.used
+        engine.register_key("b", **key_files(*B))
+        await (await engine.submit("b", [wtns(*B)])).result()  # b's scratch takes the adopted copy's tables
+        status = engine.status()
+        assert status["keys"]["fixed_base_drops"] == 1 and status["keys"]["evictions"] == 0
+        assert status["devices"][0]["vram"]["used_bytes"] == 2000 == allocator.used
+        await (await engine.submit("mem", [wtns(*A)])).result()
     assert allocator.ooms == 0 and allocator.used == 0

@@ -111,7 +111,8 @@ async def _prove_from_an_adopted_dev_key(cuda_backend, curve, log_n: int, partit
 @pytest.mark.parametrize("curve", ["bn128", "bls12381"])
 def test_a_development_key_adopted_from_the_setup_proves_through_the_engine_without_an_upload(cuda_backend, curve):
     """bench/seed_scale.py's path at a small size: the setup's device points become the engine's
-    copy (Engine.adopt_device_key); the partitions' proofs verify and reject a changed public input."""
+    copy (Engine.adopt_device_key), with the fixed-base tables its room allows built onto them; the
+    partitions' proofs verify and reject a changed public input."""
     from pipeline.curves import curve_by_name
 
     zkey, proofs, status = asyncio.run(_prove_from_an_adopted_dev_key(cuda_backend, curve_by_name(curve), 14, 3))
@@ -121,6 +122,9 @@ def test_a_development_key_adopted_from_the_setup_proves_through_the_engine_with
     assert not verify(vk, (p.public_signals[0] + 1,) + tuple(p.public_signals[1:]), p.pi_a, p.pi_b, p.pi_c)
     assert status["keys"]["loads"] == 1  # the host level only: the device copy was adopted, not uploaded
     assert status["devices"][0]["vram"]["used_bytes"] > 0
+    # the tables an upload would have had were built onto the adopted points (Backend.add_fixed_bases)
+    from pipeline.backends.cuda.fixed_base import FIXED_BASE_ORDER
+    assert status["keys"]["keys"]["dev"]["layout"]["0"]["fixed_base_sections"] == list(FIXED_BASE_ORDER)
 
 
 @pytest.mark.parametrize("curve", ["bn128", "bls12381"])

@@ -39,7 +39,7 @@ from .streams import Event, Stream
 from .spmv_long import long_rows_bytes_bound
 from .split import DeviceSplit, enqueue_split, split_scratch_bytes, split_worth_it
 from .device_key import CudaKey, CurveRuntime, load_device_key, unload_device_key
-from .fixed_base import choose_fixed_bases, plain_points, table_build_bytes, table_extra_bytes
+from .fixed_base import build_tables, choose_fixed_bases, plain_points, table_build_bytes, table_extra_bytes
 from .staged_upload import staged_upload
 from .witness_prefetch import WitnessPrefetches
 from .streamed import CudaStreamedPass, pass_scratch_bytes, place_streamed, prologue_scratch_bytes, witness_bytes
@@ -216,8 +216,23 @@ class CudaBackend(Backend):
         fixed = choose_fixed_bases(msm, zkey, lambda sections: need(sections) <= room)
         return KeyPlacement(device_bytes=full + sum(table_extra_bytes(msm, zkey, s) for s in fixed), fixed_base=fixed)
 
-    def drop_fixed_bases(self, key: CudaKey) -> KeyPlacement:
-        """The key's tables back to plain points (window 0 of each, copied out), the tables freed."""
+    def add_fixed_bases(self, key: CudaKey, sections: tuple[str, ...]) -> None:
+        """Tables of ``sections`` built from the key's resident points (which they replace)."""
+        if key.tables or key.placement.mode != "resident":
+            raise ValueError(f"tables are added only to a wholly resident key without any ({key.placement.mode}, "
+                             f"tables of {sorted(key.tables)})")
+        self.device.activate()
+        plain = sum(key.d_points[s].nbytes for s in sections)
+        key.tables = build_tables(key.runtime.msm, key.zkey, key.d_points, sections)
+        extra = sum(table_extra_bytes(key.runtime.msm, key.zkey, s) for s in sections)
+        key.placement = dataclasses.replace(key.placement, fixed_base=tuple(sections),
+                                            device_bytes=key.placement.device_bytes + extra)
+        key.resident_bytes += sum(t.d_table.nbytes for t in key.tables.values()) - plain
+        key.scratch_by_batch.clear()
+
+    def drop_fixed_bases(self, key: CudaKey) -> int:
+        """The key's tables back to plain points (window 0 of each, copied out), the tables freed; the
+        bytes they held beyond the points."""
         if not key.tables:
             raise ValueError("this key keeps no fixed-base tables")
         self.device.activate()
@@ -229,12 +244,11 @@ class CudaBackend(Backend):
             table.free()  # stream-ordered: after the copy read it
         self.stream.synchronize()
         self.allocator.trim()  # the tables' memory back to the driver, for whoever needed the room
-        p = key.placement
-        key.placement = dataclasses.replace(p, fixed_base=(), device_bytes=p.device_bytes - sum(
-            table_extra_bytes(key.runtime.msm, zkey, s) for s in p.fixed_base))
+        extra = sum(table_extra_bytes(key.runtime.msm, zkey, s) for s in key.placement.fixed_base)
+        key.placement = dataclasses.replace(key.placement, fixed_base=(), device_bytes=key.placement.device_bytes - extra)
         key.resident_bytes -= dropped
         key.scratch_by_batch.clear()
-        return key.placement
+        return extra
 
     def coefficient_table(self, zkey: Groth16Zkey) -> CoefficientTable | None:
         """The key's A/B coefficients as indices into a table of their values, when
