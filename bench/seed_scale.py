@@ -192,7 +192,9 @@ async def run_size(args, backends: dict, setups: dict, log_n: int) -> dict:
         engine.register_key("seed", zkey=zkey)
         try:
             await put_key_on_devices(args, engine, work, result["key_s"])
-            result["placement"] = engine.status()["keys"]["keys"]["seed"]["placement"]
+            keys = engine.status()["keys"]["keys"]["seed"]
+            result["placement"] = {d: mode + (f", tables of {'+'.join(tables)}" if (tables := keys["layout"][d].get(
+                "fixed_base_sections")) else "") for d, mode in keys["placement"].items()}
             warm = args.warmup if args.warmup is not None else min(args.partitions, in_flight)
             if warm:
                 await (await engine.submit("seed", [work.witness] * warm)).result()  # kernels, twiddles, pinned buffers
@@ -246,7 +248,8 @@ def check_proof(zkey: Groth16Zkey, jobs: list, verifiable: bool) -> str:
 async def main_async(args) -> None:
     sppark = ({k: "not run (CPU backend)" for k in args.sizes} if args.backend == "cpu" else
               sppark_stage.measure(args.curve, args.sizes, args.anchors, args.sppark_timeout))  # before our CUDA context
-    cuda = ({"options": CudaOptions(spmv_long_rows=not args.thread_a_row, witness_prefetch=args.witness_prefetch)}
+    cuda = ({"options": CudaOptions(spmv_long_rows=not args.thread_a_row, witness_prefetch=args.witness_prefetch,
+                                    msm_fixed_base=args.fixed_base)}
             if args.backend == "cuda" else {})
     backends = {d: create_backend(args.backend, **({"device": d} if d else {}), **cuda) for d in range(args.devices)}
     setups: dict = {}
@@ -267,7 +270,7 @@ async def main_async(args) -> None:
             backend.close()
     out = Path(args.out) if args.out else result_path(
         f"seed_scale_{args.backend}_{args.curve}_{'_'.join(map(str, args.sizes))}_{args.witness}"
-        f"{'_random_key' if args.key == 'random' else ''}{'_thread_a_row' if args.thread_a_row else ''}{'' if args.witness_prefetch else '_no_prefetch'}.md")
+        f"{'_random_key' if args.key == 'random' else ''}{'_thread_a_row' if args.thread_a_row else ''}{'' if args.witness_prefetch else '_no_prefetch'}{'' if args.fixed_base else '_no_fixed_base'}.md")
     pictures = write_timelines(out, results, f"{args.backend}, {args.curve}, {args.partitions} partitions per job")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(markdown(args, machine, results, sppark, pictures))
@@ -289,6 +292,8 @@ def main() -> None:
     p.add_argument("--g2", choices=("gpu", "cpu"), default="gpu", help="where the G2 MSM of B runs")
     p.add_argument("--thread-a-row", action="store_true",
                    help="CudaOptions.spmv_long_rows off: every row of the sparse products a thread (before session 16)")
+    p.add_argument("--no-fixed-base", dest="fixed_base", action="store_false",
+                   help="CudaOptions.msm_fixed_base off: no fixed-base tables on the key (before session 23)")
     p.add_argument("--no-witness-prefetch", dest="witness_prefetch", action="store_false",
                    help="CudaOptions.witness_prefetch off: a partition uploads its witness under the GPU lock (before "
                         "session 17)")
