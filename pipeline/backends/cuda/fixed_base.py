@@ -38,13 +38,23 @@ def table_build_bytes(msm: MsmRunner, zkey, section: str) -> int:
     return msm.table_build_bytes(is_g2(section), lead + n)
 
 
+def table_pays(msm: MsmRunner, rows: int, g2: bool) -> bool:
+    """Whether a table of ``rows`` rows is worth its VRAM: its plan has fewer windows than the plain MSM's.
+    A table's gain is the wider windows its one set of buckets allows; where the plans agree (c = 20 at
+    2^26) only the per-window reductions go, and the MSM over a table measured 0.96 of plain on
+    BLS12-381 and 1.06 (slower) on BN254 (session 23, results/gpu_msm_fixed_base_s23_2e26.md)."""
+    windows = msm.plan_fixed(rows).n_windows
+    return windows < msm.plan(rows, g2).n_windows and windows * rows < 1 << 31  # entries: 31 index bits
+
+
 def choose_fixed_bases(msm: MsmRunner, zkey, fits) -> tuple[str, ...]:
-    """The sections of FIXED_BASE_ORDER that get a table, taken in that order while ``fits(sections)``
-    says the key with those tables still fits (a later, smaller one may fit where an earlier did not)."""
+    """The sections of FIXED_BASE_ORDER whose table pays (``table_pays``), taken in that order while
+    ``fits(sections)`` says the key with those tables still fits (a later, smaller one may fit where an
+    earlier did not)."""
     chosen: list[str] = []
     for section in FIXED_BASE_ORDER:
         lead, n = table_rows(zkey, section)
-        if n and msm.plan_fixed(lead + n).n_windows * (lead + n) < 1 << 31 and fits(tuple(chosen + [section])):
+        if n and table_pays(msm, lead + n, is_g2(section)) and fits(tuple(chosen + [section])):
             chosen.append(section)
     return tuple(s for s in FIXED_BASE_ORDER if s in chosen)
 
