@@ -61,7 +61,9 @@ def choose_fixed_bases(msm: MsmRunner, zkey, fits) -> tuple[str, ...]:
 
 def build_tables(msm: MsmRunner, zkey, d_points: dict, sections, on_built=lambda: None) -> dict[str, FixedBaseTable]:
     """Tables of ``sections`` from their plain points in ``d_points``, whose buffers are then freed and
-    removed (stream-ordered: after the build read them). Frees what it built if one fails."""
+    removed (stream-ordered: after the build read them), one section at a time (a table and its points
+    together only for the section being built). If one fails, the tables built so far give their points
+    back to ``d_points`` and are freed, so the key is as it was (a key adopted from the setup lives on)."""
     tables: dict[str, FixedBaseTable] = {}
     try:
         for section in sections:
@@ -70,7 +72,9 @@ def build_tables(msm: MsmRunner, zkey, d_points: dict, sections, on_built=lambda
             d_points.pop(section).free()
             on_built()
     except BaseException:
-        for table in tables.values():
+        for section, table in tables.items():
+            if section not in d_points:
+                d_points[section] = plain_points(msm.allocator, msm.stream, zkey, table, section)
             table.free()
         raise
     return tables

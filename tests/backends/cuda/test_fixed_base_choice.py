@@ -73,3 +73,38 @@ def test_no_table_where_it_would_not_widen_the_windows(curve):
     assert choose_fixed_bases(msm, _zkey(curve, 26), lambda sections: True) == ()
     for log_n in (8, 16, 20, 24):
         assert choose_fixed_bases(msm, _zkey(curve, log_n), lambda sections: True) == FIXED_BASE_ORDER
+
+
+def test_a_failed_build_gives_the_built_tables_points_back(monkeypatch):
+    """build_tables: a section's build that fails (out of memory, say) leaves the key as it was: the tables
+    built before it copy their window 0 back into plain buffers and are freed."""
+    from pipeline.backends.cuda import fixed_base
+
+    events = []
+
+    class Buf:
+        def __init__(self, what, ptr=0x1000):
+            self.what, self.ptr, self.nbytes = what, ptr, 0
+
+        def free(self):
+            events.append(("free", self.what))
+
+    class Msm:
+        allocator = SimpleNamespace(alloc=lambda nbytes, what: Buf(what))
+        stream = SimpleNamespace(handle=0)
+
+        def build_table(self, g2, d_points, n, lead=0):
+            if g2:
+                raise MemoryError("out of memory")
+            return SimpleNamespace(n=lead + n, lead=lead, d_table=SimpleNamespace(ptr=0x2000),
+                                   free=lambda: events.append(("free", "table")))
+
+    zkey = _zkey(BLS12_381, 10)
+    points = {s: Buf(f"points {s}") for s in ("h", "b2")}
+    copies = []
+    monkeypatch.setattr(fixed_base, "driver", SimpleNamespace(cuMemcpyDtoDAsync=lambda *args: args))
+    monkeypatch.setattr(fixed_base, "check", lambda result, what: copies.append(what))
+    with pytest.raises(MemoryError):
+        fixed_base.build_tables(Msm(), zkey, points, ("h", "b2"))
+    assert sorted(points) == ["b2", "h"] and points["h"].what == "key points h"  # h's points copied back
+    assert events == [("free", "points h"), ("free", "table")] and copies == ["cuMemcpyDtoDAsync"]
