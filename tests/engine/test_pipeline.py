@@ -283,10 +283,11 @@ async def test_a_waiting_partition_prefetches_its_witness_and_the_vram_budget_co
         status = engine.status()
         device = engine.devices[0]
     assert len(proofs) == 8 and allocator.ooms == 0
-    # Every partition but the first two: the first finds the lock free, the second the key not yet on the
-    # device (the first copies it under the lock). Before session 17 a worker coming straight from its own
+    # Every partition but the first (it finds the lock free) and, unless the first has copied the key by the
+    # time it looks, the second (no resident copy to prefetch for yet): 6 or 7 of 8, as the threads fall (7
+    # seen once in a loaded full run, session 23). Before session 17 a worker coming straight from its own
     # turn found the lock just given back still free, and every other partition went without (3 of 8).
-    assert backend.started == 6, backend.started
+    assert backend.started in (6, 7), backend.started
     assert backend.taken == backend.started and backend.dropped == 0
     assert backend.held == {} and not device.prefetching
     assert status["devices"][0]["vram"]["used_bytes"] == 1000  # the key alone
