@@ -30,6 +30,14 @@ def result_path(name: str) -> Path:
     return RESULTS / name
 
 
+def placement_label(key_status: dict, device: str = "0") -> str:
+    """A key's placement on ``device`` from the engine's status (``status()["keys"]["keys"][key_id]``), with
+    its fixed-base tables: "resident, tables of b2+h+a+b1+c"."""
+    tables = key_status["layout"].get(device, {}).get("fixed_base_sections") or []
+    mode = key_status["placement"].get(device, "?")
+    return mode + (f", tables of {'+'.join(tables)}" if tables else "")
+
+
 def markdown_table(header: list[str], rows: list[list]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]

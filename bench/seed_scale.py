@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from bench import sppark_stage
-from bench.common import REPO, arg_parser, bit_heavy, random_below, result_path
+from bench.common import REPO, arg_parser, bit_heavy, placement_label, random_below, result_path
 from bench.seed_report import host_rss, markdown, reset_host_rss, write_timelines
 from pipeline.backends import CudaOptions, create_backend
 from pipeline.curves import curve_by_name
@@ -192,9 +192,8 @@ async def run_size(args, backends: dict, setups: dict, log_n: int) -> dict:
         engine.register_key("seed", zkey=zkey)
         try:
             await put_key_on_devices(args, engine, work, result["key_s"])
-            keys = engine.status()["keys"]["keys"]["seed"]
-            result["placement"] = {d: mode + (f", tables of {'+'.join(tables)}" if (tables := keys["layout"][d].get(
-                "fixed_base_sections")) else "") for d, mode in keys["placement"].items()}
+            key = engine.status()["keys"]["keys"]["seed"]
+            result["placement"] = {d: placement_label(key, d) for d in key["placement"]}
             warm = args.warmup if args.warmup is not None else min(args.partitions, in_flight)
             if warm:
                 await (await engine.submit("seed", [work.witness] * warm)).result()  # kernels, twiddles, pinned buffers

@@ -29,7 +29,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from bench.common import REPO, RESULTS, markdown_table, write_result
+from bench.common import REPO, RESULTS, markdown_table, placement_label, write_result
 from pipeline.backends.cuda import CudaBackend
 from pipeline.backends.cuda.streamed import CudaStreamedPass
 from pipeline.backends.cuda.options import CudaOptions
@@ -127,9 +127,7 @@ async def run_config(zkey, witness, budget: int | None, batch: int, partitions: 
                 name = k.removeprefix("gpu_phase ").removesuffix(" ms")
                 phases[name] = phases.get(name, 0.0) + v / q.timings_ms.get("gpu_batch", 1) / len(proofs)
     share["phases_ms"] = sum(phases.values())
-    tables = status["keys"]["keys"]["k"]["layout"].get("0", {}).get("fixed_base_sections") or []
-    placement = status["keys"]["keys"]["k"]["placement"].get("0", "?") + (f", tables of {'+'.join(tables)}" if tables else "")
-    return {"placement": placement, "load_s": load_s,
+    return {"placement": placement_label(status["keys"]["keys"]["k"]), "load_s": load_s,
             "s_per_proof": wall / len(proofs), "busy": busy,
             "vram_peak_gb": device["vram"]["peak_bytes"] / 1e9,
             "batch_mean": statistics.mean(q.timings_ms.get("gpu_batch", 1) for q in proofs),

@@ -32,5 +32,4 @@ def adopt_dev_key(backend: CudaBackend, dev_key: DevKey) -> CudaKey:
             buf.free()
         raise
     d_points, dev_key.d_points = dev_key.d_points, {}
-    resident = sum(b.nbytes for b in (*d_points.values(), *d_csr.values()))
-    return CudaKey(zkey, rt, d_points, d_csr, resident)
+    return CudaKey(zkey, rt, d_points, d_csr)

@@ -222,12 +222,10 @@ class CudaBackend(Backend):
             raise ValueError(f"tables are added only to a wholly resident key without any ({key.placement.mode}, "
                              f"tables of {sorted(key.tables)})")
         self.device.activate()
-        plain = sum(key.d_points[s].nbytes for s in sections)
         key.tables = build_tables(key.runtime.msm, key.zkey, key.d_points, sections)
         extra = sum(table_extra_bytes(key.runtime.msm, key.zkey, s) for s in sections)
         key.placement = dataclasses.replace(key.placement, fixed_base=tuple(sections),
                                             device_bytes=key.placement.device_bytes + extra)
-        key.resident_bytes += sum(t.d_table.nbytes for t in key.tables.values()) - plain
         key.scratch_by_batch.clear()
 
     def drop_fixed_bases(self, key: CudaKey) -> int:
@@ -236,17 +234,14 @@ class CudaBackend(Backend):
         if not key.tables:
             raise ValueError("this key keeps no fixed-base tables")
         self.device.activate()
-        zkey, dropped = key.zkey, 0
+        zkey = key.zkey
         for section in list(key.tables):
             key.d_points[section] = plain_points(self.allocator, self.stream, zkey, key.tables[section], section)
-            table = key.tables.pop(section)
-            dropped += table.d_table.nbytes - key.d_points[section].nbytes
-            table.free()  # stream-ordered: after the copy read it
+            key.tables.pop(section).free()  # stream-ordered: after the copy read it
         self.stream.synchronize()
         self.allocator.trim()  # the tables' memory back to the driver, for whoever needed the room
         extra = sum(table_extra_bytes(key.runtime.msm, zkey, s) for s in key.placement.fixed_base)
         key.placement = dataclasses.replace(key.placement, fixed_base=(), device_bytes=key.placement.device_bytes - extra)
-        key.resident_bytes -= dropped
         key.scratch_by_batch.clear()
         return extra
 
@@ -347,7 +342,8 @@ class CudaBackend(Backend):
         # MSM (CudaOptions.msm_shared_sort). A table is indexed by signal (C's rows below its points are
         # infinity), so the MSMs over tables all read the whole scalar vector.
         groups = [[n for n in names if n in witness_msms and (n in tables) == fixed] for fixed in (True, False)]
-        sharing = [n for group in groups if len(group) > 1 for n in group] if msm.shared_sort else []
+        groups = [g for g in groups if len(g) > 1] if msm.shared_sort else []
+        sharing, last_of_group = {n for g in groups for n in g}, {g[-1] for g in groups}
         digits = None
         try:
             for name in names:
@@ -387,8 +383,7 @@ class CudaBackend(Backend):
                     else:
                         deferred = msm.enqueue(g2, base, d_scalars, n, out, d_point_index=d_index, d_windows=d_windows,
                                                digits=digits if shared else None, skip_below=first if shared else 0)
-                if digits is not None and name in sharing and all(
-                        (m in tables) != (name in tables) for m in sharing[sharing.index(name) + 1:]):
+                if digits is not None and name in last_of_group:
                     digits.free()  # stream-ordered: after the last MSM of its group that reads it
                     digits = None
                 if windows is not None:

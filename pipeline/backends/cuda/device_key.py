@@ -39,7 +39,6 @@ class CudaKey:
     runtime: CurveRuntime
     d_points: dict[str, DeviceBuffer]  # resident sections (a, b1, b2, c, h): affine, Montgomery
     d_csr: dict[str, DeviceBuffer]  # {a,b}_{row_ptr,cols,vals_rr}, or {a,b}_index and vals_table
-    resident_bytes: int = 0
     placement: KeyPlacement = field(default_factory=KeyPlacement)
     host_points: dict[str, HostRegistration] = field(default_factory=dict)  # streamed sections, page-locked
     host_csr: dict[str, HostRegistration] = field(default_factory=dict)  # {a,b}_{cols,vals_rr or index}, streamed
@@ -48,6 +47,12 @@ class CudaKey:
     scratch_by_batch: dict[int, int] = field(default_factory=dict)  # CudaBackend.scratch_bytes, computed once
     # resident sections kept as fixed-base tables (placement.fixed_base; not in d_points: window 0 is the points)
     tables: dict[str, FixedBaseTable] = field(default_factory=dict)
+
+    @property
+    def resident_bytes(self) -> int:
+        """Device bytes the key holds: points, tables and the CSR."""
+        return sum(b.nbytes for b in (*self.d_points.values(), *self.d_csr.values())) + \
+            sum(t.d_table.nbytes for t in self.tables.values())
 
 
 
@@ -87,7 +92,8 @@ def load_device_key(rt: CurveRuntime, zkey: Groth16Zkey, placement: KeyPlacement
                     table: CoefficientTable | None = None, with_long_rows: bool = False) -> CudaKey:
     """``zkey`` as ``placement`` says; ``upload(array, what)`` makes a device buffer of a key array;
     ``table``: the key's coefficients as indices into a table of their values (spmv reads those);
-    ``with_long_rows``: a resident CSR's long rows listed (``upload_csr``).
+    ``with_long_rows``: a resident CSR's long rows listed (``upload_csr``). The sections of
+    ``placement.fixed_base`` end as fixed-base tables in place of their points (fixed_base.py).
     Frees what it took if anything fails."""
     up = upload
     d_points, d_csr, host_points, host_csr = {}, {}, {}, {}
@@ -126,9 +132,7 @@ def load_device_key(rt: CurveRuntime, zkey: Groth16Zkey, placement: KeyPlacement
         for reg in (*host_points.values(), *host_csr.values()):
             reg.close()
         raise
-    resident = sum(b.nbytes for b in (*d_points.values(), *d_csr.values())) + \
-        sum(t.d_table.nbytes for t in tables.values())
-    return CudaKey(zkey, rt, d_points, d_csr, resident, placement, host_points, host_csr, csr_chunks, csr_chunk_max,
+    return CudaKey(zkey, rt, d_points, d_csr, placement, host_points, host_csr, csr_chunks, csr_chunk_max,
                    tables=tables)
 
 

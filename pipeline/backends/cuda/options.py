@@ -89,9 +89,10 @@ class CudaOptions:
     # A resident key's sections also kept as fixed-base tables (2^(c w) P for every window w, fixed_base.py)
     # where the VRAM no other key holds has room for them beside the key, a partition's scratch and a
     # prefetched witness; the key store drops them back to plain points before it evicts a key for room.
-    # 13-16x a section's points; built at load (a 2^24 BLS12-381 key's four: 5.8 -> 15.5 s). Session 23, same call
-    # (bench/results/gpu_stage_24_s23_fixed_base_call1.md), 2^24 random witness: BLS12-381 917 -> 820 ms (tables
-    # of B2, H, A, B1: C's did not fit the default budget then), BN254 414 -> 368 ms (all five).
+    # 13-16x a section's points; built at load (a 2^24 BLS12-381 key: 5.1 -> 16.2 s). Only where a table widens the
+    # windows (fixed_base.table_pays: not at 2^26). Session 23, same call as sppark
+    # (bench/results/gpu_stage_24_s23_fixed_base.md), 2^24 random witness, all five tables: BLS12-381 914 -> 784 ms,
+    # BN254 414 -> 369 ms; the seed-shaped 2^24 stream 2.81 -> 2.69 s/proof.
     msm_fixed_base: bool = True
 
     def __post_init__(self) -> None:
