@@ -23,8 +23,8 @@ from bench.common import REPO, Stopwatch, arg_parser, markdown_table, time_ms, w
 from bench.gpu_msm import SPLIT, random_msm_data, time_msms
 from pipeline import progress
 from pipeline.backends.cuda.backend import CudaBackend  # the import makes no CUDA context
-from pipeline.backends.cuda.launch import (G2_VARIANTS_BUILT, NTT_RADIX_BUILT, NTT_RADIX_LOG, STAGES_PER_PASS,
-                                          STAGES_PER_PASS_COMPARED)
+from pipeline.backends.cuda.launch import (G2_VARIANTS_BUILT, NTT_PASS_KERNEL, NTT_PASS_KERNELS, NTT_PASS_VARIANTS,
+                                          NTT_RADIX_LOG, STAGES_PER_PASS, STAGES_PER_PASS_COMPARED)
 from pipeline.curves import curve_by_name
 
 METHOD = """sppark first: one harness call per curve (shared/anchors/sppark, carried as .anchors/bench_<curve>),
@@ -51,8 +51,16 @@ GOALS = {"G1 MSM": 0.8, "G2 MSM": 0.8, "NTT": 1.0, "H": 1.0}  # ours / sppark, a
 SPPARK_MSM_ROWS = {"random": "MSM", "80% {0,1}": "MSM 80%{0,1}"}  # the harness's names, after "G1 " or "G2 "
 SPPARK_NTT = "NTT Fr (NR)"
 H_NTTS = 7  # the issue's goal: H in at most the time of 7 sppark NTTs of its size
-NATURAL = f"natural in and out ({NTT_RADIX_LOG} stage(s) per register group, tiled bit reversal)"
-RADIX_ONLY = f"radix passes only (bit-reversed out), {NTT_RADIX_LOG} stage(s) per register group"
+
+
+def pass_label(pass_kernel: str, radix_log: int) -> str:
+    """A pass kernel as the rows name it (launch.NTT_PASS_KERNELS)."""
+    return f"{pass_kernel} passes" + (f" of {radix_log} stage(s) per register group" if pass_kernel == "groups" else "")
+
+
+PASSES = pass_label(NTT_PASS_KERNEL, NTT_RADIX_LOG)
+NATURAL = f"natural in and out ({PASSES}, tiled bit reversal)"
+RADIX_ONLY = f"radix passes only (bit-reversed out), {PASSES}"
 ELEMENTWISE_REVERSE = "natural in and out, element-wise bit reversal"
 QUOTIENT = "3 iNTT + 3 coset NTT + pointwise"
 QUOTIENT_COMPACT = QUOTIENT + ", compact twiddles (a streamed key's)"
@@ -175,7 +183,7 @@ def time_fr(backend, curve, logs: list[int], values: np.ndarray,
             repeat: int = 5) -> Iterator[tuple[int, float, float, float, float, dict[tuple[str, str], float]]]:
     """(log2 n, natural-order NTT ms, radix passes ms, quotient ms, quotient ms with the compact
     twiddle table of a streamed key, {(kernel, variant): ms}) per size, the first four with the
-    defaults (launch.py), the variants: the other register-group sizes built, the other pass plans
+    defaults (launch.py), the variants: the other pass kernels built, the other pass plans
     compared (NTT and H) and the element-wise bit reversal. Three resident buffers of the largest
     size (a, b, c), filled with ``values`` over and over. The quotient step is what a proof's H runs after the
     sparse products: c = a o b, then the transforms and the pointwise step (H over a). No sizes (e.g.
@@ -209,8 +217,13 @@ def time_fr(backend, curve, logs: list[int], values: np.ndarray,
                     rt.ntt.stages_per_pass = stages
                     variants["H", f"{QUOTIENT}, {stages} stages per pass (not {STAGES_PER_PASS})"] = time_ms(
                         backend.stream, quotient, repeat=repeat)
-            finally:
                 rt.ntt.stages_per_pass = STAGES_PER_PASS
+                for other in (k for k in NTT_PASS_KERNELS if k != NTT_PASS_KERNEL):
+                    rt.ntt.pass_kernel = other
+                    variants["H", f"{QUOTIENT}, {pass_label(other, NTT_RADIX_LOG)}"] = time_ms(
+                        backend.stream, quotient, repeat=repeat)
+            finally:
+                rt.ntt.stages_per_pass, rt.ntt.pass_kernel = STAGES_PER_PASS, NTT_PASS_KERNEL
             yield log_n, ntt, radix, h, h_compact, variants
     finally:
         for buf in bufs:
@@ -224,11 +237,13 @@ def time_ntt_variants(backend, ntt, d_data: int, log_n: int, repeat: int) -> dic
     out = {}
     ntt.ensure_twiddles(ntt.log_max, compact=False)
     try:
-        for radix_log in (r for r in NTT_RADIX_BUILT if r != NTT_RADIX_LOG):
-            ntt.radix_log = radix_log
-            out["NTT", radix_variant(radix_log)] = time_ms(
+        for kernel, radix_log in NTT_PASS_VARIANTS:
+            if pass_label(kernel, radix_log) == PASSES:
+                continue  # the default's row
+            ntt.pass_kernel, ntt.radix_log = kernel, radix_log
+            out["NTT", f"radix passes only (bit-reversed out), {pass_label(kernel, radix_log)}"] = time_ms(
                 backend.stream, lambda: ntt.radix_passes(d_data, log_n, False, False), repeat=repeat)
-        ntt.radix_log = NTT_RADIX_LOG
+        ntt.pass_kernel, ntt.radix_log = NTT_PASS_KERNEL, NTT_RADIX_LOG
         for stages in STAGES_PER_PASS_COMPARED:
             ntt.stages_per_pass = stages
             out["NTT", f"{RADIX_ONLY}, {stages} stages per pass (not {STAGES_PER_PASS})"] = time_ms(
@@ -237,11 +252,8 @@ def time_ntt_variants(backend, ntt, d_data: int, log_n: int, repeat: int) -> dic
         out["NTT", ELEMENTWISE_REVERSE] = time_ms(backend.stream, lambda: ntt.ntt(d_data, log_n), repeat=repeat)
     finally:
         ntt.radix_log, ntt.tiled_bit_reverse, ntt.stages_per_pass = NTT_RADIX_LOG, True, STAGES_PER_PASS
+        ntt.pass_kernel = NTT_PASS_KERNEL
     return out
-
-
-def radix_variant(radix_log: int) -> str:
-    return RADIX_ONLY.replace(f"{NTT_RADIX_LOG} stage(s)", f"{radix_log} stage(s)")
 
 
 def curve_rows(backend, curve, args, sppark: SpparkRows | str, rng) -> Iterator[Row]:

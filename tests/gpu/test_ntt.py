@@ -8,7 +8,8 @@ import pytest
 
 from pipeline.backends.cpu.ntt import ntt as ntt_ref
 from pipeline.backends.cpu.ntt import quotient_on_coset, to_odd_coset
-from pipeline.backends.cuda.launch import NTT_RADIX_BUILT, STAGES_PER_PASS_COMPARED
+from pipeline.backends.cuda.launch import (NTT_PASS_KERNEL, NTT_PASS_KERNELS, NTT_PASS_VARIANTS, NTT_RADIX_BUILT,
+                                          STAGES_PER_PASS_COMPARED)
 
 pytestmark = pytest.mark.gpu
 
@@ -124,21 +125,22 @@ def test_transforms_read_a_larger_domains_table_in_either_layout(cuda_backend, r
 
 # 2^17 (three passes: 1 + 8 + 8 stages) with the default, tiled bit reversal only: its CPU reference
 # takes seconds.
-@pytest.mark.parametrize("log_n, tiled", [(k, t) for k in (3, 8, 9, 11, 13) for t in (False, True)] + [(17, True)],
+@pytest.mark.parametrize("log_n, tiled", [(k, t) for k in (1, 3, 6, 7, 8, 9, 11, 13) for t in (False, True)] + [(17, True)],
                          ids=lambda v: {False: "elementwise-reverse", True: "tiled-reverse"}.get(v, v)
                          if isinstance(v, bool) else str(v))
-@pytest.mark.parametrize("radix_log", NTT_RADIX_BUILT)
+@pytest.mark.parametrize("pass_kernel, radix_log", NTT_PASS_VARIANTS, ids=lambda v: str(v))
 def test_every_built_pass_variant_and_bit_reversal_match_the_reference(cuda_backend, runtime, gpu_curve, log_n,
-                                                                       radix_log, tiled):
-    """Each register-group size a pass is built with (launch.NTT_RADIX_BUILT) and both bit
-    reversals, on sizes across the tile threshold (2^8) and the pass boundaries (2^10, 2^16): the
-    forward and inverse transform (DIF + bit reversal) and the odd coset (DIF inverse, then DIT)."""
+                                                                       pass_kernel, radix_log, tiled):
+    """Each pass kernel (launch.NTT_PASS_KERNELS; the "groups" one with each register-group size of
+    launch.NTT_RADIX_BUILT) and both bit reversals, on sizes across the tile threshold (2^8), the warp
+    (a "pairs" block of 2^5 threads) and the pass boundaries (2^10, 2^16): the forward and inverse
+    transform (DIF + bit reversal) and the odd coset (DIF inverse, then DIT)."""
     from pipeline.backends.cuda.ntt import NttRunner
 
     fr, n = gpu_curve.fr, 1 << log_n
     ntt = NttRunner(runtime.ntt.kernels, cuda_backend.allocator, cuda_backend.stream)
-    ntt.radix_log, ntt.tiled_bit_reverse = radix_log, tiled
-    values = _random_values(fr, random.Random(f"variant{gpu_curve.name}{log_n}{radix_log}{tiled}"), n)
+    ntt.pass_kernel, ntt.radix_log, ntt.tiled_bit_reverse = pass_kernel, radix_log, tiled
+    values = _random_values(fr, random.Random(f"variant{gpu_curve.name}{log_n}{pass_kernel}{radix_log}{tiled}"), n)
     try:
         for inverse in (False, True):
             with _upload_mont(cuda_backend, fr, values) as d:
@@ -151,24 +153,31 @@ def test_every_built_pass_variant_and_bit_reversal_match_the_reference(cuda_back
         ntt.close()
 
 
-def test_a_pass_variant_that_is_not_built_is_refused(cuda_backend, runtime):
+@pytest.mark.parametrize("attribute, value, message", [("radix_log", max(NTT_RADIX_BUILT) + 1, "radix_log must be one of"),
+                                                        ("pass_kernel", "quads", "pass_kernel must be one of")])
+def test_a_pass_variant_that_is_not_built_is_refused(cuda_backend, runtime, attribute, value, message):
     from pipeline.backends.cuda.ntt import NttRunner
 
     ntt = NttRunner(runtime.ntt.kernels, cuda_backend.allocator, cuda_backend.stream)
-    ntt.radix_log = max(NTT_RADIX_BUILT) + 1
+    setattr(ntt, attribute, value)
     try:
-        with pytest.raises(ValueError, match="radix_log must be one of"):
+        with pytest.raises(ValueError, match=message):
             ntt.radix_passes(0, 4, dit=False, inverse=False)
     finally:
         ntt.close()
 
 
-@pytest.mark.parametrize("stages", STAGES_PER_PASS_COMPARED)
+OTHER_PASS_KERNEL = next(k for k in NTT_PASS_KERNELS if k != NTT_PASS_KERNEL)
+
+
+@pytest.mark.parametrize("stages, pass_kernel", [(s, NTT_PASS_KERNEL) for s in STAGES_PER_PASS_COMPARED] +
+                         [(s, OTHER_PASS_KERNEL) for s in (8, 10)])
 @pytest.mark.parametrize("log_n", [21, 22])
-def test_other_pass_plans_equal_the_default_at_sizes_of_three_passes(cuda_backend, runtime, gpu_curve, stages, log_n):
+def test_other_pass_plans_equal_the_default_at_sizes_of_three_passes(cuda_backend, runtime, gpu_curve, stages,
+                                                                     pass_kernel, log_n):
     """The pass plans bench/kernels_vs_sppark.py compares (9 or 10 stages a launch; at 2^21-2^22 a
-    middle pass with no low bits to coalesce) give the default plan's transform, forward, inverse and
-    on the odd coset, element for element, and X_1 by Horner."""
+    middle pass with no low bits to coalesce) and the other pass kernel give the default plan's
+    transform, forward, inverse and on the odd coset, element for element, and X_1 by Horner."""
     from pipeline.backends.cuda.ntt import NttRunner, pass_plan
 
     assert len(pass_plan(log_n, False, stages)) == 3
@@ -177,7 +186,7 @@ def test_other_pass_plans_equal_the_default_at_sizes_of_three_passes(cuda_backen
     words = rng.integers(0, 2**63, size=(n, fr.limbs), dtype=np.uint64)
     words[:, -1] &= np.uint64((1 << (fr.bits - 1 - 64 * (fr.limbs - 1))) - 1)  # < 2^(bits-1) < p
     other = NttRunner(runtime.ntt.kernels, cuda_backend.allocator, cuda_backend.stream)
-    other.stages_per_pass = stages
+    other.stages_per_pass, other.pass_kernel = stages, pass_kernel
     outputs = {}
     try:
         for name, ntt in (("default", runtime.ntt), ("other", other)):

@@ -99,6 +99,15 @@ PASS_ELEMENTS_LOG = 10
 # an SM at 7 blocks (896 threads, where R = 1 runs 2048): latency hiding lost beats barriers saved.
 NTT_RADIX_BUILT = (1, 2, 3)
 NTT_RADIX_LOG = 1
+# How a pass's threads hold its elements between stages (ntt/ntt.cuh): "pairs" (ntt_pass_pairs, NTT v3):
+# a butterfly's pair in registers for the whole pass, one element traded a stage by warp shuffle or
+# shared memory; "groups" (ntt_pass<F, DIT, NTT_RADIX_LOG>): every element back to shared memory every
+# stage (or group). Both built for the same-call comparison; the default is NTT_PASS_KERNEL.
+NTT_PASS_KERNELS = ("pairs", "groups")
+NTT_PASS_KERNEL = "pairs"
+# Every pass built, as (NttRunner.pass_kernel, NttRunner.radix_log): the register-group sizes are the
+# "groups" kernel's alone
+NTT_PASS_VARIANTS = tuple((k, r) for k in NTT_PASS_KERNELS for r in (NTT_RADIX_BUILT if k == "groups" else (1,)))
 BIT_REVERSE_BLOCK = 256  # ntt_bit_reverse_tiles: 256 elements a tile
 SPLIT_BLOCK = 256  # msm_classify, msm_compact, gather_rows (split.py): not yet swept on the H200
 BATCH_INVERSE_THREADS = 1 << 17  # threads of a batch inversion: enough to fill an H200, >= 8 elements each at 2^20

@@ -10,8 +10,8 @@ import numpy as np
 
 from ...curves.field import ScalarField
 from .kernels import CurveKernels, grid_for
-from .launch import (BIT_REVERSE_BLOCK, ELEMENTWISE_BLOCK, NTT_BR_TILE_LOG, NTT_RADIX_BUILT, NTT_RADIX_LOG,
-                     PASS_ELEMENTS_LOG, STAGES_PER_PASS)
+from .launch import (BIT_REVERSE_BLOCK, ELEMENTWISE_BLOCK, NTT_BR_TILE_LOG, NTT_PASS_KERNEL, NTT_PASS_KERNELS,
+                     NTT_RADIX_BUILT, NTT_RADIX_LOG, PASS_ELEMENTS_LOG, STAGES_PER_PASS)
 
 
 def pass_plan(log_n: int, dit: bool, stages: int = STAGES_PER_PASS,
@@ -66,7 +66,8 @@ class NttRunner:
         self.compact = False  # the table's layout (twiddle_count)
         self.d_tw = None  # the forward table; the inverse reads it too
         self._coset_tables: dict[int, tuple] = {}
-        self.radix_log = NTT_RADIX_LOG  # stages per register group in a pass (launch.py); benches compare
+        self.pass_kernel = NTT_PASS_KERNEL  # how a pass holds its elements (launch.py); benches compare
+        self.radix_log = NTT_RADIX_LOG  # stages per register group of the "groups" pass (launch.py); benches compare
         self.stages_per_pass = STAGES_PER_PASS  # stages per launch (launch.py); benches compare
         self.tiled_bit_reverse = True  # False: the element-wise kernel at every size (benches compare)
 
@@ -118,14 +119,18 @@ class NttRunner:
     # -- transforms ------------------------------------------------------------------------------
     def radix_passes(self, d_data: int, log_n: int, dit: bool, inverse: bool) -> None:
         """DIF (natural -> bit-reversed) or DIT (bit-reversed -> natural), unscaled."""
+        if self.pass_kernel not in NTT_PASS_KERNELS:
+            raise ValueError(f"NttRunner.pass_kernel must be one of {NTT_PASS_KERNELS}, got {self.pass_kernel!r}")
         if self.radix_log not in NTT_RADIX_BUILT:
             raise ValueError(f"NttRunner.radix_log must be one of {NTT_RADIX_BUILT}, got {self.radix_log!r}")
         self.ensure_twiddles(log_n)
-        expr = f"ntt_pass<fr_t, {'true' if dit else 'false'}, {self.radix_log}>"
+        direction = 'true' if dit else 'false'
+        pairs = self.pass_kernel == "pairs"
+        expr = f"ntt_pass_pairs<fr_t, {direction}>" if pairs else f"ntt_pass<fr_t, {direction}, {self.radix_log}>"
         n = 1 << log_n
         for lo, k, tl in pass_plan(log_n, dit, self.stages_per_pass):
-            elems = 1 << (k + tl)
-            self.kernels.launch(expr, n // elems, max(elems >> self.radix_log, 1),
+            elems = 1 << (k + tl)  # pairs: two trade buffers of elems / 2 (a thread a pair)
+            self.kernels.launch(expr, n // elems, max(elems >> (1 if pairs else self.radix_log), 1),
                                 (d_data, self.d_tw.ptr, lo, k, tl, self.log_max, int(inverse), int(not self.compact)),
                                 self.stream, elems * self.elem_bytes)
 

@@ -106,6 +106,75 @@ __global__ void ntt_pass(F* __restrict__ d_data, const F* __restrict__ d_tw, int
     for (int e = threadIdx.x; e < n_elems; e += blockDim.x) d_data[global_index(e)] = s[e];
 }
 
+// The same pass with each thread's butterfly pair in registers for all k stages (NTT v3): between
+// two stages a thread trades one element with a partner, by warp shuffle where the partner is in its
+// warp (no barrier, no shared memory), else through shared memory (two buffers, one barrier a trade).
+// ntt_pass moves both elements of every butterfly through shared memory each stage; sppark's passes
+// trade this way. Same plan, grid and twiddles; blocks of 2^(k + tl - 1) threads.
+// Thread b: bits [0, tl) are lt, bit tl + j (j < k - 1) a bit of v: before stage t, v_j for j < t and
+// v_(j+1) for j >= t (DIF and DIT alike), so the pair differs in v_t and the twiddle's low t bits of v
+// are (b >> tl) mod 2^t. DIF starts at t = k - 1, DIT at t = 0; going from stage t to the next, bit
+// tl + min(t, next) of b changes meaning, and b trades with b ^ 2^(tl + min(t, next)): the thread with
+// that bit 0 keeps x and takes its partner's x as y, the other keeps y and takes its partner's y as x.
+template <class F>
+__device__ __forceinline__ F ntt_trade(const F& send, int p, F* s, int& buf) {
+    if (p < 5) {  // partner in this warp (a block under 32 threads: the lanes it has)
+        const unsigned mask = blockDim.x >= 32 ? 0xffffffffu : (1u << blockDim.x) - 1;
+        F r;
+#pragma unroll
+        for (int i = 0; i < F::N; i++) r.v[i] = __shfl_xor_sync(mask, send.v[i], 1 << p);
+        return r;
+    }
+    F* sb = s + buf * blockDim.x;  // the other buffer was last read before the previous barrier
+    sb[threadIdx.x] = send;
+    __syncthreads();
+    buf ^= 1;
+    return sb[threadIdx.x ^ (1u << p)];
+}
+
+template <class F, bool DIT>
+__global__ void ntt_pass_pairs(F* __restrict__ d_data, const F* __restrict__ d_tw, int lo, int k, int tl, int log_tw,
+                               int inverse, int levels) {
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    F* s = reinterpret_cast<F*>(smem_raw);
+    const uint32_t b = threadIdx.x, vb = b >> tl;
+    const uint32_t lw_blocks_log = lo - tl;
+    const uint64_t hi = (uint64_t)blockIdx.x >> lw_blocks_log;
+    const uint64_t lw = (((uint64_t)blockIdx.x & ((1ull << lw_blocks_log) - 1)) << tl) | (b & ((1u << tl) - 1));
+    const uint64_t base = (hi << (lo + k)) | lw;
+    // DIF loads pairs that differ in v's top bit (b holds v_0..v_(k-2)), DIT pairs that differ in v_0
+    const uint64_t in0 = base | ((uint64_t)(DIT ? vb << 1 : vb) << lo);
+    const uint64_t in1 = in0 | ((uint64_t)(DIT ? 1u : 1u << (k - 1)) << lo);
+    F x = d_data[in0], y = d_data[in1];
+    int buf = 0;
+    for (int st = 0; st < k; st++) {
+        const int t = DIT ? st : k - 1 - st;
+        if (st > 0) {
+            const int p = tl + (DIT ? t - 1 : t);
+            const bool keeps_x = ((b >> p) & 1) == 0;
+            const F got = ntt_trade(keeps_x ? y : x, p, s, buf);
+            if (keeps_x) y = got; else x = got;
+        }
+        if (lo + t == 0) {  // half-size 1: w = 1
+            const F x0 = x;
+            x = x0 + y;
+            y = x0 - y;
+            continue;
+        }
+        const uint64_t h = 1ull << (lo + t);
+        const uint64_t j = ((uint64_t)(vb & ((1u << t) - 1)) << lo) | lw;
+        const bool neg = inverse && j != 0;
+        const uint64_t jj = neg ? h - j : j;
+        const F w = d_tw[levels ? h + jj : jj << (log_tw - 1 - (lo + t))];
+        ntt_butterfly<F, DIT>(x, y, w, neg);
+    }
+    // DIF ends on pairs that differ in v_0 (b holds v_1..v_(k-1)), DIT on pairs that differ in v's top bit
+    const uint64_t out0 = base | ((uint64_t)(DIT ? vb : vb << 1) << lo);
+    const uint64_t out1 = out0 | ((uint64_t)(DIT ? 1u << (k - 1) : 1u) << lo);
+    d_data[out0] = x;
+    d_data[out1] = y;
+}
+
 __device__ __forceinline__ uint64_t bit_reverse(uint64_t i, int log_n) {
     return log_n == 0 ? 0 : (__brevll(i) >> (64 - log_n));
 }

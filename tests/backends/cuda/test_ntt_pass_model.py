@@ -60,6 +60,48 @@ def model_pass(data, table, p, lo, k, tl, log_tw, inverse, compact, dit, radix):
             data[gidx(e)] = s[e]
 
 
+def model_pass_pairs(data, table, p, lo, k, tl, log_tw, inverse, compact, dit):
+    """ntt_pass_pairs<F, DIT> over every block of one launch: every thread's pair in its "registers",
+    the trades between stages done for all threads at once (a shuffle or a shared-memory round)."""
+    n, threads = len(data), 1 << (k + tl - 1)
+    lw_blocks_log = lo - tl
+    for block in range(n // (threads * 2)):
+        hi = block >> lw_blocks_log
+        lws = [((block & ((1 << lw_blocks_log) - 1)) << tl) | (b & ((1 << tl) - 1)) for b in range(threads)]
+        x, y = [0] * threads, [0] * threads
+        for b in range(threads):
+            vb, base = b >> tl, (hi << (lo + k)) | lws[b]
+            in0 = base | ((vb << 1 if dit else vb) << lo)
+            x[b], y[b] = data[in0], data[in0 | ((1 if dit else 1 << (k - 1)) << lo)]
+        for st in range(k):
+            t = st if dit else k - 1 - st
+            if st > 0:
+                bit = tl + (t - 1 if dit else t)
+                sent = [y[b] if not (b >> bit) & 1 else x[b] for b in range(threads)]
+                for b in range(threads):
+                    got = sent[b ^ (1 << bit)]
+                    if not (b >> bit) & 1:
+                        y[b] = got
+                    else:
+                        x[b] = got
+            for b in range(threads):
+                j = (((b >> tl) & ((1 << t) - 1)) << lo) | lws[b]
+                if lo + t == 0:
+                    w = 1
+                else:
+                    index, neg = twiddle_index(j, lo + t, log_tw, inverse, compact)
+                    w = (p - table[index]) % p if neg else table[index]
+                a, c = x[b], y[b]
+                if dit:
+                    x[b], y[b] = (a + c * w) % p, (a - c * w) % p
+                else:
+                    x[b], y[b] = (a + c) % p, (a - c) * w % p
+        for b in range(threads):
+            vb, base = b >> tl, (hi << (lo + k)) | lws[b]
+            out0 = base | ((vb if dit else vb << 1) << lo)
+            data[out0], data[out0 | ((1 << (k - 1) if dit else 1) << lo)] = x[b], y[b]
+
+
 def twiddle_table(fr, log_tw, compact):
     p = fr.modulus
     if compact:
@@ -89,6 +131,30 @@ def test_passes_in_register_groups_compute_the_transform(radix, log_n, compact):
         dit = [values[rev(i, log_n)] for i in range(1 << log_n)]  # bit-reversed in, natural out
         for lo, k, tl in pass_plan(log_n, dit=True):
             model_pass(dit, table, p, lo, k, tl, log_tw, inverse, compact, True, radix)
+        assert dit == expect, ("DIT", inverse)
+
+
+@pytest.mark.parametrize("stages, elements_log", [(8, 10), (3, 3), (4, 6), (10, 10)])
+@pytest.mark.parametrize("log_n", [1, 2, 5, 7, 11])
+@pytest.mark.parametrize("compact", [False, True], ids=["levels", "compact"])
+def test_passes_of_register_pairs_compute_the_transform(stages, elements_log, log_n, compact):
+    """ntt_pass_pairs (a thread's pair traded between stages) on the default plan and on plans with
+    passes at lo > 0 and tl = 0 or with many low bits, against the reference, both directions."""
+    fr, p = BN254.fr, BN254.fr.modulus
+    log_tw = log_n + 1
+    table = twiddle_table(fr, log_tw, compact)
+    values = [random.Random(log_n * 7 + stages).randrange(p) for _ in range(1 << log_n)]
+    for inverse in (False, True):
+        expect = reference_ntt(fr, values, inverse)
+        if inverse:
+            expect = [v * (1 << log_n) % p for v in expect]
+        dif = list(values)
+        for lo, k, tl in pass_plan(log_n, False, min(stages, max(log_n, 1)), elements_log):
+            model_pass_pairs(dif, table, p, lo, k, tl, log_tw, inverse, compact, False)
+        assert [dif[rev(o, log_n)] for o in range(1 << log_n)] == expect, ("DIF", inverse)
+        dit = [values[rev(i, log_n)] for i in range(1 << log_n)]
+        for lo, k, tl in pass_plan(log_n, True, min(stages, max(log_n, 1)), elements_log):
+            model_pass_pairs(dit, table, p, lo, k, tl, log_tw, inverse, compact, True)
         assert dit == expect, ("DIT", inverse)
 
 
