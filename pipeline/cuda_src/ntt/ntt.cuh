@@ -145,10 +145,29 @@ __global__ void ntt_pass_pairs(F* __restrict__ d_data, const F* __restrict__ d_t
     // DIF loads pairs that differ in v's top bit (b holds v_0..v_(k-2)), DIT pairs that differ in v_0
     const uint64_t in0 = base | ((uint64_t)(DIT ? vb << 1 : vb) << lo);
     const uint64_t in1 = in0 | ((uint64_t)(DIT ? 1u : 1u << (k - 1)) << lo);
+    // a stage's twiddle, loaded one stage ahead: its latency (L2 or DRAM for the top stages' levels) hides
+    // behind the trade and the butterfly before it, where a load at its own stage stalls every warp
+    // of the block at once, right after the barrier
+    auto twiddle = [&](int t, bool& neg) -> F {
+        const uint64_t h = 1ull << (lo + t);
+        const uint64_t j = ((uint64_t)(vb & ((1u << t) - 1)) << lo) | lw;
+        neg = inverse && j != 0;
+        const uint64_t jj = neg ? h - j : j;
+        return d_tw[levels ? h + jj : jj << (log_tw - 1 - (lo + t))];
+    };
+    const int t_first = DIT ? 0 : k - 1;
+    bool neg_next = false;
+    F w_next = lo + t_first == 0 ? F::one() : twiddle(t_first, neg_next);
     F x = d_data[in0], y = d_data[in1];
     int buf = 0;
     for (int st = 0; st < k; st++) {
         const int t = DIT ? st : k - 1 - st;
+        const F w = w_next;
+        const bool neg = neg_next;
+        if (st + 1 < k) {
+            const int t_next = DIT ? t + 1 : t - 1;
+            if (lo + t_next != 0) w_next = twiddle(t_next, neg_next);
+        }
         if (st > 0) {
             const int p = tl + (DIT ? t - 1 : t);
             const bool keeps_x = ((b >> p) & 1) == 0;
@@ -159,14 +178,9 @@ __global__ void ntt_pass_pairs(F* __restrict__ d_data, const F* __restrict__ d_t
             const F x0 = x;
             x = x0 + y;
             y = x0 - y;
-            continue;
+        } else {
+            ntt_butterfly<F, DIT>(x, y, w, neg);
         }
-        const uint64_t h = 1ull << (lo + t);
-        const uint64_t j = ((uint64_t)(vb & ((1u << t) - 1)) << lo) | lw;
-        const bool neg = inverse && j != 0;
-        const uint64_t jj = neg ? h - j : j;
-        const F w = d_tw[levels ? h + jj : jj << (log_tw - 1 - (lo + t))];
-        ntt_butterfly<F, DIT>(x, y, w, neg);
     }
     // DIF ends on pairs that differ in v_0 (b holds v_1..v_(k-1)), DIT on pairs that differ in v's top bit
     const uint64_t out0 = base | ((uint64_t)(DIT ? vb : vb << 1) << lo);
