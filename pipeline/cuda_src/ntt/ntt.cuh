@@ -158,7 +158,22 @@ __global__ void ntt_pass_pairs(F* __restrict__ d_data, const F* __restrict__ d_t
     const int t_first = DIT ? 0 : k - 1;
     bool neg_next = false;
     F w_next = lo + t_first == 0 ? F::one() : twiddle(t_first, neg_next);
-    F x = d_data[in0], y = d_data[in1];
+    F x, y;
+    if (DIT && tl == 0 && k > 1) {
+        // no low bits to coalesce over (the bottom pass): adjacent pairs, so a warp's two loads would each span
+        // twice the bytes it reads;
+        // load as DIF does (runs of consecutive elements) and hand the pairs out through shared memory
+        const uint64_t row = base | ((uint64_t)b << lo);
+        s[b] = d_data[row];
+        s[b + blockDim.x] = d_data[row | ((uint64_t)blockDim.x << lo)];
+        __syncthreads();
+        x = s[2 * b];
+        y = s[2 * b + 1];
+        __syncthreads();  // the trades' buffers are the staging's
+    } else {
+        x = d_data[in0];
+        y = d_data[in1];
+    }
     int buf = 0;
     for (int st = 0; st < k; st++) {
         const int t = DIT ? st : k - 1 - st;
