@@ -123,15 +123,19 @@ class NttRunner:
             raise ValueError(f"NttRunner.pass_kernel must be one of {NTT_PASS_KERNELS}, got {self.pass_kernel!r}")
         if self.radix_log not in NTT_RADIX_BUILT:
             raise ValueError(f"NttRunner.radix_log must be one of {NTT_RADIX_BUILT}, got {self.radix_log!r}")
+        pairs = self.pass_kernel == "pairs"
+        if pairs and log_n > 31:
+            raise ValueError(f"the pairs pass indexes in 32 bits: 2^{log_n} elements is past 2^31")
         self.ensure_twiddles(log_n)
         direction = 'true' if dit else 'false'
-        pairs = self.pass_kernel == "pairs"
-        expr = f"ntt_pass_pairs<fr_t, {direction}>" if pairs else f"ntt_pass<fr_t, {direction}, {self.radix_log}>"
+        expr = f"ntt_pass_pairs<fr_t, {direction}, {'true' if inverse else 'false'}>" if pairs else \
+            f"ntt_pass<fr_t, {direction}, {self.radix_log}>"
         n = 1 << log_n
         for lo, k, tl in pass_plan(log_n, dit, self.stages_per_pass):
             elems = 1 << (k + tl)  # pairs: two trade buffers of elems / 2 (a thread a pair)
-            self.kernels.launch(expr, n // elems, max(elems >> (1 if pairs else self.radix_log), 1),
-                                (d_data, self.d_tw.ptr, lo, k, tl, self.log_max, int(inverse), int(not self.compact)),
+            sign = () if pairs else (int(inverse),)  # the pairs kernels take the direction as a template argument
+            args = (d_data, self.d_tw.ptr, lo, k, tl, self.log_max, *sign, int(not self.compact))
+            self.kernels.launch(expr, n // elems, max(elems >> (1 if pairs else self.radix_log), 1), args,
                                 self.stream, elems * self.elem_bytes)
 
     def bit_reverse(self, d_data: int, log_n: int, scale_mont: int) -> None:

@@ -132,27 +132,29 @@ __device__ __forceinline__ F ntt_trade(const F& send, int p, F* s, int& buf) {
     return sb[threadIdx.x ^ (1u << p)];
 }
 
-template <class F, bool DIT>
+// INV: the inverse transform (the twiddle's folded sign, ntt_butterfly's neg) as a template argument, so the
+// forward kernels carry no sign selects. Indices in 32 bits: transforms of up to 2^31 elements (NttRunner checks).
+template <class F, bool DIT, bool INV>
 __global__ void ntt_pass_pairs(F* __restrict__ d_data, const F* __restrict__ d_tw, int lo, int k, int tl, int log_tw,
-                               int inverse, int levels) {
+                               int levels) {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     F* s = reinterpret_cast<F*>(smem_raw);
     const uint32_t b = threadIdx.x, vb = b >> tl;
     const uint32_t lw_blocks_log = lo - tl;
-    const uint64_t hi = (uint64_t)blockIdx.x >> lw_blocks_log;
-    const uint64_t lw = (((uint64_t)blockIdx.x & ((1ull << lw_blocks_log) - 1)) << tl) | (b & ((1u << tl) - 1));
-    const uint64_t base = (hi << (lo + k)) | lw;
+    const uint32_t hi = blockIdx.x >> lw_blocks_log;
+    const uint32_t lw = ((blockIdx.x & ((1u << lw_blocks_log) - 1)) << tl) | (b & ((1u << tl) - 1));
+    const uint32_t base = (hi << (lo + k)) | lw;
     // DIF loads pairs that differ in v's top bit (b holds v_0..v_(k-2)), DIT pairs that differ in v_0
-    const uint64_t in0 = base | ((uint64_t)(DIT ? vb << 1 : vb) << lo);
-    const uint64_t in1 = in0 | ((uint64_t)(DIT ? 1u : 1u << (k - 1)) << lo);
+    const uint32_t in0 = base | ((DIT ? vb << 1 : vb) << lo);
+    const uint32_t in1 = in0 | ((DIT ? 1u : 1u << (k - 1)) << lo);
     // a stage's twiddle, loaded one stage ahead: its latency (L2 or DRAM for the top stages' levels) hides
     // behind the trade and the butterfly before it, where a load at its own stage stalls every warp
     // of the block at once, right after the barrier
     auto twiddle = [&](int t, bool& neg) -> F {
-        const uint64_t h = 1ull << (lo + t);
-        const uint64_t j = ((uint64_t)(vb & ((1u << t) - 1)) << lo) | lw;
-        neg = inverse && j != 0;
-        const uint64_t jj = neg ? h - j : j;
+        const uint32_t h = 1u << (lo + t);
+        const uint32_t j = ((vb & ((1u << t) - 1)) << lo) | lw;
+        neg = INV && j != 0;
+        const uint32_t jj = neg ? h - j : j;
         return d_tw[levels ? h + jj : jj << (log_tw - 1 - (lo + t))];
     };
     const int t_first = DIT ? 0 : k - 1;
@@ -161,11 +163,11 @@ __global__ void ntt_pass_pairs(F* __restrict__ d_data, const F* __restrict__ d_t
     F x, y;
     if (DIT && tl == 0 && k > 1) {
         // no low bits to coalesce over (the bottom pass): adjacent pairs, so a warp's two loads would each span
-        // twice the bytes it reads;
-        // load as DIF does (runs of consecutive elements) and hand the pairs out through shared memory
-        const uint64_t row = base | ((uint64_t)b << lo);
+        // twice the bytes it reads; load as DIF does (runs of consecutive elements) and hand the pairs out
+        // through shared memory
+        const uint32_t row = base | (b << lo);
         s[b] = d_data[row];
-        s[b + blockDim.x] = d_data[row | ((uint64_t)blockDim.x << lo)];
+        s[b + blockDim.x] = d_data[row | (blockDim.x << lo)];
         __syncthreads();
         x = s[2 * b];
         y = s[2 * b + 1];
@@ -194,12 +196,12 @@ __global__ void ntt_pass_pairs(F* __restrict__ d_data, const F* __restrict__ d_t
             x = x0 + y;
             y = x0 - y;
         } else {
-            ntt_butterfly<F, DIT>(x, y, w, neg);
+            ntt_butterfly<F, DIT>(x, y, w, INV && neg);
         }
     }
     // DIF ends on pairs that differ in v_0 (b holds v_1..v_(k-1)), DIT on pairs that differ in v's top bit
-    const uint64_t out0 = base | ((uint64_t)(DIT ? vb : vb << 1) << lo);
-    const uint64_t out1 = out0 | ((uint64_t)(DIT ? 1u << (k - 1) : 1u) << lo);
+    const uint32_t out0 = base | ((DIT ? vb : vb << 1) << lo);
+    const uint32_t out1 = out0 | ((DIT ? 1u << (k - 1) : 1u) << lo);
     d_data[out0] = x;
     d_data[out1] = y;
 }
