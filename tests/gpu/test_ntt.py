@@ -153,16 +153,20 @@ def test_every_built_pass_variant_and_bit_reversal_match_the_reference(cuda_back
         ntt.close()
 
 
-@pytest.mark.parametrize("attribute, value, message", [("radix_log", max(NTT_RADIX_BUILT) + 1, "radix_log must be one of"),
-                                                        ("pass_kernel", "quads", "pass_kernel must be one of")])
-def test_a_pass_variant_that_is_not_built_is_refused(cuda_backend, runtime, attribute, value, message):
+@pytest.mark.parametrize("attribute, value, log_n, message", [
+    ("radix_log", max(NTT_RADIX_BUILT) + 1, 4, "radix_log must be one of"),
+    ("pass_kernel", "quads", 4, "pass_kernel must be one of"),
+    ("pass_kernel", "pairs", 32, "indexes in 32 bits")])
+def test_a_pass_variant_that_is_not_built_is_refused(cuda_backend, runtime, attribute, value, log_n, message):
+    """Before any table is made or kernel launched."""
     from pipeline.backends.cuda.ntt import NttRunner
 
     ntt = NttRunner(runtime.ntt.kernels, cuda_backend.allocator, cuda_backend.stream)
     setattr(ntt, attribute, value)
     try:
         with pytest.raises(ValueError, match=message):
-            ntt.radix_passes(0, 4, dit=False, inverse=False)
+            ntt.radix_passes(0, log_n, dit=False, inverse=False)
+        assert ntt.d_tw is None
     finally:
         ntt.close()
 
