@@ -213,3 +213,43 @@ def test_other_pass_plans_equal_the_default_at_sizes_of_three_passes(cuda_backen
     for v in reversed(x):
         acc = (acc * w + v) % p
     assert fr.ints_from_limbs(outputs["other", "forward"][1:2])[0] == acc
+
+
+@pytest.mark.parametrize("log_n", [1, 8, 9, 17, 21])
+def test_the_fused_quotient_equals_the_elementwise_kernels(cuda_backend, runtime, gpu_curve, log_n):
+    """The pairs kernel's forward DIT with the coset scaling in its first pass and the quotient in its
+    last (one pass at 2^1-2^8: both in one launch) gives H element for element as the "groups" kernel
+    with ntt_coset_scale and ntt_quotient; and refuses to fuse where it cannot."""
+    from pipeline.backends.cuda.ntt import NttRunner
+
+    fr, n = gpu_curve.fr, 1 << log_n
+    rng = np.random.default_rng(log_n)
+    vectors = []
+    for _ in range(3):
+        words = rng.integers(0, 2**63, size=(n, fr.limbs), dtype=np.uint64)
+        words[:, -1] &= np.uint64((1 << (fr.bits - 1 - 64 * (fr.limbs - 1))) - 1)  # < p: read as Montgomery forms
+        vectors.append(words)
+    outputs = {}
+    for kernel in ("pairs", "groups"):
+        ntt = NttRunner(runtime.ntt.kernels, cuda_backend.allocator, cuda_backend.stream)
+        ntt.pass_kernel = kernel
+        try:
+            assert ntt.fusible(log_n) == (kernel == "pairs")
+            bufs = [cuda_backend.allocator.upload(v, f"quotient {i}") for i, v in enumerate(vectors)]
+            try:
+                ntt.quotient(*(b.ptr for b in bufs), log_n)
+                out = np.zeros_like(vectors[0])
+                bufs[0].download(out, cuda_backend.stream)
+                outputs[kernel] = out
+                if kernel == "groups":
+                    with pytest.raises(ValueError, match="fuse into the forward DIT of the pairs kernel"):
+                        ntt.radix_passes(bufs[0].ptr, log_n, dit=True, inverse=False, quotient=(bufs[1].ptr, bufs[2].ptr))
+            finally:
+                for b in bufs:
+                    b.free()
+        finally:
+            ntt.close()
+    assert np.array_equal(outputs["pairs"], outputs["groups"])
+    if log_n <= 9:  # and the CPU's quotient
+        ints = [[fr.from_mont(x) for x in fr.ints_from_limbs(v)] for v in vectors]
+        assert fr.ints_from_limbs(outputs["pairs"]) == quotient_on_coset(fr, *ints)

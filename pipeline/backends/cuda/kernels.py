@@ -31,7 +31,8 @@ UNITS: dict[str, tuple[str, ...]] = {
     ),
     "ntt": (
         *(f"ntt_pass<fr_t, {d}, {r}>" for d in ("false", "true") for r in NTT_RADIX_BUILT),
-        *(f"ntt_pass_pairs<fr_t, {d}, {i}>" for d in ("false", "true") for i in ("false", "true")),
+        *(f"ntt_pass_pairs<fr_t, {d}, {i}, 0>" for d in ("false", "true") for i in ("false", "true")),
+        *(f"ntt_pass_pairs<fr_t, true, false, {fuse}>" for fuse in (1, 2, 3)),  # NTT_FUSE_* (ntt/ntt.cuh)
         "ntt_bit_reverse<fr_t>", "ntt_bit_reverse_tiles<fr_t>", "ntt_coset_scale<fr_t>",
         "ntt_quotient<fr_t>", "ntt_twiddles<fr_t>", "ntt_twiddle_lower<fr_t>",
         "ff_to_mont<fr_t>", "ff_from_mont<fr_t>", "ff_mul<fr_t>", "spmv_ab<fr_t>", "spmv_ab_table<fr_t>",
@@ -66,7 +67,7 @@ SIGNATURES: dict[str, tuple[str, ...]] = {
     "test_point_op": (PTR, PTR, PTR, PTR, PTR, I32, U32),
     "test_spin": (U64, PTR),
     "ntt_pass": (PTR, PTR, I32, I32, I32, I32, I32, I32),
-    "ntt_pass_pairs": (PTR, PTR, I32, I32, I32, I32, I32),
+    "ntt_pass_pairs": (PTR, PTR, I32, I32, I32, I32, I32, PTR, PTR, I32, I32, PTR, PTR),
     "ntt_bit_reverse": (PTR, I32, "fr"),
     "ntt_bit_reverse_tiles": (PTR, I32, "fr"),
     "ntt_coset_scale": (PTR, I32, PTR, PTR, I32),

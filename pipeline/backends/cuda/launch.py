@@ -105,6 +105,9 @@ NTT_RADIX_LOG = 1
 # stage (or group). Both built for the same-call comparison; the default is NTT_PASS_KERNEL.
 NTT_PASS_KERNELS = ("pairs", "groups")
 NTT_PASS_KERNEL = "pairs"
+# The forward DIT pairs pass's fusions, as the kernel's FUSE flags (ntt/ntt.cuh): the odd coset's scaling in its
+# first pass, snarkjs's quotient a b - c in its last
+NTT_FUSE_COSET, NTT_FUSE_QUOTIENT = 1, 2
 # Every pass built, as (NttRunner.pass_kernel, NttRunner.radix_log): the register-group sizes are the
 # "groups" kernel's alone
 NTT_PASS_VARIANTS = tuple((k, r) for k in NTT_PASS_KERNELS for r in (NTT_RADIX_BUILT if k == "groups" else (1,)))

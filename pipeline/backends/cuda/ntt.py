@@ -10,8 +10,9 @@ import numpy as np
 
 from ...curves.field import ScalarField
 from .kernels import CurveKernels, grid_for
-from .launch import (BIT_REVERSE_BLOCK, ELEMENTWISE_BLOCK, NTT_BR_TILE_LOG, NTT_PASS_KERNEL, NTT_PASS_KERNELS,
-                     NTT_RADIX_BUILT, NTT_RADIX_LOG, PASS_ELEMENTS_LOG, STAGES_PER_PASS)
+from .launch import (BIT_REVERSE_BLOCK, ELEMENTWISE_BLOCK, NTT_BR_TILE_LOG, NTT_FUSE_COSET, NTT_FUSE_QUOTIENT,
+                     NTT_PASS_KERNEL, NTT_PASS_KERNELS, NTT_RADIX_BUILT, NTT_RADIX_LOG, PASS_ELEMENTS_LOG,
+                     STAGES_PER_PASS)
 
 
 def pass_plan(log_n: int, dit: bool, stages: int = STAGES_PER_PASS,
@@ -117,8 +118,12 @@ class NttRunner:
         self._coset(log_n)
 
     # -- transforms ------------------------------------------------------------------------------
-    def radix_passes(self, d_data: int, log_n: int, dit: bool, inverse: bool) -> None:
-        """DIF (natural -> bit-reversed) or DIT (bit-reversed -> natural), unscaled."""
+    def radix_passes(self, d_data: int, log_n: int, dit: bool, inverse: bool, coset: tuple | None = None,
+                     quotient: tuple[int, int] | None = None) -> None:
+        """DIF (natural -> bit-reversed) or DIT (bit-reversed -> natural), unscaled. The forward DIT of the
+        "pairs" kernel fuses (``fusible``) ``coset`` (the odd coset's tables, ``_coset``: the input scaled
+        by g^j as the first pass loads it) and ``quotient`` ((d_a, d_b): the last pass stores a b - y, plain,
+        into a, where y is this transform's output)."""
         if self.pass_kernel not in NTT_PASS_KERNELS:
             raise ValueError(f"NttRunner.pass_kernel must be one of {NTT_PASS_KERNELS}, got {self.pass_kernel!r}")
         if self.radix_log not in NTT_RADIX_BUILT:
@@ -126,17 +131,33 @@ class NttRunner:
         pairs = self.pass_kernel == "pairs"
         if pairs and log_n > 31:
             raise ValueError(f"the pairs pass indexes in 32 bits: 2^{log_n} elements is past 2^31")
+        if (coset or quotient) and not (self.fusible(log_n) and dit and not inverse):
+            raise ValueError("coset and quotient fuse into the forward DIT of the pairs kernel, 2^1 and up")
         self.ensure_twiddles(log_n)
         direction = 'true' if dit else 'false'
-        expr = f"ntt_pass_pairs<fr_t, {direction}, {'true' if inverse else 'false'}>" if pairs else \
-            f"ntt_pass<fr_t, {direction}, {self.radix_log}>"
         n = 1 << log_n
-        for lo, k, tl in pass_plan(log_n, dit, self.stages_per_pass):
+        plan = pass_plan(log_n, dit, self.stages_per_pass)
+        for i, (lo, k, tl) in enumerate(plan):
             elems = 1 << (k + tl)  # pairs: two trade buffers of elems / 2 (a thread a pair)
-            sign = () if pairs else (int(inverse),)  # the pairs kernels take the direction as a template argument
-            args = (d_data, self.d_tw.ptr, lo, k, tl, self.log_max, *sign, int(not self.compact))
-            self.kernels.launch(expr, n // elems, max(elems >> (1 if pairs else self.radix_log), 1), args,
-                                self.stream, elems * self.elem_bytes)
+            if pairs:
+                fuse = (NTT_FUSE_COSET if coset and i == 0 else 0) | \
+                    (NTT_FUSE_QUOTIENT if quotient and i == len(plan) - 1 else 0)
+                d_lo, d_hi, lo_bits = (coset[0].ptr, coset[1].ptr, coset[2]) if coset else (0, 0, 0)
+                q_a, q_b = quotient or (0, 0)
+                expr = f"ntt_pass_pairs<fr_t, {direction}, {'true' if inverse else 'false'}, {fuse}>"
+                args = (d_data, self.d_tw.ptr, lo, k, tl, self.log_max, int(not self.compact),
+                        d_lo, d_hi, lo_bits, log_n, q_a, q_b)
+                block = elems >> 1
+            else:
+                expr = f"ntt_pass<fr_t, {direction}, {self.radix_log}>"
+                args = (d_data, self.d_tw.ptr, lo, k, tl, self.log_max, int(inverse), int(not self.compact))
+                block = max(elems >> self.radix_log, 1)
+            self.kernels.launch(expr, n // elems, block, args, self.stream, elems * self.elem_bytes)
+
+    def fusible(self, log_n: int) -> bool:
+        """Whether the coset scaling and the quotient step ride in the transform's passes (the "pairs"
+        kernel; a transform of 2^0 has no pass to carry them)."""
+        return self.pass_kernel == "pairs" and log_n >= 1
 
     def bit_reverse(self, d_data: int, log_n: int, scale_mont: int) -> None:
         scale = self.fr.limbs_from_ints([scale_mont])[0]
@@ -172,20 +193,27 @@ class NttRunner:
                                          self.allocator.upload(self.to_mont_limbs(hi), "coset g^j high"), lo_bits)
         return self._coset_tables[log_n]
 
-    def to_odd_coset(self, d_data: int, log_n: int) -> None:
-        """Evaluations on the domain -> evaluations on g * domain, in place (ifft, scale by g^j, fft)."""
-        d_lo, d_hi, lo_bits = self._coset(log_n)
+    def to_odd_coset(self, d_data: int, log_n: int, quotient: tuple[int, int] | None = None) -> None:
+        """Evaluations on the domain -> evaluations on g * domain, in place (ifft, scale by g^j, fft);
+        ``quotient`` (d_a, d_b): a's buffer gets a b - (this coset), plain form, instead (``quotient``)."""
+        tables = self._coset(log_n)
+        d_lo, d_hi, lo_bits = tables
         self.radix_passes(d_data, log_n, dit=False, inverse=True)  # coefficients * n, bit-reversed
+        if self.fusible(log_n):
+            self.radix_passes(d_data, log_n, dit=True, inverse=False, coset=tables, quotient=quotient)
+            return
         self._launch("ntt_coset_scale<fr_t>", 1 << log_n, (d_data, log_n, d_lo.ptr, d_hi.ptr, lo_bits))
         self.radix_passes(d_data, log_n, dit=True, inverse=False)  # natural order on the coset
+        if quotient is not None:
+            n = 1 << log_n
+            self._launch("ntt_quotient<fr_t>", n, (quotient[0], quotient[1], d_data, n))
 
     def quotient(self, d_a: int, d_b: int, d_c: int, log_n: int) -> None:
         """H = coset(a) * coset(b) - coset(c), plain form, into a's buffer; b and c (Montgomery) are
         overwritten."""
-        for d in (d_a, d_b, d_c):
-            self.to_odd_coset(d, log_n)
-        n = 1 << log_n
-        self._launch("ntt_quotient<fr_t>", n, (d_a, d_b, d_c, n))
+        self.to_odd_coset(d_a, log_n)
+        self.to_odd_coset(d_b, log_n)
+        self.to_odd_coset(d_c, log_n, quotient=(d_a, d_b))
 
     def mul(self, d_out: int, d_a: int, d_b: int, n: int) -> None:
         """d_out = a o b, elementwise (Montgomery in and out)."""

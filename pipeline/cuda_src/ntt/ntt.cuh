@@ -106,6 +106,10 @@ __global__ void ntt_pass(F* __restrict__ d_data, const F* __restrict__ d_tw, int
     for (int e = threadIdx.x; e < n_elems; e += blockDim.x) d_data[global_index(e)] = s[e];
 }
 
+__device__ __forceinline__ uint64_t bit_reverse(uint64_t i, int log_n) {
+    return log_n == 0 ? 0 : (__brevll(i) >> (64 - log_n));
+}
+
 // The same pass with each thread's butterfly pair in registers for all k stages (NTT v3): between
 // two stages a thread trades one element with a partner, by warp shuffle where the partner is in its
 // warp (no barrier, no shared memory), else through shared memory (two buffers, one barrier a trade).
@@ -134,9 +138,18 @@ __device__ __forceinline__ F ntt_trade(const F& send, int p, F* s, int& buf) {
 
 // INV: the inverse transform (the twiddle's folded sign, ntt_butterfly's neg) as a template argument, so the
 // forward kernels carry no sign selects. Indices in 32 bits: transforms of up to 2^31 elements (NttRunner checks).
-template <class F, bool DIT, bool INV>
-__global__ void ntt_pass_pairs(F* __restrict__ d_data, const F* __restrict__ d_tw, int lo, int k, int tl, int log_tw,
-                               int levels) {
+// FUSE (DIT forward only; flags): NTT_FUSE_COSET, the first pass multiplies each element as it loads it by
+// g^rev(pos) (ntt_coset_scale's factors, from g_lo and g_hi; log_n the transform's size); NTT_FUSE_QUOTIENT, the
+// last pass stores q_a[i] * q_b[i] - y_i in plain form into q_a (ntt_quotient) instead of y_i. Each saves an
+// elementwise kernel's pass over the array; the passes without them are compiled without them.
+constexpr int NTT_FUSE_COSET = 1, NTT_FUSE_QUOTIENT = 2;
+
+// Two blocks of 2^9 threads an SM (blocks of 2^10 elements): 64 registers at most; the coset's product took 70.
+template <class F, bool DIT, bool INV, int FUSE>
+__global__ void __launch_bounds__(512, 2) ntt_pass_pairs(F* __restrict__ d_data, const F* __restrict__ d_tw, int lo, int k, int tl, int log_tw,
+                               int levels, const F* __restrict__ g_lo, const F* __restrict__ g_hi, int lo_bits,
+                               int log_n, F* __restrict__ q_a, const F* __restrict__ q_b) {
+    static_assert(FUSE == 0 || (DIT && !INV), "fusions of the forward DIT transform only");
     extern __shared__ __align__(16) unsigned char smem_raw[];
     F* s = reinterpret_cast<F*>(smem_raw);
     const uint32_t b = threadIdx.x, vb = b >> tl;
@@ -157,6 +170,13 @@ __global__ void ntt_pass_pairs(F* __restrict__ d_data, const F* __restrict__ d_t
         const uint32_t jj = neg ? h - j : j;
         return d_tw[levels ? h + jj : jj << (log_tw - 1 - (lo + t))];
     };
+    auto load = [&](uint32_t pos) -> F {
+        if (FUSE & NTT_FUSE_COSET) {
+            const uint32_t j = (uint32_t)bit_reverse(pos, log_n);
+            return d_data[pos] * (g_lo[j & ((1u << lo_bits) - 1)] * g_hi[j >> lo_bits]);
+        }
+        return d_data[pos];
+    };
     const int t_first = DIT ? 0 : k - 1;
     bool neg_next = false;
     F w_next = lo + t_first == 0 ? F::one() : twiddle(t_first, neg_next);
@@ -166,15 +186,15 @@ __global__ void ntt_pass_pairs(F* __restrict__ d_data, const F* __restrict__ d_t
         // twice the bytes it reads; load as DIF does (runs of consecutive elements) and hand the pairs out
         // through shared memory
         const uint32_t row = base | (b << lo);
-        s[b] = d_data[row];
-        s[b + blockDim.x] = d_data[row | (blockDim.x << lo)];
+        s[b] = load(row);
+        s[b + blockDim.x] = load(row | (blockDim.x << lo));
         __syncthreads();
         x = s[2 * b];
         y = s[2 * b + 1];
         __syncthreads();  // the trades' buffers are the staging's
     } else {
-        x = d_data[in0];
-        y = d_data[in1];
+        x = load(in0);
+        y = load(in1);
     }
     int buf = 0;
     for (int st = 0; st < k; st++) {
@@ -202,12 +222,13 @@ __global__ void ntt_pass_pairs(F* __restrict__ d_data, const F* __restrict__ d_t
     // DIF ends on pairs that differ in v_0 (b holds v_1..v_(k-1)), DIT on pairs that differ in v's top bit
     const uint32_t out0 = base | ((DIT ? vb : vb << 1) << lo);
     const uint32_t out1 = out0 | ((DIT ? 1u << (k - 1) : 1u) << lo);
-    d_data[out0] = x;
-    d_data[out1] = y;
-}
-
-__device__ __forceinline__ uint64_t bit_reverse(uint64_t i, int log_n) {
-    return log_n == 0 ? 0 : (__brevll(i) >> (64 - log_n));
+    if (FUSE & NTT_FUSE_QUOTIENT) {
+        q_a[out0] = (q_a[out0] * q_b[out0] - x).from_mont();
+        q_a[out1] = (q_a[out1] * q_b[out1] - y).from_mont();
+    } else {
+        d_data[out0] = x;
+        d_data[out1] = y;
+    }
 }
 
 // In-place bit-reversal permutation, every element also multiplied by `scale` (Montgomery).
