@@ -102,9 +102,11 @@ NTT_RADIX_LOG = 1
 # How a pass's threads hold its elements between stages (ntt/ntt.cuh): "pairs" (ntt_pass_pairs, NTT v3):
 # a butterfly's pair in registers for the whole pass, one element traded a stage by warp shuffle or
 # shared memory; "groups" (ntt_pass<F, DIT, NTT_RADIX_LOG>): every element back to shared memory every
-# stage (or group). Both built for the same-call comparison; the default is NTT_PASS_KERNEL.
+# stage (or group). Both built for the same-call comparison; the default is NTT_PASS_KERNEL: "groups" until
+# the pairs kernel's second version (twiddles a stage ahead, DIT's staged load, the direction and the coset and
+# quotient fusions compiled in) is measured on the GPU; its first version tied (bench/NOTES.md, session 24).
 NTT_PASS_KERNELS = ("pairs", "groups")
-NTT_PASS_KERNEL = "pairs"
+NTT_PASS_KERNEL = "groups"
 # The forward DIT pairs pass's fusions, as the kernel's FUSE flags (ntt/ntt.cuh): the odd coset's scaling in its
 # first pass, snarkjs's quotient a b - c in its last
 NTT_FUSE_COSET, NTT_FUSE_QUOTIENT = 1, 2

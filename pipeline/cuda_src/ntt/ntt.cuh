@@ -1,6 +1,6 @@
 // Radix-2 NTT over any mont_t field F, several stages per launch: ntt_pass (the elements in shared memory,
-// register groups of R stages) and ntt_pass_pairs (a butterfly pair a thread, traded between stages; the
-// default, launch.NTT_PASS_KERNEL), on the same pass plan and twiddle tables.
+// register groups of R stages) and ntt_pass_pairs (a butterfly pair a thread, traded between stages), on the
+// same pass plan and twiddle tables; launch.NTT_PASS_KERNEL names the default.
 //
 // Index i of an n = 2^L transform is split, for one pass over bits [lo, lo + k), as
 //   i = hi << (lo + k) | v << lo | lw,   v in [0, 2^k) the bits this pass transforms.
