@@ -102,11 +102,11 @@ NTT_RADIX_LOG = 1
 # How a pass's threads hold its elements between stages (ntt/ntt.cuh): "pairs" (ntt_pass_pairs, NTT v3):
 # a butterfly's pair in registers for the whole pass, one element traded a stage by warp shuffle or
 # shared memory; "groups" (ntt_pass<F, DIT, NTT_RADIX_LOG>): every element back to shared memory every
-# stage (or group). Both built for the same-call comparison; the default is NTT_PASS_KERNEL: "groups" until
-# the pairs kernel's second version (twiddles a stage ahead, DIT's staged load, the direction and the coset and
-# quotient fusions compiled in) is measured on the GPU; its first version tied (bench/NOTES.md, session 24).
+# stage (or group). Both built for the same-call comparison; the default is NTT_PASS_KERNEL. Session 24, call 2
+# (results/kernels_vs_sppark_s24_ntt_pairs_v2.md), pairs / groups: H (what a proof runs) BLS12-381 0.96-0.99 at
+# 2^20-2^27 (2^26 154.8 -> 151.1 ms), BN254 0.98-1.01; radix passes 0.97-1.02 / 0.94-1.08.
 NTT_PASS_KERNELS = ("pairs", "groups")
-NTT_PASS_KERNEL = "groups"
+NTT_PASS_KERNEL = "pairs"
 # The forward DIT pairs pass's fusions, as the kernel's FUSE flags (ntt/ntt.cuh): the odd coset's scaling in its
 # first pass, snarkjs's quotient a b - c in its last
 NTT_FUSE_COSET, NTT_FUSE_QUOTIENT = 1, 2
