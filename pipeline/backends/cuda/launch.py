@@ -107,8 +107,8 @@ NTT_RADIX_LOG = 1
 # 2^20-2^27 (2^26 154.8 -> 151.1 ms), BN254 0.98-1.01; radix passes 0.97-1.02 / 0.94-1.08.
 NTT_PASS_KERNELS = ("pairs", "groups")
 NTT_PASS_KERNEL = "pairs"
-# The forward DIT pairs pass's fusions, as the kernel's FUSE flags (ntt/ntt.cuh): the odd coset's scaling in its
-# first pass, snarkjs's quotient a b - c in its last
+# The forward DIT pairs pass's fusions, as the kernel's FUSE flags: the odd coset's scaling in its first pass,
+# snarkjs's quotient a b - c in its last (the same values as ntt/ntt.cuh's constexprs, which the kernels test)
 NTT_FUSE_COSET, NTT_FUSE_QUOTIENT = 1, 2
 # Every pass built, as (NttRunner.pass_kernel, NttRunner.radix_log): the register-group sizes are the
 # "groups" kernel's alone

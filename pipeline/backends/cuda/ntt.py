@@ -137,16 +137,14 @@ class NttRunner:
         direction = 'true' if dit else 'false'
         n = 1 << log_n
         plan = pass_plan(log_n, dit, self.stages_per_pass)
+        fused_args = ((coset[0].ptr, coset[1].ptr, coset[2]) if coset else (0, 0, 0)) + (log_n, *(quotient or (0, 0)))
         for i, (lo, k, tl) in enumerate(plan):
             elems = 1 << (k + tl)  # pairs: two trade buffers of elems / 2 (a thread a pair)
             if pairs:
                 fuse = (NTT_FUSE_COSET if coset and i == 0 else 0) | \
                     (NTT_FUSE_QUOTIENT if quotient and i == len(plan) - 1 else 0)
-                d_lo, d_hi, lo_bits = (coset[0].ptr, coset[1].ptr, coset[2]) if coset else (0, 0, 0)
-                q_a, q_b = quotient or (0, 0)
                 expr = f"ntt_pass_pairs<fr_t, {direction}, {'true' if inverse else 'false'}, {fuse}>"
-                args = (d_data, self.d_tw.ptr, lo, k, tl, self.log_max, int(not self.compact),
-                        d_lo, d_hi, lo_bits, log_n, q_a, q_b)
+                args = (d_data, self.d_tw.ptr, lo, k, tl, self.log_max, int(not self.compact), *fused_args)
                 block = elems >> 1
             else:
                 expr = f"ntt_pass<fr_t, {direction}, {self.radix_log}>"
