@@ -248,7 +248,16 @@ def time_ntt_variants(backend, ntt, d_data: int, log_n: int, repeat: int) -> dic
             ntt.stages_per_pass = stages
             out["NTT", f"{RADIX_ONLY}, {stages} stages per pass (not {STAGES_PER_PASS})"] = time_ms(
                 backend.stream, lambda: ntt.radix_passes(d_data, log_n, False, False), repeat=repeat)
-        ntt.stages_per_pass, ntt.tiled_bit_reverse = STAGES_PER_PASS, False
+        ntt.stages_per_pass = STAGES_PER_PASS
+        # the other directions of H's transforms, same work as the row above (its parts: bench/NOTES.md)
+        out["NTT", f"radix passes only, inverse (DIF), {PASSES}"] = time_ms(
+            backend.stream, lambda: ntt.radix_passes(d_data, log_n, False, True), repeat=repeat)
+        out["NTT", f"radix passes only, DIT (bit-reversed in), {PASSES}"] = time_ms(
+            backend.stream, lambda: ntt.radix_passes(d_data, log_n, True, False), repeat=repeat)
+        if ntt.fusible(log_n):
+            out["NTT", f"radix passes only, DIT onto the odd coset, {PASSES}"] = time_ms(
+                backend.stream, lambda: ntt.radix_passes(d_data, log_n, True, False, coset=True), repeat=repeat)
+        ntt.tiled_bit_reverse = False
         out["NTT", ELEMENTWISE_REVERSE] = time_ms(backend.stream, lambda: ntt.ntt(d_data, log_n), repeat=repeat)
     finally:
         ntt.radix_log, ntt.tiled_bit_reverse, ntt.stages_per_pass = NTT_RADIX_LOG, True, STAGES_PER_PASS

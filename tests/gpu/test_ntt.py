@@ -134,7 +134,8 @@ def test_every_built_pass_variant_and_bit_reversal_match_the_reference(cuda_back
     """Each pass kernel (launch.NTT_PASS_KERNELS; the "groups" one with each register-group size of
     launch.NTT_RADIX_BUILT) and both bit reversals, on sizes across the tile threshold (2^8), the warp
     (a "pairs" block of 2^5 threads) and the pass boundaries (2^10, 2^16): the forward and inverse
-    transform (DIF + bit reversal) and the odd coset (DIF inverse, then DIT)."""
+    transform (DIF + bit reversal) and the odd coset (DIF inverse, then DIT; the
+    pairs kernel's coset twiddles with a table of the transform's size and of the next)."""
     from pipeline.backends.cuda.ntt import NttRunner
 
     fr, n = gpu_curve.fr, 1 << log_n
@@ -146,9 +147,11 @@ def test_every_built_pass_variant_and_bit_reversal_match_the_reference(cuda_back
             with _upload_mont(cuda_backend, fr, values) as d:
                 ntt.ntt(d.ptr, log_n, inverse=inverse)
                 assert _download_plain(cuda_backend, fr, d, n) == ntt_ref(fr, values, inverse=inverse), inverse
-        with _upload_mont(cuda_backend, fr, values) as d:
-            ntt.to_odd_coset(d.ptr, log_n)
-            assert _download_plain(cuda_backend, fr, d, n) == to_odd_coset(fr, values)
+        for table_log in (log_n, log_n + 1):  # the pairs coset's top twiddle: a product, then read
+            ntt.ensure_twiddles(table_log)
+            with _upload_mont(cuda_backend, fr, values) as d:
+                ntt.to_odd_coset(d.ptr, log_n)
+                assert _download_plain(cuda_backend, fr, d, n) == to_odd_coset(fr, values), table_log
     finally:
         ntt.close()
 
@@ -215,11 +218,13 @@ def test_other_pass_plans_equal_the_default_at_sizes_of_three_passes(cuda_backen
     assert fr.ints_from_limbs(outputs["other", "forward"][1:2])[0] == acc
 
 
-@pytest.mark.parametrize("log_n", [1, 8, 9, 17, 21])
+@pytest.mark.parametrize("log_n", [1, 2, 8, 9, 17, 21])
 def test_the_fused_quotient_equals_the_elementwise_kernels(cuda_backend, runtime, gpu_curve, log_n):
-    """The pairs kernel's forward DIT with the coset scaling in its first pass and the quotient in its
-    last (one pass at 2^1-2^8: both in one launch) gives H element for element as the "groups" kernel
-    with ntt_coset_scale and ntt_quotient; and refuses to fuse where it cannot."""
+    """The pairs kernel's forward DIT onto the odd coset by its twiddles (a's scaled by n^-1 in its first
+    pass, c's carrying the quotient in its last; one pass at 2^1-2^8) gives H element for element as the
+    "groups" kernel with ntt_coset_scale and ntt_quotient, with a twiddle table of the transform's own size
+    (the top stage's twiddle a product) and of a larger domain (every coset twiddle read); and the groups
+    kernel refuses the coset transform."""
     from pipeline.backends.cuda.ntt import NttRunner
 
     fr, n = gpu_curve.fr, 1 << log_n
@@ -230,9 +235,10 @@ def test_the_fused_quotient_equals_the_elementwise_kernels(cuda_backend, runtime
         words[:, -1] &= np.uint64((1 << (fr.bits - 1 - 64 * (fr.limbs - 1))) - 1)  # < p: read as Montgomery forms
         vectors.append(words)
     outputs = {}
-    for kernel in ("pairs", "groups"):
+    for kernel, table_log in (("pairs", log_n), ("pairs", log_n + 2), ("groups", log_n)):
         ntt = NttRunner(runtime.ntt.kernels, cuda_backend.allocator, cuda_backend.stream)
         ntt.pass_kernel = kernel
+        ntt.ensure_twiddles(table_log)
         try:
             assert ntt.fusible(log_n) == (kernel == "pairs")
             bufs = [cuda_backend.allocator.upload(v, f"quotient {i}") for i, v in enumerate(vectors)]
@@ -240,16 +246,17 @@ def test_the_fused_quotient_equals_the_elementwise_kernels(cuda_backend, runtime
                 ntt.quotient(*(b.ptr for b in bufs), log_n)
                 out = np.zeros_like(vectors[0])
                 bufs[0].download(out, cuda_backend.stream)
-                outputs[kernel] = out
+                outputs[kernel, table_log - log_n] = out
                 if kernel == "groups":
-                    with pytest.raises(ValueError, match="fuse into the forward DIT of the pairs kernel"):
-                        ntt.radix_passes(bufs[0].ptr, log_n, dit=True, inverse=False, quotient=(bufs[1].ptr, bufs[2].ptr))
+                    with pytest.raises(ValueError, match="the coset transform is the forward DIT of the pairs"):
+                        ntt.radix_passes(bufs[0].ptr, log_n, dit=True, inverse=False, coset=True)
             finally:
                 for b in bufs:
                     b.free()
         finally:
             ntt.close()
-    assert np.array_equal(outputs["pairs"], outputs["groups"])
+    assert np.array_equal(outputs["pairs", 0], outputs["groups", 0])
+    assert np.array_equal(outputs["pairs", 2], outputs["groups", 0])
     if log_n <= 9:  # and the CPU's quotient
         ints = [[fr.from_mont(x) for x in fr.ints_from_limbs(v)] for v in vectors]
-        assert fr.ints_from_limbs(outputs["pairs"]) == quotient_on_coset(fr, *ints)
+        assert fr.ints_from_limbs(outputs["pairs", 0]) == quotient_on_coset(fr, *ints)

@@ -19,7 +19,7 @@ from .constants import HEADER_NAME, curve_header
 from .errors import CudaError, check
 from .kernel_binaries import PREBUILT_DIR, find_prebuilt
 from .launch import (G1_LEVEL0_CHUNKED_BUILT, G1_MIN_BLOCKS_BUILT, G2_FIELDS_BUILT, G2_LEVEL0_CHUNKED_BUILT, G2_VARIANTS_BUILT,
-                     NTT_FUSE_COSET, NTT_FUSE_QUOTIENT, NTT_RADIX_BUILT)
+                     NTT_FUSED, NTT_RADIX_BUILT)
 from .nvrtc_build import BuiltUnit, compile_unit, load_cached_unit
 
 PTR, U32, I32, U64 = "ptr", "u32", "i32", "u64"
@@ -32,8 +32,7 @@ UNITS: dict[str, tuple[str, ...]] = {
     "ntt": (
         *(f"ntt_pass<fr_t, {d}, {r}>" for d in ("false", "true") for r in NTT_RADIX_BUILT),
         *(f"ntt_pass_pairs<fr_t, {d}, {i}, 0>" for d in ("false", "true") for i in ("false", "true")),
-        *(f"ntt_pass_pairs<fr_t, true, false, {fuse}>"
-          for fuse in (NTT_FUSE_COSET, NTT_FUSE_QUOTIENT, NTT_FUSE_COSET | NTT_FUSE_QUOTIENT)),
+        *(f"ntt_pass_pairs<fr_t, true, false, {fuse}>" for fuse in NTT_FUSED),
         "ntt_bit_reverse<fr_t>", "ntt_bit_reverse_tiles<fr_t>", "ntt_coset_scale<fr_t>",
         "ntt_quotient<fr_t>", "ntt_twiddles<fr_t>", "ntt_twiddle_lower<fr_t>",
         "ff_to_mont<fr_t>", "ff_from_mont<fr_t>", "ff_mul<fr_t>", "spmv_ab<fr_t>", "spmv_ab_table<fr_t>",
@@ -68,7 +67,7 @@ SIGNATURES: dict[str, tuple[str, ...]] = {
     "test_point_op": (PTR, PTR, PTR, PTR, PTR, I32, U32),
     "test_spin": (U64, PTR),
     "ntt_pass": (PTR, PTR, I32, I32, I32, I32, I32, I32),
-    "ntt_pass_pairs": (PTR, PTR, I32, I32, I32, I32, I32, PTR, PTR, I32, I32, PTR, PTR),
+    "ntt_pass_pairs": (PTR, PTR, I32, I32, I32, I32, I32, PTR, PTR, PTR),
     "ntt_bit_reverse": (PTR, I32, "fr"),
     "ntt_bit_reverse_tiles": (PTR, I32, "fr"),
     "ntt_coset_scale": (PTR, I32, PTR, PTR, I32),

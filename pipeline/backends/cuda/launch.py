@@ -107,9 +107,12 @@ NTT_RADIX_LOG = 1
 # 2^20-2^27 (2^26 154.8 -> 151.1 ms), BN254 0.98-1.01; radix passes 0.97-1.02 / 0.94-1.08.
 NTT_PASS_KERNELS = ("pairs", "groups")
 NTT_PASS_KERNEL = "pairs"
-# The forward DIT pairs pass's fusions, as the kernel's FUSE flags: the odd coset's scaling in its first pass,
-# snarkjs's quotient a b - c in its last (the same values as ntt/ntt.cuh's constexprs, which the kernels test)
-NTT_FUSE_COSET, NTT_FUSE_QUOTIENT = 1, 2
+# The forward DIT pairs pass's fusions, its FUSE flags (ntt/ntt.cuh says what each does; in IN_HEADER): every pass of
+# a transform onto the odd coset (its twiddles), the n^-1 scaling in its first, snarkjs's quotient in its last
+NTT_FUSE_COSET, NTT_FUSE_SCALE, NTT_FUSE_QUOTIENT = 1, 2, 4
+# The fused variants built (a forward DIT transform's first, middle and last passes; one pass does all it needs)
+NTT_FUSED = (NTT_FUSE_COSET, NTT_FUSE_COSET | NTT_FUSE_SCALE, NTT_FUSE_COSET | NTT_FUSE_QUOTIENT)
+IN_HEADER.update(NTT_FUSE_COSET=NTT_FUSE_COSET, NTT_FUSE_SCALE=NTT_FUSE_SCALE, NTT_FUSE_QUOTIENT=NTT_FUSE_QUOTIENT)
 # Every pass built, as (NttRunner.pass_kernel, NttRunner.radix_log): the register-group sizes are the
 # "groups" kernel's alone
 NTT_PASS_VARIANTS = tuple((k, r) for k in NTT_PASS_KERNELS for r in (NTT_RADIX_BUILT if k == "groups" else (1,)))

@@ -10,7 +10,7 @@ import numpy as np
 
 from ...curves.field import ScalarField
 from .kernels import CurveKernels, grid_for
-from .launch import (BIT_REVERSE_BLOCK, ELEMENTWISE_BLOCK, NTT_BR_TILE_LOG, NTT_FUSE_COSET, NTT_FUSE_QUOTIENT,
+from .launch import (BIT_REVERSE_BLOCK, ELEMENTWISE_BLOCK, NTT_BR_TILE_LOG, NTT_FUSE_COSET, NTT_FUSE_QUOTIENT, NTT_FUSE_SCALE,
                      NTT_PASS_KERNEL, NTT_PASS_KERNELS, NTT_RADIX_BUILT, NTT_RADIX_LOG, PASS_ELEMENTS_LOG,
                      STAGES_PER_PASS)
 
@@ -48,11 +48,23 @@ def twiddle_index(j: int, log_h: int, log_tw: int, inverse: bool, compact: bool)
     return (jj << (log_tw - 1 - log_h) if compact else (1 << log_h) + jj), negate
 
 
+def coset_twiddle_index(j: int, log_h: int, log_tw: int, compact: bool) -> int | None:
+    """Table index of w_{4h}^(2j+1), the odd coset transform's twiddle at half-size h = 2^log_h (the next
+    level's odd entries), or None for the top stage of a transform as large as the table (read as
+    w_{2h}^j * w_{2n}): the host's statement of what ``ntt_pass_pairs`` reads with NTT_FUSE_COSET."""
+    if log_h + 2 > log_tw:
+        return None
+    return (2 * j + 1) << (log_tw - 2 - log_h) if compact else (2 << log_h) + 2 * j + 1
+
+
+COSET_CONSTS = 4  # n^-1, n^-1 w_4, w_2n (Montgomery) and n^-1 as a plain integer: ntt_pass_pairs's consts
+
+
 def table_bytes(log_n: int, elem: int, compact: bool = False) -> int:
     """Device bytes the transforms of a 2^log_n domain keep resident: the twiddle table
-    (``ensure_twiddles``) and the odd coset's two tables (``_coset``)."""
+    (``ensure_twiddles``), the odd coset's two tables and its constants (``_coset``)."""
     lo_bits = (log_n + 1) // 2
-    return (twiddle_count(log_n, compact) + (1 << lo_bits) + (1 << (log_n - lo_bits))) * elem
+    return (twiddle_count(log_n, compact) + (1 << lo_bits) + (1 << (log_n - lo_bits)) + COSET_CONSTS) * elem
 
 
 class NttRunner:
@@ -118,12 +130,13 @@ class NttRunner:
         self._coset(log_n)
 
     # -- transforms ------------------------------------------------------------------------------
-    def radix_passes(self, d_data: int, log_n: int, dit: bool, inverse: bool, coset: tuple | None = None,
-                     quotient: tuple[int, int] | None = None) -> None:
+    def radix_passes(self, d_data: int, log_n: int, dit: bool, inverse: bool, coset: bool = False,
+                     scale: bool = False, quotient: tuple[int, int] | None = None) -> None:
         """DIF (natural -> bit-reversed) or DIT (bit-reversed -> natural), unscaled. The forward DIT of the
-        "pairs" kernel fuses (``fusible``) ``coset`` (the odd coset's tables, ``_coset``: the input scaled
-        by g^j as the first pass loads it) and ``quotient`` ((d_a, d_b): the last pass stores a b - y, plain,
-        into a, where y is this transform's output)."""
+        "pairs" kernel (``fusible``) evaluates on the odd coset (``coset``: coefficients in, bit-reversed,
+        scaled by n: the unscaled inverse's output) and then can also scale by n^-1 (``scale``: the coset's
+        evaluations themselves; else n times them) or store snarkjs's quotient (``quotient`` (d_a, d_b): the
+        last pass stores (a b - y) / n, plain, into a, where y is this transform's output: ``quotient``)."""
         if self.pass_kernel not in NTT_PASS_KERNELS:
             raise ValueError(f"NttRunner.pass_kernel must be one of {NTT_PASS_KERNELS}, got {self.pass_kernel!r}")
         if self.radix_log not in NTT_RADIX_BUILT:
@@ -131,20 +144,23 @@ class NttRunner:
         pairs = self.pass_kernel == "pairs"
         if pairs and log_n > 31:
             raise ValueError(f"the pairs pass indexes in 32 bits: 2^{log_n} elements is past 2^31")
-        if (coset or quotient) and not (self.fusible(log_n) and dit and not inverse):
-            raise ValueError("coset and quotient fuse into the forward DIT of the pairs kernel, 2^1 and up")
+        if (scale or quotient) and not coset or scale and quotient:
+            raise ValueError("scale or quotient (one of them) rides on the coset transform")
+        if coset and not (self.fusible(log_n) and dit and not inverse):
+            raise ValueError("the coset transform is the forward DIT of the pairs kernel, 2^1 and up")
         self.ensure_twiddles(log_n)
         direction = 'true' if dit else 'false'
         n = 1 << log_n
         plan = pass_plan(log_n, dit, self.stages_per_pass)
-        fused_args = ((coset[0].ptr, coset[1].ptr, coset[2]) if coset else (0, 0, 0)) + (log_n, *(quotient or (0, 0)))
+        consts = self._coset(log_n)[3].ptr if coset else 0
         for i, (lo, k, tl) in enumerate(plan):
             elems = 1 << (k + tl)  # pairs: two trade buffers of elems / 2 (a thread a pair)
             if pairs:
-                fuse = (NTT_FUSE_COSET if coset and i == 0 else 0) | \
+                fuse = (NTT_FUSE_COSET if coset else 0) | (NTT_FUSE_SCALE if scale and i == 0 else 0) | \
                     (NTT_FUSE_QUOTIENT if quotient and i == len(plan) - 1 else 0)
                 expr = f"ntt_pass_pairs<fr_t, {direction}, {'true' if inverse else 'false'}, {fuse}>"
-                args = (d_data, self.d_tw.ptr, lo, k, tl, self.log_max, int(not self.compact), *fused_args)
+                args = (d_data, self.d_tw.ptr, lo, k, tl, self.log_max, int(not self.compact), consts,
+                        *(quotient or (0, 0)))
                 block = elems >> 1
             else:
                 expr = f"ntt_pass<fr_t, {direction}, {self.radix_log}>"
@@ -173,7 +189,8 @@ class NttRunner:
         self.bit_reverse(d_data, log_n, fr.to_mont(scale))
 
     def _coset(self, log_n: int):
-        """g^j tables for the odd coset, g = w_{2n}; n^-1 folded into the low table."""
+        """The odd coset's tables, g = w_{2n}: g^j low and high halves (n^-1 folded into the low one) for
+        ``ntt_coset_scale``, and ``COSET_CONSTS`` for the pairs kernel's coset transform."""
         if log_n not in self._coset_tables:
             fr, p = self.fr, self.fr.modulus
             g = fr.root_of_unity(log_n + 1)
@@ -187,31 +204,36 @@ class NttRunner:
             for _ in range(1 << (log_n - lo_bits)):
                 hi.append(acc)
                 acc = acc * g_step % p
+            w4 = fr.root_of_unity(2)
+            consts = np.concatenate([self.to_mont_limbs([n_inv, n_inv * w4, g]), fr.limbs_from_ints([n_inv])])
             self._coset_tables[log_n] = (self.allocator.upload(self.to_mont_limbs(lo), "coset g^j low"),
-                                         self.allocator.upload(self.to_mont_limbs(hi), "coset g^j high"), lo_bits)
+                                         self.allocator.upload(self.to_mont_limbs(hi), "coset g^j high"), lo_bits,
+                                         self.allocator.upload(consts, "coset constants"))
         return self._coset_tables[log_n]
 
-    def to_odd_coset(self, d_data: int, log_n: int, quotient: tuple[int, int] | None = None) -> None:
-        """Evaluations on the domain -> evaluations on g * domain, in place (ifft, scale by g^j, fft);
-        ``quotient`` (d_a, d_b): a's buffer gets a b - (this coset), plain form, instead (``quotient``)."""
-        tables = self._coset(log_n)
-        d_lo, d_hi, lo_bits = tables
+    def to_odd_coset(self, d_data: int, log_n: int) -> None:
+        """Evaluations on the domain -> evaluations on g * domain, in place (ifft, then the coset's fft)."""
         self.radix_passes(d_data, log_n, dit=False, inverse=True)  # coefficients * n, bit-reversed
         if self.fusible(log_n):
-            self.radix_passes(d_data, log_n, dit=True, inverse=False, coset=tables, quotient=quotient)
+            self.radix_passes(d_data, log_n, dit=True, inverse=False, coset=True, scale=True)
             return
+        d_lo, d_hi, lo_bits, _ = self._coset(log_n)
         self._launch("ntt_coset_scale<fr_t>", 1 << log_n, (d_data, log_n, d_lo.ptr, d_hi.ptr, lo_bits))
         self.radix_passes(d_data, log_n, dit=True, inverse=False)  # natural order on the coset
-        if quotient is not None:
-            n = 1 << log_n
-            self._launch("ntt_quotient<fr_t>", n, (quotient[0], quotient[1], d_data, n))
 
     def quotient(self, d_a: int, d_b: int, d_c: int, log_n: int) -> None:
         """H = coset(a) * coset(b) - coset(c), plain form, into a's buffer; b and c (Montgomery) are
-        overwritten."""
-        self.to_odd_coset(d_a, log_n)
-        self.to_odd_coset(d_b, log_n)
-        self.to_odd_coset(d_c, log_n, quotient=(d_a, d_b))
+        overwritten. The pairs kernel scales a's coset alone (b's and c's come out n times theirs) and
+        divides by n as it stores: (a * n b - n c) / n, no elementwise pass."""
+        if not self.fusible(log_n):
+            for d in (d_a, d_b, d_c):
+                self.to_odd_coset(d, log_n)
+            n = 1 << log_n
+            self._launch("ntt_quotient<fr_t>", n, (d_a, d_b, d_c, n))
+            return
+        for d, fused in ((d_a, {"scale": True}), (d_b, {}), (d_c, {"quotient": (d_a, d_b)})):
+            self.radix_passes(d, log_n, dit=False, inverse=True)
+            self.radix_passes(d, log_n, dit=True, inverse=False, coset=True, **fused)
 
     def mul(self, d_out: int, d_a: int, d_b: int, n: int) -> None:
         """d_out = a o b, elementwise (Montgomery in and out)."""
@@ -226,9 +248,10 @@ class NttRunner:
     def close(self) -> None:
         if self.d_tw is not None:
             self.d_tw.free()
-        for d_lo, d_hi, _ in self._coset_tables.values():
+        for d_lo, d_hi, _, d_consts in self._coset_tables.values():
             d_lo.free()
             d_hi.free()
+            d_consts.free()
         self._coset_tables.clear()
         self.d_tw = None
         self.log_max = -1

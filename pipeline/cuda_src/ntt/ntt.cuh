@@ -20,20 +20,44 @@
 // the sign folded into the butterfly.
 #pragma once
 
+// w_{2h}^j (h = 2^log_h) as a stage reads it from the table of 2^log_tw (levels or compact); for the inverse
+// (`inverse`) w_{2h}^-j = -w_{2h}^(h - j) for j != 0, returned as w_{2h}^(h - j) with `neg` set (the sign is
+// folded into the butterfly). I: the index type (32 bits in the pairs pass, which refuses n > 2^31).
+template <class F, class I>
+__device__ __forceinline__ F ntt_twiddle(const F* __restrict__ d_tw, I j, int log_h, int log_tw, int levels,
+                                         bool inverse, bool& neg) {
+    const I h = (I)1 << log_h;
+    neg = inverse && j != 0;
+    const I jj = neg ? h - j : j;
+    return d_tw[levels ? h + jj : jj << (log_tw - 1 - log_h)];
+}
+
+// a if c else b, word by word: selects, where a ?: of two field expressions would branch (each side's
+// arithmetic is asm volatile, which the compiler neither merges nor hoists) and diverge within a warp
+template <class F>
+__device__ __forceinline__ F ntt_select(bool c, const F& a, const F& b) {
+    F r;
+#pragma unroll
+    for (int i = 0; i < F::N; i++) r.v[i] = c ? a.v[i] : b.v[i];
+    return r;
+}
+
 // Butterfly for element pair (x, y) at half-size h with twiddle w = w^j:
 //   DIF: x' = x + y, y' = (x - y) w^j;   DIT: x' = x + y w^j, y' = x - y w^j.
 // With w^j = -w (the inverse's folded sign, neg): DIF y' = (y - x) w; DIT x' = x - y w, y' = x + y w.
+// neg differs between the lanes of a warp (j = 0 in some), so the sign goes through selects: one product,
+// no divergent second one (a branch on neg made the inverse DIF ~15% slower than the forward, session 25).
 template <class F, bool DIT>
 __device__ __forceinline__ void ntt_butterfly(F& x, F& y, const F& w, bool neg) {
     if (DIT) {
         const F yw = y * w;
-        const F x0 = x;
-        x = neg ? x0 - yw : x0 + yw;
-        y = neg ? x0 + yw : x0 - yw;
+        const F sum = x + yw, diff = x - yw;
+        x = ntt_select(neg, diff, sum);
+        y = ntt_select(neg, sum, diff);
     } else {
         const F x0 = x;
         x = x0 + y;
-        y = neg ? (y - x0) * w : (x0 - y) * w;
+        y = (ntt_select(neg, y, x0) - ntt_select(neg, x0, y)) * w;
     }
 }
 
@@ -56,16 +80,13 @@ __device__ __forceinline__ void ntt_group(F* s, const F* __restrict__ d_tw, int 
         for (int st = 0; st < G; st++) {
             const int i = DIT ? st : G - 1 - st;  // bit of the group this stage pairs
             const int t = t0 + i;
-            const uint64_t h = 1ull << (lo + t);
-            const int shift = log_tw - 1 - (lo + t);  // the compact table's stride at this half-size
 #pragma unroll
             for (int q = 0; q < (1 << (G - 1)); q++) {
                 const int m0 = ((q >> i) << (i + 1)) | (q & ((1 << i) - 1)), m1 = m0 | (1 << i);
                 const uint32_t v0 = vbase | ((uint32_t)m0 << t0);
                 const uint64_t j = ((uint64_t)(v0 & ((1u << t) - 1)) << lo) | (lw_base | lt);
-                const bool neg = inverse && j != 0;
-                const uint64_t jj = neg ? h - j : j;
-                const F w = d_tw[levels ? h + jj : jj << shift];
+                bool neg;
+                const F w = ntt_twiddle(d_tw, j, lo + t, log_tw, levels, inverse, neg);
                 ntt_butterfly<F, DIT>(x[m0], x[m1], w, neg);
             }
         }
@@ -140,18 +161,26 @@ __device__ __forceinline__ F ntt_trade(const F& send, int p, F* s, int& buf) {
 
 // INV: the inverse transform (the twiddle's folded sign, ntt_butterfly's neg) as a template argument, so the
 // forward kernels carry no sign selects. Indices in 32 bits: transforms of up to 2^31 elements (NttRunner checks).
-// FUSE (DIT forward only; flags): NTT_FUSE_COSET, the first pass multiplies each element as it loads it by
-// g^rev(pos) (ntt_coset_scale's factors, from g_lo and g_hi; log_n the transform's size); NTT_FUSE_QUOTIENT, the
-// last pass stores q_a[i] * q_b[i] - y_i in plain form into q_a (ntt_quotient) instead of y_i. Each saves an
-// elementwise kernel's pass over the array; the passes without them are compiled without them.
-constexpr int NTT_FUSE_COSET = 1, NTT_FUSE_QUOTIENT = 2;
-
-// Two blocks of 2^9 threads an SM (blocks of 2^10 elements): 64 registers at most; the coset's product took 70.
+// FUSE (forward DIT only; flags NTT_FUSE_*, launch.py's IN_HEADER):
+//   COSET: the transform evaluates on the odd coset g * domain (g = w_2n) with no elementwise scaling: split
+//     F(c)[i] = sum_j c_j (s w_m^i)^j (a size-m block, shift s) into even and odd coefficients and the block's
+//     butterfly takes the twiddle s w_m^i, its halves the shift s^2; at the block of 2h = m, s = g^(n/m) =
+//     w_2m, so the stage of half-size h reads w_4h^(2j+1): the odd entries of the next level (levels layout:
+//     tw[2h + 2j + 1]; compact: tw[(2j + 1) << (log_tw - 2 - log2 h)]), and the half-size-1 stage multiplies
+//     by w_4 like the others. The top stage of a transform as large as the table (h = T/2) has no next level:
+//     its twiddle is w_2h^j * w_2n (consts[2]). Every pass of such a transform carries the flag.
+//   SCALE (with COSET): the half-size-1 stage also multiplies by n^-1 (x' = n^-1 x + n^-1 w_4 y, consts[0] and
+//     consts[1]): the inverse before it is unscaled, so this gives the coset evaluations themselves.
+//   QUOTIENT (with COSET, last pass): stores (q_a[i] q_b[i] - y_i) * consts[3] (the plain integer n^-1: the
+//     Montgomery product leaves plain form) into q_a instead of y_i: snarkjs's quotient when q_a holds the
+//     scaled coset of a and q_b, y the unscaled ones of b and c (n a b - n c, NttRunner.quotient).
+// Each saves an elementwise pass over the array and the multiplications by g^j that one made.
+// Two blocks of 2^9 threads an SM (blocks of 2^10 elements): 64 registers at most.
 template <class F, bool DIT, bool INV, int FUSE>
 __global__ void __launch_bounds__(512, 2) ntt_pass_pairs(F* __restrict__ d_data, const F* __restrict__ d_tw, int lo, int k, int tl, int log_tw,
-                               int levels, const F* __restrict__ g_lo, const F* __restrict__ g_hi, int lo_bits,
-                               int log_n, F* __restrict__ q_a, const F* __restrict__ q_b) {
-    static_assert(FUSE == 0 || (DIT && !INV), "fusions of the forward DIT transform only");
+                               int levels, const F* __restrict__ consts, F* __restrict__ q_a, const F* __restrict__ q_b) {
+    constexpr bool COSET = FUSE & NTT_FUSE_COSET, SCALE = FUSE & NTT_FUSE_SCALE, QUOTIENT = FUSE & NTT_FUSE_QUOTIENT;
+    static_assert(FUSE == 0 || (DIT && !INV && COSET), "fusions of the forward DIT transform on the coset only");
     extern __shared__ __align__(16) unsigned char smem_raw[];
     F* s = reinterpret_cast<F*>(smem_raw);
     const uint32_t b = threadIdx.x, vb = b >> tl;
@@ -166,67 +195,67 @@ __global__ void __launch_bounds__(512, 2) ntt_pass_pairs(F* __restrict__ d_data,
     // behind the trade and the butterfly before it, where a load at its own stage stalls every warp
     // of the block at once, right after the barrier
     auto twiddle = [&](int t, bool& neg) -> F {
-        const uint32_t h = 1u << (lo + t);
+        const int log_h = lo + t;
         const uint32_t j = ((vb & ((1u << t) - 1)) << lo) | lw;
-        neg = INV && j != 0;
-        const uint32_t jj = neg ? h - j : j;
-        return d_tw[levels ? h + jj : jj << (log_tw - 1 - (lo + t))];
-    };
-    auto load = [&](uint32_t pos) -> F {
-        if (FUSE & NTT_FUSE_COSET) {
-            const uint32_t j = (uint32_t)bit_reverse(pos, log_n);
-            return d_data[pos] * (g_lo[j & ((1u << lo_bits) - 1)] * g_hi[j >> lo_bits]);
-        }
-        return d_data[pos];
+        neg = false;
+        if (SCALE && log_h == 0) return consts[1];  // n^-1 w_4 (a transform of 2^1 too: no product at use)
+        if (!COSET || log_h + 2 > log_tw) return ntt_twiddle(d_tw, j, log_h, log_tw, levels, INV, neg);  // top: * w_2n at use
+        return d_tw[levels ? (2u << log_h) + 2 * j + 1 : (2 * j + 1) << (log_tw - 2 - log_h)];
     };
     const int t_first = DIT ? 0 : k - 1;
     bool neg_next = false;
-    F w_next = lo + t_first == 0 ? F::one() : twiddle(t_first, neg_next);
+    F w_next = lo + t_first == 0 && !COSET ? F::one() : twiddle(t_first, neg_next);
     F x, y;
     if (DIT && tl == 0 && k > 1) {
         // no low bits to coalesce over (the bottom pass): adjacent pairs, so a warp's two loads would each span
         // twice the bytes it reads; load as DIF does (runs of consecutive elements) and hand the pairs out
         // through shared memory
         const uint32_t row = base | (b << lo);
-        s[b] = load(row);
-        s[b + blockDim.x] = load(row | (blockDim.x << lo));
+        s[b] = d_data[row];
+        s[b + blockDim.x] = d_data[row | (blockDim.x << lo)];
         __syncthreads();
         x = s[2 * b];
         y = s[2 * b + 1];
         __syncthreads();  // the trades' buffers are the staging's
     } else {
-        x = load(in0);
-        y = load(in1);
+        x = d_data[in0];
+        y = d_data[in1];
     }
     int buf = 0;
     for (int st = 0; st < k; st++) {
         const int t = DIT ? st : k - 1 - st;
-        const F w = w_next;
+        F w = w_next;
         const bool neg = neg_next;
+        if (COSET && lo + t + 1 == log_tw && !(SCALE && lo + t == 0))
+            w = w * consts[2];  // the coset's top stage: w_2h^j w_2n (no next level)
         if (st + 1 < k) {
             const int t_next = DIT ? t + 1 : t - 1;
-            if (lo + t_next != 0) w_next = twiddle(t_next, neg_next);
+            if (lo + t_next != 0 || COSET) w_next = twiddle(t_next, neg_next);
         }
         if (st > 0) {
             const int p = tl + (DIT ? t - 1 : t);
             const bool keeps_x = ((b >> p) & 1) == 0;
-            const F got = ntt_trade(keeps_x ? y : x, p, s, buf);
-            if (keeps_x) y = got; else x = got;
+            // word selects: a ?: of references to x and y put both in local memory
+            const F got = ntt_trade(ntt_select(keeps_x, y, x), p, s, buf);
+            x = ntt_select(keeps_x, x, got);
+            y = ntt_select(keeps_x, got, y);
         }
-        if (lo + t == 0) {  // half-size 1: w = 1
+        if (lo + t == 0 && !COSET) {  // half-size 1: w = 1
             const F x0 = x;
             x = x0 + y;
             y = x0 - y;
         } else {
+            if (SCALE && lo + t == 0) x = x * consts[0];
             ntt_butterfly<F, DIT>(x, y, w, INV && neg);
         }
     }
     // DIF ends on pairs that differ in v_0 (b holds v_1..v_(k-1)), DIT on pairs that differ in v's top bit
     const uint32_t out0 = base | ((DIT ? vb : vb << 1) << lo);
     const uint32_t out1 = out0 | ((DIT ? 1u << (k - 1) : 1u) << lo);
-    if (FUSE & NTT_FUSE_QUOTIENT) {
-        q_a[out0] = (q_a[out0] * q_b[out0] - x).from_mont();
-        q_a[out1] = (q_a[out1] * q_b[out1] - y).from_mont();
+    if (QUOTIENT) {
+        const F n_inv = consts[3];
+        q_a[out0] = (q_a[out0] * q_b[out0] - x) * n_inv;
+        q_a[out1] = (q_a[out1] * q_b[out1] - y) * n_inv;
     } else {
         d_data[out0] = x;
         d_data[out1] = y;

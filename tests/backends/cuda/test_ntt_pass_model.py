@@ -10,7 +10,8 @@ import pytest
 
 from pipeline.backends.cuda.launch import NTT_BR_TILE_LOG, NTT_RADIX_BUILT
 from pipeline.backends.cpu.ntt import ntt as reference_ntt
-from pipeline.backends.cuda.ntt import pass_plan, twiddle_count, twiddle_index
+from pipeline.backends.cpu.ntt import to_odd_coset
+from pipeline.backends.cuda.ntt import coset_twiddle_index, pass_plan, twiddle_count, twiddle_index
 from pipeline.curves import BN254
 
 
@@ -60,9 +61,11 @@ def model_pass(data, table, p, lo, k, tl, log_tw, inverse, compact, dit, radix):
             data[gidx(e)] = s[e]
 
 
-def model_pass_pairs(data, table, p, lo, k, tl, log_tw, inverse, compact, dit):
+def model_pass_pairs(data, table, p, lo, k, tl, log_tw, inverse, compact, dit, coset=None):
     """ntt_pass_pairs<F, DIT> over every block of one launch: every thread's pair in its "registers",
-    the trades between stages done for all threads at once (a shuffle or a shared-memory round)."""
+    the trades between stages done for all threads at once (a shuffle or a shared-memory round).
+    ``coset``: (n^-1 or None, w_2n): the forward DIT onto the odd coset (NTT_FUSE_COSET), scaled by
+    n^-1 in its half-size-1 stage when given (NTT_FUSE_SCALE)."""
     n, threads = len(data), 1 << (k + tl - 1)
     lw_blocks_log = lo - tl
     for block in range(n // (threads * 2)):
@@ -86,7 +89,14 @@ def model_pass_pairs(data, table, p, lo, k, tl, log_tw, inverse, compact, dit):
                         x[b] = got
             for b in range(threads):
                 j = (((b >> tl) & ((1 << t) - 1)) << lo) | lws[b]
-                if lo + t == 0:
+                if coset:
+                    index = coset_twiddle_index(j, lo + t, log_tw, compact)
+                    w = table[index] if index is not None else \
+                        table[twiddle_index(j, lo + t, log_tw, False, compact)[0]] * coset[1] % p
+                    if coset[0] is not None and lo + t == 0:  # n^-1 x + (n^-1 w_4) y: consts[0], consts[1]
+                        x[b] = x[b] * coset[0] % p
+                        w = w * coset[0] % p
+                elif lo + t == 0:
                     w = 1
                 else:
                     index, neg = twiddle_index(j, lo + t, log_tw, inverse, compact)
@@ -143,7 +153,8 @@ def test_passes_of_register_pairs_compute_the_transform(stages, elements_log, lo
     fr, p = BN254.fr, BN254.fr.modulus
     log_tw = log_n + 1
     table = twiddle_table(fr, log_tw, compact)
-    values = [random.Random(log_n * 7 + stages).randrange(p) for _ in range(1 << log_n)]
+    rng = random.Random(log_n * 7 + stages)  # one generator: a value a draw, not one value n times
+    values = [rng.randrange(p) for _ in range(1 << log_n)]
     for inverse in (False, True):
         expect = reference_ntt(fr, values, inverse)
         if inverse:
@@ -158,6 +169,30 @@ def test_passes_of_register_pairs_compute_the_transform(stages, elements_log, lo
         assert dit == expect, ("DIT", inverse)
 
 
+@pytest.mark.parametrize("stages, elements_log", [(8, 10), (3, 3), (4, 6)])
+@pytest.mark.parametrize("log_n", [1, 2, 3, 7, 11])
+@pytest.mark.parametrize("table_extra", [0, 1, 3])
+@pytest.mark.parametrize("compact", [False, True], ids=["levels", "compact"])
+def test_the_coset_twiddles_evaluate_on_the_odd_coset(stages, elements_log, log_n, table_extra, compact):
+    """The forward DIT of ntt_pass_pairs with NTT_FUSE_COSET after the unscaled inverse DIF: the odd coset's
+    evaluations, n times them without NTT_FUSE_SCALE; a table of the transform's size (the top stage's
+    twiddle a product with w_2n) and of larger domains (every twiddle read)."""
+    fr, p = BN254.fr, BN254.fr.modulus
+    log_tw = log_n + table_extra
+    table = twiddle_table(fr, log_tw, compact)
+    rng = random.Random(log_n * 13 + stages + table_extra)  # one generator: a value a draw, not one value n times
+    values = [rng.randrange(p) for _ in range(1 << log_n)]
+    n_inv, w2n = pow(1 << log_n, -1, p), fr.root_of_unity(log_n + 1)
+    expect = to_odd_coset(fr, values)
+    for scale in (n_inv, None):
+        data = list(values)
+        for lo, k, tl in pass_plan(log_n, False, min(stages, log_n), elements_log):
+            model_pass_pairs(data, table, p, lo, k, tl, log_tw, True, compact, False)
+        for lo, k, tl in pass_plan(log_n, True, min(stages, log_n), elements_log):
+            model_pass_pairs(data, table, p, lo, k, tl, log_tw, False, compact, True, (scale if lo == 0 else None, w2n))
+        assert data == (expect if scale else [v * (1 << log_n) % p for v in expect]), scale
+
+
 @pytest.mark.parametrize("stages, elements_log", [(3, 3), (4, 4), (4, 6), (5, 5), (9, 10), (10, 10)])
 @pytest.mark.parametrize("log_n", [9, 11])
 def test_other_pass_plans_compute_the_transform(stages, elements_log, log_n):
@@ -165,7 +200,8 @@ def test_other_pass_plans_compute_the_transform(stages, elements_log, log_n):
     small), full passes at lo > 0 with no low bits to coalesce (tl = 0) included."""
     fr, p = BN254.fr, BN254.fr.modulus
     table = twiddle_table(fr, log_n, False)
-    values = [random.Random(stages * 100 + log_n).randrange(p) for _ in range(1 << log_n)]
+    rng = random.Random(stages * 100 + log_n)  # one generator: a value a draw, not one value n times
+    values = [rng.randrange(p) for _ in range(1 << log_n)]
     plans = [pass_plan(log_n, dit, stages, elements_log) for dit in (False, True)]
     if (stages, elements_log) in ((3, 3), (4, 4)):  # the case of the 10-stage plan's middle passes at 2^21+
         assert any(lo > 0 and tl == 0 for lo, k, tl in plans[0]), plans[0]
