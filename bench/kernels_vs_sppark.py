@@ -58,9 +58,13 @@ def pass_label(pass_kernel: str, radix_log: int) -> str:
     return f"{pass_kernel} passes" + (f" of {radix_log} stage(s) per register group" if pass_kernel == "groups" else "")
 
 
+def radix_only(passes: str) -> str:
+    return f"radix passes only (bit-reversed out), {passes}"
+
+
 PASSES = pass_label(NTT_PASS_KERNEL, NTT_RADIX_LOG)
 NATURAL = f"natural in and out ({PASSES}, tiled bit reversal)"
-RADIX_ONLY = f"radix passes only (bit-reversed out), {PASSES}"
+RADIX_ONLY = radix_only(PASSES)
 ELEMENTWISE_REVERSE = "natural in and out, element-wise bit reversal"
 QUOTIENT = "3 iNTT + 3 coset NTT + pointwise"
 QUOTIENT_COMPACT = QUOTIENT + ", compact twiddles (a streamed key's)"
@@ -241,7 +245,7 @@ def time_ntt_variants(backend, ntt, d_data: int, log_n: int, repeat: int) -> dic
             if pass_label(kernel, radix_log) == PASSES:
                 continue  # the default's row
             ntt.pass_kernel, ntt.radix_log = kernel, radix_log
-            out["NTT", f"radix passes only (bit-reversed out), {pass_label(kernel, radix_log)}"] = time_ms(
+            out["NTT", radix_only(pass_label(kernel, radix_log))] = time_ms(
                 backend.stream, lambda: ntt.radix_passes(d_data, log_n, False, False), repeat=repeat)
         ntt.pass_kernel, ntt.radix_log = NTT_PASS_KERNEL, NTT_RADIX_LOG
         for stages in STAGES_PER_PASS_COMPARED:

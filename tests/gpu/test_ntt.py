@@ -24,6 +24,13 @@ def _download_plain(backend, fr, buf, n):
     return [fr.from_mont(v) for v in fr.ints_from_limbs(out)]
 
 
+def _random_words(fr, rng, n):
+    """n elements' limbs from a numpy generator, each below 2^(bits-1) < p."""
+    words = rng.integers(0, 2**63, size=(n, fr.limbs), dtype=np.uint64)
+    words[:, -1] &= np.uint64((1 << (fr.bits - 1 - 64 * (fr.limbs - 1))) - 1)
+    return words
+
+
 def _random_values(fr, rng, n):
     vals = [rng.randrange(fr.modulus) for _ in range(n)]
     for i, v in enumerate([0, 1, fr.modulus - 1][:n]):
@@ -46,8 +53,7 @@ def test_ntt_round_trip_and_spot_values_at_2_20(cuda_backend, runtime, gpu_curve
     fr, log_n = gpu_curve.fr, 20
     n, p = 1 << log_n, gpu_curve.fr.modulus
     rng = np.random.default_rng(7)
-    words = rng.integers(0, 2**63, size=(n, fr.limbs), dtype=np.uint64)
-    words[:, -1] &= np.uint64((1 << (fr.bits - 1 - 64 * (fr.limbs - 1))) - 1)  # < 2^(bits-1) < p
+    words = _random_words(fr, rng, n)
     with cuda_backend.allocator.upload(words, "x") as d, cuda_backend.allocator.alloc(words.nbytes, "X") as d2:
         runtime.ntt.to_mont(d2.ptr, d.ptr, n)
         runtime.ntt.ntt(d2.ptr, log_n)
@@ -190,8 +196,7 @@ def test_other_pass_plans_equal_the_default_at_sizes_of_three_passes(cuda_backen
     assert len(pass_plan(log_n, False, stages)) == 3
     fr, n, p = gpu_curve.fr, 1 << log_n, gpu_curve.fr.modulus
     rng = np.random.default_rng(log_n * 100 + stages)
-    words = rng.integers(0, 2**63, size=(n, fr.limbs), dtype=np.uint64)
-    words[:, -1] &= np.uint64((1 << (fr.bits - 1 - 64 * (fr.limbs - 1))) - 1)  # < 2^(bits-1) < p
+    words = _random_words(fr, rng, n)
     other = NttRunner(runtime.ntt.kernels, cuda_backend.allocator, cuda_backend.stream)
     other.stages_per_pass, other.pass_kernel = stages, pass_kernel
     outputs = {}
@@ -231,9 +236,7 @@ def test_the_fused_quotient_equals_the_elementwise_kernels(cuda_backend, runtime
     rng = np.random.default_rng(log_n)
     vectors = []
     for _ in range(3):
-        words = rng.integers(0, 2**63, size=(n, fr.limbs), dtype=np.uint64)
-        words[:, -1] &= np.uint64((1 << (fr.bits - 1 - 64 * (fr.limbs - 1))) - 1)  # < p: read as Montgomery forms
-        vectors.append(words)
+        vectors.append(_random_words(fr, rng, n))  # < p: read as Montgomery forms
     outputs = {}
     for kernel, table_log in (("pairs", log_n), ("pairs", log_n + 2), ("groups", log_n)):
         ntt = NttRunner(runtime.ntt.kernels, cuda_backend.allocator, cuda_backend.stream)

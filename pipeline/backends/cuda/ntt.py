@@ -6,13 +6,15 @@ plan groups the log_n butterfly stages into launches of at most ``STAGES_PER_PAS
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ...curves.field import ScalarField
 from .kernels import CurveKernels, grid_for
-from .launch import (BIT_REVERSE_BLOCK, ELEMENTWISE_BLOCK, NTT_BR_TILE_LOG, NTT_FUSE_COSET, NTT_FUSE_QUOTIENT, NTT_FUSE_SCALE,
-                     NTT_PASS_KERNEL, NTT_PASS_KERNELS, NTT_RADIX_BUILT, NTT_RADIX_LOG, PASS_ELEMENTS_LOG,
-                     STAGES_PER_PASS)
+from .launch import (BIT_REVERSE_BLOCK, ELEMENTWISE_BLOCK, NTT_BR_TILE_LOG, NTT_FUSE_COSET, NTT_FUSE_QUOTIENT,
+                     NTT_FUSE_SCALE, NTT_PASS_KERNEL, NTT_PASS_KERNELS, NTT_RADIX_BUILT, NTT_RADIX_LOG,
+                     PASS_ELEMENTS_LOG, STAGES_PER_PASS)
 
 
 def pass_plan(log_n: int, dit: bool, stages: int = STAGES_PER_PASS,
@@ -67,6 +69,14 @@ def table_bytes(log_n: int, elem: int, compact: bool = False) -> int:
     return (twiddle_count(log_n, compact) + (1 << lo_bits) + (1 << (log_n - lo_bits)) + COSET_CONSTS) * elem
 
 
+class CosetTables(NamedTuple):
+    """The odd coset's device tables of one domain (``NttRunner._coset``)."""
+    g_lo: object  # g^j, j < 2^lo_bits, times n^-1 (ntt_coset_scale)
+    g_hi: object  # g^(j 2^lo_bits)
+    lo_bits: int
+    consts: object  # COSET_CONSTS elements (ntt_pass_pairs)
+
+
 class NttRunner:
     """Transforms of one curve's Fr on one stream; twiddle tables grow on demand (resident)."""
 
@@ -78,7 +88,7 @@ class NttRunner:
         self.log_max = -1
         self.compact = False  # the table's layout (twiddle_count)
         self.d_tw = None  # the forward table; the inverse reads it too
-        self._coset_tables: dict[int, tuple] = {}
+        self._coset_tables: dict[int, CosetTables] = {}
         self.pass_kernel = NTT_PASS_KERNEL  # how a pass holds its elements (launch.py); benches compare
         self.radix_log = NTT_RADIX_LOG  # stages per register group of the "groups" pass (launch.py); benches compare
         self.stages_per_pass = STAGES_PER_PASS  # stages per launch (launch.py); benches compare
@@ -152,7 +162,7 @@ class NttRunner:
         direction = 'true' if dit else 'false'
         n = 1 << log_n
         plan = pass_plan(log_n, dit, self.stages_per_pass)
-        consts = self._coset(log_n)[3].ptr if coset else 0
+        consts = self._coset(log_n).consts.ptr if coset else 0
         for i, (lo, k, tl) in enumerate(plan):
             elems = 1 << (k + tl)  # pairs: two trade buffers of elems / 2 (a thread a pair)
             if pairs:
@@ -206,9 +216,9 @@ class NttRunner:
                 acc = acc * g_step % p
             w4 = fr.root_of_unity(2)
             consts = np.concatenate([self.to_mont_limbs([n_inv, n_inv * w4, g]), fr.limbs_from_ints([n_inv])])
-            self._coset_tables[log_n] = (self.allocator.upload(self.to_mont_limbs(lo), "coset g^j low"),
-                                         self.allocator.upload(self.to_mont_limbs(hi), "coset g^j high"), lo_bits,
-                                         self.allocator.upload(consts, "coset constants"))
+            self._coset_tables[log_n] = CosetTables(self.allocator.upload(self.to_mont_limbs(lo), "coset g^j low"),
+                                                    self.allocator.upload(self.to_mont_limbs(hi), "coset g^j high"),
+                                                    lo_bits, self.allocator.upload(consts, "coset constants"))
         return self._coset_tables[log_n]
 
     def to_odd_coset(self, d_data: int, log_n: int) -> None:
@@ -217,8 +227,9 @@ class NttRunner:
         if self.fusible(log_n):
             self.radix_passes(d_data, log_n, dit=True, inverse=False, coset=True, scale=True)
             return
-        d_lo, d_hi, lo_bits, _ = self._coset(log_n)
-        self._launch("ntt_coset_scale<fr_t>", 1 << log_n, (d_data, log_n, d_lo.ptr, d_hi.ptr, lo_bits))
+        tables = self._coset(log_n)
+        self._launch("ntt_coset_scale<fr_t>", 1 << log_n,
+                     (d_data, log_n, tables.g_lo.ptr, tables.g_hi.ptr, tables.lo_bits))
         self.radix_passes(d_data, log_n, dit=True, inverse=False)  # natural order on the coset
 
     def quotient(self, d_a: int, d_b: int, d_c: int, log_n: int) -> None:
@@ -248,10 +259,9 @@ class NttRunner:
     def close(self) -> None:
         if self.d_tw is not None:
             self.d_tw.free()
-        for d_lo, d_hi, _, d_consts in self._coset_tables.values():
-            d_lo.free()
-            d_hi.free()
-            d_consts.free()
+        for tables in self._coset_tables.values():
+            for buf in (tables.g_lo, tables.g_hi, tables.consts):
+                buf.free()
         self._coset_tables.clear()
         self.d_tw = None
         self.log_max = -1

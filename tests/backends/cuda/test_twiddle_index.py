@@ -7,16 +7,7 @@ import pytest
 
 from pipeline.backends.cuda.ntt import COSET_CONSTS, coset_twiddle_index, table_bytes, twiddle_count, twiddle_index
 from pipeline.curves import BLS12_381, BN254
-
-
-def _table(fr, log_tw, compact):
-    p = fr.modulus
-    if compact:
-        w_t = fr.root_of_unity(log_tw)
-        return [pow(w_t, m, p) for m in range(twiddle_count(log_tw, True))]
-    # tw[h + j] = w_{2h}^j; entry 0 unused
-    return [0] + [pow(fr.root_of_unity(h.bit_length()), i - h, p)
-                  for i in range(1, twiddle_count(log_tw, False)) for h in [1 << (i.bit_length() - 1)]]
+from tests.backends.cuda.test_ntt_pass_model import twiddle_table
 
 
 @pytest.mark.parametrize("curve", [BN254, BLS12_381], ids=lambda c: c.name)
@@ -24,7 +15,7 @@ def _table(fr, log_tw, compact):
 @pytest.mark.parametrize("compact", [False, True], ids=["levels", "compact"])
 def test_every_stage_reads_its_root_power(curve, log_tw, compact):
     fr, p = curve.fr, curve.fr.modulus
-    table = _table(fr, log_tw, compact)
+    table = twiddle_table(fr, log_tw, compact)
     for log_h in range(log_tw):
         w = fr.root_of_unity(log_h + 1)
         for inverse in (False, True):
@@ -40,7 +31,7 @@ def test_every_stage_reads_its_root_power(curve, log_tw, compact):
 def test_the_coset_stages_read_odd_powers_of_the_next_level(log_tw, compact):
     """Every stage but a table-sized transform's top one (None: its twiddle is a product)."""
     fr, p = BLS12_381.fr, BLS12_381.fr.modulus
-    table = _table(fr, log_tw, compact)
+    table = twiddle_table(fr, log_tw, compact)
     for log_h in range(log_tw):
         w = fr.root_of_unity(log_h + 2)
         for j in range(1 << log_h):
