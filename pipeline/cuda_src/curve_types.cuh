@@ -13,3 +13,6 @@ typedef mont_t<fr_params> fr_t;  // scalar field
 typedef mont_t<fq_params> fq_t;  // base field, G1 coordinates
 typedef fp2_t<fq_t> fq2_t;       // G2 coordinates
 typedef fp2_pair_t<fq_t> fq2_pair_t;  // G2 coordinates over two lanes (the G2 MSM's kernels)
+// The lazy form (ff/mont.cuh: values in [0, 2p), canonical when stored): the MSM's bucket sums.
+typedef mont_t<lazy_params<fq_params>> fq_lazy_t;
+typedef fp2_pair_t<fq_lazy_t> fq2_pair_lazy_t;

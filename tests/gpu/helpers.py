@@ -42,6 +42,13 @@ def ints_from_words(arr: np.ndarray, n_words: int) -> list[int]:
     return [int.from_bytes(raw[i:i + nb], "little") for i in range(0, len(raw), nb)]
 
 
+def lazy_words(arr: np.ndarray, p: int, n_words: int, rng: random.Random) -> np.ndarray:
+    """The same field elements with about half moved up by p: words a lazy field (cuda_src/ff/mont.cuh,
+    values in [0, 2p)) may hold for them, that a canonical-only kernel would get wrong."""
+    values = [v + p if rng.random() < 0.5 else v for v in ints_from_words(arr, n_words)]
+    return words_from_ints(values, n_words).reshape(arr.shape)
+
+
 def random_points(group, rng: random.Random, count: int) -> list:
     """Affine points by a random walk from a random multiple of the generator (cheap, distinct)."""
     g = group.from_affine(group.generator)

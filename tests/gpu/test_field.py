@@ -7,7 +7,7 @@ import pytest
 
 from pipeline.backends.cuda.launch import FIELD_OPS, field_op
 
-from .helpers import field_values, ints_from_words, run_on_device, words_from_ints
+from .helpers import field_values, ints_from_words, lazy_words, run_on_device, words_from_ints
 
 pytestmark = pytest.mark.gpu
 
@@ -71,3 +71,41 @@ def test_fq2_op_matches_python_ints(cuda_backend, runtime, gpu_curve, op, field)
            "dot": lambda x, y: f2.add(f2.mul(x, y), f2.mul(f2.add(x, y), f2.sub(x, y)))}[op]
     want = [ref(x, y) for x, y in zip(a, b)]
     assert got == want
+
+
+@pytest.mark.parametrize("field", ["fq_lazy_t", "fq2_pair_lazy_t"])
+@pytest.mark.parametrize("op", FIELD_OPS)
+def test_lazy_field_op_takes_values_below_2p_and_stores_them_canonical(cuda_backend, runtime, gpu_curve, op, field):
+    """The lazy form of Fq (ff/mont.cuh: values in [0, 2p) inside a thread): every op of operands anywhere in
+    [0, 2p), p itself (zero) and 2p - 1 among them, stores the canonical result of the operands mod p. The
+    products that skip their subtraction, sums wrapping at 2p, is_zero at p (inverse of zero) all show here."""
+    fq = gpu_curve.fq
+    p, n_words, R = fq.modulus, 2 * fq.limbs, fq.r_mont
+    rng = random.Random(f"{gpu_curve.name}lazy{field}{op}")
+    count = 160
+    a = [v % p for v in field_values(rng, p, count - 9)]
+    b = [rng.randrange(p) for _ in a]
+    a[:4], b[:4] = [p, 2 * p - 1, p, 0], [p, 2 * p - 1, 2 * p - 1, p]  # zero as p, the largest words
+    a[4:], b[4:] = (ints_from_words(lazy_words(words_from_ints(x[4:], n_words), p, n_words, rng), n_words)
+                    for x in (a, b))
+    if field == "fq_lazy_t":
+        out = run_on_device(cuda_backend, runtime.kernels, f"test_field_op<{field}>", (count, n_words),
+                            [words_from_ints(a, n_words), words_from_ints(b, n_words)], (field_op(op), count), count)
+        got = ints_from_words(out, n_words)
+        want = [_reference(op, x % p, y % p, p, R) for x, y in zip(a, b)]
+    else:  # pairs (a_2k, a_2k+1) as c0, c1 on two lanes
+        half = count // 2
+        out = run_on_device(cuda_backend, runtime.kernels, f"test_field_op<{field}>", (count, n_words),
+                            [words_from_ints(a, n_words), words_from_ints(b, n_words)], (field_op(op), half), half)
+        f2 = gpu_curve.g2.ops
+        r_inv = pow(R, -1, p)
+        plain = lambda xs, k: (xs[2 * k] * r_inv % p, xs[2 * k + 1] * r_inv % p)  # noqa: E731
+        ref = {"add": f2.add, "sub": f2.sub, "mul": f2.mul, "sqr": lambda x, y: f2.sqr(x),
+               "neg": lambda x, y: f2.neg(x), "inv": lambda x, y: (0, 0) if x == (0, 0) else f2.inv(x),
+               "dbl": lambda x, y: f2.add(x, x), "to_mont": lambda x, y: tuple(c * R % p for c in x),
+               "from_mont": lambda x, y: tuple(c * r_inv % p for c in x),
+               "dot": lambda x, y: f2.add(f2.mul(x, y), f2.mul(f2.add(x, y), f2.sub(x, y)))}[op]
+        want = [c * R % p for k in range(half) for c in ref(plain(a, k), plain(b, k))]
+        got = ints_from_words(out, n_words)[:count]
+    bad = [i for i, (g, w) in enumerate(zip(got, want)) if g != w]
+    assert not bad, f"{op} mismatch at {bad[:5]}: got={got[bad[0]]} want={want[bad[0]]}"

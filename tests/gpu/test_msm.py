@@ -465,3 +465,42 @@ def test_a_fixed_base_msm_at_2_20_by_folding_matches_the_reference(cuda_backend,
         finally:
             table.free()
     assert group.eq(got, msm_ref(group, base, folded))
+
+
+@pytest.mark.parametrize("group_name", ["g1", "g2"])
+def test_bucket_sums_over_the_lazy_field_and_the_plain_one_match_the_reference(cuda_backend, runtime, gpu_curve,
+                                                                              group_name):
+    """MsmRunner.lazy picks the bucket kernels over the lazy form of Fq (launch.LAZY_FIELDS, values in [0, 2p)
+    inside a thread) by default and the plain field when off: both give the reference sum, with the edges a
+    bucket must survive (infinity, P + P, P + -P), both level-0 schemes, small windows (many partial levels)
+    and the split's point sums."""
+    group = getattr(gpu_curve, group_name)
+    g2 = group_name == "g2"
+    rng = random.Random(f"lazy msm {gpu_curve.name} {group_name}")
+    points = _edge_points(group, 400)
+    enc = encode_points(gpu_curve, group, points)
+    scalars = _scalars("edges", gpu_curve.fr, rng, 200) + _scalars("random", gpu_curve.fr, rng, 200)
+    expected = msm_ref(group, points, scalars)
+    msm = runtime.msm
+    assert msm.lazy and "lazy" in msm._sum_field(g2)  # the default runs lazy
+    try:
+        for lazy in (True, False):
+            msm.lazy = lazy
+            assert ("lazy" in msm._sum_field(g2)) == lazy
+            for flat in (True, False):
+                msm.level0_flat = flat
+                for c in (None, 3):
+                    got = _gpu_msm(cuda_backend, runtime, gpu_curve, group, enc, scalars, c)
+                    assert group.eq(got, expected), (lazy, flat, c)
+            ones = [i for i, s in enumerate(scalars) if s == 1]
+            alloc = cuda_backend.allocator
+            with alloc.upload(enc, "points") as d_p, \
+                    alloc.upload(np.array(ones, dtype=np.uint32), "indices") as d_i, \
+                    alloc.alloc(msm.xyzz_bytes(g2), "sum") as d_out:
+                msm.enqueue_point_sum(g2, d_p.ptr, d_i.ptr, len(ones), d_out.ptr)
+                words = np.zeros(msm.xyzz_bytes(g2) // 4, dtype=np.uint32)
+                d_out.download(words, msm.stream)
+            want = msm_ref(group, [points[i] for i in ones], [1] * len(ones))
+            assert group.eq(xyzz_to_jacobian(group, gpu_curve.fq, words), want), ("point sum", lazy)
+    finally:
+        msm.lazy, msm.level0_flat = True, None

@@ -12,7 +12,7 @@ import pytest
 from pipeline.backends.cuda.launch import POINT_OPS, point_op
 from pipeline.backends.cuda.msm import xyzz_to_jacobian
 
-from .helpers import random_points, run_on_device
+from .helpers import lazy_words, random_points, run_on_device
 
 pytestmark = pytest.mark.gpu
 
@@ -46,7 +46,9 @@ def _affine_words(curve, group, pt):
     return fq.limbs_from_ints(vals).view(np.uint32).reshape(-1)
 
 
-@pytest.mark.parametrize("group_name,field", [("g1", "fq_t"), ("g2", "fq2_t"), ("g2", "fq2_pair_t")])
+# the lazy fields (values in [0, 2p), launch.LAZY_FIELDS) get inputs with coordinates moved up by p
+@pytest.mark.parametrize("group_name,field", [("g1", "fq_t"), ("g2", "fq2_t"), ("g2", "fq2_pair_t"),
+                                              ("g1", "fq_lazy_t"), ("g2", "fq2_pair_lazy_t")])
 @pytest.mark.parametrize("op", POINT_OPS)
 def test_point_op_matches_golden_model(cuda_backend, runtime, gpu_curve, group_name, field, op):
     curve, group = gpu_curve, getattr(gpu_curve, group_name)
@@ -62,6 +64,8 @@ def test_point_op_matches_golden_model(cuda_backend, runtime, gpu_curve, group_n
     Q = np.stack([_xyzz_words(curve, group, c[1], rng) for c in cases])
     A = np.stack([_affine_words(curve, group, c[2]) for c in cases])
     K = np.array(ks, dtype=np.uint32)
+    if "lazy" in field:
+        P, Q, A = (lazy_words(x, curve.fq.modulus, 2 * curve.fq.limbs, rng) for x in (P, Q, A))
     out = run_on_device(cuda_backend, runtime.kernels, f"test_point_op<{field}>", P.shape, [P, Q, A, K],
                         (point_op(op), len(cases)), len(cases))
     for i, (p, q, a) in enumerate(cases):

@@ -36,6 +36,23 @@ def dot_terms_for(p: int, n_words: int) -> int:
     return ((1 << (32 * n_words)) - 1) // p - 1
 
 
+def lazy_terms_for(p: int, n_words: int) -> int:
+    """The most terms a product may sum with one reduction when its operands are kept in [0, 2p) (mont.cuh, a
+    LAZY field): every CIOS step's value stays below (2K + 1) p w, which fits the N + 1 words when (2K + 1) p < R,
+    and the result, below p (4 K p / R + 1), falls under 2p with at most one subtraction of p when 2 K p < R;
+    sums of two such values need 4p < R. 0: the field has no room for the form (BLS12-381's Fr)."""
+    r = 1 << (32 * n_words)
+    if 4 * p >= r:  # the sum of two values below 2p must fit the words
+        return 0
+    return max(0, min(((r - 1) // p - 1) // 2, (r - 1) // (2 * p)))
+
+
+def lazy_free_terms_for(p: int, n_words: int) -> int:
+    """The most terms whose lazy product needs no final subtraction at all: 4 K p < R (the result, below
+    p (4 K p / R + 1), is then below 2p as it comes out)."""
+    return ((1 << (32 * n_words)) - 1) // (4 * p)
+
+
 def field_params(tag: str, field: PrimeField) -> str:
     """One field's constants: modulus, -p^-1 mod 2^32, R, R^2, p - 2 (for inversion by Fermat)."""
     p = field.modulus
@@ -45,21 +62,28 @@ def field_params(tag: str, field: PrimeField) -> str:
     m0 = (-pow(p, -1, 1 << 32)) % (1 << 32)
     r = field.r_mont
     dot_terms = dot_terms_for(p, n_words)
+    lazy_terms = lazy_terms_for(p, n_words)
     return "\n".join([
         f"// {field.name}: {p.bit_length()} bits, {n_words} x 32-bit words",
         _array(f"{tag}_MOD", p, n_words),
         _array(f"{tag}_ONE", r, n_words),
         _array(f"{tag}_RR", r * r % p, n_words),
         _array(f"{tag}_PM2", p - 2, n_words),
+        _array(f"{tag}_MOD2", 2 * p, n_words) if lazy_terms else f"// no 2p words: {field.name} has no room for [0, 2p)",
         f"struct {tag.lower()}_params {{",
         f"    static constexpr int N = {n_words};",
         f"    static constexpr int BITS = {p.bit_length()};",
         f"    static constexpr uint32_t M0 = 0x{m0:08x}u;",
         f"    static constexpr int DOT_TERMS = {dot_terms};",
+        "    static constexpr bool LAZY = false;  // lazy_params<> below sets it",
+        f"    static constexpr int LAZY_TERMS = {lazy_terms};",
+        f"    static constexpr int LAZY_FREE_TERMS = {lazy_free_terms_for(p, n_words) if lazy_terms else 0};",
         f"    static __device__ __forceinline__ uint32_t mod(int i) {{ return {tag}_MOD[i]; }}",
         f"    static __device__ __forceinline__ uint32_t one(int i) {{ return {tag}_ONE[i]; }}",
         f"    static __device__ __forceinline__ uint32_t rr(int i) {{ return {tag}_RR[i]; }}",
         f"    static __device__ __forceinline__ uint32_t pm2(int i) {{ return {tag}_PM2[i]; }}",
+        (f"    static __device__ __forceinline__ uint32_t mod2(int i) {{ return {tag}_MOD2[i]; }}" if lazy_terms
+         else "    static __device__ __forceinline__ uint32_t mod2(int i) { return 0; }  // never read: LAZY_TERMS = 0"),
         "};",
     ])
 

@@ -18,8 +18,8 @@ from ._bindings import driver
 from .constants import HEADER_NAME, curve_header
 from .errors import CudaError, check
 from .kernel_binaries import PREBUILT_DIR, find_prebuilt
-from .launch import (G1_LEVEL0_CHUNKED_BUILT, G1_MIN_BLOCKS_BUILT, G2_FIELDS_BUILT, G2_LEVEL0_CHUNKED_BUILT, G2_VARIANTS_BUILT,
-                     NTT_FUSED, NTT_RADIX_BUILT)
+from .launch import (G1_LAZY_BUILT, G1_LEVEL0_CHUNKED_BUILT, G1_MIN_BLOCKS_BUILT, G2_FIELDS_BUILT, G2_LAZY_BUILT,
+                     G2_LEVEL0_CHUNKED_BUILT, G2_VARIANTS_BUILT, LAZY_FIELDS, NTT_FUSED, NTT_RADIX_BUILT)
 from .nvrtc_build import BuiltUnit, compile_unit, load_cached_unit
 
 PTR, U32, I32, U64 = "ptr", "u32", "i32", "u64"
@@ -28,6 +28,7 @@ UNITS: dict[str, tuple[str, ...]] = {
     "arith": (
         "test_field_op<fr_t>", "test_field_op<fq_t>", "test_field_op<fq2_t>", "test_field_op<fq2_pair_t>",
         "test_point_op<fq_t>", "test_point_op<fq2_t>", "test_point_op<fq2_pair_t>", "test_spin",
+        *(f"test_{op}_op<{f}>" for op in ("field", "point") for f in LAZY_FIELDS.values()),
     ),
     "ntt": (
         *(f"ntt_pass<fr_t, {d}, {r}>" for d in ("false", "true") for r in NTT_RADIX_BUILT),
@@ -45,6 +46,9 @@ UNITS: dict[str, tuple[str, ...]] = {
         "gather_rows", *(f"msm_accumulate_flat<fq_t, {b}>" for b in G1_MIN_BLOCKS_BUILT),
         *(f"msm_accumulate<fq_t, true, {b}>" for b in G1_LEVEL0_CHUNKED_BUILT),
         "msm_accumulate<fq_t, false, 1>", "msm_bucket_segments<fq_t>",
+        *(f"msm_accumulate_flat<fq_lazy_t, {b}>" for b in G1_LAZY_BUILT),
+        *(f"msm_accumulate<fq_lazy_t, true, {b}>" for b in G1_LEVEL0_CHUNKED_BUILT),
+        "msm_accumulate<fq_lazy_t, false, 1>",
         "msm_reduce_halves<fq_t>", "msm_combine_windows<fq_t>", "msm_combine_windows_batch<fq_t>",
         "msm_merge_buckets<fq_t>", "msm_iota",
         "msm_every_kth", "msm_table_step<fq_t>",
@@ -57,9 +61,13 @@ UNITS: dict[str, tuple[str, ...]] = {
                                                           "msm_combine_windows", "msm_combine_windows_batch",
                                                           "msm_merge_buckets", "msm_table_step")),
         *(f"msm_accumulate<{f}, false, 1>" for f in G2_FIELDS_BUILT),
+        *(f"msm_accumulate_flat<fq2_pair_lazy_t, {b}>" for b in G2_LAZY_BUILT),
+        *(f"msm_accumulate<fq2_pair_lazy_t, true, {b}>" for b in G2_LAZY_BUILT), "msm_accumulate<fq2_pair_lazy_t, false, 1>",
         "setup_xyzz_to_affine<fq2_t>",
     ),
 }
+
+BUILT_KERNELS = frozenset(e for exprs in UNITS.values() for e in exprs)  # every name expression some unit builds
 
 # Parameter types by kernel (template arguments stripped); "fr" is an Fr element by value.
 SIGNATURES: dict[str, tuple[str, ...]] = {

@@ -50,6 +50,16 @@ G1_LEVEL0_CHUNKED_BUILT = (4, 5)
 G2_LEVEL0_CHUNKED_BUILT = tuple(("fq2_pair_t", b) for b in sorted(set(G2_MIN_BLOCKS.values())))
 LEVEL0_CHUNKED = {("bls12381", "G2")}
 
+# The bucket sums (level 0 and the levels of partial sums) over the lazy form of Fq (ff/mont.cuh: values in
+# [0, 2p), canonical when stored): the field type each plain one has beside it. Level 0 flat at the B below
+# (G1: 3 too, for its registers: ptxas, BLS12-381 B = 4 spills 320 bytes lazy against 32 plain), chunked at
+# the B the plain chunked kernels are built for. Where a runner's variant has no lazy build it runs plain
+# (MsmRunner._sum_field). MsmRunner.lazy picks (bench/kernels_vs_sppark.py times both).
+LAZY_FIELDS = {"fq_t": "fq_lazy_t", "fq2_pair_t": "fq2_pair_lazy_t"}
+G1_LAZY_BUILT = (3, 4, 5)
+G2_LAZY_BUILT = tuple(b for _, b in G2_LEVEL0_CHUNKED_BUILT)
+MSM_LAZY = True
+
 # Development setup's fixed-base multiplication (setup/fixed_base.cuh, __launch_bounds__(SETUP_MUL_THREADS, 2):
 # registers capped at 128, the MSM's choice for its inlined mixed additions on BLS12-381, above).
 # Not measured yet: bench/dev_setup.py times it per key section (bench/NOTES.md, development setup).

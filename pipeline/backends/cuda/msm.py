@@ -14,10 +14,10 @@ import numpy as np
 from ...curves.points import CurveGroup
 from ._bindings import driver
 from .errors import check
-from .kernels import CurveKernels, grid_for
-from .launch import (BATCH_INVERSE_THREADS, CHUNK_COUNT_BLOCK, DIGIT_BLOCK, G1_LEVEL0_CHUNKED_BUILT, G2_FIELD, G2_LEVEL0_CHUNKED_BUILT, G2_MIN_BLOCKS,
-                     LEVEL0_CHUNKED, MSM_ACC_THREADS as ACC_BLOCK, PLACE_BLOCK, PLACE_TILE, REDUCE_BLOCK, SCAN_THREADS,
-                     SCAN_TILE)
+from .kernels import BUILT_KERNELS, CurveKernels, grid_for
+from .launch import (BATCH_INVERSE_THREADS, CHUNK_COUNT_BLOCK, DIGIT_BLOCK, G1_LEVEL0_CHUNKED_BUILT, G2_FIELD,
+                     G2_LEVEL0_CHUNKED_BUILT, G2_MIN_BLOCKS, LAZY_FIELDS, LEVEL0_CHUNKED, MSM_LAZY,
+                     MSM_ACC_THREADS as ACC_BLOCK, PLACE_BLOCK, PLACE_TILE, REDUCE_BLOCK, SCAN_THREADS, SCAN_TILE)
 from .memory import PinnedHostBuffer
 
 TARGET_CHUNKS = 1 << 18  # enough chunks to fill 132 SMs several times over
@@ -197,6 +197,9 @@ class MsmRunner:
         # True / False: both groups (bench/gpu_msm.py --level0, the tests).
         self.level0_flat: bool | None = None
         self.level0_entries: int | None = None  # entries a thread at level 0 (None: level0_chunk; tests set it)
+        # The bucket sums over the lazy form of Fq (launch.LAZY_FIELDS: values in [0, 2p) inside a thread), where
+        # the variant has a lazy build; False: the plain field (benches compare, tests check both).
+        self.lazy = MSM_LAZY
         self.cache_bytes = getattr(getattr(kernels, "device", None), "l2_bytes", None)  # window widths whose tables fit L2
         self.window_model = BALANCED_WINDOW_MODEL  # plan_msm's (spread, bucket cost); bench.gpu_stage sets others
         # The digit sort: binned (two passes whose writes stay together, pippenger.cuh) or ranks and one
@@ -236,6 +239,18 @@ class MsmRunner:
         field = self._field(g2)
         return field, self.g1_min_blocks if not g2 else self.g2_min_blocks if field == "fq2_pair_t" else 1
 
+    def _sum_field(self, g2: bool) -> str:
+        """The field type of the bucket sums' kernels (level 0 and the partial levels): the lazy form of the
+        variant's field where ``lazy`` is set and its level-0 kernel is built (launch.LAZY_FIELDS), else the
+        plain one."""
+        field = self._field(g2)
+        lazy = LAZY_FIELDS.get(field)
+        return lazy if self.lazy and lazy and self._level0_name(g2, lazy) in BUILT_KERNELS else field
+
+    def _level0_name(self, g2: bool, field: str) -> str:
+        blocks = self._level0_variant(g2)[1]
+        return f"msm_accumulate_flat<{field}, {blocks}>" if self._flat(g2) else f"msm_accumulate<{field}, true, {blocks}>"
+
     def _flat(self, g2: bool) -> bool:
         """Level 0's scheme: ``level0_flat`` when set, else the measured one (launch.LEVEL0_CHUNKED); the
         chunked kernel is built for the default occupancy variants only, so other variants run flat."""
@@ -247,8 +262,7 @@ class MsmRunner:
 
     def _affine_accumulate(self, g2: bool) -> str:
         """The level-0 bucket kernel (affine points in), at this runner's occupancy variant and scheme."""
-        field, blocks = self._level0_variant(g2)
-        return f"msm_accumulate_flat<{field}, {blocks}>" if self._flat(g2) else f"msm_accumulate<{field}, true, {blocks}>"
+        return self._level0_name(g2, self._sum_field(g2))
 
     def _launch(self, expr, n_items, block, args, lanes: int = 1):
         """A grid-stride kernel over ``n_items`` items of ``lanes`` threads each."""
@@ -557,7 +571,7 @@ class MsmRunner:
         partials until the bound on a bucket's entries leaves one. Returns (partials, chunk offsets): bucket b's sum is
         partials[offsets[b]] when offsets[b + 1] > offsets[b]. The caller frees both."""
         alloc, xyzz_bytes = self.allocator, self.xyzz_bytes(g2)
-        field, lanes = self._field(g2), self._lanes(g2)
+        field, lanes = self._sum_field(g2), self._lanes(g2)
         flat = self._flat(g2)
         d_chunk_off = self._chunk_offsets(d_offsets, n_buckets, chunk, "msm chunk offsets", flat)
         # pieces (flat) or chunks: at most one a range of ``chunk`` entries plus one a bucket
@@ -616,7 +630,7 @@ class MsmRunner:
         pairs = np.zeros((sum(map(len, levels)), 2), dtype=np.uint32)  # pair k of a sum = [0, sizes[k]]
         at = np.cumsum([0] + [len(sizes) for sizes in levels])
         pairs[:, 1] = np.concatenate(levels)
-        field, lanes, h = self._field(g2), self._lanes(g2), self.stream.handle
+        field, lanes, h = self._sum_field(g2), self._lanes(g2), self.stream.handle
         with self.allocator.alloc(pairs.nbytes, "point-sum offsets") as d_pairs:
             h_pairs = tables.put(pairs) if tables is not None else None
             if h_pairs is not None:

@@ -11,7 +11,10 @@ struct __align__(16) fp2_t {
     F c0, c1;
 
     static __device__ __forceinline__ fp2_t load(const mem_t& m) { return m; }
-    __device__ __forceinline__ void store(mem_t& m) const { m = *this; }
+    __device__ __forceinline__ void store(mem_t& m) const {
+        c0.store(m.c0);  // canonical (a lazy F's store)
+        c1.store(m.c1);
+    }
 
     static __device__ __forceinline__ fp2_t zero() { return {F::zero(), F::zero()}; }
     static __device__ __forceinline__ fp2_t one() { return {F::one(), F::zero()}; }

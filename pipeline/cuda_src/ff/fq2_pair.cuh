@@ -19,7 +19,8 @@
 template <class F>
 struct __align__(16) fp2_pair_t {
     static constexpr int LANES = 2;
-    static constexpr bool HAS_DOT = F::DOT_TERMS >= 4;  // mont_t::dot4
+    static constexpr bool HAS_DOT = true;  // dot() below: one reduction where F has room for dot4, else two
+    static constexpr bool DOT4 = F::DOT_TERMS >= 4;
     typedef fp2_t<F> mem_t;
     F v;  // c0 on the even lane, c1 on the odd lane
 
@@ -54,8 +55,8 @@ struct __align__(16) fp2_pair_t {
         return r;
     }
 
-    static __device__ __forceinline__ fp2_pair_t load(const mem_t& m) { return {(&m.c0)[threadIdx.x & 1]}; }
-    __device__ __forceinline__ void store(mem_t& m) const { (&m.c0)[threadIdx.x & 1] = v; }
+    static __device__ __forceinline__ fp2_pair_t load(const mem_t& m) { return {F::load((&m.c0)[threadIdx.x & 1])}; }
+    __device__ __forceinline__ void store(mem_t& m) const { v.store((&m.c0)[threadIdx.x & 1]); }  // canonical
 
     static __device__ __forceinline__ fp2_pair_t zero() { return {F::zero()}; }
     static __device__ __forceinline__ fp2_pair_t one() { return {odd() ? F::zero() : F::one()}; }
@@ -81,13 +82,17 @@ struct __align__(16) fp2_pair_t {
     // multiply-adds a lane where a product and a dot product take 12N^2), for a point formula's Y3.
     static __device__ __forceinline__ fp2_pair_t dot(const fp2_pair_t& a, const fp2_pair_t& b, const fp2_pair_t& c,
                                                      const fp2_pair_t& d) {
-        const uint32_t lane = threadIdx.x & 31;
-        const bool o = odd();
-        const F a_p = partner(a.v), c_p = partner(c.v);
-        const F x[4] = {a.v, select(o, a_p, -a_p), c.v, select(o, c_p, -c_p)};
-        const F y[4] = {from_lane(b.v, lane & ~1u), from_lane(b.v, lane | 1u), from_lane(d.v, lane & ~1u),
-                        from_lane(d.v, lane | 1u)};
-        return {F::dot4(x, y)};
+        if constexpr (!DOT4) {
+            return a * b + c * d;  // no room for four terms (BN254's Fq in the lazy form)
+        } else {
+            const uint32_t lane = threadIdx.x & 31;
+            const bool o = odd();
+            const F a_p = partner(a.v), c_p = partner(c.v);
+            const F x[4] = {a.v, select(o, a_p, -a_p), c.v, select(o, c_p, -c_p)};
+            const F y[4] = {from_lane(b.v, lane & ~1u), from_lane(b.v, lane | 1u), from_lane(d.v, lane & ~1u),
+                            from_lane(d.v, lane | 1u)};
+            return {F::dot4(x, y)};
+        }
     }
     // even lane (a0 + a1)(a0 - a1), odd lane 2 a0 a1
     __device__ __forceinline__ fp2_pair_t sqr() const {

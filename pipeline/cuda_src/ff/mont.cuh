@@ -4,6 +4,15 @@
 //   P::mod(i), P::one(i) (R mod p), P::rr(i) (R^2 mod p), P::pm2(i) (p - 2)
 // with R = 2^(32 N). Requires p < R/2, checked by the generator.
 //
+// The lazy form (P::LAZY, lazy_params<P> below): values anywhere in [0, 2p), not reduced below p. A
+// product skips its final conditional subtraction where its bound allows (P::LAZY_FREE_TERMS: the
+// result of operands below 2p is below 2p as it comes out), sums and differences wrap at 2p, and a
+// value is made canonical only where it leaves the thread (store) or is compared (is_zero, ==). That
+// saves the subtraction and its selects in most products of a point formula (~6% of a product over
+// BLS12-381's Fq, ~37 of ~650 instructions). Loads take canonical words, which are lazy values too.
+// The bounds (P::LAZY_TERMS, from the generator) are checked on integers in
+// tests/backends/cuda/test_mont_dot_model.py.
+//
 // Why 32-bit words: the SM multiplies 32 x 32 bits natively (IMAD); a 64 x 64 -> 128-bit
 // product is emulated with four of them plus carry fix-ups in C. PTX's mad.lo/hi with carry
 // flags (.cc / madc) chain the partial products without extra compare instructions. The
@@ -21,13 +30,16 @@ struct __align__(16) mont_t {
     static constexpr int N = P::N;
     static constexpr int BITS = P::BITS;
     static constexpr int LANES = 1;  // threads per element (ff/fq2_pair.cuh splits Fq2 over two)
-    static constexpr int DOT_TERMS = P::DOT_TERMS;
-    static constexpr bool HAS_DOT = P::DOT_TERMS >= 2;  // dot() below (both base fields; not BLS12-381's Fr)
+    static constexpr bool LAZY = P::LAZY;
+    // the most terms of one reduction (dot, dot4): a LAZY field's operands are below 2p, not p
+    static constexpr int DOT_TERMS = LAZY ? P::LAZY_TERMS : P::DOT_TERMS;
+    static constexpr bool HAS_DOT = DOT_TERMS >= 2;  // dot() below (both base fields; not BLS12-381's Fr)
+    static_assert(!LAZY || P::LAZY_TERMS >= 1, "this field has no room for the lazy form (4p < R, 3p < R)");
     typedef mont_t mem_t;            // the element's form in memory
     uint32_t v[N];
 
     static __device__ __forceinline__ mont_t load(const mem_t& m) { return m; }
-    __device__ __forceinline__ void store(mem_t& m) const { m = *this; }
+    __device__ __forceinline__ void store(mem_t& m) const { m = LAZY ? canonical() : *this; }
 
     // -- constants -------------------------------------------------------------------------
     static __device__ __forceinline__ mont_t zero() {
@@ -55,13 +67,17 @@ struct __align__(16) mont_t {
     }
 
     // -- predicates --------------------------------------------------------------------------
-    __device__ __forceinline__ bool is_zero() const {
-        uint32_t acc = 0;
+    __device__ __forceinline__ bool is_zero() const {  // lazy: 0 or p
+        uint32_t acc = 0, at_p = 0;
 #pragma unroll
-        for (int i = 0; i < N; i++) acc |= v[i];
-        return acc == 0;
+        for (int i = 0; i < N; i++) {
+            acc |= v[i];
+            if (LAZY) at_p |= v[i] ^ P::mod(i);
+        }
+        return acc == 0 || (LAZY && at_p == 0);
     }
     __device__ __forceinline__ bool operator==(const mont_t& b) const {
+        if (LAZY) return (*this - b).is_zero();
         uint32_t acc = 0;
 #pragma unroll
         for (int i = 0; i < N; i++) acc |= v[i] ^ b.v[i];
@@ -69,20 +85,26 @@ struct __align__(16) mont_t {
     }
     __device__ __forceinline__ bool operator!=(const mont_t& b) const { return !(*this == b); }
 
-    // -- add, sub, neg (inputs and outputs reduced, in [0, p)) -------------------------------
-    // r = t - p if t >= p, else t. t < 2p.
-    static __device__ __forceinline__ mont_t reduce_once(const mont_t& t) {
+    // -- add, sub, neg (inputs and outputs in [0, p); a LAZY field's in [0, 2p)) -------------
+    // The modulus sums and differences wrap at: p, or 2p for a LAZY field.
+    static __device__ __forceinline__ uint32_t wrap(int i) { return LAZY ? P::mod2(i) : P::mod(i); }
+    // r = t - m if t >= m, else t, for m = p (TWICE false) or 2p. t < 2m.
+    template <bool TWICE>
+    static __device__ __forceinline__ mont_t subtract_once(const mont_t& t) {
         mont_t r;
         uint32_t borrow;
-        asm volatile("sub.cc.u32 %0, %1, %2;" : "=r"(r.v[0]) : "r"(t.v[0]), "r"(P::mod(0)));
+        asm volatile("sub.cc.u32 %0, %1, %2;" : "=r"(r.v[0]) : "r"(t.v[0]), "r"(TWICE ? P::mod2(0) : P::mod(0)));
 #pragma unroll
         for (int i = 1; i < N; i++)
-            asm volatile("subc.cc.u32 %0, %1, %2;" : "=r"(r.v[i]) : "r"(t.v[i]), "r"(P::mod(i)));
+            asm volatile("subc.cc.u32 %0, %1, %2;" : "=r"(r.v[i]) : "r"(t.v[i]), "r"(TWICE ? P::mod2(i) : P::mod(i)));
         asm volatile("subc.u32 %0, 0, 0;" : "=r"(borrow));
 #pragma unroll
         for (int i = 0; i < N; i++) r.v[i] = borrow ? t.v[i] : r.v[i];
         return r;
     }
+    static __device__ __forceinline__ mont_t reduce_once(const mont_t& t) { return subtract_once<false>(t); }
+    // The value in [0, p) (a LAZY field's store; the identity otherwise).
+    __device__ __forceinline__ mont_t canonical() const { return LAZY ? reduce_once(*this) : *this; }
 
     friend __device__ __forceinline__ mont_t operator+(const mont_t& a, const mont_t& b) {
         mont_t t;  // a + b < 2p < R: no carry out of the top word
@@ -91,7 +113,7 @@ struct __align__(16) mont_t {
         for (int i = 1; i < N - 1; i++)
             asm volatile("addc.cc.u32 %0, %1, %2;" : "=r"(t.v[i]) : "r"(a.v[i]), "r"(b.v[i]));
         asm volatile("addc.u32 %0, %1, %2;" : "=r"(t.v[N - 1]) : "r"(a.v[N - 1]), "r"(b.v[N - 1]));
-        return reduce_once(t);
+        return subtract_once<LAZY>(t);  // a + b < 2 wrap < R (lazy: 4p < R, the generator's LAZY_TERMS)
     }
 
     friend __device__ __forceinline__ mont_t operator-(const mont_t& a, const mont_t& b) {
@@ -102,11 +124,11 @@ struct __align__(16) mont_t {
         for (int i = 1; i < N; i++)
             asm volatile("subc.cc.u32 %0, %1, %2;" : "=r"(t.v[i]) : "r"(a.v[i]), "r"(b.v[i]));
         asm volatile("subc.u32 %0, 0, 0;" : "=r"(borrow));  // 0xffffffff when a < b
-        // u = t + (p & borrow)
-        asm volatile("add.cc.u32 %0, %1, %2;" : "=r"(u.v[0]) : "r"(t.v[0]), "r"(P::mod(0) & borrow));
+        // u = t + (wrap & borrow)
+        asm volatile("add.cc.u32 %0, %1, %2;" : "=r"(u.v[0]) : "r"(t.v[0]), "r"(wrap(0) & borrow));
 #pragma unroll
         for (int i = 1; i < N; i++)
-            asm volatile("addc.cc.u32 %0, %1, %2;" : "=r"(u.v[i]) : "r"(t.v[i]), "r"(P::mod(i) & borrow));
+            asm volatile("addc.cc.u32 %0, %1, %2;" : "=r"(u.v[i]) : "r"(t.v[i]), "r"(wrap(i) & borrow));
         return u;
     }
 
@@ -188,11 +210,13 @@ private:
         asm volatile("addc.u32 %0, %0, 0;" : "+r"(o[N - 1]));
     }
 
-    // sum_k a[k] b[k] / R mod p, K terms, one reduction.
+    // sum_k a[k] b[k] / R mod p, K terms, one reduction. A LAZY field's operands are below 2p: its steps
+    // stay below (2K + 1) p w, and its result below p (4 K p / R + 1), under 2p as it is for K up to
+    // P::LAZY_FREE_TERMS and after one subtraction of p up to P::LAZY_TERMS (generator, constants.py).
     template <int K>
     static __device__ __forceinline__ mont_t product(const mont_t* a, const mont_t* b) {
         static_assert(N % 2 == 0, "even/odd split needs an even word count");
-        static_assert(K <= P::DOT_TERMS, "a dot product of K terms needs (K + 1) p < R");
+        static_assert(K <= DOT_TERMS, "a dot product of K terms needs (K + 1) p < R ((2K + 1) p < R lazy)");
         uint32_t p[N];
 #pragma unroll
         for (int j = 0; j < N; j++) p[j] = P::mod(j);
@@ -211,6 +235,7 @@ private:
         for (int j = 1; j < N - 1; j++)
             asm volatile("addc.cc.u32 %0, %1, %2;" : "=r"(r.v[j]) : "r"(e[j]), "r"(o[j + 1]));
         asm volatile("addc.u32 %0, %1, 0;" : "=r"(r.v[N - 1]) : "r"(e[N - 1]));
+        if (LAZY && K <= P::LAZY_FREE_TERMS) return r;
         return reduce_once(r);
     }
 
@@ -273,4 +298,10 @@ public:
         for (int i = 0; i < N; i++) e[i] = P::pm2(i);
         return pow(e, N);
     }
+};
+
+// P with the lazy form on (the MSM's bucket sums over the base field: curve_types.cuh).
+template <class P>
+struct lazy_params : P {
+    static constexpr bool LAZY = true;
 };

@@ -67,7 +67,7 @@ def test_msms_given_one_sort_launch_no_sort_of_their_own_and_read_its_entries(ru
     for g2 in (False, False, True):
         msm.enqueue(g2, 0xB0, 0xA0, n, 0xC0, digits=digits)
     assert len(launches(rec, "msm_count_digits")) == 1 and len(launches(rec, "msm_scatter_digits")) == 1
-    level0 = launches(rec, "msm_accumulate_flat") + launches(rec, "msm_accumulate<fq2_pair_t, true")
+    level0 = launches(rec, "msm_accumulate_flat") + launches(rec, "msm_accumulate<fq2_pair_lazy_t, true")
     assert len(level0) == 3 and {args[2] for _, _, args in level0} == {digits.d_entries.ptr}
     freed = {e[2] for e in rec.events if e[0] == "free"}
     assert digits.d_entries.ptr not in freed and digits.d_offsets.ptr not in freed  # the owner frees it
@@ -204,7 +204,7 @@ def test_skip_below_reaches_level_zero_only(runner):
     digits = msm.sort(0xA0, 1000)
     msm.enqueue(False, 0xB0, 0xA0, 1000, 0xC0, digits=digits, skip_below=9)
     level0 = launches(rec, "msm_accumulate_flat")
-    levels = launches(rec, "msm_accumulate<fq_t, false")
+    levels = launches(rec, "msm_accumulate<fq_lazy_t, false")
     assert [args[-1] for _, _, args in level0] == [9]  # the affine level reads the points
     assert levels and all(args[-1] == 0 for _, _, args in levels)  # partials: no points to skip
 
