@@ -23,7 +23,7 @@ from bench.common import REPO, Stopwatch, arg_parser, markdown_table, time_ms, w
 from bench.gpu_msm import SPLIT, random_msm_data, time_msms
 from pipeline import progress
 from pipeline.backends.cuda.backend import CudaBackend  # the import makes no CUDA context
-from pipeline.backends.cuda.launch import (G1_LAZY_BUILT, G2_VARIANTS_BUILT, MSM_LAZY, NTT_PASS_KERNEL, NTT_PASS_KERNELS, NTT_PASS_VARIANTS,
+from pipeline.backends.cuda.launch import (G1_LAZY_BUILT, G2_VARIANTS_BUILT, NTT_PASS_KERNEL, NTT_PASS_KERNELS, NTT_PASS_VARIANTS,
                                           NTT_RADIX_LOG, STAGES_PER_PASS, STAGES_PER_PASS_COMPARED)
 from pipeline.curves import curve_by_name
 
@@ -171,7 +171,7 @@ def msm_rows(backend, curve, g2: bool, logs: list[int], points: np.ndarray, scal
             yield Row(curve.name, f"{group} MSM", t.log_n, f"{t.scalars}, {PLAIN_FIELD}", t.ms, against,
                       sppark_ms(sppark, against, t.log_n))
     finally:
-        msm.lazy = MSM_LAZY
+        msm.lazy = None
     if not g2:  # the lazy G1 level 0 at its other register caps (ptxas: more spills lazy at the default B)
         default = msm.g1_min_blocks
         try:

@@ -58,7 +58,16 @@ LEVEL0_CHUNKED = {("bls12381", "G2")}
 LAZY_FIELDS = {"fq_t": "fq_lazy_t", "fq2_pair_t": "fq2_pair_lazy_t"}
 G1_LAZY_BUILT = (3, 4, 5)
 G2_LAZY_BUILT = tuple(b for _, b in G2_LEVEL0_CHUNKED_BUILT)
-MSM_LAZY = True
+# Lazy by default but for these (curve, group): same call (session 26, results/kernels_vs_sppark_s26_lazy.md),
+# lazy against plain, random scalars, ms: BN254 G2 2^20-2^24 16.85/16.19, 54.0/51.6, 191.3/182.7 (its Fq has
+# no room for the pair's dot4, so Y3 takes two products); BN254 G1 within 0.5% either way (kept lazy);
+# BLS12-381 G2 37.9/38.6, 119.0/121.3, 384.3/391.9; BLS12-381 G1 at G1_MIN_BLOCKS below.
+PLAIN_SUMS = {("bn128", "G2")}
+# The G1 bucket kernels' register cap by curve (blocks of MSM_ACC_THREADS an SM). BLS12-381 3: lazy at 3
+# against plain at 4 (the default before), same call, 2^20-2^26: 15.05/15.60, 41.67/43.44, 137.8/145.8,
+# 474.2/496.2 ms (-3.5 to -5.5%); lazy at 4 spills 320 bytes (143.0 and 491.2 at 2^24 and 2^26), at 5 is
+# slower still (151.9, 518.0). BN254 5 (96 registers; lazy at 3, 4 and 5 within 0.5%). MsmRunner's default.
+G1_MIN_BLOCKS = {"bls12381": 3, "bn128": 5}
 
 # Development setup's fixed-base multiplication (setup/fixed_base.cuh, __launch_bounds__(SETUP_MUL_THREADS, 2):
 # registers capped at 128, the MSM's choice for its inlined mixed additions on BLS12-381, above).

@@ -16,7 +16,7 @@ from ._bindings import driver
 from .errors import check
 from .kernels import BUILT_KERNELS, CurveKernels, grid_for
 from .launch import (BATCH_INVERSE_THREADS, CHUNK_COUNT_BLOCK, DIGIT_BLOCK, G1_LEVEL0_CHUNKED_BUILT, G2_FIELD,
-                     G2_LEVEL0_CHUNKED_BUILT, G2_MIN_BLOCKS, LAZY_FIELDS, LEVEL0_CHUNKED, MSM_LAZY,
+                     G2_LEVEL0_CHUNKED_BUILT, G2_MIN_BLOCKS, G1_MIN_BLOCKS, LAZY_FIELDS, LEVEL0_CHUNKED, PLAIN_SUMS,
                      MSM_ACC_THREADS as ACC_BLOCK, PLACE_BLOCK, PLACE_TILE, REDUCE_BLOCK, SCAN_THREADS, SCAN_TILE)
 from .memory import PinnedHostBuffer
 
@@ -184,10 +184,8 @@ class MsmRunner:
         self.stream = stream
         self.last_plan: MsmPlan | None = None
         # blocks per SM the G1 bucket kernel's registers must allow: 1, 3, 4 or 5 (bench/NOTES.md, MSM v2
-        # and v3). With the even/odd multiply: BLS12-381 4 (128 registers, 24 bytes spilled; 5 spills
-        # 420 bytes and is 3% slower at 2^24), BN254 5 (96 registers, no spills, fastest).
-        # None: that default (CudaOptions.msm_g1_min_blocks).
-        self.g1_min_blocks = g1_min_blocks or (4 if self.curve.fq.limbs > 4 else 5)
+        # and v3, session 26). None: per curve as measured (launch.G1_MIN_BLOCKS; CudaOptions.msm_g1_min_blocks).
+        self.g1_min_blocks = g1_min_blocks or G1_MIN_BLOCKS.get(self.curve.name, 5)
         # G2: the field type of its kernels (launch.G2_FIELD: "fq2_pair_t", two threads a point, or
         # "fq2_t") and the pair kernel's occupancy variant (launch.G2_MIN_BLOCKS).
         self.g2_field = G2_FIELD
@@ -198,8 +196,9 @@ class MsmRunner:
         self.level0_flat: bool | None = None
         self.level0_entries: int | None = None  # entries a thread at level 0 (None: level0_chunk; tests set it)
         # The bucket sums over the lazy form of Fq (launch.LAZY_FIELDS: values in [0, 2p) inside a thread), where
-        # the variant has a lazy build; False: the plain field (benches compare, tests check both).
-        self.lazy = MSM_LAZY
+        # the variant has a lazy build. None: lazy but for launch.PLAIN_SUMS (as measured); True / False: both
+        # groups (benches compare, tests check both).
+        self.lazy: bool | None = None
         self.cache_bytes = getattr(getattr(kernels, "device", None), "l2_bytes", None)  # window widths whose tables fit L2
         self.window_model = BALANCED_WINDOW_MODEL  # plan_msm's (spread, bucket cost); bench.gpu_stage sets others
         # The digit sort: binned (two passes whose writes stay together, pippenger.cuh) or ranks and one
@@ -245,7 +244,8 @@ class MsmRunner:
         plain one."""
         field = self._field(g2)
         lazy = LAZY_FIELDS.get(field)
-        return lazy if self.lazy and lazy and self._level0_name(g2, lazy) in BUILT_KERNELS else field
+        wanted = self.lazy if self.lazy is not None else (self.curve.name, "G2" if g2 else "G1") not in PLAIN_SUMS
+        return lazy if wanted and lazy and self._level0_name(g2, lazy) in BUILT_KERNELS else field
 
     def _level0_name(self, g2: bool, field: str) -> str:
         blocks = self._level0_variant(g2)[1]

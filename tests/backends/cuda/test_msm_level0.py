@@ -83,21 +83,23 @@ def test_level0_runs_flat_but_where_measured_chunked_and_only_on_a_chunked_kerne
         return MsmRunner(SimpleNamespace(curve=curve), allocator=None, stream=None)
 
     bls, bn = runner(BLS12_381), runner(BN254)
-    assert bls._affine_accumulate(False) == "msm_accumulate_flat<fq_lazy_t, 4>"  # launch.MSM_LAZY
+    assert bls._affine_accumulate(False) == "msm_accumulate_flat<fq_lazy_t, 3>"  # launch.G1_MIN_BLOCKS, lazy
     assert bls._affine_accumulate(True) == "msm_accumulate<fq2_pair_lazy_t, true, 3>"  # launch.LEVEL0_CHUNKED
+    assert bn._affine_accumulate(False) == "msm_accumulate_flat<fq_lazy_t, 5>"
+    assert bn._affine_accumulate(True) == "msm_accumulate_flat<fq2_pair_t, 4>"  # launch.PLAIN_SUMS
+    bn.lazy = True  # forced: built lazy too
     assert bn._affine_accumulate(True) == "msm_accumulate_flat<fq2_pair_lazy_t, 4>"
     bls.g2_min_blocks = 5  # a variant without a chunked kernel, nor a lazy one: plain
     assert bls._affine_accumulate(True) == "msm_accumulate_flat<fq2_pair_t, 5>"
     bls.level0_flat = False
-    bls.g2_min_blocks = 3
+    bls.g2_min_blocks, bls.g1_min_blocks = 3, 4
     assert bls._affine_accumulate(False) == "msm_accumulate<fq_lazy_t, true, 4>"
-    bls.level0_flat, bls.g1_min_blocks = None, 3  # built lazy (flat) at 3 too: launch.G1_LAZY_BUILT
-    assert bls._affine_accumulate(False) == "msm_accumulate_flat<fq_lazy_t, 3>"
-    bls.level0_flat, bls.g1_min_blocks, bls.lazy, bn.lazy = False, 4, False, False
+    bls.lazy, bn.lazy = False, False
     assert bls._affine_accumulate(False) == "msm_accumulate<fq_t, true, 4>"
-    assert bn._affine_accumulate(True) == "msm_accumulate_flat<fq2_pair_t, 4>"
+    bls.level0_flat, bls.g1_min_blocks = None, 3
+    assert bls._affine_accumulate(False) == "msm_accumulate_flat<fq_t, 3>"
     for r in (bls, bn):
-        for lazy in (True, False):
+        for lazy in (None, True, False):
             r.lazy = lazy
             for g2 in (False, True):
                 assert r._affine_accumulate(g2) in UNITS["msm_g2" if g2 else "msm_g1"]

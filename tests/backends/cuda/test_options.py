@@ -35,9 +35,9 @@ def test_defaults_are_the_behaviour_without_settings():
     assert options.msm_batched_window_combination is True
     assert nvrtc_build.default_cache_dir() == Path.home() / ".cache" / "zkpipe" / "kernels"
     fake = SimpleNamespace(curve=BLS12_381)
-    assert MsmRunner(fake, None, None).g1_min_blocks == 4
+    assert MsmRunner(fake, None, None).g1_min_blocks == 3  # launch.G1_MIN_BLOCKS
     assert MsmRunner(SimpleNamespace(curve=BN254), None, None).g1_min_blocks == 5
-    assert MsmRunner(fake, None, None, 3).g1_min_blocks == 3
+    assert MsmRunner(fake, None, None, 4).g1_min_blocks == 4
 
 
 @pytest.mark.parametrize("bad", [
@@ -90,7 +90,7 @@ def test_the_backend_uses_the_options_it_is_given(monkeypatch):
     backend = backend_module.CudaBackend()
     assert rec.allocator_stream == "the stream"  # stream-ordered by default
     backend.runtime(BLS12_381)
-    assert rec.kernels == [(None, False)] and backend.runtime(BLS12_381).msm.g1_min_blocks == 4
+    assert rec.kernels == [(None, False)] and backend.runtime(BLS12_381).msm.g1_min_blocks == 3
 
     rec = _Recorder(monkeypatch)
     options = CudaOptions(stream_ordered_memory=False, sync_after_launch=True, msm_g1_min_blocks=5,
