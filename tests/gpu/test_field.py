@@ -24,6 +24,15 @@ def _reference(op, a, b, p, r_mont):
     }[op]()
 
 
+def _fq2_reference(op, f2, p, R):
+    """The Fq2 op on plain components (to_mont / from_mont act on the stored words: x R and x / R of each)."""
+    return {"add": f2.add, "sub": f2.sub, "mul": f2.mul, "sqr": lambda x, y: f2.sqr(x), "neg": lambda x, y: f2.neg(x),
+            "inv": lambda x, y: (0, 0) if x == (0, 0) else f2.inv(x), "dbl": lambda x, y: f2.add(x, x),
+            "to_mont": lambda x, y: tuple(c * R % p for c in x),
+            "from_mont": lambda x, y: tuple(c * pow(R, -1, p) % p for c in x),
+            "dot": lambda x, y: f2.add(f2.mul(x, y), f2.mul(f2.add(x, y), f2.sub(x, y)))}[op]
+
+
 # dot (a b + c d, one reduction) serves the point formulas over Fq; BLS12-381's Fr (255 of 256 bits) has
 # no room for it (mont.cuh's static_assert), so the Fr kernels build a placeholder this test never asks for.
 PRIME_FIELD_CASES = [(which, op) for which in ("fr", "fq") for op in FIELD_OPS if (which, op) != ("fr", "dot")]
@@ -64,11 +73,7 @@ def test_fq2_op_matches_python_ints(cuda_backend, runtime, gpu_curve, op, field)
     flat = [v * pow(R, -1, p) % p for v in ints_from_words(out, n_words)]
     got = [(flat[2 * i], flat[2 * i + 1]) for i in range(len(a))]
     # to_mont / from_mont act on the stored words: x R and x / R of each component (read back through / R)
-    ref = {"add": f2.add, "sub": f2.sub, "mul": f2.mul, "sqr": lambda x, y: f2.sqr(x), "neg": lambda x, y: f2.neg(x),
-           "inv": lambda x, y: (0, 0) if x == (0, 0) else f2.inv(x), "dbl": lambda x, y: f2.add(x, x),
-           "to_mont": lambda x, y: tuple(c * R % p for c in x),
-           "from_mont": lambda x, y: tuple(c * pow(R, -1, p) % p for c in x),
-           "dot": lambda x, y: f2.add(f2.mul(x, y), f2.mul(f2.add(x, y), f2.sub(x, y)))}[op]
+    ref = _fq2_reference(op, f2, p, R)
     want = [ref(x, y) for x, y in zip(a, b)]
     assert got == want
 
@@ -100,11 +105,7 @@ def test_lazy_field_op_takes_values_below_2p_and_stores_them_canonical(cuda_back
         f2 = gpu_curve.g2.ops
         r_inv = pow(R, -1, p)
         plain = lambda xs, k: (xs[2 * k] * r_inv % p, xs[2 * k + 1] * r_inv % p)  # noqa: E731
-        ref = {"add": f2.add, "sub": f2.sub, "mul": f2.mul, "sqr": lambda x, y: f2.sqr(x),
-               "neg": lambda x, y: f2.neg(x), "inv": lambda x, y: (0, 0) if x == (0, 0) else f2.inv(x),
-               "dbl": lambda x, y: f2.add(x, x), "to_mont": lambda x, y: tuple(c * R % p for c in x),
-               "from_mont": lambda x, y: tuple(c * r_inv % p for c in x),
-               "dot": lambda x, y: f2.add(f2.mul(x, y), f2.mul(f2.add(x, y), f2.sub(x, y)))}[op]
+        ref = _fq2_reference(op, f2, p, R)
         want = [c * R % p for k in range(half) for c in ref(plain(a, k), plain(b, k))]
         got = ints_from_words(out, n_words)[:count]
     bad = [i for i, (g, w) in enumerate(zip(got, want)) if g != w]
