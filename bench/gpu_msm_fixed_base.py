@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.common import REPO, arg_parser, markdown_table, time_ms, write_result
-from bench.gpu_msm import random_msm_data
+from bench.gpu_msm import phase_table, random_msm_data
 from bench.kernels_vs_sppark import SPPARK_MSM_ROWS, harness_args, run_sppark, sppark_ms
 from pipeline.backends.cuda.backend import CudaBackend
 from pipeline.backends.cuda.memory import PinnedHostBuffer
@@ -27,7 +27,16 @@ from pipeline.curves import curve_by_name
 GOAL = 0.8  # issue 16: ours / sppark, at most
 
 
-def rows_for(backend, curve, g2: bool, logs: list[int], sppark) -> list[list]:
+def parse_variant(spec: str) -> tuple[int | None, bool | None]:
+    """A table variant: a width ("plan": the plan's; or C) and the sort's keys: as the plan has them (no
+    suffix), "m" merged across the windows (a counter a bucket) or "w" a counter a window and bucket; e.g.
+    "plan", "planw", "20m", "24"."""
+    merged = {"m": True, "w": False}.get(spec[-1])
+    width = spec[:-1] if merged is not None else spec
+    return (None if width == "plan" else int(width)), merged
+
+
+def rows_for(backend, curve, g2: bool, logs: list[int], sppark, variants=("plan",), phases=None) -> list[list]:
     rt, fr = backend.runtime(curve), curve.fr
     msm, group = rt.msm, "G2" if g2 else "G1"
     n_max = 1 << max(logs)
@@ -41,42 +50,58 @@ def rows_for(backend, curve, g2: bool, logs: list[int], sppark) -> list[list]:
         for log_n in logs:
             n = 1 << log_n
             repeat = 3 if g2 and log_n >= 24 else 5
-            start, end = Event(), Event()
-            start.record(backend.stream)
-            table = msm.build_table(g2, d_points.ptr, n)
-            end.record(backend.stream)
-            end.synchronize()
-            build_ms = end.elapsed_ms(start)
-            start.close()
-            end.close()
-            try:
-                table_gb = table.d_table.nbytes / 1e9
-                h_scalars = h_pinned.view(np.uint64, (n, fr.limbs))
-                for kind, values in scalars.items():
-                    h_scalars[:] = values[:n]
+            h_scalars = h_pinned.view(np.uint64, (n, fr.limbs))
+            plain_ms: dict[str, tuple[float, int]] = {}
+            for spec in variants:
+                c, merged = parse_variant(spec)
+                start, end = Event(), Event()
+                start.record(backend.stream)
+                table = msm.build_table(g2, d_points.ptr, n, c=c, merged_keys=merged)
+                end.record(backend.stream)
+                end.synchronize()
+                build_ms = end.elapsed_ms(start)
+                start.close()
+                end.close()
+                try:
+                    table_gb = table.d_table.nbytes / 1e9
+                    plan = table.plan
+                    keys = "merged keys" if plan.key_windows == 1 and plan.n_windows > 1 else "window keys"
+                    for kind, values in scalars.items():
+                        h_scalars[:] = values[:n]
 
-                    def plain():
-                        d_s.upload(h_scalars, backend.stream)
-                        msm.run_xyzz(g2, d_points.ptr, d_s.ptr, n)
+                        def plain():
+                            d_s.upload(h_scalars, backend.stream)
+                            msm.run_xyzz(g2, d_points.ptr, d_s.ptr, n)
 
-                    def fixed():
-                        d_s.upload(h_scalars, backend.stream)
-                        msm.enqueue_fixed(table, d_s.ptr, n, d_out.ptr)
-                    plain_ms = time_ms(backend.stream, plain, warmup=1, repeat=repeat)
-                    plain_c = msm.last_plan.c
-                    fixed_ms = time_ms(backend.stream, fixed, warmup=1, repeat=repeat)
-                    against = sppark_ms(sppark, f"{group} {SPPARK_MSM_ROWS[kind]}", log_n)
-                    ratio = lambda ms: f"{ms / against:.2f}" if isinstance(against, float) else "-"  # noqa: E731
-                    met = isinstance(against, float) and fixed_ms / against <= GOAL
-                    rows.append([curve.name, group, f"2^{log_n}", kind, f"{plain_ms:.2f} (c = {plain_c})",
-                                 f"{fixed_ms:.2f} (c = {table.plan.c}, {table.plan.n_windows} windows)",
-                                 f"{fixed_ms / plain_ms:.2f}",
-                                 f"{against:.2f}" if isinstance(against, float) else against, ratio(plain_ms),
-                                 ratio(fixed_ms), ("met" if met else "not met") if isinstance(against, float) else "-",
-                                 f"{build_ms:.0f}", f"{table_gb:.1f}"])
-                    print(rows[-1], flush=True)
-            finally:
-                table.free()
+                        def fixed():
+                            d_s.upload(h_scalars, backend.stream)
+                            msm.enqueue_fixed(table, d_s.ptr, n, d_out.ptr)
+                        if kind not in plain_ms:  # once a size and kind, for every variant
+                            plain_ms[kind] = (time_ms(backend.stream, plain, warmup=1, repeat=repeat), msm.last_plan.c)
+                        base_ms, plain_c = plain_ms[kind]
+                        fixed_ms = time_ms(backend.stream, fixed, warmup=1, repeat=repeat)
+                        if phases is not None:
+                            msm.profile = True
+                            try:
+                                fixed()
+                                msm._collect_marks()
+                            finally:
+                                msm.profile = False
+                            phases.append((curve.name, group, f"2^{log_n}", f"{kind}, c = {plan.c}, {keys}",
+                                           dict(msm.last_phases_ms)))
+                        against = sppark_ms(sppark, f"{group} {SPPARK_MSM_ROWS[kind]}", log_n)
+                        ratio = lambda ms: f"{ms / against:.2f}" if isinstance(against, float) else "-"  # noqa: E731
+                        met = isinstance(against, float) and fixed_ms / against <= GOAL
+                        rows.append([curve.name, group, f"2^{log_n}", kind, f"{base_ms:.2f} (c = {plain_c})",
+                                     f"{fixed_ms:.2f} (c = {plan.c}, {plan.n_windows} windows, {keys})",
+                                     f"{fixed_ms / base_ms:.2f}",
+                                     f"{against:.2f}" if isinstance(against, float) else against, ratio(base_ms),
+                                     ratio(fixed_ms),
+                                     ("met" if met else "not met") if isinstance(against, float) else "-",
+                                     f"{build_ms:.0f}", f"{table_gb:.1f}"])
+                        print(rows[-1], flush=True)
+                finally:
+                    table.free()
     return rows
 
 
@@ -85,19 +110,22 @@ def main() -> None:
     parser.add_argument("--curves", nargs="+", default=["bls12381", "bn128"])
     parser.add_argument("--g1", type=int, nargs="*", default=[20, 22, 24], help="none: G2 alone")
     parser.add_argument("--g2", type=int, nargs="*", default=[20, 22, 24], help="none: G1 alone")
+    parser.add_argument("--tables", nargs="+", default=["plan"],
+                        help="table variants at every size (parse_variant): plan, planw, C, Cm, Cw")
+    parser.add_argument("--phases", action="store_true", help="one profiled call a table row: where its time goes")
     parser.add_argument("--anchors", type=Path, default=REPO / ".anchors")
     parser.add_argument("--out", default=str(REPO / "bench" / "results" / "gpu_msm_fixed_base.md"))
     args = parser.parse_args()
     # every harness before our CUDA context (the harness owns the GPU while it runs)
     sppark = {name: run_sppark(name, args.anchors, harness_args(args.g1, args.g2, 0), 300) for name in args.curves}
     backend = CudaBackend()
-    rows = []
+    rows, phases = [], [] if args.phases else None
     try:
         for name in args.curves:
             curve = curve_by_name(name)
             for g2, logs in ((False, args.g1), (True, args.g2)):
                 if logs:
-                    rows += rows_for(backend, curve, g2, logs, sppark[name])
+                    rows += rows_for(backend, curve, g2, logs, sppark[name], args.tables, phases)
         device = backend.device.name
     finally:
         backend.close()
@@ -106,6 +134,8 @@ def main() -> None:
                             "table build ms", "table GB"], rows)
     text = ("# MSM over fixed-base tables, against the plain MSM and sppark (same call)\n\n" + __doc__.split("\n\n", 2)[2]
             + f"\nDevice: {device}.\n\n" + table + "\n")
+    if phases:
+        text += f"\n## Phases of the table MSMs (one profiled call; host syncs between phases)\n\n{phase_table(phases)}\n"
     write_result(args.out, text, show=table)
     write_plot(Path(args.out))
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from pipeline.backends.cpu.msm import msm as msm_ref
-from pipeline.backends.cuda.launch import PLAIN_SUMS
+from pipeline.backends.cuda.launch import G1_LEVEL0_CHUNKED_BUILT, PLAIN_SUMS
 from pipeline.backends.cuda.msm import xyzz_to_jacobian
 
 from .helpers import encode_points, random_points, scalar_words
@@ -162,17 +162,27 @@ def test_both_level0_schemes_match_the_reference_at_any_entries_a_thread(cuda_ba
     enc = encode_points(gpu_curve, group, points)
     cases = [("random", None), ("random", 10), ("bit_heavy", 3), ("edges", 5)]
     msm = runtime.msm
+    g1_blocks = msm.g1_min_blocks
     try:
         for kind, c in cases:
             scalars = _scalars(kind, gpu_curve.fr, rng, len(points))
             expected = msm_ref(group, points, scalars)
             for flat in (True, False):
                 for entries in (2, 7, 64):
-                    msm.level0_flat, msm.level0_entries = flat, entries
+                    _level0_scheme(msm, flat)
+                    msm.level0_entries = entries
                     got = _gpu_msm(cuda_backend, runtime, gpu_curve, group, enc, scalars, c)
                     assert group.eq(got, expected), (kind, c, flat, entries)
     finally:
-        msm.level0_flat, msm.level0_entries = None, None
+        msm.level0_flat, msm.level0_entries, msm.g1_min_blocks = None, None, g1_blocks
+
+
+def _level0_scheme(msm, flat: bool) -> None:
+    """Level 0 flat, or chunked at a G1 occupancy its chunked kernel is built for (launch.G1_LEVEL0_CHUNKED_BUILT;
+    the default, BLS12-381's 3 blocks an SM, has none). The caller restores ``g1_min_blocks``."""
+    msm.level0_flat = flat
+    if not flat and msm.g1_min_blocks not in G1_LEVEL0_CHUNKED_BUILT:
+        msm.g1_min_blocks = G1_LEVEL0_CHUNKED_BUILT[0]
 
 
 def test_every_built_occupancy_variant_of_the_g1_bucket_kernel_matches_the_reference(cuda_backend, runtime, gpu_curve):
@@ -416,16 +426,19 @@ def test_an_msm_g1_at_2_20_in_pieces_by_folding(cuda_backend, runtime, gpu_curve
 
 
 @pytest.mark.parametrize("group_name", ["g1", "g2"])
-@pytest.mark.parametrize("n,kind,c,indexed", [(1, "random", None, False), (40, "edges", 4, False),
-                                               (300, "random", 5, False), (300, "bit_heavy", None, False),
-                                               (257, "random", 7, True), (200, "small", 3, False)])
+@pytest.mark.parametrize("n,kind,c,indexed,merged", [
+    (1, "random", None, False, None), (40, "edges", 4, False, None), (300, "random", 5, False, None),
+    (300, "bit_heavy", None, False, None), (257, "random", 7, True, None), (200, "small", 3, False, None),
+    (40, "edges", 4, False, True), (300, "random", 9, False, True), (257, "random", 7, True, True),
+    (300, "bit_heavy", 5, False, True)])
 def test_an_msm_over_a_fixed_base_table_matches_the_reference(cuda_backend, runtime, gpu_curve, group_name, n, kind,
-                                                              c, indexed):
+                                                              c, indexed, merged):
     """Fixed bases (pippenger.cuh): the table 2^(c w) P_i made on the device (doublings, batched inversion)
     and the digits of every window summed in one set of buckets. Equals the reference MSM for random,
     edge (0, 1, r - 1, ...), bit-heavy and small scalars, with the edge points (infinity, a repeat, P and
     -P), narrow windows (many windows, long buckets: doublings inside buckets) and a tail MSM's point
-    index (scalar k multiplies point index[k] of a larger table); n = 0 is infinity."""
+    index (scalar k multiplies point index[k] of a larger table); n = 0 is infinity. ``merged``: the sort's
+    keys by magnitude alone (the wide windows' layout, one counter a bucket for every window)."""
     group = getattr(gpu_curve, group_name)
     g2 = group_name == "g2"
     rng = random.Random(f"table {gpu_curve.name} {group_name} {n} {kind} {c}")
@@ -438,9 +451,10 @@ def test_an_msm_over_a_fixed_base_table_matches_the_reference(cuda_backend, runt
             alloc.upload(scalar_words(gpu_curve.fr, scalars), "scalars") as d_s, \
             alloc.upload(np.array(signals, dtype=np.uint32), "point index") as d_idx, \
             alloc.alloc(msm.xyzz_bytes(g2), "result") as d_out:
-        table = msm.build_table(g2, d_p.ptr, count, c)
+        table = msm.build_table(g2, d_p.ptr, count, c, merged_keys=merged)
         try:
             assert c is None or table.plan.c == c
+            assert table.plan.key_windows == (1 if merged else table.plan.n_windows)
             raw = np.zeros(msm.xyzz_bytes(g2) // 4, dtype=np.uint32)
             msm.enqueue_fixed(table, d_s.ptr, n, d_out.ptr, d_idx.ptr if indexed else 0)
             d_out.download(raw, cuda_backend.stream)
@@ -485,12 +499,13 @@ def test_bucket_sums_over_the_lazy_field_and_the_plain_one_match_the_reference(c
     msm = runtime.msm
     measured_plain = (gpu_curve.name, group_name.upper()) in PLAIN_SUMS
     assert msm.lazy is None and ("lazy" in msm._sum_field(g2)) != measured_plain  # the default: as measured
+    g1_blocks = msm.g1_min_blocks
     try:
         for lazy in (True, False):
             msm.lazy = lazy
             assert ("lazy" in msm._sum_field(g2)) == lazy
             for flat in (True, False):
-                msm.level0_flat = flat
+                _level0_scheme(msm, flat)
                 for c in (None, 3):
                     got = _gpu_msm(cuda_backend, runtime, gpu_curve, group, enc, scalars, c)
                     assert group.eq(got, expected), (lazy, flat, c)
@@ -505,4 +520,4 @@ def test_bucket_sums_over_the_lazy_field_and_the_plain_one_match_the_reference(c
             want = msm_ref(group, [points[i] for i in ones], [1] * len(ones))
             assert group.eq(xyzz_to_jacobian(group, gpu_curve.fq, words), want), ("point sum", lazy)
     finally:
-        msm.lazy, msm.level0_flat = None, None
+        msm.lazy, msm.level0_flat, msm.g1_min_blocks = None, None, g1_blocks

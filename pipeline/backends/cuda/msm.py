@@ -59,10 +59,18 @@ class MsmPlan:
     n_windows: int
     buckets_per_window: int  # 2^(c-1): signed digits
     seg_len: int
+    # A fixed-base plan's digit sort: windows a magnitude's keys tell apart (1: merged, a counter a bucket;
+    # n_windows: a counter a window and bucket; pippenger.cuh, table_key); 0 for a plain plan.
+    key_windows: int = 0
 
     @property
     def n_buckets(self) -> int:
         return self.n_windows * self.buckets_per_window
+
+    @property
+    def sort_buckets(self) -> int:
+        """Counters of the digit sort: a bucket a window, or for a fixed-base plan a magnitude's key windows."""
+        return self.buckets_per_window * self.key_windows if self.key_windows else self.n_buckets
 
 
 # The window cost model: windows * (n * (1 + spread / sqrt(lambda)) + bucket_cost * buckets), lambda =
@@ -86,7 +94,8 @@ ADDITIONS_WINDOW_MODEL = (0.0, 2.8)  # the first model: additions only (kept for
 
 
 def plan_msm(n: int, scalar_bits: int, c: int | None = None, cache_bytes: int | None = None,
-             model: tuple[float, float] = BALANCED_WINDOW_MODEL, shared_buckets: bool = False) -> MsmPlan:
+             model: tuple[float, float] = BALANCED_WINDOW_MODEL, shared_buckets: bool = False,
+             merged_keys: bool | None = None) -> MsmPlan:
     """Window width minimising the cost ``model`` (spread, bucket_cost; above), among those whose
     per-bucket tables (one uint32 a bucket: counts, offsets, chunk offsets) fit ``cache_bytes`` (the
     device's L2) when given. Past L2 the digits' atomics and every thread's search of the chunk offsets
@@ -94,7 +103,11 @@ def plan_msm(n: int, scalar_bits: int, c: int | None = None, cache_bytes: int | 
     random) against 594 at c = 20 (27 MB) and 577 at c = 19, same call (bench/NOTES.md, session 8).
     ``shared_buckets``: an MSM over a fixed-base table (``FixedBaseTable``), whose windows share one set of
     buckets: every window's entries meet in it and its cost is paid once; ``n_windows`` stays the digits'
-    (and the table's), and the reduction runs over one window (``seg_len`` sized for one)."""
+    (and the table's), and the reduction runs over one window (``seg_len`` sized for one). Its widths are
+    the plain plan's candidates (W 2^(c-1) inside ``cache_bytes``): wider ones measured slower at 2^25 and
+    2^26 (bucket sums and sort grow faster than level 0 shrinks, session 27). Its sort keys are merged across
+    the windows (``key_windows`` 1: a counter a bucket; the scatter 62 -> 39 ms at 2^26, same call) unless
+    ``merged_keys`` is False (a counter a window and bucket, the layout before; bench rows)."""
     spread, bucket_cost = model
 
     def windows(cc: int) -> int:
@@ -104,7 +117,7 @@ def plan_msm(n: int, scalar_bits: int, c: int | None = None, cache_bytes: int | 
         buckets = 1 << (cc - 1)
         sets, entries = (1, n * windows(cc)) if shared_buckets else (windows(cc), n)  # bucket sets, entries of each
         return sets * (entries * (1 + spread / math.sqrt(max(entries, 1) / buckets)) + bucket_cost * buckets)
-    if c is None:  # the digit counters are one a window and bucket either way
+    if c is None:
         widths = [cc for cc in range(2, 23) if cache_bytes is None or 4 * windows(cc) << (cc - 1) <= cache_bytes]
         c = min(widths or range(2, 23), key=cost)
     nb = 1 << (c - 1)
@@ -113,7 +126,7 @@ def plan_msm(n: int, scalar_bits: int, c: int | None = None, cache_bytes: int | 
     seg = 1
     while seg < nb and reduced * nb // seg > SEGMENT_THREADS:
         seg <<= 1
-    return MsmPlan(n, c, w, nb, seg)
+    return MsmPlan(n, c, w, nb, seg, (w if merged_keys is False else 1) if shared_buckets else 0)
 
 
 @dataclass
@@ -253,11 +266,15 @@ class MsmRunner:
 
     def _flat(self, g2: bool) -> bool:
         """Level 0's scheme: ``level0_flat`` when set, else the measured one (launch.LEVEL0_CHUNKED); the
-        chunked kernel is built for the default occupancy variants only, so other variants run flat."""
-        if self.level0_flat is not None:
-            return self.level0_flat
+        chunked kernel is built for the default occupancy variants only, so other variants run flat (and
+        forcing chunked on one of them is an error)."""
         field, blocks = self._level0_variant(g2)
         built = (field, blocks) in G2_LEVEL0_CHUNKED_BUILT if g2 else blocks in G1_LEVEL0_CHUNKED_BUILT
+        if self.level0_flat is not None:
+            if not self.level0_flat and not built:
+                raise ValueError(f"level 0 chunked is not built for {'G2' if g2 else 'G1'} {field} at {blocks} blocks "
+                                 f"an SM (launch.G1_LEVEL0_CHUNKED_BUILT, G2_LEVEL0_CHUNKED_BUILT)")
+            return self.level0_flat
         return (self.curve.name, "G2" if g2 else "G1") not in LEVEL0_CHUNKED or not built
 
     def _affine_accumulate(self, g2: bool) -> str:
@@ -301,7 +318,7 @@ class MsmRunner:
         sums (``shared_sort``: later MSMs read them); ``fixed``: ``enqueue_fixed`` over a table of ``n``
         rows (its sort counts every window's buckets, its reduction runs over one window)."""
         plan = self.plan_fixed(n, c) if fixed else self.plan(n, g2, c)
-        nb, xyzz = plan.n_buckets, self.xyzz_bytes(g2)  # nb: the sort's buckets (every window's)
+        nb, xyzz = plan.sort_buckets, self.xyzz_bytes(g2)  # nb: the sort's counters (every window's buckets)
         summed = plan.buckets_per_window if fixed else nb  # buckets of the sums: a table's windows share one set
         reduced = 1 if fixed else plan.n_windows
         entries = n * plan.n_windows
@@ -491,7 +508,7 @@ class MsmRunner:
         ``bin_bits`` allows, else ranks and one scatter (msm_scatter_digits). ``table_stride``: the keys
         and entries of a fixed-base table of that many points a window (``enqueue_fixed``; ranks and
         the scatter only)."""
-        alloc, nb, s = self.allocator, plan.n_buckets, self.stream
+        alloc, nb, s = self.allocator, plan.sort_buckets, self.stream
         entries_bound = n * plan.n_windows  # at most one nonzero digit per scalar and window
         bits = None if table_stride else self.bin_bits(n, plan)
         # the scatter reads each digit's rank within its bucket; the binned sort places by cursors instead
@@ -500,14 +517,14 @@ class MsmRunner:
             d_counts.memset32(0, s)
             self._launch("msm_count_digits", n, DIGIT_BLOCK, (d_scalars, n, plan.c, plan.n_windows, d_counts.ptr,
                                                               d_ranks.ptr if d_ranks is not None else 0,
-                                                              int(table_stride > 0)))
+                                                              plan.key_windows if table_stride else 0))
             self.exclusive_scan(d_counts.ptr, nb, d_offsets.ptr)
             self._mark("count digits")
             if bits is None:
                 d_entries = self._new_entries(entries_bound, lambda d: self._launch(
                     "msm_scatter_digits", n, DIGIT_BLOCK,
                     (d_scalars, n, plan.c, plan.n_windows, d_offsets.ptr, d_ranks.ptr, d, d_point_index,
-                     table_stride)))
+                     table_stride, plan.key_windows if table_stride else 0)))
                 self._mark("scatter digits")
                 return d_entries
         finally:
@@ -661,16 +678,18 @@ class MsmRunner:
                     buf.free()  # stream-ordered: after the launches that use them
 
     # -- fixed bases ---------------------------------------------------------------------------
-    def plan_fixed(self, n: int, c: int | None = None) -> MsmPlan:
-        return plan_msm(n, self.curve.fr.bits, c, self.cache_bytes, self.window_model, shared_buckets=True)
+    def plan_fixed(self, n: int, c: int | None = None, merged_keys: bool | None = None) -> MsmPlan:
+        return plan_msm(n, self.curve.fr.bits, c, self.cache_bytes, self.window_model, shared_buckets=True,
+                        merged_keys=merged_keys)
 
-    def build_table(self, g2: bool, d_points: int, n: int, c: int | None = None, lead: int = 0) -> FixedBaseTable:
+    def build_table(self, g2: bool, d_points: int, n: int, c: int | None = None, lead: int = 0,
+                    merged_keys: bool | None = None) -> FixedBaseTable:
         """Queue the fixed-base table of ``n`` affine points (pippenger.cuh, fixed bases): window 0 the
         points, window w + 1 window w's doubled c times (XYZZ) and made affine by batched inversion.
         ``lead``: that many rows of infinity before the points (``FixedBaseTable.lead``); the plan is
-        that of a table of lead + n rows."""
+        that of a table of lead + n rows; ``c`` and ``merged_keys`` override it (plan_msm)."""
         rows = lead + n
-        plan = self.plan_fixed(rows, c)
+        plan = self.plan_fixed(rows, c, merged_keys)
         if plan.n_windows * rows >= 1 << 31:
             raise ValueError(f"a table of {plan.n_windows} x {rows} points does not fit the entries' 31 index bits")
         point_bytes = self.xyzz_bytes(g2) // 2
@@ -701,16 +720,18 @@ class MsmRunner:
     def sort_fixed(self, plan: MsmPlan, stride: int, d_scalars: int, n: int, d_point_index: int = 0) -> SortedDigits:
         """The digits of ``n`` > 0 scalars sorted for tables of ``stride`` rows a window under ``plan`` (a
         table's): keys by magnitude across the windows (``_sort_digits`` with the table's stride), entries
-        into the table, and every W-th offset a bucket's (msm_every_kth), so that ``enqueue_fixed`` of every
-        table of that plan and stride reads them (a partition's A, B1, B2 and C). The caller frees them."""
-        alloc, W, half = self.allocator, plan.n_windows, plan.buckets_per_window
+        into the table, and every key_windows-th offset a bucket's (msm_every_kth), so that ``enqueue_fixed``
+        of every table of that plan and stride reads them (a partition's A, B1, B2 and C). The caller frees
+        them."""
+        alloc, half = self.allocator, plan.buckets_per_window
         self._mark("start")
         d_bucket_off = alloc.alloc(4 * (half + 1), "msm table bucket offsets")
         try:
-            with alloc.alloc(4 * (plan.n_buckets + 1), "msm table offsets") as d_offsets, \
-                    alloc.alloc(4 * plan.n_buckets, "msm bucket counts") as d_counts:
+            with alloc.alloc(4 * (plan.sort_buckets + 1), "msm table offsets") as d_offsets, \
+                    alloc.alloc(4 * plan.sort_buckets, "msm bucket counts") as d_counts:
                 d_entries = self._sort_digits(plan, d_scalars, n, d_point_index, d_counts, d_offsets, stride)
-                self._launch("msm_every_kth", half + 1, SCAN_THREADS, (d_bucket_off.ptr, d_offsets.ptr, half + 1, W))
+                self._launch("msm_every_kth", half + 1, SCAN_THREADS,
+                             (d_bucket_off.ptr, d_offsets.ptr, half + 1, plan.key_windows))
         except BaseException:
             d_bucket_off.free()
             raise

@@ -86,17 +86,22 @@ __device__ __forceinline__ void msm_each_digit(const uint32_t* __restrict__ d_sc
     }
 }
 
-// Window w's bucket key -> its fixed-base key.
-__device__ __forceinline__ uint32_t table_key(uint32_t key, int w, int c, int n_windows) {
-    return key == MSM_NO_BUCKET ? key : (key - ((uint32_t)w << (c - 1))) * (uint32_t)n_windows + (uint32_t)w;
+// Window w's bucket key -> its fixed-base key: |d| - 1 (key_windows = 1: every window's digits of one
+// magnitude on one counter), or (|d| - 1) key_windows + w (key_windows = n_windows: a counter a window).
+__device__ __forceinline__ uint32_t table_key(uint32_t key, int w, int c, int key_windows) {
+    if (key == MSM_NO_BUCKET) return key;
+    const uint32_t mag = key - ((uint32_t)w << (c - 1));
+    return key_windows == 1 ? mag : mag * (uint32_t)key_windows + (uint32_t)w;
 }
 
 // d_ranks[w n + i]: the rank of scalar i's digit of window w in its bucket (unset for zero digits); a
-// null d_ranks: the counts only (the binned sort below). `table`: the fixed-base keys (table_key).
+// null d_ranks: the counts only (the binned sort below). `table_key_windows` > 0: the fixed-base keys
+// (table_key with that many key windows).
 __global__ void msm_count_digits(const uint32_t* __restrict__ d_scalars, uint32_t n, int c, int n_windows,
-                                 uint32_t* __restrict__ d_counts, uint32_t* __restrict__ d_ranks, int table) {
+                                 uint32_t* __restrict__ d_counts, uint32_t* __restrict__ d_ranks,
+                                 int table_key_windows) {
     msm_each_digit(d_scalars, n, c, n_windows, [&](uint32_t i, int w, uint32_t key, bool) {
-        if (table) key = table_key(key, w, c, n_windows);
+        if (table_key_windows) key = table_key(key, w, c, table_key_windows);
         const uint32_t rank = warp_aggregated_inc(d_counts, key);
         if (key != MSM_NO_BUCKET && d_ranks != nullptr) d_ranks[(size_t)w * n + i] = rank;  // key set: i < n
     });
@@ -104,11 +109,12 @@ __global__ void msm_count_digits(const uint32_t* __restrict__ d_scalars, uint32_
 
 // d_point_index (may be null): the point of scalar i is d_point_index[i] (a tail MSM over the
 // "other" scalars of a split witness); null: point i. table_stride > 0: a fixed-base table's keys
-// (table_key) and entries, point w table_stride + (d_point_index[i] or i) (the host keeps it below 2^31).
+// (table_key with table_key_windows) and entries, point w table_stride + (d_point_index[i] or i) (the host
+// keeps it below 2^31).
 __global__ void msm_scatter_digits(const uint32_t* __restrict__ d_scalars, uint32_t n, int c, int n_windows,
                                    const uint32_t* __restrict__ d_offsets, const uint32_t* __restrict__ d_ranks,
                                    uint32_t* __restrict__ d_entries, const uint32_t* __restrict__ d_point_index,
-                                   uint32_t table_stride) {
+                                   uint32_t table_stride, int table_key_windows) {
     for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
         uint32_t s[8];
 #pragma unroll
@@ -118,7 +124,7 @@ __global__ void msm_scatter_digits(const uint32_t* __restrict__ d_scalars, uint3
         for (int w = 0; w < n_windows; w++) {
             bool neg;
             uint32_t key = signed_digit_key(s, w, c, &carry, &neg);
-            if (table_stride) key = table_key(key, w, c, n_windows);
+            if (table_stride) key = table_key(key, w, c, table_key_windows);
             if (key != MSM_NO_BUCKET)
                 d_entries[d_offsets[key] + d_ranks[(size_t)w * n + i]] =
                     ((uint32_t)w * table_stride + point) | (neg ? MSM_NEG_BIT : 0u);
@@ -428,9 +434,10 @@ __global__ void msm_combine_windows_batch(typename xyzz_t<F>::mem_t* out0, typen
 // A table T[w stride + i] = 2^(c w) P_i (affine, W windows) lets every window share one set of buckets:
 // the digit d of window w of scalar i adds sign(d) T[w stride + i] to bucket |d|. The additions at level 0
 // are the same n W; the partial sums, running sums and window combination run once, not once a window.
-// The keys are magnitude-major, (|d| - 1) W + w, so the entries of one magnitude lie together across the
-// windows (as many counters as the plain sort's; msm_count_digits and msm_scatter_digits with their table
-// arguments), and msm_every_kth takes every W-th offset as a bucket's.
+// The keys (msm_count_digits and msm_scatter_digits with their table arguments) are |d| - 1 alone: one
+// counter a bucket, every window's digits on it (key windows 1, the default: its scatter took 39 ms at
+// 2^26 against 62 with a counter a window and bucket, bench/NOTES.md session 27), or magnitude-major
+// (|d| - 1) W + w; msm_every_kth takes every key_windows-th offset as a bucket's.
 
 
 // d_out[m] = d_in[m k], m < count.

@@ -55,7 +55,7 @@ def test_a_table_scratch_bound_covers_its_sort_and_its_one_set_of_buckets():
             plan = msm.plan_fixed(n)
             entries = n * plan.n_windows
             fixed = msm.scratch_bytes(n, g2, held_digits=True, fixed=True)
-            assert fixed >= 8 * entries + 4 * plan.n_buckets  # the digits, their ranks, the counts
+            assert fixed >= 8 * entries + 4 * plan.sort_buckets  # the digits, their ranks, the counts
             assert fixed >= 4 * entries + msm.xyzz_bytes(g2) * plan.buckets_per_window  # held entries, the sums
 
 

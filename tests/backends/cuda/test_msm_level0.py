@@ -98,6 +98,10 @@ def test_level0_runs_flat_but_where_measured_chunked_and_only_on_a_chunked_kerne
     assert bls._affine_accumulate(False) == "msm_accumulate<fq_t, true, 4>"
     bls.level0_flat, bls.g1_min_blocks = None, 3
     assert bls._affine_accumulate(False) == "msm_accumulate_flat<fq_t, 3>"
+    bls.level0_flat = False  # forced chunked where no chunked kernel is built (G1 at 3): said, not a KeyError
+    with pytest.raises(ValueError, match="chunked is not built for G1 fq_t at 3 blocks"):
+        bls._affine_accumulate(False)
+    bls.level0_flat = None
     for r in (bls, bn):
         for lazy in (None, True, False):
             r.lazy = lazy

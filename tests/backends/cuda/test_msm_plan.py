@@ -90,3 +90,22 @@ def test_windows_sharing_one_bucket_set_plan_wider_and_reduce_one_window(bits, l
     assert shared.n_windows == -(-(bits + 1) // shared.c)
     assert shared.buckets_per_window // shared.seg_len <= (1 << 16) or shared.seg_len == shared.buckets_per_window
     assert plan_msm(1 << 24, bits, cache_bytes=H200_L2, shared_buckets=True).c == 20  # call 3's 2^24 tables
+
+
+def test_a_fixed_base_plan_merges_its_sort_keys_across_the_windows_and_keeps_the_plain_candidates_widths():
+    """A table's windows share one set of 2^(c-1) buckets; its digit sort keys the digits by magnitude alone
+    (one counter a bucket: pippenger.cuh, table_key), measured faster than a counter a window and bucket
+    (session 27: the scatter 62 -> 39 ms at 2^26), which stays for the bench (merged_keys=False). Its widths
+    are the plain candidates' (W 2^(c-1) counters inside L2): wider measured slower at 2^25 and 2^26."""
+    bits = BLS12_381.fr.bits
+    for log_n in range(10, 28):
+        for c in (3, 13, 20, 24):
+            plan = plan_msm(1 << log_n, bits, c=c, cache_bytes=H200_L2, shared_buckets=True)
+            assert plan.key_windows == 1 and plan.sort_buckets == plan.buckets_per_window
+            grouped = plan_msm(1 << log_n, bits, c=c, cache_bytes=H200_L2, shared_buckets=True, merged_keys=False)
+            assert grouped.key_windows == grouped.n_windows and grouped.sort_buckets == grouped.n_buckets
+        chosen = plan_msm(1 << log_n, bits, cache_bytes=H200_L2, shared_buckets=True)
+        assert 4 * chosen.n_buckets <= H200_L2
+        plain = plan_msm(1 << log_n, bits, cache_bytes=H200_L2)
+        assert plain.key_windows == 0 and plain.sort_buckets == plain.n_buckets
+    assert plan_msm(1 << 26, bits, cache_bytes=H200_L2, shared_buckets=True).c == 20  # c = 22 measured 2.5% slower
