@@ -32,10 +32,14 @@ def result_path(name: str) -> Path:
 
 def placement_label(key_status: dict, device: str = "0") -> str:
     """A key's placement on ``device`` from the engine's status (``status()["keys"]["keys"][key_id]``), with
-    its fixed-base tables: "resident, tables of b2+h+a+b1+c"."""
-    tables = key_status["layout"].get(device, {}).get("fixed_base_sections") or []
+    its fixed-base tables and their bucket sets where more than one: "resident, tables of b2+h+a+b1+c",
+    "resident, tables of h (2 sets)"."""
+    layout = key_status["layout"].get(device, {})
+    tables = layout.get("fixed_base_sections") or []
+    sets = layout.get("fixed_base_sets") or [1] * len(tables)
     mode = key_status["placement"].get(device, "?")
-    return mode + (f", tables of {'+'.join(tables)}" if tables else "")
+    names = [t if n == 1 else f"{t} ({n} sets)" for t, n in zip(tables, sets)]
+    return mode + (f", tables of {'+'.join(names)}" if names else "")
 
 
 def markdown_table(header: list[str], rows: list[list]) -> str:

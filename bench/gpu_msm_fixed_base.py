@@ -27,13 +27,11 @@ from pipeline.curves import curve_by_name
 GOAL = 0.8  # issue 16: ours / sppark, at most
 
 
-def parse_variant(spec: str) -> tuple[int | None, bool | None]:
-    """A table variant: a width ("plan": the plan's; or C) and the sort's keys: as the plan has them (no
-    suffix), "m" merged across the windows (a counter a bucket) or "w" a counter a window and bucket; e.g.
-    "plan", "planw", "20m", "24"."""
-    merged = {"m": True, "w": False}.get(spec[-1])
-    width = spec[:-1] if merged is not None else spec
-    return (None if width == "plan" else int(width)), merged
+def parse_variant(spec: str) -> tuple[int | None, int]:
+    """A table variant: a width ("plan": the plan's; or C) and, after a slash, its bucket sets (the table
+    holding every S-th window; 1 when left out): "plan", "plan/2", "20", "20/2"."""
+    width, _, sets = spec.partition("/")
+    return (None if width == "plan" else int(width)), int(sets or 1)
 
 
 def rows_for(backend, curve, g2: bool, logs: list[int], sppark, variants=("plan",), phases=None) -> list[list]:
@@ -53,10 +51,10 @@ def rows_for(backend, curve, g2: bool, logs: list[int], sppark, variants=("plan"
             h_scalars = h_pinned.view(np.uint64, (n, fr.limbs))
             plain_ms: dict[str, tuple[float, int]] = {}
             for spec in variants:
-                c, merged = parse_variant(spec)
+                c, sets = parse_variant(spec)
                 start, end = Event(), Event()
                 start.record(backend.stream)
-                table = msm.build_table(g2, d_points.ptr, n, c=c, merged_keys=merged)
+                table = msm.build_table(g2, d_points.ptr, n, c=c, table_sets=sets)
                 end.record(backend.stream)
                 end.synchronize()
                 build_ms = end.elapsed_ms(start)
@@ -65,7 +63,7 @@ def rows_for(backend, curve, g2: bool, logs: list[int], sppark, variants=("plan"
                 try:
                     table_gb = table.d_table.nbytes / 1e9
                     plan = table.plan
-                    keys = "merged keys" if plan.key_windows == 1 and plan.n_windows > 1 else "window keys"
+                    keys = f"{plan.table_sets} bucket set{'s' if plan.table_sets > 1 else ''}, {plan.table_windows} in the table"
                     for kind, values in scalars.items():
                         h_scalars[:] = values[:n]
 
@@ -111,7 +109,7 @@ def main() -> None:
     parser.add_argument("--g1", type=int, nargs="*", default=[20, 22, 24], help="none: G2 alone")
     parser.add_argument("--g2", type=int, nargs="*", default=[20, 22, 24], help="none: G1 alone")
     parser.add_argument("--tables", nargs="+", default=["plan"],
-                        help="table variants at every size (parse_variant): plan, planw, C, Cm, Cw")
+                        help="table variants at every size (parse_variant): plan, plan/S, C, C/S")
     parser.add_argument("--phases", action="store_true", help="one profiled call a table row: where its time goes")
     parser.add_argument("--anchors", type=Path, default=REPO / ".anchors")
     parser.add_argument("--out", default=str(REPO / "bench" / "results" / "gpu_msm_fixed_base.md"))

@@ -43,15 +43,26 @@ class KeyPlacement:
     # points into one MSM's bucket sums (CudaOptions.stream_h "prologue"); False: once per pass, in
     # the pass's chunks, an MSM of its own per chunk and partition ("chunks").
     h_per_partition: bool = False
-    # Resident sections whose points the device keeps as a fixed-base table (2^(c w) P for every window w:
+    # Resident sections whose points the device keeps as a fixed-base table (2^(c w) P for its windows w:
     # msm.FixedBaseTable), counted in ``device_bytes``; the backend drops them back to plain points when the
-    # budget gets tight (``Backend.drop_fixed_bases``).
+    # budget gets tight (``Backend.drop_fixed_bases``). ``fixed_base_sets``: each table's bucket sets, in the
+    # same order (the table holds every S-th window: 1/S of the VRAM of S = 1; empty: 1 each).
     fixed_base: tuple[str, ...] = ()
+    fixed_base_sets: tuple[int, ...] = ()
+
+    @property
+    def tables(self) -> dict[str, int]:
+        """The fixed-base tables: section -> its bucket sets."""
+        return dict(zip(self.fixed_base, self.fixed_base_sets or (1,) * len(self.fixed_base)))
 
     def __post_init__(self) -> None:
         unknown = set(self.resident) - set(SECTIONS)
         if unknown:
             raise ValueError(f"unknown key sections {sorted(unknown)}; sections are {SECTIONS}")
+        if self.fixed_base_sets and (len(self.fixed_base_sets) != len(self.fixed_base)
+                                     or min(self.fixed_base_sets) < 1):
+            raise ValueError(f"fixed-base tables {self.fixed_base} with bucket sets {self.fixed_base_sets}: one "
+                             f"count of at least 1 a table")
         if not set(self.fixed_base) <= set(self.resident):
             raise ValueError(f"fixed-base tables {sorted(self.fixed_base)} for sections not all resident "
                              f"({sorted(self.resident)})")

@@ -167,10 +167,10 @@ class Backend(abc.ABC):
         everything resident, ``key_device_bytes(zkey)`` bytes."""
         return KeyPlacement(device_bytes=self.key_device_bytes(zkey))
 
-    def add_fixed_bases(self, key: Any, sections: tuple[str, ...]) -> None:
-        """Build the fixed-base tables of ``sections`` onto a loaded key whose placement has none (a copy
-        made outside ``load_key``, such as a development key adopted from the setup), as ``place_key``
-        chose them."""
+    def add_fixed_bases(self, key: Any, placement: KeyPlacement) -> None:
+        """Build the fixed-base tables ``placement`` names (``place_key``'s choice) onto a loaded key whose
+        placement has none (a copy made outside ``load_key``, such as a development key adopted from the
+        setup)."""
         raise NotImplementedError(f"backend {self.name!r} keeps no fixed-base tables")
 
     def drop_fixed_bases(self, key: Any) -> int:

@@ -117,6 +117,7 @@ def placement_layout(placement: KeyPlacement) -> dict:
     if "h" in placement.streamed:
         layout["h_points"] = "per partition" if placement.h_in_prologues else "per pass"
     layout["fixed_base_sections"] = list(placement.fixed_base)
+    layout["fixed_base_sets"] = list(placement.tables.values())
     return layout
 
 
@@ -333,7 +334,7 @@ class KeyStore:
         needed = await self._reserve_vram(key_id, device, placement.device_bytes, run)
         if placement.fixed_base:
             try:
-                await run(device.backend.add_fixed_bases, handle, placement.fixed_base)
+                await run(device.backend.add_fixed_bases, handle, placement)
             except BaseException:
                 device.vram.release(needed)
                 raise
@@ -377,7 +378,7 @@ class KeyStore:
         if placement is None or not placement.fixed_base:
             return False
         freed = await run(device.backend.drop_fixed_bases, entry.device_handles[device.index])
-        entry.device_placement[device.index] = replace(placement, fixed_base=(),
+        entry.device_placement[device.index] = replace(placement, fixed_base=(), fixed_base_sets=(),
                                                        device_bytes=placement.device_bytes - freed)
         entry.device_bytes[device.index] -= freed
         device.vram.release(freed)

@@ -128,7 +128,7 @@ async def test_a_device_copy_made_outside_the_store_is_adopted_without_a_load(fa
         assert status["keys"]["keys"]["mem"]["placement"] == {"0": "resident"}
         assert status["keys"]["keys"]["mem"]["layout"]["0"] == {"resident_sections": ["a", "b1", "b2", "c", "h"],
                                                                 "streamed_sections": [], "csr": "resident",
-                                                                "fixed_base_sections": []}
+                                                                "fixed_base_sections": [], "fixed_base_sets": []}
     assert backend.loaded == 0 and allocator.used == 0
 
 
@@ -172,8 +172,8 @@ class TableBackend:
                 self.allocator.free(key.tables)
                 super().unload_key(key)
 
-            def add_fixed_bases(self, key, sections):
-                assert not key.tables and sections == ("h",)
+            def add_fixed_bases(self, key, placement):
+                assert not key.tables and placement.fixed_base == ("h",)
                 self.allocator.alloc(table)
                 key.tables = table
 

@@ -147,6 +147,7 @@ def test_a_key_with_fixed_base_tables_proves_verifying_partitions_through_the_en
     assert_verify(curve, proofs)
     layout = status["keys"]["keys"]["k"]["layout"]["0"]
     assert layout["fixed_base_sections"] == list(FIXED_BASE_ORDER) and status["keys"]["fixed_base_drops"] == 0
+    assert layout["fixed_base_sets"] == [1] * len(FIXED_BASE_ORDER)
 
 
 @pytest.mark.parametrize("curve", ["bn128", "bls12381"])

@@ -19,6 +19,11 @@ from tests.gpu.test_split import _mixed_witness, _run, _same
 pytestmark = pytest.mark.gpu
 
 SUBSETS = [("a", "b1", "b2", "c", "h"), ("b2", "h"), ("c",), ("a", "c")]
+# Tables of two and three bucket sets (the table holds every S-th window), alone and mixed with one-set ones:
+# the witness MSMs over tables of different plans sort their digits once a plan (CudaBackend._enqueue_msms).
+SETS = {("a", "b1", "b2", "c", "h"): [(1,) * 5, (2, 1, 2, 1, 3)], ("b2", "h"): [(1, 1), (2, 2)],
+        ("c",): [(1,)], ("a", "c"): [(1, 1), (3, 3)]}
+CASES = [(fixed, sets) for fixed in SUBSETS for sets in SETS[fixed]]
 
 
 def _witness(curve, zkey, seed: str):
@@ -41,8 +46,8 @@ def _partition(backend, key, witness, shape, min_bits):
 
 
 @pytest.mark.parametrize("min_bits", [2.0, 0.0], ids=["plain", "split"])
-@pytest.mark.parametrize("fixed", SUBSETS, ids="-".join)
-def test_a_partition_over_tables_equals_the_plain_one(cuda_backend, gpu_curve, fixed, min_bits):
+@pytest.mark.parametrize("fixed,sets", CASES, ids=[f"{'-'.join(f)}:{''.join(map(str, s))}" for f, s in CASES])
+def test_a_partition_over_tables_equals_the_plain_one(cuda_backend, gpu_curve, fixed, sets, min_bits):
     zkey, _ = _fixture(gpu_curve, "chain_2e8")
     witness, shape = _witness(gpu_curve, zkey, f"{fixed} {min_bits}")
     key = cuda_backend.load_key(zkey)
@@ -50,15 +55,16 @@ def test_a_partition_over_tables_equals_the_plain_one(cuda_backend, gpu_curve, f
         plain = _partition(cuda_backend, key, witness, shape, min_bits)
     finally:
         cuda_backend.unload_key(key)
-    key = cuda_backend.load_key(zkey, KeyPlacement(fixed_base=fixed))
+    key = cuda_backend.load_key(zkey, KeyPlacement(fixed_base=fixed, fixed_base_sets=sets))
     try:
         assert sorted(key.tables) == sorted(fixed) and not set(fixed) & set(key.d_points)
+        assert {s: t.plan.table_sets for s, t in key.tables.items()} == dict(zip(fixed, sets))
         assert key.tables.get("c") is None or key.tables["c"].lead == zkey.n_public + 1
         tabled = _partition(cuda_backend, key, witness, shape, min_bits)
     finally:
         cuda_backend.unload_key(key)
     _same(gpu_curve, plain, tabled)
-    if len(fixed) == len(FIXED_BASE_ORDER):
+    if len(fixed) == len(FIXED_BASE_ORDER) and set(sets) == {1}:
         cpu = CpuBackend()
         cpu_key = cpu.load_key(zkey)
         _same(gpu_curve, tabled, cpu.msms(cpu_key, witness, cpu.compute_h(cpu_key, witness)))
@@ -97,9 +103,10 @@ def test_place_key_takes_tables_only_where_its_room_has_them(cuda_backend, gpu_c
         everything = cuda_backend.place_key(zkey, None, 1 << 40)
         assert everything.fixed_base == FIXED_BASE_ORDER and everything.mode == "resident"
         assert everything.device_bytes == full + sum(table_extra_bytes(msm, zkey, s) for s in FIXED_BASE_ORDER)
-        b2_alone = cuda_backend.place_key(zkey, 1 << 40, everything.device_bytes - 1)
-        assert b2_alone.fixed_base and b2_alone.fixed_base != FIXED_BASE_ORDER
-        assert b2_alone.device_bytes < everything.device_bytes
+        assert everything.tables == dict.fromkeys(FIXED_BASE_ORDER, 1)
+        tighter = cuda_backend.place_key(zkey, 1 << 40, everything.device_bytes - 1)
+        assert tighter.fixed_base and tighter.tables != everything.tables  # fewer tables, or one of two sets
+        assert tighter.device_bytes < everything.device_bytes
         assert cuda_backend.place_key(zkey, 1 << 40, 0).fixed_base == ()
         cuda_backend.fixed_base = False
         assert cuda_backend.place_key(zkey, 1 << 40, 1 << 40) == KeyPlacement(device_bytes=full)

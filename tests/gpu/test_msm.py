@@ -426,20 +426,20 @@ def test_an_msm_g1_at_2_20_in_pieces_by_folding(cuda_backend, runtime, gpu_curve
 
 
 @pytest.mark.parametrize("group_name", ["g1", "g2"])
-@pytest.mark.parametrize("n,kind,c,indexed,merged", [
-    (1, "random", None, False, None), (40, "edges", 4, False, None), (300, "random", 5, False, None),
-    (300, "bit_heavy", None, False, None), (257, "random", 7, True, None), (200, "small", 3, False, None),
-    (40, "edges", 4, False, False), (300, "random", 9, False, False), (257, "random", 7, True, False),
-    (300, "bit_heavy", 5, False, False)])
+@pytest.mark.parametrize("n,kind,c,indexed,sets", [
+    (1, "random", None, False, 1), (40, "edges", 4, False, 1), (300, "random", 5, False, 1),
+    (300, "bit_heavy", None, False, 1), (257, "random", 7, True, 1), (200, "small", 3, False, 1),
+    (40, "edges", 4, False, 2), (300, "random", 9, False, 3), (257, "random", 7, True, 2),
+    (300, "bit_heavy", 5, False, 2), (1, "random", None, False, 2), (300, "random", 3, False, 85)])
 def test_an_msm_over_a_fixed_base_table_matches_the_reference(cuda_backend, runtime, gpu_curve, group_name, n, kind,
-                                                              c, indexed, merged):
+                                                              c, indexed, sets):
     """Fixed bases (pippenger.cuh): the table 2^(c w) P_i made on the device (doublings, batched inversion)
     and the digits of every window summed in one set of buckets. Equals the reference MSM for random,
     edge (0, 1, r - 1, ...), bit-heavy and small scalars, with the edge points (infinity, a repeat, P and
     -P), narrow windows (many windows, long buckets: doublings inside buckets) and a tail MSM's point
-    index (scalar k multiplies point index[k] of a larger table); n = 0 is infinity. ``merged``: the sort's
-    keys by magnitude alone (None: the plan's default, one counter a bucket for every window) or False (a
-    counter a window and bucket, the layout before session 27, kept for the bench)."""
+    index (scalar k multiplies point index[k] of a larger table); n = 0 is infinity. ``sets``: the bucket
+    sets S (digit window w into set w mod S, the table holding every S-th window, 2^(c S) apart); S as many
+    as the windows is a plain MSM's layout over a table of one window."""
     group = getattr(gpu_curve, group_name)
     g2 = group_name == "g2"
     rng = random.Random(f"table {gpu_curve.name} {group_name} {n} {kind} {c}")
@@ -452,10 +452,11 @@ def test_an_msm_over_a_fixed_base_table_matches_the_reference(cuda_backend, runt
             alloc.upload(scalar_words(gpu_curve.fr, scalars), "scalars") as d_s, \
             alloc.upload(np.array(signals, dtype=np.uint32), "point index") as d_idx, \
             alloc.alloc(msm.xyzz_bytes(g2), "result") as d_out:
-        table = msm.build_table(g2, d_p.ptr, count, c, merged_keys=merged)
+        table = msm.build_table(g2, d_p.ptr, count, c, table_sets=sets)
         try:
             assert c is None or table.plan.c == c
-            assert table.plan.key_windows == (table.plan.n_windows if merged is False else 1)
+            assert table.plan.table_sets == min(sets, table.plan.n_windows)
+            assert table.d_table.nbytes == msm.table_bytes(g2, count, c, sets)
             raw = np.zeros(msm.xyzz_bytes(g2) // 4, dtype=np.uint32)
             msm.enqueue_fixed(table, d_s.ptr, n, d_out.ptr, d_idx.ptr if indexed else 0)
             d_out.download(raw, cuda_backend.stream)

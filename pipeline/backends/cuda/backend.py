@@ -39,7 +39,7 @@ from .streams import Event, Stream
 from .spmv_long import long_rows_bytes_bound
 from .split import DeviceSplit, enqueue_split, split_scratch_bytes, split_worth_it
 from .device_key import CudaKey, CurveRuntime, load_device_key, unload_device_key
-from .fixed_base import build_tables, choose_fixed_bases, plain_points, table_build_bytes, table_extra_bytes
+from .fixed_base import build_tables, choose_fixed_bases, plain_points, table_build_bytes, tables_extra_bytes
 from .staged_upload import staged_upload
 from .witness_prefetch import WitnessPrefetches
 from .streamed import CudaStreamedPass, pass_scratch_bytes, place_streamed, prologue_scratch_bytes, witness_bytes
@@ -208,23 +208,26 @@ class CudaBackend(Backend):
     def _with_fixed_bases(self, zkey: Groth16Zkey, msm: MsmRunner, full: int, room: int) -> KeyPlacement:
         """All resident, with the tables (fixed_base.FIXED_BASE_ORDER) for which the key, its tables, a
         partition's scratch (or a table's build) and a prefetched witness fit ``room``."""
-        def need(fixed: tuple[str, ...]) -> int:
+        def need(fixed: dict[str, int]) -> int:
             scratch = max([self._resident_scratch_bytes(zkey, msm, fixed)]
                           + [table_build_bytes(msm, zkey, s) for s in fixed])
-            return full + sum(table_extra_bytes(msm, zkey, s) for s in fixed) + scratch + witness_bytes(zkey)
+            return full + tables_extra_bytes(msm, zkey, fixed) + scratch + witness_bytes(zkey)
 
-        fixed = choose_fixed_bases(msm, zkey, lambda sections: need(sections) <= room)
-        return KeyPlacement(device_bytes=full + sum(table_extra_bytes(msm, zkey, s) for s in fixed), fixed_base=fixed)
+        fixed = choose_fixed_bases(msm, zkey, lambda tables: need(tables) <= room)
+        return KeyPlacement(device_bytes=full + tables_extra_bytes(msm, zkey, fixed), fixed_base=tuple(fixed),
+                            fixed_base_sets=tuple(fixed.values()))
 
-    def add_fixed_bases(self, key: CudaKey, sections: tuple[str, ...]) -> None:
-        """Tables of ``sections`` built from the key's resident points (which they replace)."""
+    def add_fixed_bases(self, key: CudaKey, placement: KeyPlacement) -> None:
+        """The tables ``placement`` chose (``place_key``) built from the key's resident points (which they
+        replace)."""
         if key.tables or key.placement.mode != "resident":
             raise ValueError(f"tables are added only to a wholly resident key without any ({key.placement.mode}, "
                              f"tables of {sorted(key.tables)})")
         self.device.activate()
-        key.tables = build_tables(key.runtime.msm, key.zkey, key.d_points, sections)
-        extra = sum(table_extra_bytes(key.runtime.msm, key.zkey, s) for s in sections)
-        key.placement = dataclasses.replace(key.placement, fixed_base=tuple(sections),
+        sets = placement.tables
+        key.tables = build_tables(key.runtime.msm, key.zkey, key.d_points, sets)
+        extra = tables_extra_bytes(key.runtime.msm, key.zkey, sets)
+        key.placement = dataclasses.replace(key.placement, fixed_base=tuple(sets), fixed_base_sets=tuple(sets.values()),
                                             device_bytes=key.placement.device_bytes + extra)
         key.scratch_by_batch.clear()
 
@@ -240,8 +243,9 @@ class CudaBackend(Backend):
             key.tables.pop(section).free()  # stream-ordered: after the copy read it
         self.stream.synchronize()
         self.allocator.trim()  # the tables' memory back to the driver, for whoever needed the room
-        extra = sum(table_extra_bytes(key.runtime.msm, zkey, s) for s in key.placement.fixed_base)
-        key.placement = dataclasses.replace(key.placement, fixed_base=(), device_bytes=key.placement.device_bytes - extra)
+        extra = tables_extra_bytes(key.runtime.msm, zkey, key.placement.tables)
+        key.placement = dataclasses.replace(key.placement, fixed_base=(), fixed_base_sets=(),
+                                            device_bytes=key.placement.device_bytes - extra)
         key.scratch_by_batch.clear()
         return extra
 
@@ -335,13 +339,16 @@ class CudaBackend(Backend):
         p = key.d_points
         witness_msms = {"a": (False, 0), "b1": (False, 0), "b2": (True, 0), "c": (False, first_private)}
         names = [n for n in ("a", "b1", "b2", "c", "h") if n in sections and (n != "b2" or with_b_g2)]
-        # The witness MSMs over fixed-base tables first: their sort is freed before the others sort theirs.
-        names.sort(key=lambda n: (n == "h", n not in tables))
         # A, B1, B2 and C take the same scalars (the whole witness, or the split's others; C skips the public
-        # signals): one digit sort for those over tables and one for the others, each freed after its last
-        # MSM (CudaOptions.msm_shared_sort). A table is indexed by signal (C's rows below its points are
-        # infinity), so the MSMs over tables all read the whole scalar vector.
-        groups = [[n for n in names if n in witness_msms and (n in tables) == fixed] for fixed in (True, False)]
+        # signals): one digit sort for the plain ones and one for those over tables of one plan (bucket sets
+        # included), each freed after its last MSM (CudaOptions.msm_shared_sort). A table is indexed by signal
+        # (C's rows below its points are infinity), so the MSMs over tables all read the whole scalar vector.
+        # The MSMs over tables first, a sort's group together: a sort is freed before the next one is made.
+        def sort_of(n: str):  # the digits an MSM reads: sorted for its table's plan and stride, or plain
+            return (tables[n].plan, tables[n].n) if n in tables else None
+        sorts = list(dict.fromkeys(map(sort_of, names)))
+        names.sort(key=lambda n: (n == "h", n not in tables, sorts.index(sort_of(n))))
+        groups = [[n for n in names if n in witness_msms and sort_of(n) == key] for key in sorts]
         groups = [g for g in groups if len(g) > 1] if msm.shared_sort else []
         sharing, last_of_group = {n for g in groups for n in g}, {g[-1] for g in groups}
         digits = None
@@ -574,13 +581,14 @@ class CudaBackend(Backend):
             key.scratch_by_batch[batch] = (
                 pass_scratch_bytes(key.runtime.msm, key.zkey, key.placement, batch, key.csr_chunk_max)
                 if key.placement.mode != "resident"
-                else self._resident_scratch_bytes(key.zkey, key.runtime.msm, tuple(key.tables)))
+                else self._resident_scratch_bytes(key.zkey, key.runtime.msm,
+                                                  {s: t.plan.table_sets for s, t in key.tables.items()}))
         return key.scratch_by_batch[batch]
 
-    def _resident_scratch_bytes(self, zkey: Groth16Zkey, msm: MsmRunner, fixed: tuple[str, ...] = ()) -> int:
+    def _resident_scratch_bytes(self, zkey: Groth16Zkey, msm: MsmRunner, fixed: dict[str, int] | None = None) -> int:
         """One partition of a resident key: the prologue of a pass with every section resident
-        (``fixed``: those with a fixed-base table), plus the split's scratch, the result slots and the
-        window sums beside its MSMs."""
+        (``fixed``: those with a fixed-base table, and its bucket sets), plus the split's scratch, the result
+        slots and the window sums beside its MSMs."""
         held = results_bytes(msm.xyzz_bytes(True)) + WindowSums.nbytes(msm)  # counted batched or not: ~250 KB
         return prologue_scratch_bytes(msm, zkey, SECTIONS, witness_extra=split_scratch_bytes(zkey.n_vars),
                                       held_extra=held, fixed=fixed)

@@ -125,7 +125,7 @@ def load_device_key(rt: CurveRuntime, zkey: Groth16Zkey, placement: KeyPlacement
             bar.update(2)
             rt.ntt.ensure_tables(zkey.log_domain_size, compact=bool(placement.streamed))  # as placed
             bar.update()
-            tables = build_tables(rt.msm, zkey, d_points, placement.fixed_base, bar.update)
+            tables = build_tables(rt.msm, zkey, d_points, placement.tables, bar.update)
     except BaseException:
         for buf in (*d_points.values(), *d_csr.values(), *tables.values()):
             buf.free()

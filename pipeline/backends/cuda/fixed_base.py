@@ -1,9 +1,9 @@
 """A resident key's fixed-base tables: which sections get one, building them, dropping them.
 
-A section's table (msm.FixedBaseTable: 2^(c w) P for every window w) lets its MSM share one set of
-buckets across the windows, at 13-16 times the points' VRAM (bench/results/gpu_msm_fixed_base.md).
-Window 0 of a table is the points themselves, so a section with a table keeps no plain copy; dropping
-the table copies window 0 back out. Tables are indexed like the MSM's scalars: the witness sections
+A section's table (msm.FixedBaseTable: 2^(c S j) P for its windows j) lets its MSM share S sets of
+buckets across the windows, at 13-16 times the points' VRAM for S = 1 (bench/results/gpu_msm_fixed_base.md),
+about half that for S = 2. Window 0 of a table is the points themselves, so a section with a table keeps no
+plain copy; dropping the table copies window 0 back out. Tables are indexed like the MSM's scalars: the witness sections
 by signal (C's first ``n_public + 1`` rows are infinity), H by its index, so that one digit sort with
 the table's stride serves A, B1, B2 and C (``MsmRunner.sort_fixed``).
 """
@@ -17,6 +17,10 @@ from .msm import FixedBaseTable, MsmRunner
 # Sections in the order they get a table while the room lasts: most milliseconds saved a byte first. At
 # 2^24 BLS12-381 a G2 table saved 61 ms of 392 for 39 GB more, a G1 one 18 of 146 for 19 GB (session 22).
 FIXED_BASE_ORDER = ("b2", "h", "a", "b1", "c")
+# Bucket sets a section's table may have, tried in this order while the room lasts: one set (every window's
+# entries in it) is the fastest, two halve the table (a 2^26 BLS12-381 key's H table, 13 windows of 6.4 GB,
+# does not fit beside it; 7 do).
+TABLE_SETS = (1, 2)
 
 
 def table_rows(zkey, section: str) -> tuple[int, int]:
@@ -26,10 +30,15 @@ def table_rows(zkey, section: str) -> tuple[int, int]:
     return (first, n) if section in WITNESS_SECTIONS else (0, n)
 
 
-def table_extra_bytes(msm: MsmRunner, zkey, section: str) -> int:
-    """Device bytes a section's table holds beyond its plain points."""
+def table_extra_bytes(msm: MsmRunner, zkey, section: str, sets: int = 1) -> int:
+    """Device bytes a section's table of ``sets`` bucket sets holds beyond its plain points."""
     lead, n = table_rows(zkey, section)
-    return msm.table_bytes(is_g2(section), lead + n) - section_bytes(zkey, section)
+    return msm.table_bytes(is_g2(section), lead + n, table_sets=sets) - section_bytes(zkey, section)
+
+
+def tables_extra_bytes(msm: MsmRunner, zkey, tables: dict[str, int]) -> int:
+    """``table_extra_bytes`` of every table (section -> bucket sets)."""
+    return sum(table_extra_bytes(msm, zkey, s, sets) for s, sets in tables.items())
 
 
 def table_build_bytes(msm: MsmRunner, zkey, section: str) -> int:
@@ -38,37 +47,42 @@ def table_build_bytes(msm: MsmRunner, zkey, section: str) -> int:
     return msm.table_build_bytes(is_g2(section), lead + n)
 
 
-def table_pays(msm: MsmRunner, rows: int, g2: bool) -> bool:
-    """Whether a table of ``rows`` rows is worth its VRAM: its plan has fewer windows than the plain MSM's.
-    A table's gain is the wider windows its one set of buckets allows; where the plans agree (c = 20 at
-    2^26) only the per-window reductions go, and the MSM over a table measured 0.96 of plain on
-    BLS12-381 and 1.06 (slower) on BN254 (session 23, results/gpu_msm_fixed_base_s23_2e26.md)."""
-    windows = msm.plan_fixed(rows).n_windows
-    return windows < msm.plan(rows, g2).n_windows and windows * rows < 1 << 31  # entries: 31 index bits
+def table_fits_indices(msm: MsmRunner, rows: int, sets: int) -> bool:
+    """Whether a table of ``rows`` rows and ``sets`` bucket sets keeps its entries inside 31 index bits. Every
+    table that does pays: with the sort's keys by set (session 27) the MSM over a one-set table measured
+    0.65-0.96 of the plain MSM at 2^20-2^26 on both curves, G1 and G2 (results/gpu_msm_fixed_base_s27_*.md;
+    at 2^26, where the plans' widths agree, 0.90 BLS12-381 and 0.96 BN254, against 0.95 and 1.06 with a
+    counter a window and bucket)."""
+    return msm.plan_fixed(rows, table_sets=sets).table_windows * rows < 1 << 31
 
 
-def choose_fixed_bases(msm: MsmRunner, zkey, fits) -> tuple[str, ...]:
-    """The sections of FIXED_BASE_ORDER whose table pays (``table_pays``), taken in that order while
-    ``fits(sections)`` says the key with those tables still fits (a later, smaller one may fit where an
-    earlier did not)."""
-    chosen: list[str] = []
+def choose_fixed_bases(msm: MsmRunner, zkey, fits) -> dict[str, int]:
+    """Tables (section -> bucket sets) for the sections of FIXED_BASE_ORDER, taken in that order while
+    ``fits(tables)`` says the key with those tables still fits (a later, smaller one may fit where an
+    earlier did not), each with the fewest bucket sets of TABLE_SETS that fit."""
+    chosen: dict[str, int] = {}
     for section in FIXED_BASE_ORDER:
         lead, n = table_rows(zkey, section)
-        if n and table_pays(msm, lead + n, is_g2(section)) and fits(tuple(chosen + [section])):
-            chosen.append(section)
-    return tuple(s for s in FIXED_BASE_ORDER if s in chosen)
+        for sets in TABLE_SETS if n else ():
+            if table_fits_indices(msm, lead + n, sets) and fits({**chosen, section: sets}):
+                chosen[section] = sets
+                break
+    return chosen
 
 
-def build_tables(msm: MsmRunner, zkey, d_points: dict, sections, on_built=lambda: None) -> dict[str, FixedBaseTable]:
-    """Tables of ``sections`` from their plain points in ``d_points``, whose buffers are then freed and
-    removed (stream-ordered: after the build read them), one section at a time (a table and its points
-    together only for the section being built). If one fails, the tables built so far give their points
-    back to ``d_points`` and are freed, so the key is as it was (a key adopted from the setup lives on)."""
+def build_tables(msm: MsmRunner, zkey, d_points: dict, sets: dict[str, int],
+                 on_built=lambda: None) -> dict[str, FixedBaseTable]:
+    """Tables of the sections of ``sets`` (section -> bucket sets) from their plain points in ``d_points``,
+    whose buffers are then freed and removed (stream-ordered: after the build read them), one section at a
+    time (a table and its points together only for the section being built). If one fails, the tables built
+    so far give their points back to ``d_points`` and are freed, so the key is as it was (a key adopted from
+    the setup lives on)."""
     tables: dict[str, FixedBaseTable] = {}
     try:
-        for section in sections:
+        for section, table_sets in sets.items():
             lead, n = table_rows(zkey, section)
-            tables[section] = msm.build_table(is_g2(section), d_points[section].ptr, n, lead=lead)
+            tables[section] = msm.build_table(is_g2(section), d_points[section].ptr, n, lead=lead,
+                                              table_sets=table_sets)
             d_points.pop(section).free()
             on_built()
     except BaseException:

@@ -51,7 +51,7 @@ UNITS: dict[str, tuple[str, ...]] = {
         "msm_accumulate<fq_lazy_t, false, 1>",
         "msm_reduce_halves<fq_t>", "msm_combine_windows<fq_t>", "msm_combine_windows_batch<fq_t>",
         "msm_merge_buckets<fq_t>", "msm_iota",
-        "msm_every_kth", "msm_table_step<fq_t>",
+        "msm_table_step<fq_t>",
         "setup_xyzz_to_affine<fq_t>",
     ),
     "msm_g2": (
@@ -109,7 +109,6 @@ SIGNATURES: dict[str, tuple[str, ...]] = {
     "msm_reduce_halves": (PTR, U32, U32, U32),
     "msm_merge_buckets": (PTR, PTR, PTR, U32),
     "msm_iota": (PTR, U32),
-    "msm_every_kth": (PTR, PTR, U32, U32),
     "msm_table_step": (PTR, PTR, U32, I32),
     "setup_xyzz_to_affine": (PTR, PTR, U64),
     "msm_combine_windows": (PTR, PTR, U32, U32, I32),

@@ -59,9 +59,9 @@ class MsmPlan:
     n_windows: int
     buckets_per_window: int  # 2^(c-1): signed digits
     seg_len: int
-    # A fixed-base plan's digit sort: windows a magnitude's keys tell apart (1: merged, a counter a bucket;
-    # n_windows: a counter a window and bucket; pippenger.cuh, table_key); 0 for a plain plan.
-    key_windows: int = 0
+    # A fixed-base plan's bucket sets S (pippenger.cuh, fixed bases: digit window w into set w mod S, its table
+    # holding every S-th window); 0 for a plain plan.
+    table_sets: int = 0
 
     @property
     def n_buckets(self) -> int:
@@ -69,8 +69,13 @@ class MsmPlan:
 
     @property
     def sort_buckets(self) -> int:
-        """Counters of the digit sort: a bucket a window, or for a fixed-base plan a magnitude's key windows."""
-        return self.buckets_per_window * self.key_windows if self.key_windows else self.n_buckets
+        """Buckets of the digit sort and the sums: a window's each, or a fixed-base plan's sets'."""
+        return self.buckets_per_window * (self.table_sets or self.n_windows)
+
+    @property
+    def table_windows(self) -> int:
+        """Windows a fixed-base table of this plan holds: every table_sets-th digit window's."""
+        return -(-self.n_windows // self.table_sets)
 
 
 # The window cost model: windows * (n * (1 + spread / sqrt(lambda)) + bucket_cost * buckets), lambda =
@@ -95,19 +100,20 @@ ADDITIONS_WINDOW_MODEL = (0.0, 2.8)  # the first model: additions only (kept for
 
 def plan_msm(n: int, scalar_bits: int, c: int | None = None, cache_bytes: int | None = None,
              model: tuple[float, float] = BALANCED_WINDOW_MODEL, shared_buckets: bool = False,
-             merged_keys: bool | None = None) -> MsmPlan:
+             table_sets: int = 1) -> MsmPlan:
     """Window width minimising the cost ``model`` (spread, bucket_cost; above), among those whose
     per-bucket tables (one uint32 a bucket: counts, offsets, chunk offsets) fit ``cache_bytes`` (the
     device's L2) when given. Past L2 the digits' atomics and every thread's search of the chunk offsets
     go to DRAM: at 2^26 the additions-only choice c = 22 (100 MB a table) took 698 ms (BLS12-381 G1,
     random) against 594 at c = 20 (27 MB) and 577 at c = 19, same call (bench/NOTES.md, session 8).
-    ``shared_buckets``: an MSM over a fixed-base table (``FixedBaseTable``), whose windows share one set of
-    buckets: every window's entries meet in it and its cost is paid once; ``n_windows`` stays the digits'
-    (and the table's), and the reduction runs over one window (``seg_len`` sized for one). Its widths are
-    the plain plan's candidates (W 2^(c-1) inside ``cache_bytes``): wider ones measured slower at 2^25 and
-    2^26 (bucket sums and sort grow faster than level 0 shrinks, session 27). Its sort keys are merged across
-    the windows (``key_windows`` 1: a counter a bucket; the scatter 62 -> 39 ms at 2^26, same call) unless
-    ``merged_keys`` is False (a counter a window and bucket, the layout before; bench rows)."""
+    ``shared_buckets``: an MSM over a fixed-base table (``FixedBaseTable``), whose windows share
+    ``table_sets`` sets of buckets (1: one set, every window's entries meet in it and its cost is paid once;
+    S: windows w = S j + s in set s, the table holding every S-th window); ``n_windows`` stays the digits',
+    and the reduction runs over S windows (``seg_len`` sized for them). Its widths are the plain plan's
+    candidates (W 2^(c-1) inside ``cache_bytes``): wider ones measured slower at 2^25 and 2^26 (bucket sums
+    and sort grow faster than level 0 shrinks, bench/NOTES.md session 27)."""
+    if shared_buckets and table_sets < 1:
+        raise ValueError(f"a fixed-base plan needs at least one bucket set, not {table_sets}")
     spread, bucket_cost = model
 
     def windows(cc: int) -> int:
@@ -115,27 +121,32 @@ def plan_msm(n: int, scalar_bits: int, c: int | None = None, cache_bytes: int | 
 
     def cost(cc: int) -> float:
         buckets = 1 << (cc - 1)
-        sets, entries = (1, n * windows(cc)) if shared_buckets else (windows(cc), n)  # bucket sets, entries of each
+        if shared_buckets:  # bucket sets, entries of each
+            sets = min(table_sets, windows(cc))
+            entries = n * windows(cc) // sets
+        else:
+            sets, entries = windows(cc), n
         return sets * (entries * (1 + spread / math.sqrt(max(entries, 1) / buckets)) + bucket_cost * buckets)
     if c is None:
         widths = [cc for cc in range(2, 23) if cache_bytes is None or 4 * windows(cc) << (cc - 1) <= cache_bytes]
         c = min(widths or range(2, 23), key=cost)
     nb = 1 << (c - 1)
     w = windows(c)
-    reduced = 1 if shared_buckets else w  # windows the reduction runs over
+    sets = min(table_sets, w) if shared_buckets else 0
+    reduced = sets or w  # windows the reduction runs over
     seg = 1
     while seg < nb and reduced * nb // seg > SEGMENT_THREADS:
         seg <<= 1
-    return MsmPlan(n, c, w, nb, seg, (w if merged_keys is False else 1) if shared_buckets else 0)
+    return MsmPlan(n, c, w, nb, seg, sets)
 
 
 @dataclass
 class FixedBaseTable:
-    """2^(c w) P_i for every window w of ``plan`` and row i < ``n``, affine, window-major (row w n + i):
-    ``MsmRunner.build_table``. Rows below ``lead`` are the point at infinity (C's table, by signal: its
-    points start past the public signals), so window 0 from row ``lead`` on is the points themselves.
-    VRAM: n_windows x n points, e.g. 21 GB for 2^24 BLS12-381 G1 points at c = 20 (a key's tables are
-    counted in its placement: CudaBackend.place_key)."""
+    """2^(c S j) P_i for every table window j < ``plan.table_windows`` (S = ``plan.table_sets``) and row i <
+    ``n``, affine, window-major (row j n + i): ``MsmRunner.build_table``. Rows below ``lead`` are the point
+    at infinity (C's table, by signal: its points start past the public signals), so window 0 from row
+    ``lead`` on is the points themselves. VRAM: table_windows x n points, e.g. 21 GB for 2^24 BLS12-381 G1
+    points at c = 20 and S = 1 (a key's tables are counted in its placement: CudaBackend.place_key)."""
     g2: bool
     plan: MsmPlan
     n: int
@@ -312,15 +323,15 @@ class MsmRunner:
         return plan_msm(n, self.curve.fr.bits, c, self.cache_bytes, self.window_model)
 
     def scratch_bytes(self, n: int, g2: bool, held_digits: bool = False, c: int | None = None,
-                      fixed: bool = False) -> int:
+                      fixed: bool = False, table_sets: int = 1) -> int:
         """Peak device bytes ``enqueue`` allocates for an MSM of ``n`` scalars (the bounds it sizes by)
         at window width ``c`` (None: its plan's); ``held_digits``: its sorted digits outlive its bucket
         sums (``shared_sort``: later MSMs read them); ``fixed``: ``enqueue_fixed`` over a table of ``n``
-        rows (its sort counts every window's buckets, its reduction runs over one window)."""
-        plan = self.plan_fixed(n, c) if fixed else self.plan(n, g2, c)
-        nb, xyzz = plan.sort_buckets, self.xyzz_bytes(g2)  # nb: the sort's counters (every window's buckets)
-        summed = plan.buckets_per_window if fixed else nb  # buckets of the sums: a table's windows share one set
-        reduced = 1 if fixed else plan.n_windows
+        rows and ``table_sets`` bucket sets (its sort and sums over those sets' buckets only)."""
+        plan = self.plan_fixed(n, c, table_sets) if fixed else self.plan(n, g2, c)
+        nb, xyzz = plan.sort_buckets, self.xyzz_bytes(g2)  # the sort's and the sums' buckets
+        summed = nb
+        reduced = plan.table_sets or plan.n_windows  # windows (a table's: bucket sets) the reduction runs over
         entries = n * plan.n_windows
         chunk = self._level0_chunk(entries, g2)
         chunks = -(-entries // chunk) + summed
@@ -332,9 +343,9 @@ class MsmRunner:
         segments = held + xyzz * reduced * (plan.buckets_per_window // plan.seg_len) + xyzz * chunks
         return 8 * (nb + 1) + max(sort, level0, levels, segments)
 
-    def table_bytes(self, g2: bool, n: int, c: int | None = None) -> int:
+    def table_bytes(self, g2: bool, n: int, c: int | None = None, table_sets: int = 1) -> int:
         """Device bytes of ``build_table``'s table of ``n`` rows."""
-        return self.xyzz_bytes(g2) // 2 * self.plan_fixed(n, c).n_windows * n
+        return self.xyzz_bytes(g2) // 2 * self.plan_fixed(n, c, table_sets).table_windows * n
 
     def table_build_bytes(self, g2: bool, n: int) -> int:
         """Scratch ``build_table`` takes beside the table: one piece of a window, XYZZ."""
@@ -517,14 +528,14 @@ class MsmRunner:
             d_counts.memset32(0, s)
             self._launch("msm_count_digits", n, DIGIT_BLOCK, (d_scalars, n, plan.c, plan.n_windows, d_counts.ptr,
                                                               d_ranks.ptr if d_ranks is not None else 0,
-                                                              plan.key_windows if table_stride else 0))
+                                                              plan.table_sets if table_stride else 0))
             self.exclusive_scan(d_counts.ptr, nb, d_offsets.ptr)
             self._mark("count digits")
             if bits is None:
                 d_entries = self._new_entries(entries_bound, lambda d: self._launch(
                     "msm_scatter_digits", n, DIGIT_BLOCK,
                     (d_scalars, n, plan.c, plan.n_windows, d_offsets.ptr, d_ranks.ptr, d, d_point_index,
-                     table_stride, plan.key_windows if table_stride else 0)))
+                     table_stride, plan.table_sets if table_stride else 0)))
                 self._mark("scatter digits")
                 return d_entries
         finally:
@@ -678,36 +689,37 @@ class MsmRunner:
                     buf.free()  # stream-ordered: after the launches that use them
 
     # -- fixed bases ---------------------------------------------------------------------------
-    def plan_fixed(self, n: int, c: int | None = None, merged_keys: bool | None = None) -> MsmPlan:
+    def plan_fixed(self, n: int, c: int | None = None, table_sets: int = 1) -> MsmPlan:
         return plan_msm(n, self.curve.fr.bits, c, self.cache_bytes, self.window_model, shared_buckets=True,
-                        merged_keys=merged_keys)
+                        table_sets=table_sets)
 
     def build_table(self, g2: bool, d_points: int, n: int, c: int | None = None, lead: int = 0,
-                    merged_keys: bool | None = None) -> FixedBaseTable:
-        """Queue the fixed-base table of ``n`` affine points (pippenger.cuh, fixed bases): window 0 the
-        points, window w + 1 window w's doubled c times (XYZZ) and made affine by batched inversion.
-        ``lead``: that many rows of infinity before the points (``FixedBaseTable.lead``); the plan is
-        that of a table of lead + n rows; ``c`` and ``merged_keys`` override it (plan_msm)."""
+                    table_sets: int = 1) -> FixedBaseTable:
+        """Queue the fixed-base table of ``n`` affine points for ``table_sets`` bucket sets (pippenger.cuh,
+        fixed bases): window 0 the points, window j + 1 window j's doubled c S times (XYZZ) and made affine by
+        batched inversion. ``lead``: that many rows of infinity before the points (``FixedBaseTable.lead``);
+        the plan is that of a table of lead + n rows; ``c`` overrides its width."""
         rows = lead + n
-        plan = self.plan_fixed(rows, c, merged_keys)
-        if plan.n_windows * rows >= 1 << 31:
-            raise ValueError(f"a table of {plan.n_windows} x {rows} points does not fit the entries' 31 index bits")
+        plan = self.plan_fixed(rows, c, table_sets)
+        windows = plan.table_windows
+        if windows * rows >= 1 << 31:
+            raise ValueError(f"a table of {windows} x {rows} points does not fit the entries' 31 index bits")
         point_bytes = self.xyzz_bytes(g2) // 2
         field = self._field(g2)
-        d_table = self.allocator.alloc(point_bytes * plan.n_windows * rows, "msm fixed-base table")
+        d_table = self.allocator.alloc(point_bytes * windows * rows, "msm fixed-base table")
         try:
             if lead:
                 check_memset_zero(d_table.ptr, point_bytes * lead, self.stream)  # all-zero affine: infinity
             check(driver.cuMemcpyDtoDAsync(d_table.ptr + point_bytes * lead, d_points, point_bytes * n,
                                            self.stream.handle), "cuMemcpyDtoDAsync")
             with self.allocator.alloc(self.table_build_bytes(g2, rows), "msm table step") as d_xyzz:
-                for w in range(1, plan.n_windows):
+                for w in range(1, windows):
                     for lo in range(0, rows, TABLE_BUILD_ROWS):  # in pieces: the XYZZ buffer stays small
                         count = min(TABLE_BUILD_ROWS, rows - lo)
                         src = d_table.ptr + point_bytes * ((w - 1) * rows + lo)
                         dst = d_table.ptr + point_bytes * (w * rows + lo)
-                        self._launch(f"msm_table_step<{field}>", count, REDUCE_BLOCK, (d_xyzz.ptr, src, count, plan.c),
-                                     self._lanes(g2))
+                        self._launch(f"msm_table_step<{field}>", count, REDUCE_BLOCK,
+                                     (d_xyzz.ptr, src, count, plan.c * plan.table_sets), self._lanes(g2))
                         threads = min(count, BATCH_INVERSE_THREADS)  # exactly: each takes ceil(count / threads) points
                         block = min(256, threads)
                         self.kernels.launch(f"setup_xyzz_to_affine<{'fq2_t' if g2 else 'fq_t'}>",
@@ -719,29 +731,25 @@ class MsmRunner:
 
     def sort_fixed(self, plan: MsmPlan, stride: int, d_scalars: int, n: int, d_point_index: int = 0) -> SortedDigits:
         """The digits of ``n`` > 0 scalars sorted for tables of ``stride`` rows a window under ``plan`` (a
-        table's): keys by magnitude across the windows (``_sort_digits`` with the table's stride), entries
-        into the table, and every key_windows-th offset a bucket's (msm_every_kth), so that ``enqueue_fixed``
-        of every table of that plan and stride reads them (a partition's A, B1, B2 and C). The caller frees
-        them."""
-        alloc, half = self.allocator, plan.buckets_per_window
+        table's): keys by bucket set and magnitude (``_sort_digits`` with the table's stride), entries into
+        the table, so that ``enqueue_fixed`` of every table of that plan and stride reads them (a partition's
+        A, B1, B2 and C). The caller frees them."""
         self._mark("start")
-        d_bucket_off = alloc.alloc(4 * (half + 1), "msm table bucket offsets")
+        d_offsets = self.allocator.alloc(4 * (plan.sort_buckets + 1), "msm table offsets")
         try:
-            with alloc.alloc(4 * (plan.sort_buckets + 1), "msm table offsets") as d_offsets, \
-                    alloc.alloc(4 * plan.sort_buckets, "msm bucket counts") as d_counts:
+            with self.allocator.alloc(4 * plan.sort_buckets, "msm bucket counts") as d_counts:
                 d_entries = self._sort_digits(plan, d_scalars, n, d_point_index, d_counts, d_offsets, stride)
-                self._launch("msm_every_kth", half + 1, SCAN_THREADS,
-                             (d_bucket_off.ptr, d_offsets.ptr, half + 1, plan.key_windows))
         except BaseException:
-            d_bucket_off.free()
+            d_offsets.free()
             raise
-        return SortedDigits(plan, n, d_bucket_off, d_entries, stride)
+        return SortedDigits(plan, n, d_offsets, d_entries, stride)
 
     def enqueue_fixed(self, table: FixedBaseTable, d_scalars: int, n: int, d_out: int, d_point_index: int = 0,
                       digits: SortedDigits | None = None) -> None:
         """Queue sum scalars[i] P_(index[i] or i) over ``table`` into ``d_out`` (XYZZ): the digits sorted by
-        magnitude across the windows (``sort_fixed``; with ``digits``, sorted already for a table of this
-        plan and stride, not freed here), then the bucket sums and one window's reduction as ``enqueue``'s."""
+        bucket set and magnitude (``sort_fixed``; with ``digits``, sorted already for a table of this plan
+        and stride, not freed here), then the bucket sums and the reduction of its sets as ``enqueue``'s of
+        as many windows."""
         g2, plan = table.g2, table.plan
         if n == 0:
             check_memset_zero(d_out, self.xyzz_bytes(g2), self.stream)
@@ -754,18 +762,18 @@ class MsmRunner:
         elif digits.n != n or digits.plan != plan or digits.stride != table.n:
             raise ValueError(f"sorted digits of {digits.n} scalars, plan {digits.plan}, stride {digits.stride}, given "
                              f"to an MSM of {n} over a table of plan {plan}, {table.n} rows a window")
-        half, entries_bound = plan.buckets_per_window, n * plan.n_windows
+        entries_bound = n * plan.n_windows
         self.last_plan = plan
         try:
             d_partials, d_chunk_off = self._bucket_sums(g2, table.d_table.ptr, digits.d_entries, digits.d_offsets,
-                                                        half, entries_bound, entries_bound,
+                                                        plan.sort_buckets, entries_bound, entries_bound,
                                                         self._level0_chunk(entries_bound, g2))
         finally:
             if own:
                 digits.free()  # stream-ordered: after the bucket sums read them
         try:
-            one_window = MsmPlan(plan.n, plan.c, 1, half, plan.seg_len)
-            self._reduce_windows(g2, one_window, d_partials.ptr, d_chunk_off.ptr, d_out, 0)
+            sets = MsmPlan(plan.n, plan.c, plan.table_sets, plan.buckets_per_window, plan.seg_len)
+            self._reduce_windows(g2, sets, d_partials.ptr, d_chunk_off.ptr, d_out, 0)
         finally:
             d_partials.free()
             d_chunk_off.free()

@@ -100,7 +100,7 @@ def slot_block_bytes(slot: int, chunks: list[Chunk]) -> int:
 
 
 def prologue_scratch_bytes(msm, zkey, resident: tuple[str, ...], csr_chunk: int = 0, witness_extra: int = 0,
-                           held_extra: int = 0, h_pieces: int = 0, fixed: tuple[str, ...] = ()) -> int:
+                           held_extra: int = 0, h_pieces: int = 0, fixed: dict[str, int] | None = None) -> int:
     """One partition's device work before any streamed points (a resident key's whole partition)
     at its largest, in the order it is queued:
     - the witness, the largest resident witness section's MSM scratch and ``witness_extra`` (a
@@ -111,16 +111,20 @@ def prologue_scratch_bytes(msm, zkey, resident: tuple[str, ...], csr_chunk: int 
       ``h_pieces`` (two piece buffers, the MSM's bucket sums and one piece's scratch; the first
       buffer is filled during the sparse products and the quotient).
     ``held_extra`` is held throughout (a resident partition's result slots); ``fixed``: the resident
-    sections whose MSMs run over fixed-base tables (their witness MSMs' shared sort is freed before
-    the others sort theirs). The NTT's twiddles belong to the key's bytes (``ntt.table_bytes``)."""
+    sections whose MSMs run over fixed-base tables, with their bucket sets (their witness MSMs' shared sort
+    is freed before the others sort theirs). The NTT's twiddles belong to the key's bytes
+    (``ntt.table_bytes``)."""
+    fixed = fixed or {}
     vector = zkey.domain_size * SCALAR_BYTES
-    witness_msm = max([msm.scratch_bytes(zkey.n_vars, is_g2(s), held_digits=msm.shared_sort, fixed=s in fixed)
-                       for s in resident if s != "h"], default=0)
+    witness_msm = max([msm.scratch_bytes(zkey.n_vars, is_g2(s), held_digits=msm.shared_sort, fixed=s in fixed,
+                                         table_sets=fixed.get(s, 1)) for s in resident if s != "h"], default=0)
     if h_pieces:
         h_buf = min(h_pieces, zkey.domain_size) * point_bytes(zkey.curve, "h")  # the first is taken before spmv
         h_msm = 2 * h_buf + msm.piece_scratch_bytes(zkey.domain_size, h_pieces, False)
     else:
-        h_buf, h_msm = 0, msm.scratch_bytes(zkey.domain_size, False, fixed="h" in fixed) if "h" in resident else 0
+        h_buf = 0
+        h_msm = msm.scratch_bytes(zkey.domain_size, False, fixed="h" in fixed,
+                                  table_sets=fixed.get("h", 1)) if "h" in resident else 0
     return held_extra + max(witness_bytes(zkey) + witness_extra + witness_msm,
                             witness_bytes(zkey) + 2 * vector + csr_chunk + h_buf, 3 * vector + h_buf, vector + h_msm)
 

@@ -86,35 +86,33 @@ __device__ __forceinline__ void msm_each_digit(const uint32_t* __restrict__ d_sc
     }
 }
 
-// Window w's bucket key -> its fixed-base key: |d| - 1 (key_windows = 1: every window's digits of one
-// magnitude on one counter), or (|d| - 1) key_windows + w (key_windows = n_windows: a counter a window).
-__device__ __forceinline__ uint32_t table_key(uint32_t key, int w, int c, int key_windows) {
+// Window w's bucket key -> its key over a fixed-base table of `sets` bucket sets (Fixed bases, below):
+// bucket |d| - 1 of set w mod sets.
+__device__ __forceinline__ uint32_t table_key(uint32_t key, int w, int c, int sets) {
     if (key == MSM_NO_BUCKET) return key;
-    const uint32_t mag = key - ((uint32_t)w << (c - 1));
-    return key_windows == 1 ? mag : mag * (uint32_t)key_windows + (uint32_t)w;
+    return key - ((uint32_t)(w - w % sets) << (c - 1));
 }
 
 // d_ranks[w n + i]: the rank of scalar i's digit of window w in its bucket (unset for zero digits); a
-// null d_ranks: the counts only (the binned sort below). `table_key_windows` > 0: the fixed-base keys
-// (table_key with that many key windows).
+// null d_ranks: the counts only (the binned sort below). `table_sets` > 0: the keys over a fixed-base
+// table of that many bucket sets (table_key).
 __global__ void msm_count_digits(const uint32_t* __restrict__ d_scalars, uint32_t n, int c, int n_windows,
-                                 uint32_t* __restrict__ d_counts, uint32_t* __restrict__ d_ranks,
-                                 int table_key_windows) {
+                                 uint32_t* __restrict__ d_counts, uint32_t* __restrict__ d_ranks, int table_sets) {
     msm_each_digit(d_scalars, n, c, n_windows, [&](uint32_t i, int w, uint32_t key, bool) {
-        if (table_key_windows) key = table_key(key, w, c, table_key_windows);
+        if (table_sets) key = table_key(key, w, c, table_sets);
         const uint32_t rank = warp_aggregated_inc(d_counts, key);
         if (key != MSM_NO_BUCKET && d_ranks != nullptr) d_ranks[(size_t)w * n + i] = rank;  // key set: i < n
     });
 }
 
 // d_point_index (may be null): the point of scalar i is d_point_index[i] (a tail MSM over the
-// "other" scalars of a split witness); null: point i. table_stride > 0: a fixed-base table's keys
-// (table_key with table_key_windows) and entries, point w table_stride + (d_point_index[i] or i) (the host
-// keeps it below 2^31).
+// "other" scalars of a split witness); null: point i. table_stride > 0: a fixed-base table's keys (table_key
+// with table_sets) and entries, point (w / table_sets) table_stride + (d_point_index[i] or i) (the host keeps
+// it below 2^31).
 __global__ void msm_scatter_digits(const uint32_t* __restrict__ d_scalars, uint32_t n, int c, int n_windows,
                                    const uint32_t* __restrict__ d_offsets, const uint32_t* __restrict__ d_ranks,
                                    uint32_t* __restrict__ d_entries, const uint32_t* __restrict__ d_point_index,
-                                   uint32_t table_stride, int table_key_windows) {
+                                   uint32_t table_stride, int table_sets) {
     for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
         uint32_t s[8];
 #pragma unroll
@@ -124,10 +122,10 @@ __global__ void msm_scatter_digits(const uint32_t* __restrict__ d_scalars, uint3
         for (int w = 0; w < n_windows; w++) {
             bool neg;
             uint32_t key = signed_digit_key(s, w, c, &carry, &neg);
-            if (table_stride) key = table_key(key, w, c, table_key_windows);
+            if (table_stride) key = table_key(key, w, c, table_sets);
             if (key != MSM_NO_BUCKET)
                 d_entries[d_offsets[key] + d_ranks[(size_t)w * n + i]] =
-                    ((uint32_t)w * table_stride + point) | (neg ? MSM_NEG_BIT : 0u);
+                    ((uint32_t)(table_stride ? w / table_sets : w) * table_stride + point) | (neg ? MSM_NEG_BIT : 0u);
         }
     }
 }
@@ -431,21 +429,14 @@ __global__ void msm_combine_windows_batch(typename xyzz_t<F>::mem_t* out0, typen
 }
 
 // -- Fixed bases (a key's points never change) ------------------------------------------------------
-// A table T[w stride + i] = 2^(c w) P_i (affine, W windows) lets every window share one set of buckets:
-// the digit d of window w of scalar i adds sign(d) T[w stride + i] to bucket |d|. The additions at level 0
-// are the same n W; the partial sums, running sums and window combination run once, not once a window.
-// The keys (msm_count_digits and msm_scatter_digits with their table arguments) are |d| - 1 alone: one
-// counter a bucket, every window's digits on it (key windows 1, the default: its scatter took 39 ms at
-// 2^26 against 62 with a counter a window and bucket, bench/NOTES.md session 27), or magnitude-major
-// (|d| - 1) W + w; msm_every_kth takes every key_windows-th offset as a bucket's.
-
-
-// d_out[m] = d_in[m k], m < count.
-__global__ void msm_every_kth(uint32_t* __restrict__ d_out, const uint32_t* __restrict__ d_in, uint32_t count,
-                              uint32_t k) {
-    for (uint32_t m = blockIdx.x * blockDim.x + threadIdx.x; m < count; m += gridDim.x * blockDim.x)
-        d_out[m] = d_in[(size_t)m * k];
-}
+// A table T[j stride + i] = 2^(c S j) P_i (affine, ceil(W / S) table windows) lets the W digit windows
+// share S sets of buckets: the digit d of window w = j S + s of scalar i adds sign(d) T[j stride + i] to
+// bucket |d| of set s. The additions at level 0 are the same n W; the partial sums, running sums and the
+// window combination run over S sets as a plain MSM's over S windows. S = 1: every window shares one set
+// (13-16 x the points' VRAM); S = 2 halves the table (a 2^26 key's H table fits beside it, session 27).
+// The keys are set-major, (w mod S) 2^(c-1) + |d| - 1 (msm_count_digits and msm_scatter_digits with their
+// table arguments), so the sorted offsets are the S sets' buckets as a plain MSM's over S windows; a
+// counter a window and bucket instead measured slower (the scatter 62 against 39 ms at 2^26, S = 1).
 
 // One step of a table: d_out[i] = 2^c d_in[i] (XYZZ out, affine in; setup_xyzz_to_affine makes the next
 // window's affine points of it).

@@ -6,8 +6,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from pipeline.backends.cuda.fixed_base import (FIXED_BASE_ORDER, choose_fixed_bases, table_build_bytes,
-                                               table_extra_bytes, table_rows)
+from pipeline.backends.cuda.fixed_base import (FIXED_BASE_ORDER, TABLE_SETS, choose_fixed_bases, table_build_bytes,
+                                               table_extra_bytes, table_fits_indices, table_rows)
 from pipeline.backends.cuda.msm import TABLE_BUILD_ROWS, MsmRunner
 from pipeline.backends.placement import KeyPlacement, section_bytes
 from pipeline.curves import BLS12_381, BN254
@@ -29,34 +29,49 @@ def test_tables_are_indexed_like_their_scalars_and_count_what_they_add(curve):
     assert table_rows(zkey, "h") == (0, zkey.domain_size)
     for section in FIXED_BASE_ORDER:
         lead, n = table_rows(zkey, section)
-        windows = msm.plan_fixed(lead + n).n_windows
-        assert table_extra_bytes(msm, zkey, section) == (windows * (lead + n) - n) * section_bytes(zkey, section) // n
-        assert table_build_bytes(msm, zkey, section) == 2 * section_bytes(zkey, section) // n * TABLE_BUILD_ROWS
+        row = section_bytes(zkey, section) // n
+        for sets in TABLE_SETS + (3,):
+            windows = msm.plan_fixed(lead + n, table_sets=sets).table_windows
+            assert windows == -(-msm.plan_fixed(lead + n).n_windows // sets)  # every S-th window
+            assert table_extra_bytes(msm, zkey, section, sets) == (windows * (lead + n) - n) * row
+        assert table_build_bytes(msm, zkey, section) == 2 * row * TABLE_BUILD_ROWS
     # at 2^24 a witness section's tables all take c = 20, 13 windows: one sort serves A, B1, B2 and C
     assert {msm.plan_fixed(sum(table_rows(zkey, s))) for s in ("a", "b1", "b2", "c")} == {msm.plan_fixed(zkey.n_vars)}
 
 
-def test_sections_are_taken_in_order_while_they_fit_and_a_smaller_later_one_still_may():
+def test_sections_are_taken_in_order_while_they_fit_with_the_fewest_sets_that_do():
+    """FIXED_BASE_ORDER, each section with the fewest bucket sets whose table still fits (one set: 15 units
+    beyond the points of a G1 section at 2^20, 16 windows; two sets: 7), a later, smaller one where an earlier
+    did not fit."""
     msm, zkey = _runner(BLS12_381), _zkey(BLS12_381, 20)
-    extra = {s: table_extra_bytes(msm, zkey, s) for s in FIXED_BASE_ORDER}
-    assert extra["b2"] == 2 * extra["a"]  # G2 points are twice G1's
-    for chosen in (("h",), ("b2", "h"), ("b2", "h", "a")):
-        room = sum(extra[s] for s in chosen) + extra["a"] // 2  # no room for the next one
-        # b2 first when it fits; else the smaller ones after it, while they fit
-        assert choose_fixed_bases(msm, zkey, lambda sections: sum(extra[s] for s in sections) <= room) == chosen
-    assert choose_fixed_bases(msm, zkey, lambda sections: True) == FIXED_BASE_ORDER
-    assert choose_fixed_bases(msm, zkey, lambda sections: False) == ()
+    units = {1: 15, 2: 7}
+    cost = {(s, sets): (2 if s == "b2" else 1) * units[sets] for s in FIXED_BASE_ORDER for sets in TABLE_SETS}
+    for (s, sets), c in cost.items():  # the units are the tables' real proportions, within C's 4 rows of infinity
+        assert abs(table_extra_bytes(msm, zkey, s, sets) / table_extra_bytes(msm, zkey, "a", 1) - c / 15) < 1e-4
+
+    def chosen(room: int) -> dict:
+        return choose_fixed_bases(msm, zkey, lambda tables: sum(cost[s, n] for s, n in tables.items()) <= room)
+    assert chosen(90) == dict.fromkeys(FIXED_BASE_ORDER, 1)
+    assert chosen(60) == {"b2": 1, "h": 1, "a": 1}
+    assert chosen(50) == {"b2": 1, "h": 1}
+    assert chosen(40) == {"b2": 1, "h": 2}  # H of two sets where one does not fit
+    assert chosen(20) == {"b2": 2}
+    assert chosen(7) == {"h": 2}
+    assert chosen(6) == {}
+    assert choose_fixed_bases(msm, zkey, lambda tables: True) == dict.fromkeys(FIXED_BASE_ORDER, 1)
 
 
-def test_a_table_scratch_bound_covers_its_sort_and_its_one_set_of_buckets():
+def test_a_table_scratch_bound_covers_its_sort_and_its_bucket_sets():
     msm = _runner(BLS12_381)
     for n in (1 << 10, 1 << 20, 1 << 24):
         for g2 in (False, True):
-            plan = msm.plan_fixed(n)
-            entries = n * plan.n_windows
-            fixed = msm.scratch_bytes(n, g2, held_digits=True, fixed=True)
-            assert fixed >= 8 * entries + 4 * plan.sort_buckets  # the digits, their ranks, the counts
-            assert fixed >= 4 * entries + msm.xyzz_bytes(g2) * plan.buckets_per_window  # held entries, the sums
+            for sets in TABLE_SETS:
+                plan = msm.plan_fixed(n, table_sets=sets)
+                entries = n * plan.n_windows
+                fixed = msm.scratch_bytes(n, g2, held_digits=True, fixed=True, table_sets=sets)
+                assert fixed >= 8 * entries + 4 * plan.sort_buckets  # the digits, their ranks, the counts
+                assert fixed >= 4 * entries + msm.xyzz_bytes(g2) * plan.sort_buckets  # held entries, the sums
+                assert plan.sort_buckets == sets * plan.buckets_per_window
 
 
 def test_a_placement_keeps_tables_only_of_resident_sections():
@@ -66,13 +81,14 @@ def test_a_placement_keeps_tables_only_of_resident_sections():
 
 
 @pytest.mark.parametrize("curve", [BN254, BLS12_381], ids=lambda c: c.name)
-def test_no_table_where_it_would_not_widen_the_windows(curve):
-    """At 2^26 the plain plan is c = 20 already: a table there measured 0.96 (BLS12-381) and 1.06 (BN254) of
-    the plain MSM, so none is taken however much room there is; at 2^24 and below every section's is."""
+def test_every_size_takes_tables_where_there_is_room(curve):
+    """With the sort's keys by bucket set (session 27) a one-set table measured 0.65-0.96 of the plain MSM at
+    every size, 2^26 too (0.90 BLS12-381, 0.96 BN254, where the plans' widths agree): every section takes one
+    where the room has it, up to the entries' 31 index bits."""
     msm = _runner(curve)
-    assert choose_fixed_bases(msm, _zkey(curve, 26), lambda sections: True) == ()
-    for log_n in (8, 16, 20, 24):
-        assert choose_fixed_bases(msm, _zkey(curve, log_n), lambda sections: True) == FIXED_BASE_ORDER
+    for log_n in (8, 16, 20, 24, 26):
+        assert choose_fixed_bases(msm, _zkey(curve, log_n), lambda tables: True) == dict.fromkeys(FIXED_BASE_ORDER, 1)
+    assert not table_fits_indices(msm, 1 << 28, 1) and table_fits_indices(msm, 1 << 26, 1)
 
 
 def test_a_failed_build_gives_the_built_tables_points_back(monkeypatch):
@@ -93,7 +109,7 @@ def test_a_failed_build_gives_the_built_tables_points_back(monkeypatch):
         allocator = SimpleNamespace(alloc=lambda nbytes, what: Buf(what))
         stream = SimpleNamespace(handle=0)
 
-        def build_table(self, g2, d_points, n, lead=0):
+        def build_table(self, g2, d_points, n, lead=0, table_sets=1):
             if g2:
                 raise MemoryError("out of memory")
             return SimpleNamespace(n=lead + n, lead=lead, d_table=SimpleNamespace(ptr=0x2000),
@@ -105,6 +121,6 @@ def test_a_failed_build_gives_the_built_tables_points_back(monkeypatch):
     monkeypatch.setattr(fixed_base, "driver", SimpleNamespace(cuMemcpyDtoDAsync=lambda *args: args))
     monkeypatch.setattr(fixed_base, "check", lambda result, what: copies.append(what))
     with pytest.raises(MemoryError):
-        fixed_base.build_tables(Msm(), zkey, points, ("h", "b2"))
+        fixed_base.build_tables(Msm(), zkey, points, {"h": 1, "b2": 2})
     assert sorted(points) == ["b2", "h"] and points["h"].what == "key points h"  # h's points copied back
     assert events == [("free", "points h"), ("free", "table")] and copies == ["cuMemcpyDtoDAsync"]

@@ -92,20 +92,28 @@ def test_windows_sharing_one_bucket_set_plan_wider_and_reduce_one_window(bits, l
     assert plan_msm(1 << 24, bits, cache_bytes=H200_L2, shared_buckets=True).c == 20  # call 3's 2^24 tables
 
 
-def test_a_fixed_base_plan_merges_its_sort_keys_across_the_windows_and_keeps_the_plain_candidates_widths():
-    """A table's windows share one set of 2^(c-1) buckets; its digit sort keys the digits by magnitude alone
-    (one counter a bucket: pippenger.cuh, table_key), measured faster than a counter a window and bucket
-    (session 27: the scatter 62 -> 39 ms at 2^26), which stays for the bench (merged_keys=False). Its widths
-    are the plain candidates' (W 2^(c-1) counters inside L2): wider measured slower at 2^25 and 2^26."""
+def test_a_fixed_base_plan_sorts_by_bucket_set_and_keeps_the_plain_candidates_widths():
+    """A table's W digit windows share S bucket sets (window w in set w mod S, the table holding every S-th
+    window); its digit sort keys them by set and magnitude (pippenger.cuh, table_key), S 2^(c-1) counters:
+    with one set 2 MB at c = 20, where a counter a window and bucket (the layout before) took 27 MB and its
+    scatter 62 against 39 ms at 2^26 (session 27). Its widths are the plain candidates' (W 2^(c-1) inside
+    L2): wider measured slower at 2^25 and 2^26. A plain plan has no sets."""
     bits = BLS12_381.fr.bits
     for log_n in range(10, 28):
         for c in (3, 13, 20, 24):
-            plan = plan_msm(1 << log_n, bits, c=c, cache_bytes=H200_L2, shared_buckets=True)
-            assert plan.key_windows == 1 and plan.sort_buckets == plan.buckets_per_window
-            grouped = plan_msm(1 << log_n, bits, c=c, cache_bytes=H200_L2, shared_buckets=True, merged_keys=False)
-            assert grouped.key_windows == grouped.n_windows and grouped.sort_buckets == grouped.n_buckets
+            for sets in (1, 2, 3, 200):
+                plan = plan_msm(1 << log_n, bits, c=c, cache_bytes=H200_L2, shared_buckets=True, table_sets=sets)
+                assert plan.table_sets == min(sets, plan.n_windows)
+                assert plan.sort_buckets == plan.table_sets * plan.buckets_per_window
+                assert plan.table_windows == -(-plan.n_windows // plan.table_sets)
+                reduced = plan.table_sets * plan.buckets_per_window  # the reduction's threads: segments of all sets
+                assert reduced // plan.seg_len <= 1 << 16 and (plan.seg_len == 1 or reduced // (plan.seg_len // 2) > 1 << 16)
         chosen = plan_msm(1 << log_n, bits, cache_bytes=H200_L2, shared_buckets=True)
-        assert 4 * chosen.n_buckets <= H200_L2
+        assert 4 * chosen.n_buckets <= H200_L2 and chosen.table_sets == 1
         plain = plan_msm(1 << log_n, bits, cache_bytes=H200_L2)
-        assert plain.key_windows == 0 and plain.sort_buckets == plain.n_buckets
+        assert plain.table_sets == 0 and plain.sort_buckets == plain.n_buckets
     assert plan_msm(1 << 26, bits, cache_bytes=H200_L2, shared_buckets=True).c == 20  # c = 22 measured 2.5% slower
+    two = plan_msm(1 << 26, bits, cache_bytes=H200_L2, shared_buckets=True, table_sets=2)
+    assert (two.c, two.n_windows, two.table_windows, two.sort_buckets) == (20, 13, 7, 1 << 20)
+    with pytest.raises(ValueError, match="at least one bucket set"):
+        plan_msm(1 << 10, bits, shared_buckets=True, table_sets=0)

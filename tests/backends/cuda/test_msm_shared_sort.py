@@ -239,7 +239,7 @@ def test_a_table_sort_is_refused_by_a_plain_msm_and_by_a_table_of_another_stride
     rec, msm = runner
     plan = msm.plan_fixed(1000)
     digits = msm.sort_fixed(plan, 1000, 0xA0, 1000)
-    assert digits.stride == 1000 and len(launches(rec, "msm_every_kth")) == 1
+    assert digits.stride == 1000 and len(launches(rec, "msm_scatter_digits")) == 1
     with pytest.raises(ValueError, match="fixed-base table given to a plain MSM"):
         msm.enqueue(False, 0xB0, 0xA0, 1000, 0xC0, digits=digits)
     other = SimpleNamespace(g2=False, plan=plan, n=1004, d_table=SimpleNamespace(ptr=0xD0))
