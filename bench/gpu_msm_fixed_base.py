@@ -63,7 +63,8 @@ def rows_for(backend, curve, g2: bool, logs: list[int], sppark, variants=("plan"
                 try:
                     table_gb = table.d_table.nbytes / 1e9
                     plan = table.plan
-                    keys = f"{plan.table_sets} bucket set{'s' if plan.table_sets > 1 else ''}, {plan.table_windows} in the table"
+                    sets = f"{plan.table_sets} bucket set{'s' if plan.table_sets > 1 else ''}"
+                    keys = f"{sets}, {plan.table_windows} in the table"
                     for kind, values in scalars.items():
                         h_scalars[:] = values[:n]
 

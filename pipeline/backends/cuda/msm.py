@@ -330,16 +330,15 @@ class MsmRunner:
         rows and ``table_sets`` bucket sets (its sort and sums over those sets' buckets only)."""
         plan = self.plan_fixed(n, c, table_sets) if fixed else self.plan(n, g2, c)
         nb, xyzz = plan.sort_buckets, self.xyzz_bytes(g2)  # the sort's and the sums' buckets
-        summed = nb
         reduced = plan.table_sets or plan.n_windows  # windows (a table's: bucket sets) the reduction runs over
         entries = n * plan.n_windows
         chunk = self._level0_chunk(entries, g2)
-        chunks = -(-entries // chunk) + summed
+        chunks = -(-entries // chunk) + nb
         scan = 4 * (nb // SCAN_TILE + 2)
         sort = 8 * entries + 4 * (nb + 1) + 4 * nb + scan + 4 * nb  # entries and their ranks or binned words; bins
         level0 = 4 * entries + 4 * (nb + 1) + 4 * nb + scan + xyzz * chunks
         held = 4 * entries if held_digits else 0  # the entries; their offsets are in the constant below
-        levels = held + xyzz * (chunks + min(chunks, -(-chunks // LEVEL_CHUNK) + summed)) + 3 * 4 * (nb + 1) + scan
+        levels = held + xyzz * (chunks + min(chunks, -(-chunks // LEVEL_CHUNK) + nb)) + 3 * 4 * (nb + 1) + scan
         segments = held + xyzz * reduced * (plan.buckets_per_window // plan.seg_len) + xyzz * chunks
         return 8 * (nb + 1) + max(sort, level0, levels, segments)
 

@@ -107,7 +107,8 @@ def test_a_fixed_base_plan_sorts_by_bucket_set_and_keeps_the_plain_candidates_wi
                 assert plan.sort_buckets == plan.table_sets * plan.buckets_per_window
                 assert plan.table_windows == -(-plan.n_windows // plan.table_sets)
                 reduced = plan.table_sets * plan.buckets_per_window  # the reduction's threads: segments of all sets
-                assert reduced // plan.seg_len <= 1 << 16 and (plan.seg_len == 1 or reduced // (plan.seg_len // 2) > 1 << 16)
+                assert reduced // plan.seg_len <= 1 << 16
+                assert plan.seg_len == 1 or reduced // (plan.seg_len // 2) > 1 << 16  # the shortest such segments
         chosen = plan_msm(1 << log_n, bits, cache_bytes=H200_L2, shared_buckets=True)
         assert 4 * chosen.n_buckets <= H200_L2 and chosen.table_sets == 1
         plain = plan_msm(1 << log_n, bits, cache_bytes=H200_L2)
