@@ -1,6 +1,7 @@
 """Fixed-base tables (issue 16's first lever) against the plain MSM and sppark, same call.
 
     python3 -m bench.gpu_msm_fixed_base --curves bls12381 bn128 --g1 20 22 24 --g2 20 22 24
+    python3 -m bench.gpu_msm_fixed_base --curves bls12381 --g1 26 --g2 --tables plan plan/2 24 --phases
 
 sppark first (one harness call per curve, before this process makes its CUDA context; carry .anchors),
 then per curve, group and size: our plain MSM (``MsmRunner.run_xyzz``) and the MSM over a fixed-base
@@ -8,7 +9,8 @@ table (``MsmRunner.build_table`` once, then ``enqueue_fixed``), both with the sc
 memory inside every timed call, random and 80% {0,1} scalars; the table's build time and size beside.
 Medians of 5 CUDA-event timings after a warm-up (3 at 2^24 G2). Random field elements as points (the
 kernels' cost does not depend on the values, bench/common.py); the results are checked in
-tests/gpu/test_msm.py. Writes bench/results/gpu_msm_fixed_base.md and .png.
+tests/gpu/test_msm.py. Writes bench/results/gpu_msm_fixed_base.md and .png. ``--tables``: table variants at
+every size, a width and bucket sets each (parse_variant); ``--phases``: one profiled call a table row.
 """
 from __future__ import annotations
 
