@@ -164,40 +164,33 @@ def msm_rows(backend, curve, g2: bool, logs: list[int], points: np.ndarray, scal
         against = f"{group} {SPPARK_MSM_ROWS[t.scalars.removesuffix(SPLIT)]}"
         yield Row(curve.name, f"{group} MSM", t.log_n, t.scalars, t.ms, against, sppark_ms(sppark, against, t.log_n))
     msm = backend.runtime(curve).msm
-    try:  # the bucket sums over the plain field (launch.LAZY_FIELDS: the default is the lazy form), random scalars
-        msm.lazy = False
-        for t in time_msms(backend, curve, g2, logs, points, {"random": scalars["random"]}, repeats):
-            against = f"{group} {SPPARK_MSM_ROWS[t.scalars]}"
-            yield Row(curve.name, f"{group} MSM", t.log_n, f"{t.scalars}, {PLAIN_FIELD}", t.ms, against,
-                      sppark_ms(sppark, against, t.log_n))
-    finally:
-        msm.lazy = None
-    if not g2:  # the lazy G1 level 0 at its other register caps (ptxas: more spills lazy at the default B)
-        default = msm.g1_min_blocks
+    for label, settings in msm_variants(msm, g2):  # random scalars, the runner's settings restored after each
+        saved = {name: getattr(msm, name) for name in settings}
         try:
-            for blocks in (b for b in G1_LAZY_BUILT if b != default):
-                msm.g1_min_blocks = blocks
-                for t in time_msms(backend, curve, g2, logs, points, {"random": scalars["random"]}, repeats):
-                    against = f"{group} {SPPARK_MSM_ROWS[t.scalars]}"
-                    yield Row(curve.name, f"{group} MSM", t.log_n, f"{t.scalars}, lazy, min_blocks {blocks}", t.ms,
-                              against, sppark_ms(sppark, against, t.log_n))
+            for name, value in settings.items():
+                setattr(msm, name, value)
+            for t in time_msms(backend, curve, g2, logs, points, {"random": scalars["random"]}, repeats):
+                against = f"{group} {SPPARK_MSM_ROWS[t.scalars]}"
+                yield Row(curve.name, f"{group} MSM", t.log_n, f"{t.scalars}, {label}", t.ms, against,
+                          sppark_ms(sppark, against, t.log_n))
         finally:
-            msm.g1_min_blocks = default
-    if g2:  # the G2 kernels' other field type and occupancy variants (level 0 flat: the scheme built for
-        # every variant), random scalars, defaults restored
+            for name, value in saved.items():
+                setattr(msm, name, value)
+
+
+def msm_variants(msm, g2: bool) -> list[tuple[str, dict]]:
+    """The MSM rows beside the defaults, as (label, runner settings): the bucket sums over the plain field
+    (launch.LAZY_FIELDS: the default is the lazy form); for G1 the lazy level 0 at its other register caps
+    (ptxas: more spills lazy at the default B); for G2 the kernels' other field type and occupancy variants
+    (level 0 flat: the scheme built for every variant)."""
+    variants = [(PLAIN_FIELD, {"lazy": False})]
+    if not g2:
+        variants += [(f"lazy, min_blocks {b}", {"g1_min_blocks": b}) for b in G1_LAZY_BUILT if b != msm.g1_min_blocks]
+    else:
         default = (msm.g2_field, msm.g2_min_blocks)
-        try:
-            msm.level0_flat = True
-            for field, blocks in (v for v in G2_VARIANTS_BUILT if v != default):
-                msm.g2_field, msm.g2_min_blocks = field, blocks
-                for t in time_msms(backend, curve, g2, logs, points, {"random": scalars["random"]}, repeats):
-                    against = f"{group} {SPPARK_MSM_ROWS[t.scalars]}"
-                    yield Row(curve.name, f"{group} MSM", t.log_n,
-                              f"{t.scalars}, {g2_variant_name(field, blocks)}, level 0 flat", t.ms, against,
-                              sppark_ms(sppark, against, t.log_n))
-        finally:
-            msm.g2_field, msm.g2_min_blocks = default
-            msm.level0_flat = None
+        variants += [(f"{g2_variant_name(f, b)}, level 0 flat", {"g2_field": f, "g2_min_blocks": b, "level0_flat": True})
+                     for f, b in G2_VARIANTS_BUILT if (f, b) != default]
+    return variants
 
 
 def g2_variant_name(field: str, blocks: int) -> str:

@@ -245,6 +245,39 @@ def test_kernels_vs_sppark_ratios_and_goals():
     assert kvs.one_line("error\n  at | line 3\n") == "error at / line 3"
 
 
+@pytest.mark.parametrize("g2", [False, True], ids=["G1", "G2"])
+def test_kernels_vs_sppark_times_each_msm_variant_under_its_settings_and_restores_the_runner(monkeypatch, g2):
+    """msm_rows: the default rows, then each of msm_variants' rows (random scalars) timed with the runner set
+    as the variant says, labelled by it, and the runner's settings back as they were after each."""
+    from types import SimpleNamespace
+
+    from bench import kernels_vs_sppark as kvs
+    from pipeline.backends.cuda.launch import G1_LAZY_BUILT, G2_VARIANTS_BUILT
+    from pipeline.backends.cuda.msm import MsmRunner
+    from pipeline.curves import BLS12_381
+
+    msm = MsmRunner(SimpleNamespace(curve=BLS12_381), allocator=None, stream=None)
+    defaults = {k: getattr(msm, k) for k in ("lazy", "g1_min_blocks", "g2_field", "g2_min_blocks", "level0_flat")}
+    seen = []
+
+    def fake_time_msms(backend, curve, g2_, logs, points, scalars, repeats, split=False):
+        seen.append({k: getattr(msm, k) for k in defaults})
+        for kind in scalars:
+            yield SimpleNamespace(log_n=logs[0], scalars=kind, ms=1.0)
+    monkeypatch.setattr(kvs, "time_msms", fake_time_msms)
+    backend = SimpleNamespace(runtime=lambda curve: SimpleNamespace(msm=msm))
+    scalars = {"random": None, "80% {0,1}": None}
+    rows = list(kvs.msm_rows(backend, BLS12_381, g2, [20], None, scalars, "not run (test)"))
+    variants = kvs.msm_variants(msm, g2)
+    others = len(G2_VARIANTS_BUILT) - 1 if g2 else len(G1_LAZY_BUILT) - 1
+    assert len(variants) == 1 + others and variants[0] == (kvs.PLAIN_FIELD, {"lazy": False})
+    assert [r.input for r in rows[2:]] == [f"random, {label}" for label, _ in variants]
+    assert seen[0] == defaults  # the default rows under the defaults
+    for settings, during in zip((s for _, s in variants), seen[1:]):
+        assert during == {**defaults, **settings}
+    assert {k: getattr(msm, k) for k in defaults} == defaults
+
+
 def test_kernels_vs_sppark_table_keeps_our_rows_where_sppark_is_missing(tmp_path):
     from bench import kernels_vs_sppark as kvs
     from bench.plots.tables import read_tables

@@ -16,7 +16,7 @@ scalars of its signal range once for up to four sections.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -46,16 +46,22 @@ class KeyPlacement:
     # Resident sections whose points the device keeps as a fixed-base table (2^(c w) P for its windows w:
     # msm.FixedBaseTable), counted in ``device_bytes``; the backend drops them back to plain points when the
     # budget gets tight (``Backend.drop_fixed_bases``). ``fixed_base_sets``: each table's bucket sets, in the
-    # same order (the table holds every S-th window: 1/S of the VRAM of S = 1; empty: 1 each).
+    # same order (the table holds every S-th window: 1/S of the VRAM of S = 1; left out: 1 each).
     fixed_base: tuple[str, ...] = ()
     fixed_base_sets: tuple[int, ...] = ()
 
     @property
     def tables(self) -> dict[str, int]:
         """The fixed-base tables: section -> its bucket sets."""
-        return dict(zip(self.fixed_base, self.fixed_base_sets or (1,) * len(self.fixed_base)))
+        return dict(zip(self.fixed_base, self.fixed_base_sets))
+
+    def without_tables(self, freed_bytes: int) -> "KeyPlacement":
+        """This placement once its tables are dropped, which gave ``freed_bytes`` of device memory back."""
+        return replace(self, fixed_base=(), fixed_base_sets=(), device_bytes=self.device_bytes - freed_bytes)
 
     def __post_init__(self) -> None:
+        if self.fixed_base and not self.fixed_base_sets:  # one form for one set of tables: 1 set each
+            object.__setattr__(self, "fixed_base_sets", (1,) * len(self.fixed_base))
         unknown = set(self.resident) - set(SECTIONS)
         if unknown:
             raise ValueError(f"unknown key sections {sorted(unknown)}; sections are {SECTIONS}")

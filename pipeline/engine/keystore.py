@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import time
 from concurrent.futures import Executor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
@@ -378,8 +378,7 @@ class KeyStore:
         if placement is None or not placement.fixed_base:
             return False
         freed = await run(device.backend.drop_fixed_bases, entry.device_handles[device.index])
-        entry.device_placement[device.index] = replace(placement, fixed_base=(), fixed_base_sets=(),
-                                                       device_bytes=placement.device_bytes - freed)
+        entry.device_placement[device.index] = placement.without_tables(freed)
         entry.device_bytes[device.index] -= freed
         device.vram.release(freed)
         self.fixed_base_drops += 1

@@ -244,8 +244,7 @@ class CudaBackend(Backend):
         self.stream.synchronize()
         self.allocator.trim()  # the tables' memory back to the driver, for whoever needed the room
         extra = tables_extra_bytes(key.runtime.msm, zkey, key.placement.tables)
-        key.placement = dataclasses.replace(key.placement, fixed_base=(), fixed_base_sets=(),
-                                            device_bytes=key.placement.device_bytes - extra)
+        key.placement = key.placement.without_tables(extra)
         key.scratch_by_batch.clear()
         return extra
 

@@ -519,6 +519,7 @@ class MsmRunner:
         and entries of a fixed-base table of that many points a window (``enqueue_fixed``; ranks and
         the scatter only)."""
         alloc, nb, s = self.allocator, plan.sort_buckets, self.stream
+        table_sets = plan.table_sets if table_stride else 0  # the table's keys (pippenger.cuh, table_key) or plain
         entries_bound = n * plan.n_windows  # at most one nonzero digit per scalar and window
         bits = None if table_stride else self.bin_bits(n, plan)
         # the scatter reads each digit's rank within its bucket; the binned sort places by cursors instead
@@ -527,14 +528,14 @@ class MsmRunner:
             d_counts.memset32(0, s)
             self._launch("msm_count_digits", n, DIGIT_BLOCK, (d_scalars, n, plan.c, plan.n_windows, d_counts.ptr,
                                                               d_ranks.ptr if d_ranks is not None else 0,
-                                                              plan.table_sets if table_stride else 0))
+                                                              table_sets))
             self.exclusive_scan(d_counts.ptr, nb, d_offsets.ptr)
             self._mark("count digits")
             if bits is None:
                 d_entries = self._new_entries(entries_bound, lambda d: self._launch(
                     "msm_scatter_digits", n, DIGIT_BLOCK,
                     (d_scalars, n, plan.c, plan.n_windows, d_offsets.ptr, d_ranks.ptr, d, d_point_index,
-                     table_stride, plan.table_sets if table_stride else 0)))
+                     table_stride, table_sets)))
                 self._mark("scatter digits")
                 return d_entries
         finally:

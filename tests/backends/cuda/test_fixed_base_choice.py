@@ -74,6 +74,19 @@ def test_a_table_scratch_bound_covers_its_sort_and_its_bucket_sets():
                 assert plan.sort_buckets == sets * plan.buckets_per_window
 
 
+def test_a_placement_names_each_tables_sets_in_one_form_and_drops_them_with_their_bytes():
+    """KeyPlacement: tables without sets given have one set each (one form for one placement); a count a table
+    of at least one; ``without_tables`` is the placement after its tables were dropped (the keystore's and the
+    backend's)."""
+    assert KeyPlacement(fixed_base=("b2", "h")) == KeyPlacement(fixed_base=("b2", "h"), fixed_base_sets=(1, 1))
+    assert KeyPlacement(fixed_base=("b2", "h"), fixed_base_sets=(1, 2)).tables == {"b2": 1, "h": 2}
+    for bad in ((1,), (1, 0)):
+        with pytest.raises(ValueError, match="one count of at least 1 a table"):
+            KeyPlacement(fixed_base=("b2", "h"), fixed_base_sets=bad)
+    placed = KeyPlacement(device_bytes=1000, fixed_base=("h",), fixed_base_sets=(2,))
+    assert placed.without_tables(300) == KeyPlacement(device_bytes=700)
+
+
 def test_a_placement_keeps_tables_only_of_resident_sections():
     KeyPlacement(fixed_base=("b2", "h"))
     with pytest.raises(ValueError, match="not all resident"):
