@@ -1,6 +1,7 @@
 // One Montgomery prime field, parameterised by a constants struct P (generated per curve by
 // pipeline/backends/cuda/constants.py):
-//   P::N    number of 32-bit words;  P::BITS  bit length of p;  P::M0 = -p^-1 mod 2^32
+//   P::N    number of 32-bit words;  P::BITS  bit length of p;  P::m0() = -p^-1 mod 2^32 (a literal, or a
+//   __constant__ word where it is all ones: constants.py, m0_word)
 //   P::mod(i), P::one(i) (R mod p), P::rr(i) (R^2 mod p), P::pm2(i) (p - 2)
 // with R = 2^(32 N). Requires p < R/2, checked by the generator.
 //
@@ -204,7 +205,7 @@ private:
             row_mac<0>(e, a[k].v, b[k].v[i]);
             asm volatile("addc.u32 %0, %0, 0;" : "+r"(o[N - 1]));
         }
-        const uint32_t m = e[0] * P::M0;
+        const uint32_t m = e[0] * P::m0();
         row_mac<1>(o, p, m);  // carry out is zero (bounds above)
         row_mac<0>(e, p, m);  // zeroes e[0]
         asm volatile("addc.u32 %0, %0, 0;" : "+r"(o[N - 1]));

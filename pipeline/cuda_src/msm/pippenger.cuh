@@ -106,9 +106,9 @@ __global__ void msm_count_digits(const uint32_t* __restrict__ d_scalars, uint32_
 }
 
 // d_point_index (may be null): the point of scalar i is d_point_index[i] (a tail MSM over the
-// "other" scalars of a split witness); null: point i. table_stride > 0: a fixed-base table's keys (table_key
-// with table_sets) and entries, point (w / table_sets) table_stride + (d_point_index[i] or i) (the host keeps
-// it below 2^31).
+// "other" scalars of a split witness); null: point i. table_sets > 0: a fixed-base table's keys (table_key)
+// and entries, point (w / table_sets) table_stride + (d_point_index[i] or i) (the host keeps it below 2^31);
+// 0: plain keys and entries (table_stride unused), as in msm_count_digits.
 __global__ void msm_scatter_digits(const uint32_t* __restrict__ d_scalars, uint32_t n, int c, int n_windows,
                                    const uint32_t* __restrict__ d_offsets, const uint32_t* __restrict__ d_ranks,
                                    uint32_t* __restrict__ d_entries, const uint32_t* __restrict__ d_point_index,
@@ -122,10 +122,10 @@ __global__ void msm_scatter_digits(const uint32_t* __restrict__ d_scalars, uint3
         for (int w = 0; w < n_windows; w++) {
             bool neg;
             uint32_t key = signed_digit_key(s, w, c, &carry, &neg);
-            if (table_stride) key = table_key(key, w, c, table_sets);
+            if (table_sets) key = table_key(key, w, c, table_sets);
             if (key != MSM_NO_BUCKET)
                 d_entries[d_offsets[key] + d_ranks[(size_t)w * n + i]] =
-                    ((uint32_t)(table_stride ? w / table_sets : w) * table_stride + point) | (neg ? MSM_NEG_BIT : 0u);
+                    (table_sets ? (uint32_t)(w / table_sets) * table_stride + point : point) | (neg ? MSM_NEG_BIT : 0u);
         }
     }
 }

@@ -76,3 +76,18 @@ def test_nvrtc_compiles_the_python_values(tmp_path):
     finally:
         nvrtc_build.CUDA_SRC = source
     assert built.cubin[:4] == b"\x7fELF" and not built.from_cache
+
+
+@pytest.mark.parametrize("curve", [BN254, BLS12_381], ids=lambda c: c.name)
+def test_the_reductions_m0_is_minus_p_inverse_and_hidden_from_ptxas_where_it_is_all_ones(curve):
+    # all ones (BLS12-381's Fr) as a literal made ptxas build a slower reduction (constants.m0_word)
+    header = curve_header(curve)
+    for tag, field in (("FR", curve.fr), ("FQ", curve.fq)):
+        m0 = (-pow(field.modulus, -1, 1 << 32)) % (1 << 32)
+        decl = re.search(rf"^(.*)uint32_t {tag}_M0 = 0x([0-9a-f]{{8}})u;", header, re.M)
+        assert decl is not None and int(decl[2], 16) == m0
+        if m0 == 0xffffffff:
+            assert decl[1] == "__device__ __constant__ "
+        else:
+            assert decl[1] == "constexpr "
+    assert (curve is BLS12_381) == ("__constant__ uint32_t FR_M0" in header)
