@@ -24,7 +24,7 @@ from bench.gpu_msm import SPLIT, random_msm_data, time_msms
 from pipeline import progress
 from pipeline.backends.cuda.backend import CudaBackend  # the import makes no CUDA context
 from pipeline.backends.cuda.launch import (G1_LAZY_BUILT, G2_VARIANTS_BUILT, NTT_PASS_KERNEL, NTT_PASS_KERNELS, NTT_PASS_VARIANTS,
-                                          NTT_RADIX_LOG, STAGES_PER_PASS, STAGES_PER_PASS_COMPARED)
+                                          NTT_NATURAL_RADIX, NTT_RADIX_LOG, STAGES_PER_PASS, STAGES_PER_PASS_COMPARED)
 from pipeline.curves import curve_by_name
 
 METHOD = """sppark first: one harness call per curve (shared/anchors/sppark, carried as .anchors/bench_<curve>),
@@ -35,7 +35,8 @@ before this process makes its CUDA context. Then ours on the same GPU:
   `msm_t::invoke` with scalars from pageable memory; it has no split, so the split row is compared
   with its 80% {0,1} row. The default bucket sums run over the lazy form of Fq (values in [0, 2p)
   inside a thread, launch.LAZY_FIELDS); the "plain field" rows time them over the reduced one.
-- Fr NTT, data resident: ours natural order in and out (radix passes + bit reversal) against
+- Fr NTT, data resident: ours natural order in and out (DIF radix passes whose last one stores at the
+  bit-reversed index, through a scratch array; the older rows: a bit-reversal pass after the passes) against
   sppark's NR transform (natural in, bit-reversed out: less work), and our radix passes alone
   (natural in, bit-reversed out) as the like-for-like row.
 - H: our whole quotient step (3 inverse + 3 coset forward transforms + the pointwise step, a, b
@@ -65,9 +66,10 @@ def radix_only(passes: str) -> str:
 
 
 PASSES = pass_label(NTT_PASS_KERNEL, NTT_RADIX_LOG)
-NATURAL = f"natural in and out ({PASSES}, tiled bit reversal)"
+NATURAL = f"natural in and out ({pass_label('groups', NTT_NATURAL_RADIX)}, the bit reversal in the last pass)"
 RADIX_ONLY = radix_only(PASSES)
-ELEMENTWISE_REVERSE = "natural in and out, element-wise bit reversal"
+TILED_REVERSE = f"natural in and out ({PASSES}, tiled bit-reversal pass)"
+ELEMENTWISE_REVERSE = f"natural in and out ({PASSES}, element-wise bit-reversal pass)"
 QUOTIENT = "3 iNTT + 3 coset NTT + pointwise"
 QUOTIENT_COMPACT = QUOTIENT + ", compact twiddles (a streamed key's)"
 HEADER = ["curve", "kernel", "n", "input", "ours ms", "sppark row", "sppark ms", "ours ÷ sppark", "goal"]
@@ -275,11 +277,13 @@ def time_ntt_variants(backend, ntt, d_data: int, log_n: int, repeat: int) -> dic
         if ntt.fusible(log_n):
             out["NTT", f"radix passes only, DIT onto the odd coset, {PASSES}"] = time_ms(
                 backend.stream, lambda: ntt.radix_passes(d_data, log_n, True, False, coset=True), repeat=repeat)
+        ntt.fused_reversal = False  # the passes, then a pass of their own for the bit reversal (before session 28)
+        out["NTT", TILED_REVERSE] = time_ms(backend.stream, lambda: ntt.ntt(d_data, log_n), repeat=repeat)
         ntt.tiled_bit_reverse = False
         out["NTT", ELEMENTWISE_REVERSE] = time_ms(backend.stream, lambda: ntt.ntt(d_data, log_n), repeat=repeat)
     finally:
         ntt.radix_log, ntt.tiled_bit_reverse, ntt.stages_per_pass = NTT_RADIX_LOG, True, STAGES_PER_PASS
-        ntt.pass_kernel = NTT_PASS_KERNEL
+        ntt.pass_kernel, ntt.fused_reversal = NTT_PASS_KERNEL, True
     return out
 
 

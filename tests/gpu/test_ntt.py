@@ -129,6 +129,35 @@ def test_transforms_read_a_larger_domains_table_in_either_layout(cuda_backend, r
     assert got == ntt_ref(fr, values, inverse=inverse)
 
 
+# 1 pass (one block, in place), 2 passes (the scratch array in between), 5 (3-stage passes); other plans;
+# 2^20's three passes: test_ntt_round_trip_and_spot_values_at_2_20
+@pytest.mark.parametrize("log_n, stages", [(1, 8), (5, 8), (8, 8), (9, 8), (13, 8), (14, 3), (11, 10), (12, 9)],
+                         ids=lambda v: str(v))
+@pytest.mark.parametrize("radix_log", NTT_RADIX_BUILT, ids=lambda r: f"radix{r}")
+def test_the_natural_order_transform_with_the_reversal_in_its_last_pass_matches_the_reference(
+        cuda_backend, runtime, gpu_curve, log_n, stages, radix_log):
+    """NttRunner.ntt's fused path (ntt_pass's REV form ends the DIF passes in natural order; a scratch array
+    between passes), forward and inverse (n^-1 in the last pass's stores), with every register-group size built,
+    against the reference; the data's neighbours are left alone (the scratch array is the transform's own)."""
+    from pipeline.backends.cuda.ntt import NttRunner
+
+    fr, n = gpu_curve.fr, 1 << log_n
+    ntt = NttRunner(runtime.ntt.kernels, cuda_backend.allocator, cuda_backend.stream)
+    ntt.natural_radix, ntt.stages_per_pass = radix_log, min(stages, log_n)
+    assert ntt.fused_reversal
+    values = _random_values(fr, random.Random(f"fused{gpu_curve.name}{log_n}{stages}{radix_log}"), n)
+    guard = _random_values(fr, random.Random("guard"), 64)
+    try:
+        for inverse in (False, True):
+            with _upload_mont(cuda_backend, fr, guard + values + guard) as d:
+                ntt.ntt(d.ptr + 64 * ntt.elem_bytes, log_n, inverse=inverse)
+                got = _download_plain(cuda_backend, fr, d, n + 128)
+            assert got[:64] == guard and got[64 + n:] == guard
+            assert got[64:64 + n] == ntt_ref(fr, values, inverse=inverse), inverse
+    finally:
+        ntt.close()
+
+
 # 2^17 (three passes: 1 + 8 + 8 stages) with the default, tiled bit reversal only: its CPU reference
 # takes seconds.
 @pytest.mark.parametrize("log_n, tiled", [(k, t) for k in (1, 3, 6, 7, 8, 9, 11, 13) for t in (False, True)] + [(17, True)],
@@ -147,6 +176,7 @@ def test_every_built_pass_variant_and_bit_reversal_match_the_reference(cuda_back
     fr, n = gpu_curve.fr, 1 << log_n
     ntt = NttRunner(runtime.ntt.kernels, cuda_backend.allocator, cuda_backend.stream)
     ntt.pass_kernel, ntt.radix_log, ntt.tiled_bit_reverse = pass_kernel, radix_log, tiled
+    ntt.fused_reversal = False  # the passes of this variant, then a bit-reversal pass
     values = _random_values(fr, random.Random(f"variant{gpu_curve.name}{log_n}{pass_kernel}{radix_log}{tiled}"), n)
     try:
         for inverse in (False, True):

@@ -31,7 +31,8 @@ UNITS: dict[str, tuple[str, ...]] = {
         *(f"test_{op}_op<{f}>" for op in ("field", "point") for f in LAZY_FIELDS.values()),
     ),
     "ntt": (
-        *(f"ntt_pass<fr_t, {d}, {r}>" for d in ("false", "true") for r in NTT_RADIX_BUILT),
+        *(f"ntt_pass<fr_t, {d}, {r}, false>" for d in ("false", "true") for r in NTT_RADIX_BUILT),
+        *(f"ntt_pass<fr_t, false, {r}, true>" for r in NTT_RADIX_BUILT),
         *(f"ntt_pass_pairs<fr_t, {d}, {i}, 0>" for d in ("false", "true") for i in ("false", "true")),
         *(f"ntt_pass_pairs<fr_t, true, false, {fuse}>" for fuse in NTT_FUSED),
         "ntt_bit_reverse<fr_t>", "ntt_bit_reverse_tiles<fr_t>", "ntt_coset_scale<fr_t>",
@@ -74,7 +75,7 @@ SIGNATURES: dict[str, tuple[str, ...]] = {
     "test_field_op": (PTR, PTR, PTR, I32, U32),
     "test_point_op": (PTR, PTR, PTR, PTR, PTR, I32, U32),
     "test_spin": (U64, PTR),
-    "ntt_pass": (PTR, PTR, I32, I32, I32, I32, I32, I32),
+    "ntt_pass": (PTR, PTR, PTR, I32, I32, I32, I32, I32, I32, I32, "fr", I32),
     "ntt_pass_pairs": (PTR, PTR, I32, I32, I32, I32, I32, PTR, PTR, PTR),
     "ntt_bit_reverse": (PTR, I32, "fr"),
     "ntt_bit_reverse_tiles": (PTR, I32, "fr"),

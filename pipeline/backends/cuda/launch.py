@@ -135,6 +135,11 @@ IN_HEADER.update(NTT_FUSE_COSET=NTT_FUSE_COSET, NTT_FUSE_SCALE=NTT_FUSE_SCALE, N
 # Every pass built, as (NttRunner.pass_kernel, NttRunner.radix_log): the register-group sizes are the
 # "groups" kernel's alone
 NTT_PASS_VARIANTS = tuple((k, r) for k in NTT_PASS_KERNELS for r in (NTT_RADIX_BUILT if k == "groups" else (1,)))
+# The natural-order transform (NttRunner.ntt): DIF "groups" passes of NTT_NATURAL_RADIX stages a register group, the
+# last one storing each element at its bit-reversed index (ntt_pass's REV), through a scratch array of the
+# transform's size. Session 28 (results/kernels_vs_sppark_s28_m0.md, BLS12-381's Fr reduction mended): radix passes
+# alone, groups of 2 / pairs 0.92-0.97 at 2^20-2^27 on both curves; the pairs kernel stays H's (its fusions).
+NTT_NATURAL_RADIX = 2
 BIT_REVERSE_BLOCK = 256  # ntt_bit_reverse_tiles: 256 elements a tile
 SPLIT_BLOCK = 256  # msm_classify, msm_compact, gather_rows (split.py): not yet swept on the H200
 BATCH_INVERSE_THREADS = 1 << 17  # threads of a batch inversion: enough to fill an H200, >= 8 elements each at 2^20

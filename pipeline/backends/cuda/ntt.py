@@ -13,7 +13,7 @@ import numpy as np
 from ...curves.field import ScalarField
 from .kernels import CurveKernels, grid_for
 from .launch import (BIT_REVERSE_BLOCK, ELEMENTWISE_BLOCK, NTT_BR_TILE_LOG, NTT_FUSE_COSET, NTT_FUSE_QUOTIENT,
-                     NTT_FUSE_SCALE, NTT_PASS_KERNEL, NTT_PASS_KERNELS, NTT_RADIX_BUILT, NTT_RADIX_LOG,
+                     NTT_FUSE_SCALE, NTT_NATURAL_RADIX, NTT_PASS_KERNEL, NTT_PASS_KERNELS, NTT_RADIX_BUILT, NTT_RADIX_LOG,
                      PASS_ELEMENTS_LOG, STAGES_PER_PASS)
 
 
@@ -34,6 +34,17 @@ def pass_plan(log_n: int, dit: bool, stages: int = STAGES_PER_PASS,
         plan.append((lo, k, min(lo, max(elements_log - k, 0))))
         hi = lo
     return plan[::-1] if dit else plan
+
+
+def natural_plan(log_n: int, stages: int = STAGES_PER_PASS,
+                 elements_log: int = PASS_ELEMENTS_LOG) -> list[tuple[int, int, int]]:
+    """The DIF plan of ``pass_plan`` whose last pass (lo = 0) stores in natural order (ntt_pass's REV): its
+    tl is the number of rows a block holds, 2^tl consecutive reversed indices to store in one run."""
+    plan = pass_plan(log_n, False, stages, elements_log)
+    if plan:
+        _, k, _ = plan[-1]
+        plan[-1] = (0, k, min(elements_log - k, log_n - k))
+    return plan
 
 
 def twiddle_count(log_n: int, compact: bool) -> int:
@@ -93,6 +104,8 @@ class NttRunner:
         self.radix_log = NTT_RADIX_LOG  # stages per register group of the "groups" pass (launch.py); benches compare
         self.stages_per_pass = STAGES_PER_PASS  # stages per launch (launch.py); benches compare
         self.tiled_bit_reverse = True  # False: the element-wise kernel at every size (benches compare)
+        self.fused_reversal = True  # ntt(): the bit reversal in the last pass (False: a pass of its own)
+        self.natural_radix = NTT_NATURAL_RADIX  # ntt()'s register groups (launch.py); benches and tests vary it
 
     @property
     def elem_bytes(self) -> int:
@@ -164,19 +177,29 @@ class NttRunner:
         plan = pass_plan(log_n, dit, self.stages_per_pass)
         consts = self._coset(log_n).consts.ptr if coset else 0
         for i, (lo, k, tl) in enumerate(plan):
-            elems = 1 << (k + tl)  # pairs: two trade buffers of elems / 2 (a thread a pair)
             if pairs:
+                elems = 1 << (k + tl)  # two trade buffers of elems / 2 (a thread a pair)
                 fuse = (NTT_FUSE_COSET if coset else 0) | (NTT_FUSE_SCALE if scale and i == 0 else 0) | \
                     (NTT_FUSE_QUOTIENT if quotient and i == len(plan) - 1 else 0)
                 expr = f"ntt_pass_pairs<fr_t, {direction}, {'true' if inverse else 'false'}, {fuse}>"
                 args = (d_data, self.d_tw.ptr, lo, k, tl, self.log_max, int(not self.compact), consts,
                         *(quotient or (0, 0)))
                 block = elems >> 1
+                self.kernels.launch(expr, n // elems, block, args, self.stream, elems * self.elem_bytes)
             else:
-                expr = f"ntt_pass<fr_t, {direction}, {self.radix_log}>"
-                args = (d_data, self.d_tw.ptr, lo, k, tl, self.log_max, int(inverse), int(not self.compact))
-                block = max(elems >> self.radix_log, 1)
-            self.kernels.launch(expr, n // elems, block, args, self.stream, elems * self.elem_bytes)
+                self._groups_pass(d_data, d_data, lo, k, tl, log_n, dit, inverse, self.radix_log)
+
+    def _groups_pass(self, src: int, dst: int, lo: int, k: int, tl: int, log_n: int, dit: bool, inverse: bool,
+                     radix_log: int, reversed_out: bool = False, scale_mont: int | None = None) -> None:
+        """One launch of ntt_pass<fr_t, DIT, radix_log, REV> (ntt/ntt.cuh): src -> dst; ``reversed_out``: the
+        DIF transform's last pass, storing in natural order (times ``scale_mont`` where given)."""
+        elems = 1 << (k + tl)
+        scale = self.fr.limbs_from_ints([scale_mont or 0])[0]
+        expr = f"ntt_pass<fr_t, {'true' if dit else 'false'}, {radix_log}, {'true' if reversed_out else 'false'}>"
+        args = (src, dst, self.d_tw.ptr, lo, k, tl, self.log_max, int(inverse), int(not self.compact), log_n, scale,
+                int(scale_mont is not None))
+        self.kernels.launch(expr, (1 << log_n) // elems, max(elems >> radix_log, 1), args, self.stream,
+                            elems * self.elem_bytes)
 
     def fusible(self, log_n: int) -> bool:
         """Whether the coset scaling and the quotient step ride in the transform's passes (the "pairs"
@@ -192,11 +215,32 @@ class NttRunner:
             self._launch("ntt_bit_reverse<fr_t>", 1 << log_n, (d_data, log_n, scale))
 
     def ntt(self, d_data: int, log_n: int, inverse: bool = False) -> None:
-        """In place, natural order in and out; the inverse includes 1/n (ffjavascript's fft/ifft)."""
+        """In place, natural order in and out; the inverse includes 1/n (ffjavascript's fft/ifft). Fused
+        (``fused_reversal``, the default): DIF passes of the groups kernel (``natural_radix``), the last one
+        storing each element at its bit-reversed index, through a scratch array of n elements (stream-ordered)
+        where the plan has two passes or more. Else the radix passes of ``pass_kernel`` and a bit-reversal pass."""
         fr = self.fr
-        self.radix_passes(d_data, log_n, dit=False, inverse=inverse)
-        scale = pow(1 << log_n, -1, fr.modulus) if inverse else 1
-        self.bit_reverse(d_data, log_n, fr.to_mont(scale))
+        scale = fr.to_mont(pow(1 << log_n, -1, fr.modulus)) if inverse else None
+        if not self.fused_reversal or log_n == 0:
+            self.radix_passes(d_data, log_n, dit=False, inverse=inverse)
+            self.bit_reverse(d_data, log_n, fr.to_mont(1) if scale is None else scale)
+            return
+        if self.natural_radix not in NTT_RADIX_BUILT:
+            raise ValueError(f"NttRunner.natural_radix must be one of {NTT_RADIX_BUILT}, got {self.natural_radix!r}")
+        self.ensure_twiddles(log_n)
+        plan = natural_plan(log_n, self.stages_per_pass)
+        # a pass writes where other blocks still read unless it is the only one (one block: the whole transform)
+        scratch = self.allocator.alloc((1 << log_n) * self.elem_bytes, "ntt natural order") if len(plan) > 1 else None
+        try:
+            for i, (lo, k, tl) in enumerate(plan):
+                last = i == len(plan) - 1
+                src = d_data if i == 0 else scratch.ptr
+                dst = d_data if last else scratch.ptr
+                self._groups_pass(src, dst, lo, k, tl, log_n, False, inverse, self.natural_radix, reversed_out=last,
+                                  scale_mont=scale if last else None)
+        finally:
+            if scratch is not None:
+                scratch.free()  # stream-ordered: after the last pass
 
     def _coset(self, log_n: int):
         """The odd coset's tables, g = w_{2n}: g^j low and high halves (n^-1 folded into the low one) for

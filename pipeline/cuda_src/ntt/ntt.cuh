@@ -1,6 +1,7 @@
 // Radix-2 NTT over any mont_t field F, several stages per launch: ntt_pass (the elements in shared memory,
 // register groups of R stages) and ntt_pass_pairs (a butterfly pair a thread, traded between stages), on the
-// same pass plan and twiddle tables; launch.NTT_PASS_KERNEL names the default.
+// same pass plan and twiddle tables; launch.NTT_PASS_KERNEL names the default. ntt_pass's REV form ends a
+// DIF transform in natural order (the bit reversal in its stores: NttRunner.ntt).
 //
 // Index i of an n = 2^L transform is split, for one pass over bits [lo, lo + k), as
 //   i = hi << (lo + k) | v << lo | lw,   v in [0, 2^k) the bits this pass transforms.
@@ -65,7 +66,9 @@ __device__ __forceinline__ void ntt_butterfly(F& x, F& y, const F& w, bool neg) 
 // bit of the group down, DIT from its bottom up. Each thread loads the 2^G elements that differ
 // only in those bits (its other bits: u, and lt), runs the G x 2^(G-1) butterflies, stores them
 // back: one shared-memory round trip and one barrier per G stages instead of per stage.
-template <class F, bool DIT, int G>
+// ROWS: the 2^tl values of lt are rows of the transform (ntt_pass's REV), not low bits of the index: the
+// twiddles leave them out.
+template <class F, bool DIT, int G, bool ROWS>
 __device__ __forceinline__ void ntt_group(F* s, const F* __restrict__ d_tw, int n_elems, int t0, int tl, int lo,
                                           uint64_t lw_base, int log_tw, int inverse, int levels) {
     const uint32_t tl_mask = (1u << tl) - 1;
@@ -84,7 +87,7 @@ __device__ __forceinline__ void ntt_group(F* s, const F* __restrict__ d_tw, int 
             for (int q = 0; q < (1 << (G - 1)); q++) {
                 const int m0 = ((q >> i) << (i + 1)) | (q & ((1 << i) - 1)), m1 = m0 | (1 << i);
                 const uint32_t v0 = vbase | ((uint32_t)m0 << t0);
-                const uint64_t j = ((uint64_t)(v0 & ((1u << t) - 1)) << lo) | (lw_base | lt);
+                const uint64_t j = ((uint64_t)(v0 & ((1u << t) - 1)) << lo) | (ROWS ? 0 : lw_base | lt);
                 bool neg;
                 const F w = ntt_twiddle(d_tw, j, lo + t, log_tw, levels, inverse, neg);
                 ntt_butterfly<F, DIT>(x[m0], x[m1], w, neg);
@@ -95,43 +98,56 @@ __device__ __forceinline__ void ntt_group(F* s, const F* __restrict__ d_tw, int 
     }
 }
 
+__device__ __forceinline__ uint64_t bit_reverse(uint64_t i, int log_n) {
+    return log_n == 0 ? 0 : (__brevll(i) >> (64 - log_n));
+}
+
 // One pass: k stages on bits [lo, lo + k), in groups of up to R stages held in registers (R = 1:
 // one stage per barrier, the first version's structure; kept as a variant for the same-call
 // comparison, bench/kernels_vs_sppark.py). Any block size works (the groups are grid-stride).
-template <class F, bool DIT, int R>
-__global__ void ntt_pass(F* __restrict__ d_data, const F* __restrict__ d_tw, int lo, int k, int tl, int log_tw,
-                         int inverse, int levels) {
+// Reads src, writes dst (the same array, or another: a block reads all its elements before it writes).
+// REV (the last pass of a DIF transform, lo = 0): the pass that leaves the transform in natural order. Its
+// block holds 2^tl rows, i = (r << (log_n - k - tl) | blockIdx.x) << k | v for r < 2^tl: rows whose reversed
+// indices are consecutive, so that it stores element i at bit_reverse(i) (times `scale` if `scaled`) in runs
+// of 2^tl, and reads runs of 2^k. src and dst must differ unless the block holds the whole transform.
+template <class F, bool DIT, int R, bool REV>
+__global__ void ntt_pass(const F* src, F* dst, const F* __restrict__ d_tw, int lo, int k, int tl, int log_tw,
+                         int inverse, int levels, int log_n, F scale, int scaled) {
+    static_assert(!REV || !DIT, "the bit reversal rides on the last pass of a DIF transform");
     extern __shared__ __align__(16) unsigned char smem_raw[];
     F* s = reinterpret_cast<F*>(smem_raw);
     const int n_elems = 1 << (k + tl);
-    const uint32_t lw_blocks_log = lo - tl;
+    const uint32_t lw_blocks_log = REV ? 0 : lo - tl;  // REV: lo = 0, tl row bits
     const uint64_t hi = (uint64_t)blockIdx.x >> lw_blocks_log;
-    const uint64_t lw_base = ((uint64_t)blockIdx.x & ((1ull << lw_blocks_log) - 1)) << tl;
+    const uint64_t lw_base = REV ? 0 : ((uint64_t)blockIdx.x & ((1ull << lw_blocks_log) - 1)) << tl;
     const uint32_t tl_mask = (1u << tl) - 1;
     auto global_index = [&](uint32_t e) -> uint64_t {
         const uint64_t v = e >> tl, lt = e & tl_mask;
+        if (REV) return ((lt << (log_n - k - tl)) | blockIdx.x) << k | v;
         return (hi << (lo + k)) | (v << lo) | (lw_base | lt);
     };
-    for (int e = threadIdx.x; e < n_elems; e += blockDim.x) s[e] = d_data[global_index(e)];
+    for (int e = threadIdx.x; e < n_elems; e += blockDim.x) s[e] = src[global_index(e)];
     __syncthreads();
     for (int done = 0; done < k;) {
         const int g = k - done < R ? k - done : R;
         const int t0 = DIT ? done : k - done - g;  // DIF: the top group first
         if (g >= 3 && R >= 3)
-            ntt_group<F, DIT, (R >= 3 ? 3 : 1)>(s, d_tw, n_elems, t0, tl, lo, lw_base, log_tw, inverse, levels);
+            ntt_group<F, DIT, (R >= 3 ? 3 : 1), REV>(s, d_tw, n_elems, t0, tl, lo, lw_base, log_tw, inverse, levels);
         else if (g == 2 && R >= 2)
-            ntt_group<F, DIT, (R >= 2 ? 2 : 1)>(s, d_tw, n_elems, t0, tl, lo, lw_base, log_tw, inverse, levels);
+            ntt_group<F, DIT, (R >= 2 ? 2 : 1), REV>(s, d_tw, n_elems, t0, tl, lo, lw_base, log_tw, inverse, levels);
         else
-            ntt_group<F, DIT, 1>(s, d_tw, n_elems, t0, tl, lo, lw_base, log_tw, inverse, levels);
+            ntt_group<F, DIT, 1, REV>(s, d_tw, n_elems, t0, tl, lo, lw_base, log_tw, inverse, levels);
         done += g;
         __syncthreads();
     }
-    for (int e = threadIdx.x; e < n_elems; e += blockDim.x) d_data[global_index(e)] = s[e];
+    for (int e = threadIdx.x; e < n_elems; e += blockDim.x) {
+        if (REV)
+            dst[bit_reverse(global_index(e), log_n)] = scaled ? s[e] * scale : s[e];
+        else
+            dst[global_index(e)] = s[e];
+    }
 }
 
-__device__ __forceinline__ uint64_t bit_reverse(uint64_t i, int log_n) {
-    return log_n == 0 ? 0 : (__brevll(i) >> (64 - log_n));
-}
 
 // The same pass with each thread's butterfly pair in registers for all k stages (NTT v3): between
 // two stages a thread trades one element with a partner, by warp shuffle where the partner is in its

@@ -11,7 +11,7 @@ import pytest
 from pipeline.backends.cuda.launch import NTT_BR_TILE_LOG, NTT_RADIX_BUILT
 from pipeline.backends.cpu.ntt import ntt as reference_ntt
 from pipeline.backends.cpu.ntt import to_odd_coset
-from pipeline.backends.cuda.ntt import coset_twiddle_index, pass_plan, twiddle_count, twiddle_index
+from pipeline.backends.cuda.ntt import coset_twiddle_index, natural_plan, pass_plan, twiddle_count, twiddle_index
 from pipeline.curves import BN254
 
 
@@ -19,15 +19,20 @@ def rev(i: int, bits: int) -> int:
     return int(format(i, f"0{bits}b")[::-1], 2) if bits else 0
 
 
-def model_pass(data, table, p, lo, k, tl, log_tw, inverse, compact, dit, radix):
-    """ntt_pass<F, DIT, R> over every block of one launch, as the kernel indexes it."""
+def model_pass(data, table, p, lo, k, tl, log_tw, inverse, compact, dit, radix, out=None):
+    """ntt_pass<F, DIT, R, REV> over every block of one launch, as the kernel indexes it: data -> data, or with
+    ``out`` the REV form (a DIF transform's last pass, tl rows a block) storing into out at reversed indices."""
     n = len(data)
+    log_n = n.bit_length() - 1
     n_elems = 1 << (k + tl)
-    lw_blocks_log = lo - tl
+    rows = out is not None
+    lw_blocks_log = 0 if rows else lo - tl
     for block in range(n // n_elems):
-        hi, lw_base = block >> lw_blocks_log, (block & ((1 << lw_blocks_log) - 1)) << tl
+        hi, lw_base = block >> lw_blocks_log, 0 if rows else (block & ((1 << lw_blocks_log) - 1)) << tl
 
         def gidx(e):
+            if rows:
+                return (((e & ((1 << tl) - 1)) << (log_n - k - tl)) | block) << k | (e >> tl)
             return (hi << (lo + k)) | ((e >> tl) << lo) | (lw_base | (e & ((1 << tl) - 1)))
         s = [data[gidx(e)] for e in range(n_elems)]
         done = 0
@@ -46,7 +51,7 @@ def model_pass(data, table, p, lo, k, tl, log_tw, inverse, compact, dit, radix):
                         m0 = ((q >> i) << (i + 1)) | (q & ((1 << i) - 1))
                         m1 = m0 | (1 << i)
                         v0 = vbase | (m0 << t0)
-                        j = ((v0 & ((1 << t) - 1)) << lo) | (lw_base | lt)
+                        j = ((v0 & ((1 << t) - 1)) << lo) | (0 if rows else lw_base | lt)
                         index, neg = twiddle_index(j, lo + t, log_tw, inverse, compact)
                         w = (p - table[index]) % p if neg else table[index]  # the folded sign, undone
                         a, c = x[m0], x[m1]
@@ -58,7 +63,10 @@ def model_pass(data, table, p, lo, k, tl, log_tw, inverse, compact, dit, radix):
                     s[e] = v
             done += g
         for e in range(n_elems):
-            data[gidx(e)] = s[e]
+            if rows:
+                out[rev(gidx(e), log_n)] = s[e]
+            else:
+                data[gidx(e)] = s[e]
 
 
 def model_pass_pairs(data, table, p, lo, k, tl, log_tw, inverse, compact, dit, coset=None):
@@ -217,6 +225,39 @@ def test_other_pass_plans_compute_the_transform(stages, elements_log, log_n):
         for lo, k, tl in plans[1]:
             model_pass(dit, table, p, lo, k, tl, log_n, inverse, False, True, 1)
         assert dit == expect, ("DIT", inverse)
+
+
+@pytest.mark.parametrize("stages, elements_log", [(8, 10), (3, 3), (4, 6), (3, 5), (10, 10)])
+@pytest.mark.parametrize("log_n", [1, 2, 3, 5, 7, 9, 11])
+@pytest.mark.parametrize("radix", NTT_RADIX_BUILT)
+@pytest.mark.parametrize("compact", [False, True], ids=["levels", "compact"])
+def test_the_natural_order_plan_stores_the_transform_in_natural_order(stages, elements_log, log_n, radix, compact):
+    """NttRunner.ntt's fused path: DIF passes (the first from the data into a scratch array, the middle ones in
+    place there) and the REV pass from the scratch array back into the data, whose blocks hold 2^tl rows:
+    the natural-order transform, both directions (the inverse's n^-1 left out), with no bit-reversal pass."""
+    fr, p = BN254.fr, BN254.fr.modulus
+    log_tw = log_n + 1
+    table = twiddle_table(fr, log_tw, compact)
+    rng = random.Random(log_n * 31 + stages + radix)
+    values = [rng.randrange(p) for _ in range(1 << log_n)]
+    plan = natural_plan(log_n, min(stages, log_n), elements_log)
+    lo, k, tl = plan[-1]
+    assert lo == 0 and tl == min(elements_log - k, log_n - k)
+    for inverse in (False, True):
+        expect = reference_ntt(fr, values, inverse)
+        if inverse:
+            expect = [v * (1 << log_n) % p for v in expect]
+        data, scratch = list(values), [None] * (1 << log_n)
+        for i, (lo, k, tl) in enumerate(plan):
+            src = data if i == 0 else scratch
+            last = i == len(plan) - 1
+            if last:
+                model_pass(src, table, p, lo, k, tl, log_tw, inverse, compact, False, radix, out=data)
+            else:
+                if i == 0:
+                    scratch[:] = data  # the first pass's src -> dst, modelled as a copy and a pass in place
+                model_pass(scratch, table, p, lo, k, tl, log_tw, inverse, compact, False, radix)
+        assert data == expect, inverse
 
 
 def test_a_pass_plan_wider_than_a_block_is_refused():
