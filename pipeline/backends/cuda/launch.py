@@ -109,6 +109,11 @@ ELEMENTWISE_BLOCK = 256  # NTT helpers (bit reversal, coset scale, quotient, con
 STAGES_PER_PASS = 8
 STAGES_PER_PASS_COMPARED = (9, 10)
 PASS_ELEMENTS_LOG = 10
+# ntt_pass's launch bounds: blocks of up to 2^PASS_ELEMENTS_LOG >> R threads, NTT_PASS_MIN_BLOCKS of them an SM, so
+# that ptxas keeps a pass within 65536 / (3 x 256) registers at R = 2 (session 28: its REV form's build took BN254's
+# plain R = 2 pass from under 80 to 82 registers, 2 blocks an SM instead of 3, and its passes 11% slower)
+NTT_PASS_MIN_BLOCKS = 3
+IN_HEADER.update(PASS_ELEMENTS_LOG=PASS_ELEMENTS_LOG, NTT_PASS_MIN_BLOCKS=NTT_PASS_MIN_BLOCKS)
 # Stages per group held in registers inside a pass (ntt_pass<F, DIT, R>): R = 1 is the first
 # version (one stage per barrier, 2 elements a thread); 3 loads 8 elements a thread and runs 3
 # stages per shared-memory round trip. The variants built, for the same-call comparison
