@@ -120,7 +120,9 @@ IN_HEADER.update(PASS_ELEMENTS_LOG=PASS_ELEMENTS_LOG, NTT_PASS_MIN_BLOCKS=NTT_PA
 # (bench/kernels_vs_sppark.py); the default is NTT_RADIX_LOG. Measured (session 11,
 # results/kernels_vs_sppark_ntt_v2.md): R = 1 fastest, R = 2 +1-2%, R = 3 +4% at 2^24-2^27 on both
 # curves; a block of 2^10 elements then has 128 threads, and 32 KiB of shared memory a block caps
-# an SM at 7 blocks (896 threads, where R = 1 runs 2048): latency hiding lost beats barriers saved.
+# an SM at 7 blocks (896 threads, where R = 1 runs 2048): latency hiding lost beats barriers saved. Session 28
+# (results/kernels_vs_sppark_s28_m0.md, BLS12-381's Fr reduction mended): R = 2 fastest on both curves, 0.92-0.97 of
+# the pairs kernel's passes; the natural-order transform runs it (NTT_NATURAL_RADIX), this default stays the variant's.
 NTT_RADIX_BUILT = (1, 2, 3)
 NTT_RADIX_LOG = 1
 # How a pass's threads hold its elements between stages (ntt/ntt.cuh): "pairs" (ntt_pass_pairs, NTT v3):

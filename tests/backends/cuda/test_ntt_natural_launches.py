@@ -1,0 +1,85 @@
+"""NttRunner.ntt's natural-order path without a GPU: its launches and buffers recorded. The first pass reads
+the data and writes a scratch array, the middle ones run in place there, the last (ntt_pass's REV form) reads
+the scratch array and writes the data, scaled by n^-1 only for the inverse; a one-pass transform runs in
+place with no scratch array; the scratch array goes back after the last pass. The index arithmetic is
+modelled in test_ntt_pass_model.py and the kernels are checked bit-exact in tests/gpu/test_ntt.py."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from pipeline.backends.cuda.ntt import NttRunner, natural_plan
+from pipeline.curves import BN254
+
+DATA = 0x900000
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[tuple] = []
+        self._next = 0x10000
+
+    def launch(self, expr, grid, block, args, stream, shared_bytes=0):
+        self.events.append(("launch", expr, grid, block, args, shared_bytes))
+
+    def alloc(self, nbytes, what, stream=None):
+        self._next += 0x10000
+        rec, ptr = self, self._next
+
+        class Buf:
+            def __init__(self) -> None:
+                self.ptr, self.nbytes, self.what = ptr, nbytes, what
+
+            def free(self) -> None:
+                rec.events.append(("free", self.what, self.ptr))
+        rec.events.append(("alloc", what, ptr, nbytes))
+        return Buf()
+
+
+def runner(log_max: int) -> tuple[Recorder, NttRunner]:
+    rec = Recorder()
+    ntt = NttRunner(SimpleNamespace(curve=BN254, launch=rec.launch), rec, SimpleNamespace(handle=0))
+    ntt.d_tw, ntt.log_max = SimpleNamespace(ptr=0x777), log_max  # a table already there: no launches for it
+    return rec, ntt
+
+
+@pytest.mark.parametrize("log_n", [3, 8, 9, 16, 20, 27])
+@pytest.mark.parametrize("inverse", [False, True])
+def test_the_passes_run_data_to_scratch_to_data_and_only_the_last_reverses(log_n, inverse):
+    rec, ntt = runner(log_n)
+    ntt.ntt(DATA, log_n, inverse=inverse)
+    plan = natural_plan(log_n)
+    launches = [e for e in rec.events if e[0] == "launch"]
+    assert len(launches) == len(plan)
+    allocs = [e for e in rec.events if e[0] == "alloc"]
+    elem = ntt.elem_bytes
+    if len(plan) == 1:
+        assert allocs == []
+    else:
+        assert [(a[1], a[3]) for a in allocs] == [("ntt natural order", (1 << log_n) * elem)]
+        assert rec.events[-1] == ("free", "ntt natural order", allocs[0][2])  # after the last launch
+    scratch = allocs[0][2] if allocs else None
+    one_over_n = ntt.fr.limbs_from_ints([ntt.fr.to_mont(pow(1 << log_n, -1, ntt.fr.modulus))])[0]
+    for i, ((_, expr, grid, block, args, shared), (lo, k, tl)) in enumerate(zip(launches, plan)):
+        last = i == len(plan) - 1
+        src, dst = args[0], args[1]
+        assert src == (DATA if i == 0 else scratch) and dst == (DATA if last else scratch)
+        assert expr == f"ntt_pass<fr_t, false, {ntt.natural_radix}, {'true' if last else 'false'}>"
+        assert args[3:6] == (lo, k, tl) and args[7] == int(inverse) and args[9] == log_n
+        assert args[11] == int(last and inverse)
+        if last and inverse:
+            assert list(args[10]) == list(one_over_n)
+        assert grid * (1 << (k + tl)) == 1 << log_n and shared == (1 << (k + tl)) * elem
+        assert block == max((1 << (k + tl)) >> ntt.natural_radix, 1)
+
+
+def test_the_separate_reversal_and_a_bad_radix():
+    rec, ntt = runner(10)
+    ntt.fused_reversal = False
+    ntt.ntt(DATA, 10)
+    exprs = [e[1] for e in rec.events if e[0] == "launch"]
+    assert exprs[-1] == "ntt_bit_reverse_tiles<fr_t>" and all(x.startswith("ntt_pass_pairs") for x in exprs[:-1])
+    ntt.fused_reversal, ntt.natural_radix = True, 4
+    with pytest.raises(ValueError, match="natural_radix"):
+        ntt.ntt(DATA, 10)
