@@ -106,6 +106,8 @@ class NttRunner:
         self.tiled_bit_reverse = True  # False: the element-wise kernel at every size (benches compare)
         self.fused_reversal = True  # ntt(): the bit reversal in the last pass (False: a pass of its own)
         self.natural_radix = NTT_NATURAL_RADIX  # ntt()'s register groups (launch.py); benches and tests vary it
+        self._fr_args: dict[int, np.ndarray] = {}  # _fr_arg: the scales' limbs (0, 1, n^-1 per size)
+        self._n_inverses: dict[int, int] = {}  # _n_inverse_mont, per log2 n
 
     @property
     def elem_bytes(self) -> int:
@@ -194,12 +196,20 @@ class NttRunner:
         """One launch of ntt_pass<fr_t, DIT, radix_log, REV> (ntt/ntt.cuh): src -> dst; ``reversed_out``: the
         DIF transform's last pass, storing in natural order (times ``scale_mont`` where given)."""
         elems = 1 << (k + tl)
-        scale = self.fr.limbs_from_ints([scale_mont or 0])[0]
+        scale = self._fr_arg(scale_mont or 0)
         expr = f"ntt_pass<fr_t, {'true' if dit else 'false'}, {radix_log}, {'true' if reversed_out else 'false'}>"
         args = (src, dst, self.d_tw.ptr, lo, k, tl, self.log_max, int(inverse), int(not self.compact), log_n, scale,
                 int(scale_mont is not None))
         self.kernels.launch(expr, (1 << log_n) // elems, max(elems >> radix_log, 1), args, self.stream,
                             elems * self.elem_bytes)
+
+    def _fr_arg(self, value: int):
+        """An Fr kernel argument's limbs, kept per value: a transform of 2^20 takes ~0.3 ms on the device,
+        and converting its scale for each of its launches took ~10 us of the host's time ahead of them."""
+        limbs = self._fr_args.get(value)
+        if limbs is None:
+            limbs = self._fr_args[value] = self.fr.limbs_from_ints([value])[0]
+        return limbs
 
     def fusible(self, log_n: int) -> bool:
         """Whether the coset scaling and the quotient step ride in the transform's passes (the "pairs"
@@ -207,7 +217,7 @@ class NttRunner:
         return self.pass_kernel == "pairs" and log_n >= 1
 
     def bit_reverse(self, d_data: int, log_n: int, scale_mont: int) -> None:
-        scale = self.fr.limbs_from_ints([scale_mont])[0]
+        scale = self._fr_arg(scale_mont)
         if self.tiled_bit_reverse and log_n >= 2 * NTT_BR_TILE_LOG:
             self._launch("ntt_bit_reverse_tiles<fr_t>", 0, (d_data, log_n, scale), block=BIT_REVERSE_BLOCK,
                          grid=1 << (log_n - 2 * NTT_BR_TILE_LOG))
@@ -220,7 +230,7 @@ class NttRunner:
         storing each element at its bit-reversed index, through a scratch array of n elements (stream-ordered)
         where the plan has two passes or more. Else the radix passes of ``pass_kernel`` and a bit-reversal pass."""
         fr = self.fr
-        scale = fr.to_mont(pow(1 << log_n, -1, fr.modulus)) if inverse else None
+        scale = self._n_inverse_mont(log_n) if inverse else None
         if not self.fused_reversal or log_n == 0:
             self.radix_passes(d_data, log_n, dit=False, inverse=inverse)
             self.bit_reverse(d_data, log_n, fr.to_mont(1) if scale is None else scale)
@@ -241,6 +251,14 @@ class NttRunner:
         finally:
             if scratch is not None:
                 scratch.free()  # stream-ordered: after the last pass
+
+    def _n_inverse_mont(self, log_n: int) -> int:
+        """n^-1 in Montgomery form, kept per size (a modular inverse each call is host time at 2^20)."""
+        value = self._n_inverses.get(log_n)
+        if value is None:
+            fr = self.fr
+            value = self._n_inverses[log_n] = fr.to_mont(pow(1 << log_n, -1, fr.modulus))
+        return value
 
     def _coset(self, log_n: int):
         """The odd coset's tables, g = w_{2n}: g^j low and high halves (n^-1 folded into the low one) for
