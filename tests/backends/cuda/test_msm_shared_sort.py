@@ -12,39 +12,7 @@ from pipeline.backends.cuda.backend import CudaBackend
 from pipeline.backends.cuda.msm import MsmRunner
 from pipeline.backends.cuda.options import CudaOptions
 from pipeline.curves import BLS12_381
-
-
-class Recorder:
-    def __init__(self) -> None:
-        self.events: list[tuple] = []
-        self._next = 0x10000
-
-    def launch(self, expr, grid, block, args, stream, shared_bytes=0):
-        self.events.append(("launch", expr, args))
-
-    def alloc(self, nbytes, what, stream=None):
-        self._next += 0x10000
-        rec, ptr = self, self._next
-
-        class Buf:
-            def __init__(self) -> None:
-                self.ptr, self.nbytes, self.what = ptr, nbytes, what
-
-            def __enter__(self):
-                return self
-
-            def __exit__(self, *exc) -> None:
-                self.free()
-
-            def offset(self, n: int) -> int:
-                return self.ptr + n
-
-            def memset32(self, value, stream) -> None:
-                rec.events.append(("memset", self.what))
-
-            def free(self) -> None:
-                rec.events.append(("free", self.what, self.ptr))
-        return Buf()
+from tests.backends.cuda.launch_recorder import Recorder
 
 
 @pytest.fixture
@@ -68,7 +36,7 @@ def test_msms_given_one_sort_launch_no_sort_of_their_own_and_read_its_entries(ru
         msm.enqueue(g2, 0xB0, 0xA0, n, 0xC0, digits=digits)
     assert len(launches(rec, "msm_count_digits")) == 1 and len(launches(rec, "msm_scatter_digits")) == 1
     level0 = launches(rec, "msm_accumulate_flat") + launches(rec, "msm_accumulate<fq2_pair_lazy_t, true")
-    assert len(level0) == 3 and {args[2] for _, _, args in level0} == {digits.d_entries.ptr}
+    assert len(level0) == 3 and {args[2] for _, _, args, *_ in level0} == {digits.d_entries.ptr}
     freed = {e[2] for e in rec.events if e[0] == "free"}
     assert digits.d_entries.ptr not in freed and digits.d_offsets.ptr not in freed  # the owner frees it
     digits.free()
@@ -205,8 +173,8 @@ def test_skip_below_reaches_level_zero_only(runner):
     msm.enqueue(False, 0xB0, 0xA0, 1000, 0xC0, digits=digits, skip_below=9)
     level0 = launches(rec, "msm_accumulate_flat")
     levels = launches(rec, "msm_accumulate<fq_lazy_t, false")
-    assert [args[-1] for _, _, args in level0] == [9]  # the affine level reads the points
-    assert levels and all(args[-1] == 0 for _, _, args in levels)  # partials: no points to skip
+    assert [args[-1] for _, _, args, *_ in level0] == [9]  # the affine level reads the points
+    assert levels and all(args[-1] == 0 for _, _, args, *_ in levels)  # partials: no points to skip
 
 
 @pytest.mark.parametrize("split", [False, True], ids=["whole witness", "split tails"])
@@ -248,4 +216,4 @@ def test_a_table_sort_is_refused_by_a_plain_msm_and_by_a_table_of_another_stride
     same = SimpleNamespace(g2=False, plan=plan, n=1000, d_table=SimpleNamespace(ptr=0xD0))
     msm.enqueue_fixed(same, 0xA0, 1000, 0xC0, digits=digits)
     level0 = launches(rec, "msm_accumulate_flat")
-    assert [args[1:3] for _, _, args in level0] == [(0xD0, digits.d_entries.ptr)]  # the table's rows, the sort's entries
+    assert [args[1:3] for _, _, args, *_ in level0] == [(0xD0, digits.d_entries.ptr)]  # the table's rows, the sort's entries

@@ -11,30 +11,9 @@ import pytest
 
 from pipeline.backends.cuda.ntt import NttRunner, natural_plan
 from pipeline.curves import BN254
+from tests.backends.cuda.launch_recorder import Recorder
 
 DATA = 0x900000
-
-
-class Recorder:
-    def __init__(self) -> None:
-        self.events: list[tuple] = []
-        self._next = 0x10000
-
-    def launch(self, expr, grid, block, args, stream, shared_bytes=0):
-        self.events.append(("launch", expr, grid, block, args, shared_bytes))
-
-    def alloc(self, nbytes, what, stream=None):
-        self._next += 0x10000
-        rec, ptr = self, self._next
-
-        class Buf:
-            def __init__(self) -> None:
-                self.ptr, self.nbytes, self.what = ptr, nbytes, what
-
-            def free(self) -> None:
-                rec.events.append(("free", self.what, self.ptr))
-        rec.events.append(("alloc", what, ptr, nbytes))
-        return Buf()
 
 
 def runner(log_max: int) -> tuple[Recorder, NttRunner]:
@@ -61,7 +40,7 @@ def test_the_passes_run_data_to_scratch_to_data_and_only_the_last_reverses(log_n
         assert rec.events[-1] == ("free", "ntt natural order", allocs[0][2])  # after the last launch
     scratch = allocs[0][2] if allocs else None
     one_over_n = ntt.fr.limbs_from_ints([ntt.fr.to_mont(pow(1 << log_n, -1, ntt.fr.modulus))])[0]
-    for i, ((_, expr, grid, block, args, shared), (lo, k, tl)) in enumerate(zip(launches, plan)):
+    for i, ((_, expr, args, grid, block, shared), (lo, k, tl)) in enumerate(zip(launches, plan)):
         last = i == len(plan) - 1
         src, dst = args[0], args[1]
         assert src == (DATA if i == 0 else scratch) and dst == (DATA if last else scratch)
