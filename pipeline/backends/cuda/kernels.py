@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 from concurrent.futures import ThreadPoolExecutor
 
-import numpy as np
 
 from ... import progress
 from ...curves import Curve
@@ -18,11 +17,11 @@ from ._bindings import driver
 from .constants import HEADER_NAME, curve_header
 from .errors import CudaError, check
 from .kernel_binaries import PREBUILT_DIR, find_prebuilt
+from .launch_args import I32, PTR, U32, U64, ArgLayout
 from .launch import (G1_LAZY_BUILT, G1_LEVEL0_CHUNKED_BUILT, G1_MIN_BLOCKS_BUILT, G2_FIELDS_BUILT, G2_LAZY_BUILT,
                      G2_LEVEL0_CHUNKED_BUILT, G2_VARIANTS_BUILT, LAZY_FIELDS, NTT_FUSED, NTT_RADIX_BUILT)
 from .nvrtc_build import BuiltUnit, compile_unit, load_cached_unit
 
-PTR, U32, I32, U64 = "ptr", "u32", "i32", "u64"
 
 UNITS: dict[str, tuple[str, ...]] = {
     "arith": (
@@ -115,8 +114,6 @@ SIGNATURES: dict[str, tuple[str, ...]] = {
     "msm_combine_windows": (PTR, PTR, U32, U32, I32),
     "msm_combine_windows_batch": (PTR, PTR, PTR, PTR, PTR, PTR, PTR, PTR, U32, U32, U32, U32, U32),
 }
-
-_NP_TYPES = {PTR: np.uint64, U32: np.uint32, I32: np.int32, U64: np.uint64}
 
 
 def base_name(expr: str) -> str:
@@ -211,6 +208,7 @@ class CurveKernels:
         self.built: dict[str, BuiltUnit] = {}
         self.compile_s: dict[str, float] = {}
         self._functions = {}
+        self._layouts: dict[str, ArgLayout] = {}  # per kernel name: its parameters' packing
         self._modules = []
         self._unit_of = {expr: unit for unit, exprs in self.units.items() for expr in exprs}
         self._load(self.default_units or tuple(self.units))
@@ -236,19 +234,17 @@ class CurveKernels:
     def launch(self, expr: str, grid: int, block: int, args: tuple, stream, shared_bytes: int = 0) -> None:
         """Launch ``expr`` on ``stream``; the launch status is checked, and with
         ``sync_after_launch`` the stream is synchronised too so a fault names this kernel."""
-        sig = self.signatures[base_name(expr)]
-        if len(args) != len(sig):
-            raise TypeError(f"{expr}: {len(sig)} arguments expected, {len(args)} given")
-        holders = []
-        for kind, value in zip(sig, args):
-            if kind == "fr":
-                holders.append(np.ascontiguousarray(value, dtype=np.uint64))
-            else:
-                holders.append(np.array([int(value)], dtype=_NP_TYPES[kind]))
-        params = np.array([h.ctypes.data for h in holders], dtype=np.uint64)
+        name = base_name(expr)
+        layout = self._layouts.get(name)
+        if layout is None:
+            layout = self._layouts[name] = ArgLayout(self.signatures[name], 8 * self.curve.fr.limbs)
+        try:
+            params = layout.pack(args)
+        except TypeError as exc:
+            raise TypeError(f"{expr}: {exc}") from None
         grid = max(int(grid), 1)
         check(driver.cuLaunchKernel(self._function(expr), grid, 1, 1, int(block), 1, 1, int(shared_bytes),
-                                    stream.handle, params.ctypes.data, 0), "cuLaunchKernel", expr)
+                                    stream.handle, params, 0), "cuLaunchKernel", expr)
         stream.note_launch(expr)
         if self.sync_after_launch:
             try:
