@@ -39,7 +39,9 @@ def placement_label(key_status: dict, device: str = "0") -> str:
     sets = layout.get("fixed_base_sets") or [1] * len(tables)
     mode = key_status["placement"].get(device, "?")
     names = [t if n == 1 else f"{t} ({n} sets)" for t, n in zip(tables, sets)]
-    return mode + (f", tables of {'+'.join(names)}" if names else "")
+    refused = layout.get("fixed_base_refused") or []
+    return (mode + (f", tables of {'+'.join(names)}" if names else "")
+            + (f" (refused for room: {'; '.join(refused)})" if refused else ""))
 
 
 def markdown_table(header: list[str], rows: list[list]) -> str:

@@ -109,6 +109,8 @@ def markdown(args, machine: str, results: list, sppark: dict, pictures: list[Pat
              f"0/1 split as the backend chooses"
              f"{'; the sparse products a thread a row' if getattr(args, 'thread_a_row', False) else ''}"
              f"{'; witnesses prefetched before the GPU lock' if getattr(args, 'witness_prefetch', True) else '; witnesses uploaded under the GPU lock'}"
+             f"; VRAM budget {getattr(args, 'vram_free_share', 0.9):g} of the free memory"
+             f"{'; tables taken in the order ' + ' '.join(args.table_order) if getattr(args, 'table_order', None) else ''}"
              f". {args.jobs} jobs of {args.partitions} partitions submitted at once "
              f"after a warm-up job; every partition proves the same witness.", "",
              "s/proof: wall time of the stream / jobs (one proof = one job). gpu s/proof: the gpu stages' time "

@@ -248,7 +248,8 @@ async def main_async(args) -> None:
     sppark = ({k: "not run (CPU backend)" for k in args.sizes} if args.backend == "cpu" else
               sppark_stage.measure(args.curve, args.sizes, args.anchors, args.sppark_timeout))  # before our CUDA context
     cuda = ({"options": CudaOptions(spmv_long_rows=not args.thread_a_row, witness_prefetch=args.witness_prefetch,
-                                    msm_fixed_base=args.fixed_base)}
+                                    msm_fixed_base=args.fixed_base, vram_free_share=args.vram_free_share,
+                                    msm_fixed_base_order=args.table_order)}
             if args.backend == "cuda" else {})
     backends = {d: create_backend(args.backend, **({"device": d} if d else {}), **cuda) for d in range(args.devices)}
     setups: dict = {}
@@ -293,6 +294,10 @@ def main() -> None:
                    help="CudaOptions.spmv_long_rows off: every row of the sparse products a thread (before session 16)")
     p.add_argument("--no-fixed-base", dest="fixed_base", action="store_false",
                    help="CudaOptions.msm_fixed_base off: no fixed-base tables on the key (before session 23)")
+    p.add_argument("--table-order", nargs="+", default=None, metavar="SECTION",
+                   help="sections in the order they get a fixed-base table (CudaOptions.msm_fixed_base_order), e.g. h b2")
+    p.add_argument("--vram-free-share", type=float, default=CudaOptions.vram_free_share,
+                   help="the device allocator's budget as a share of the free VRAM (CudaOptions.vram_free_share)")
     p.add_argument("--no-witness-prefetch", dest="witness_prefetch", action="store_false",
                    help="CudaOptions.witness_prefetch off: a partition uploads its witness under the GPU lock (before "
                         "session 17)")

@@ -16,7 +16,7 @@ scalars of its signal range once for up to four sections.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -49,6 +49,9 @@ class KeyPlacement:
     # same order (the table holds every S-th window: 1/S of the VRAM of S = 1; left out: 1 each).
     fixed_base: tuple[str, ...] = ()
     fixed_base_sets: tuple[int, ...] = ()
+    # The tables tried and left out for want of room, each with the bytes it needed and the room it had
+    # ("h (1 set): 130.4 of 125.1 GiB"): why a section has fewer sets, or none, than it might (status).
+    tables_refused: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def tables(self) -> dict[str, int]:
@@ -57,7 +60,8 @@ class KeyPlacement:
 
     def without_tables(self, freed_bytes: int) -> "KeyPlacement":
         """This placement once its tables are dropped, which gave ``freed_bytes`` of device memory back."""
-        return replace(self, fixed_base=(), fixed_base_sets=(), device_bytes=self.device_bytes - freed_bytes)
+        return replace(self, fixed_base=(), fixed_base_sets=(), device_bytes=self.device_bytes - freed_bytes,
+                       tables_refused=())
 
     def __post_init__(self) -> None:
         if self.fixed_base and not self.fixed_base_sets:  # one form for one set of tables: 1 set each

@@ -118,6 +118,7 @@ def placement_layout(placement: KeyPlacement) -> dict:
         layout["h_points"] = "per partition" if placement.h_in_prologues else "per pass"
     layout["fixed_base_sections"] = list(placement.fixed_base)
     layout["fixed_base_sets"] = list(placement.tables.values())
+    layout["fixed_base_refused"] = list(placement.tables_refused)
     return layout
 
 

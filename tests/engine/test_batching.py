@@ -38,7 +38,8 @@ async def test_partitions_of_a_streamed_key_share_passes_and_their_proofs_verify
     assert status["keys"]["keys"]["chain"]["layout"] == {"0": {"resident_sections": [], "csr": "resident",
                                                               "h_points": "per pass",
                                                               "streamed_sections": ["a", "b1", "b2", "c", "h"],
-                                                              "fixed_base_sections": [], "fixed_base_sets": []}}
+                                                              "fixed_base_sections": [], "fixed_base_sets": [],
+                                                              "fixed_base_refused": []}}
 
 
 def batching_engine(backend, capacity: int, **overrides) -> Engine:

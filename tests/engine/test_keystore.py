@@ -128,7 +128,8 @@ async def test_a_device_copy_made_outside_the_store_is_adopted_without_a_load(fa
         assert status["keys"]["keys"]["mem"]["placement"] == {"0": "resident"}
         assert status["keys"]["keys"]["mem"]["layout"]["0"] == {"resident_sections": ["a", "b1", "b2", "c", "h"],
                                                                 "streamed_sections": [], "csr": "resident",
-                                                                "fixed_base_sections": [], "fixed_base_sets": []}
+                                                                "fixed_base_sections": [], "fixed_base_sets": [],
+                                                                "fixed_base_refused": []}
     assert backend.loaded == 0 and allocator.used == 0
 
 

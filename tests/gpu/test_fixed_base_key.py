@@ -12,7 +12,7 @@ import pytest
 from pipeline.backends.cpu.backend import CpuBackend
 from pipeline.backends.placement import KeyPlacement
 from pipeline.backends.protocol import WitnessShape
-from pipeline.backends.cuda.fixed_base import FIXED_BASE_ORDER, table_extra_bytes
+from pipeline.backends.cuda.fixed_base import FIXED_BASE_ORDER, TABLE_SETS, table_extra_bytes
 from tests.gpu.test_backend import _fixture
 from tests.gpu.test_split import _mixed_witness, _run, _same
 
@@ -103,11 +103,15 @@ def test_place_key_takes_tables_only_where_its_room_has_them(cuda_backend, gpu_c
         everything = cuda_backend.place_key(zkey, None, 1 << 40)
         assert everything.fixed_base == FIXED_BASE_ORDER and everything.mode == "resident"
         assert everything.device_bytes == full + sum(table_extra_bytes(msm, zkey, s) for s in FIXED_BASE_ORDER)
-        assert everything.tables == dict.fromkeys(FIXED_BASE_ORDER, 1)
+        assert everything.tables == dict.fromkeys(FIXED_BASE_ORDER, 1) and everything.tables_refused == ()
         tighter = cuda_backend.place_key(zkey, 1 << 40, everything.device_bytes - 1)
         assert tighter.fixed_base and tighter.tables != everything.tables  # fewer tables, or one of two sets
         assert tighter.device_bytes < everything.device_bytes
-        assert cuda_backend.place_key(zkey, 1 << 40, 0).fixed_base == ()
+        assert tighter.tables_refused and all(" of " in r and r.endswith("GiB") for r in tighter.tables_refused)
+        none = cuda_backend.place_key(zkey, 1 << 40, 0)
+        assert none.fixed_base == ()  # every section tried with every count of sets, each named with its need
+        assert [r.split(":")[0] for r in none.tables_refused] == [
+            f"{s} ({n} set{'s' if n > 1 else ''})" for s in FIXED_BASE_ORDER for n in TABLE_SETS]
         cuda_backend.fixed_base = False
         assert cuda_backend.place_key(zkey, 1 << 40, 1 << 40) == KeyPlacement(device_bytes=full)
     finally:

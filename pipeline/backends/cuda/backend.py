@@ -39,7 +39,8 @@ from .streams import Event, Stream
 from .spmv_long import long_rows_bytes_bound
 from .split import DeviceSplit, enqueue_split, split_scratch_bytes, split_worth_it
 from .device_key import CudaKey, CurveRuntime, load_device_key, unload_device_key
-from .fixed_base import build_tables, choose_fixed_bases, plain_points, table_build_bytes, tables_extra_bytes
+from .fixed_base import (FIXED_BASE_ORDER, build_tables, choose_fixed_bases, plain_points, table_build_bytes,
+                         tables_extra_bytes)
 from .staged_upload import staged_upload
 from .witness_prefetch import WitnessPrefetches
 from .streamed import CudaStreamedPass, pass_scratch_bytes, place_streamed, prologue_scratch_bytes, witness_bytes
@@ -124,7 +125,8 @@ class CudaBackend(Backend):
                  options: CudaOptions = CudaOptions()) -> None:
         self.options = options
         self.device = CudaDevice(device_ordinal)
-        budget = vram_budget_bytes if vram_budget_bytes is not None else int(self.device.free_bytes() * 0.9)
+        budget = (vram_budget_bytes if vram_budget_bytes is not None
+                  else int(self.device.free_bytes() * options.vram_free_share))
         self.stream = Stream(self.device)
         self.allocator = DeviceAllocator(self.device, budget, self.stream if options.stream_ordered_memory else None)
         self.kernel_cache_dir = Path(options.kernel_cache_dir).expanduser() if options.kernel_cache_dir else None
@@ -206,16 +208,26 @@ class CudaBackend(Backend):
                               self.options.stream_chunk_max_bytes or None, h_per_partition=self.stream_h == "prologue")
 
     def _with_fixed_bases(self, zkey: Groth16Zkey, msm: MsmRunner, full: int, room: int) -> KeyPlacement:
-        """All resident, with the tables (fixed_base.FIXED_BASE_ORDER) for which the key, its tables, a
+        """All resident, with the tables (``CudaOptions.msm_fixed_base_order``) for which the key, its tables, a
         partition's scratch (or a table's build) and a prefetched witness fit ``room``."""
         def need(fixed: dict[str, int]) -> int:
             scratch = max([self._resident_scratch_bytes(zkey, msm, fixed)]
                           + [table_build_bytes(msm, zkey, s) for s in fixed])
             return full + tables_extra_bytes(msm, zkey, fixed) + scratch + witness_bytes(zkey)
 
-        fixed = choose_fixed_bases(msm, zkey, lambda tables: need(tables) <= room)
+        refused = []
+
+        def fits(tables: dict[str, int]) -> bool:
+            needed = need(tables)
+            if needed > room:  # the candidate is the last section of ``tables``
+                section, sets = list(tables.items())[-1]
+                refused.append(f"{section} ({sets} set{'s' if sets > 1 else ''}): {needed / 2**30:.1f} of "
+                               f"{room / 2**30:.1f} GiB")
+            return needed <= room
+
+        fixed = choose_fixed_bases(msm, zkey, fits, self.options.msm_fixed_base_order or FIXED_BASE_ORDER)
         return KeyPlacement(device_bytes=full + tables_extra_bytes(msm, zkey, fixed), fixed_base=tuple(fixed),
-                            fixed_base_sets=tuple(fixed.values()))
+                            fixed_base_sets=tuple(fixed.values()), tables_refused=tuple(refused))
 
     def add_fixed_bases(self, key: CudaKey, placement: KeyPlacement) -> None:
         """The tables ``placement`` chose (``place_key``) built from the key's resident points (which they

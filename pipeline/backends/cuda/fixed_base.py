@@ -14,8 +14,10 @@ from ._bindings import driver
 from .errors import check
 from .msm import FixedBaseTable, MsmRunner
 
-# Sections in the order they get a table while the room lasts: most milliseconds saved a byte first. At
-# 2^24 BLS12-381 a G2 table saved 61 ms of 392 for 39 GB more, a G1 one 18 of 146 for 19 GB (session 22).
+# Sections in the order they get a table while the room lasts (CudaOptions.msm_fixed_base_order: None): most
+# milliseconds saved a byte first, for a random witness. At 2^24 BLS12-381 a G2 table saved 61 ms of 392 for 39 GB
+# more, a G1 one 18 of 146 for 19 GB (session 22). A bit-heavy witness runs B2 mostly as a sum of ones, which a
+# table does not speed up: there H first (the seed's order, bench/NOTES.md session 29).
 FIXED_BASE_ORDER = ("b2", "h", "a", "b1", "c")
 # Bucket sets a section's table may have, tried in this order while the room lasts: one set (every window's
 # entries in it) is the fastest, two halve the table (a 2^26 BLS12-381 key's H table, 13 windows of 6.4 GB,
@@ -56,12 +58,12 @@ def table_fits_indices(msm: MsmRunner, rows: int, sets: int) -> bool:
     return msm.plan_fixed(rows, table_sets=sets).table_windows * rows < 1 << 31
 
 
-def choose_fixed_bases(msm: MsmRunner, zkey, fits) -> dict[str, int]:
-    """Tables (section -> bucket sets) for the sections of FIXED_BASE_ORDER, taken in that order while
+def choose_fixed_bases(msm: MsmRunner, zkey, fits, order: tuple[str, ...] = FIXED_BASE_ORDER) -> dict[str, int]:
+    """Tables (section -> bucket sets) for the sections of ``order``, taken in that order while
     ``fits(tables)`` says the key with those tables still fits (a later, smaller one may fit where an
     earlier did not), each with the fewest bucket sets of TABLE_SETS that fit."""
     chosen: dict[str, int] = {}
-    for section in FIXED_BASE_ORDER:
+    for section in order:
         lead, n = table_rows(zkey, section)
         for sets in TABLE_SETS if n else ():
             if table_fits_indices(msm, lead + n, sets) and fits({**chosen, section: sets}):

@@ -59,6 +59,12 @@ def test_sections_are_taken_in_order_while_they_fit_with_the_fewest_sets_that_do
     assert chosen(7) == {"h": 2}
     assert chosen(6) == {}
     assert choose_fixed_bases(msm, zkey, lambda tables: True) == dict.fromkeys(FIXED_BASE_ORDER, 1)
+    # another order (CudaOptions.msm_fixed_base_order): H first takes its one set where B2's two would have
+    # left H none; sections left out get no table
+    assert choose_fixed_bases(msm, zkey, lambda t: sum(cost[s, n] for s, n in t.items()) <= 15, ("h", "b2")) == {
+        "h": 1}
+    assert choose_fixed_bases(msm, zkey, lambda t: sum(cost[s, n] for s, n in t.items()) <= 15) == {"b2": 2}
+    assert choose_fixed_bases(msm, zkey, lambda tables: True, ("c",)) == {"c": 1}
 
 
 def test_a_table_scratch_bound_covers_its_sort_and_its_bucket_sets():
@@ -137,3 +143,28 @@ def test_a_failed_build_gives_the_built_tables_points_back(monkeypatch):
         fixed_base.build_tables(Msm(), zkey, points, {"h": 1, "b2": 2})
     assert sorted(points) == ["b2", "h"] and points["h"].what == "key points h"  # h's points copied back
     assert events == [("free", "points h"), ("free", "table")] and copies == ["cuMemcpyDtoDAsync"]
+
+
+def test_a_placement_names_the_tables_it_left_out_with_their_need_and_the_room():
+    """place_key's tables at seed-like sizes (BLS12-381 2^26, 40 GiB of plain key): each table tried and refused is
+    named with its bucket sets, the bytes it needed and the room; the order option changes which section wins."""
+    from pipeline.backends.cuda.backend import CudaBackend
+    from pipeline.backends.cuda.options import CudaOptions
+
+    msm, zkey = _runner(BLS12_381), _zkey(BLS12_381, 26)
+    backend = CudaBackend.__new__(CudaBackend)  # no device: placing is arithmetic on the key's sizes
+    backend.options = CudaOptions()
+
+    def place(room_gib: int, order=None) -> KeyPlacement:
+        backend.options = CudaOptions(msm_fixed_base_order=order)
+        return backend._with_fixed_bases(zkey, msm, 40 << 30, room_gib << 30)
+
+    tight = place(125)
+    assert tight.tables == {"h": 2}
+    refused = dict(r.split(": ") for r in tight.tables_refused)
+    assert list(refused)[:3] == ["b2 (1 set)", "b2 (2 sets)", "h (1 set)"]
+    assert all(v.endswith(" of 125.0 GiB") and float(v.split()[0]) > 125 for v in refused.values())
+    h_one = float(refused["h (1 set)"].split()[0])
+    assert place(int(h_one) + 1).tables.keys() == {"b2"}  # room for H's one set, but B2's two sets come first
+    assert place(int(h_one) + 1, ("h", "b2", "a", "b1", "c")).tables == {"h": 1}
+    assert place(int(h_one) + 1, ("h",)).tables_refused == ()

@@ -47,6 +47,8 @@ def test_defaults_are_the_behaviour_without_settings():
     {"stream_chunk_max_bytes": -1}, {"stream_chunk_max_bytes": True},
     {"stream_tails": "host"}, {"msm_batched_window_combination": 1}, {"stream_queue_depth": 0},
     {"stream_queue_depth": 2.0}, {"stream_queue_depth": True},
+    {"msm_fixed_base_order": "h"}, {"msm_fixed_base_order": ("h", "h")}, {"msm_fixed_base_order": ("h", "z")},
+    {"msm_fixed_base_order": 3}, {"vram_free_share": 0}, {"vram_free_share": 1.01}, {"vram_free_share": True}, {"vram_free_share": "most"},
 ])
 def test_bad_values_are_refused_by_name(bad):
     with pytest.raises(ValueError, match=next(iter(bad))):
@@ -77,7 +79,7 @@ class _Recorder:
         monkeypatch.setattr(backend_module, "NttRunner", lambda *args: None)
 
     def _allocator(self, device, budget, stream):
-        self.allocator_stream = stream
+        self.allocator_stream, self.budget = stream, budget
         return SimpleNamespace()
 
     def _kernels(self, device, curve, cache_dir, sync_after_launch):
@@ -99,6 +101,24 @@ def test_the_backend_uses_the_options_it_is_given(monkeypatch):
     assert rec.allocator_stream is None and backend.msm_split_min_bits == 0.9
     msm = backend.runtime(BLS12_381).msm
     assert rec.kernels == [(Path.home() / "kernels-here", True)] and msm.g1_min_blocks == 5
+
+
+def test_a_table_order_from_a_toml_list_is_a_tuple():
+    from pipeline.engine.config import EngineConfig
+
+    assert CudaOptions(msm_fixed_base_order=["h", "b2"]).msm_fixed_base_order == ("h", "b2")
+    config = EngineConfig.from_dict({"cuda": {"msm_fixed_base_order": ["h"], "vram_free_share": 0.95}})
+    assert config.cuda == CudaOptions(msm_fixed_base_order=("h",), vram_free_share=0.95)
+
+
+def test_the_vram_budget_is_the_share_of_free_memory_unless_given(monkeypatch):
+    rec = _Recorder(monkeypatch)  # the device has 1 GiB free
+    backend_module.CudaBackend()
+    assert rec.budget == int((1 << 30) * 0.9)
+    backend_module.CudaBackend(options=CudaOptions(vram_free_share=0.95))
+    assert rec.budget == int((1 << 30) * 0.95)
+    backend_module.CudaBackend(vram_budget_bytes=12345, options=CudaOptions(vram_free_share=0.5))
+    assert rec.budget == 12345
 
 
 def test_every_allowed_min_blocks_variant_is_instantiated():
