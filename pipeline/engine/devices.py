@@ -49,6 +49,7 @@ class Device:
         self.lock_held_since: float | None = None
         self.partitions_in_gpu = 0
         self.prefetching = False  # a waiting partition's witness is on its way (one at a time: pipeline.py)
+        self.scratch_held = 0  # the lock holder's scratch, counted in vram.used until it gives the lock back
 
     def scratch_bytes(self, key_handle: Any, batch: int = 1) -> int:
         return int(self.backend.scratch_bytes(key_handle, batch))

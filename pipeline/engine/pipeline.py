@@ -216,9 +216,11 @@ class Pipeline:
     async def _prefetch(self, device: Device, prepared: Prepared, run) -> int:
         """While another partition holds the GPU lock, start this one's witness on its way to the device
         (``Backend.prefetch_witness``: its upload then leaves the lock). One at a time a device, only for
-        a key resident there whole, and only where its bytes and a partition's scratch fit the VRAM budget
-        beside what is in use; its bytes count in the budget until this partition takes the lock (its
-        scratch counts the witness from then). Returns the bytes counted (0: none started)."""
+        a key resident there whole, and only where its bytes and the next holder's scratch fit the VRAM budget
+        beside what is in use once the holder's scratch is given back (it is, before the next holder takes
+        its own: the placement's room for tables counts one scratch and one prefetched witness); its bytes
+        count in the budget until this partition takes the lock (its scratch counts the witness from then).
+        Returns the bytes counted (0: none started)."""
         backend = device.backend
         if not backend.prefetches_witness:
             return 0
@@ -232,7 +234,8 @@ class Pipeline:
         staged = prepared.scalars.staged
         vram = device.vram
         if handle is None or (vram.capacity is not None
-                              and vram.used + staged.nbytes + device.scratch_bytes(handle) > vram.capacity):
+                              and vram.used - device.scratch_held + staged.nbytes + device.scratch_bytes(handle)
+                              > vram.capacity):
             return 0
         if not vram.try_acquire(staged.nbytes):
             return 0
@@ -289,9 +292,11 @@ class Pipeline:
         if not device.vram.try_acquire(scratch):
             raise RuntimeError(f"device {device.index}: VRAM budget accounting broken: {scratch} bytes of scratch "
                                f"do not fit under the GPU lock ({device.vram.used}/{device.vram.capacity} used)")
+        device.scratch_held = scratch
         try:
             msms = await self._device_work(device, handle, batch, run)
         finally:
+            device.scratch_held = 0
             device.vram.release(scratch)
         results: list[DeviceResult | None] = []
         for item, m in zip(batch, msms):

@@ -272,8 +272,8 @@ class FakePrefetchBackend(FakeBackend):
 
 async def test_a_waiting_partition_prefetches_its_witness_and_the_vram_budget_counts_it():
     """Backend.prefetch_witness: while one partition holds the GPU lock the next one's witness goes to
-    the device; the partition that takes the lock takes its prefetch; the budget (key + one scratch + one
-    witness + the next scratch) is never overdrawn, and nothing stays held."""
+    the device; the partition that takes the lock takes its prefetch; the budget is never overdrawn, and
+    nothing stays held."""
     staged = 4 * 32  # the multiplier's 4 signals
     allocator = FakeDeviceAllocator(1000 + 2 * 500 + staged)
     backend = FakePrefetchBackend(allocator, key_bytes=1000, scratch=500, gpu_s=0.05, enqueue=True)
@@ -292,6 +292,20 @@ async def test_a_waiting_partition_prefetches_its_witness_and_the_vram_budget_co
     assert backend.held == {} and not device.prefetching
     assert status["devices"][0]["vram"]["used_bytes"] == 1000  # the key alone
     assert status["devices"][0]["vram"]["peak_bytes"] <= allocator.capacity
+
+
+async def test_a_prefetch_needs_room_beside_one_scratch_not_two():
+    """The lock holder gives its scratch back before the next holder takes one: a budget of the key, one
+    scratch and one witness (what place_key's tables leave room for) prefetches, and is never overdrawn."""
+    staged = 4 * 32
+    allocator = FakeDeviceAllocator(1000 + 500 + staged)
+    backend = FakePrefetchBackend(allocator, key_bytes=1000, scratch=500, gpu_s=0.05, enqueue=True)
+    async with fake_engine(backend, gpu_workers_per_device=2, vram_budget_bytes=allocator.capacity) as engine:
+        engine.register_key("mult", **key_files("bn128", "multiplier"))
+        assert len(await (await engine.submit("mult", [WTNS] * 8)).result()) == 8
+        status = engine.status()
+    assert backend.started in (6, 7) and backend.taken == backend.started and allocator.ooms == 0
+    assert status["devices"][0]["vram"]["peak_bytes"] == allocator.capacity
 
 
 async def test_no_prefetch_where_the_budget_has_no_room_for_it_beside_the_next_scratch():
