@@ -268,6 +268,8 @@ def time_ntt_variants(backend, ntt, d_data: int, log_n: int, repeat: int) -> dic
             ntt.stages_per_pass = stages
             out["NTT", f"{RADIX_ONLY}, {stages} stages per pass (not {STAGES_PER_PASS})"] = time_ms(
                 backend.stream, lambda: ntt.radix_passes(d_data, log_n, False, False), repeat=repeat)
+            out["NTT", f"{NATURAL}, {stages} stages per pass (not {STAGES_PER_PASS})"] = time_ms(
+                backend.stream, lambda: ntt.ntt(d_data, log_n), repeat=repeat)  # at 2^20: 2 passes, not 3
         ntt.stages_per_pass = STAGES_PER_PASS
         # the other directions of H's transforms, same work as the row above (its parts: bench/NOTES.md)
         out["NTT", f"radix passes only, inverse (DIF), {PASSES}"] = time_ms(

@@ -225,7 +225,8 @@ class CudaBackend(Backend):
                                f"{room / 2**30:.1f} GiB")
             return needed <= room
 
-        fixed = choose_fixed_bases(msm, zkey, fits, self.options.msm_fixed_base_order or FIXED_BASE_ORDER)
+        order = self.options.msm_fixed_base_order
+        fixed = choose_fixed_bases(msm, zkey, fits, FIXED_BASE_ORDER if order is None else order)  # (): no tables
         return KeyPlacement(device_bytes=full + tables_extra_bytes(msm, zkey, fixed), fixed_base=tuple(fixed),
                             fixed_base_sets=tuple(fixed.values()), tables_refused=tuple(refused))
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 from concurrent.futures import ThreadPoolExecutor
 
-
 from ... import progress
 from ...curves import Curve
 from ._bindings import driver

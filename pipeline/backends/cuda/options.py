@@ -101,8 +101,9 @@ class CudaOptions:
     msm_fixed_base_order: tuple[str, ...] | None = None
     # With no explicit VRAM budget (the backend's ``vram_budget_bytes``), the device allocator's budget is
     # this share of the device's free memory when the backend starts; the rest is left to the driver, the
-    # kernels' modules and other processes. A seed-shaped 2^26 key with a one-set H table needs ~123 GiB of
-    # an H200's ~139 (bench/NOTES.md, session 28): 0.9 leaves ~125 GiB, too tight for it with a partition.
+    # kernels' modules and other processes. A seed-shaped 2^26 BLS12-381 key with H's one-set table: place_key
+    # counts 132.9 GiB (the key, the table, a partition's scratch bound, a prefetched witness) of an H200's
+    # ~139 GiB free; 0.965 fits it (peak in use 122.8 GiB, stage 830 -> 811 ms; bench/NOTES.md, session 29).
     vram_free_share: float = 0.9
 
     def __post_init__(self) -> None:

@@ -168,3 +168,4 @@ def test_a_placement_names_the_tables_it_left_out_with_their_need_and_the_room()
     assert place(int(h_one) + 1).tables.keys() == {"b2"}  # room for H's one set, but B2's two sets come first
     assert place(int(h_one) + 1, ("h", "b2", "a", "b1", "c")).tables == {"h": 1}
     assert place(int(h_one) + 1, ("h",)).tables_refused == ()
+    assert place(1000, ()).tables == {}  # an empty order: no tables, not the default order
