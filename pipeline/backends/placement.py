@@ -24,6 +24,11 @@ from ..formats.binfile import ROWS_PER_TASK, over_chunks
 
 SECTIONS = ("a", "b1", "b2", "c", "h")
 WITNESS_SECTIONS = ("a", "b1", "b2", "c")
+# Sections in the order they get a fixed-base table while the room lasts (CudaOptions.msm_fixed_base_order's
+# default): most milliseconds saved a byte first, for a random witness. At 2^24 BLS12-381 a G2 table saved 61 ms of
+# 392 for 39 GB more, a G1 one 18 of 146 for 19 GB (session 22). A bit-heavy witness runs B2 mostly as a sum of
+# ones, which a table does not speed up: there H first (the seed's order, bench/NOTES.md session 29).
+FIXED_BASE_ORDER = ("b2", "h", "a", "b1", "c")
 
 
 @dataclass(frozen=True)

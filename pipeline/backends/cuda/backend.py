@@ -39,8 +39,7 @@ from .streams import Event, Stream
 from .spmv_long import long_rows_bytes_bound
 from .split import DeviceSplit, enqueue_split, split_scratch_bytes, split_worth_it
 from .device_key import CudaKey, CurveRuntime, load_device_key, unload_device_key
-from .fixed_base import (FIXED_BASE_ORDER, build_tables, choose_fixed_bases, plain_points, table_build_bytes,
-                         tables_extra_bytes)
+from .fixed_base import build_tables, choose_fixed_bases, plain_points, table_build_bytes, tables_extra_bytes
 from .staged_upload import staged_upload
 from .witness_prefetch import WitnessPrefetches
 from .streamed import CudaStreamedPass, pass_scratch_bytes, place_streamed, prologue_scratch_bytes, witness_bytes
@@ -225,8 +224,7 @@ class CudaBackend(Backend):
                                f"{room / 2**30:.1f} GiB")
             return needed <= room
 
-        order = self.options.msm_fixed_base_order
-        fixed = choose_fixed_bases(msm, zkey, fits, FIXED_BASE_ORDER if order is None else order)  # (): no tables
+        fixed = choose_fixed_bases(msm, zkey, fits, self.options.msm_fixed_base_order)
         return KeyPlacement(device_bytes=full + tables_extra_bytes(msm, zkey, fixed), fixed_base=tuple(fixed),
                             fixed_base_sets=tuple(fixed.values()), tables_refused=tuple(refused))
 

@@ -9,16 +9,11 @@ the table's stride serves A, B1, B2 and C (``MsmRunner.sort_fixed``).
 """
 from __future__ import annotations
 
-from ..placement import WITNESS_SECTIONS, is_g2, point_bytes, section_bytes, section_span
+from ..placement import FIXED_BASE_ORDER, WITNESS_SECTIONS, is_g2, point_bytes, section_bytes, section_span
 from ._bindings import driver
 from .errors import check
 from .msm import FixedBaseTable, MsmRunner
 
-# Sections in the order they get a table while the room lasts (CudaOptions.msm_fixed_base_order: None): most
-# milliseconds saved a byte first, for a random witness. At 2^24 BLS12-381 a G2 table saved 61 ms of 392 for 39 GB
-# more, a G1 one 18 of 146 for 19 GB (session 22). A bit-heavy witness runs B2 mostly as a sum of ones, which a
-# table does not speed up: there H first (the seed's order, bench/NOTES.md session 29).
-FIXED_BASE_ORDER = ("b2", "h", "a", "b1", "c")
 # Bucket sets a section's table may have, tried in this order while the room lasts: one set (every window's
 # entries in it) is the fastest, two halve the table (a 2^26 BLS12-381 key's H table, 13 windows of 6.4 GB,
 # does not fit beside it; 7 do).

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..placement import SECTIONS
+from ..placement import FIXED_BASE_ORDER, SECTIONS
 from .launch import G1_MIN_BLOCKS_BUILT
 
 
@@ -95,10 +95,11 @@ class CudaOptions:
     # (bench/results/gpu_stage_24_s23_fixed_base.md), 2^24 random witness, all five tables: BLS12-381 914 -> 784 ms,
     # BN254 414 -> 369 ms; the seed-shaped 2^24 stream 2.81 -> 2.69 s/proof.
     msm_fixed_base: bool = True
-    # The sections in the order they get a table while the room lasts; sections left out get none. None:
-    # fixed_base.FIXED_BASE_ORDER (b2, h, a, b1, c: the most milliseconds a byte for a random witness). A
-    # bit-heavy witness sums B2's ones without its table, and its G2 table is as large as H's: put h first.
-    msm_fixed_base_order: tuple[str, ...] | None = None
+    # The sections in the order they get a table while the room lasts; sections left out get none (an empty
+    # list: no tables). The default, placement.FIXED_BASE_ORDER, puts the most milliseconds a byte first for a
+    # random witness. A bit-heavy witness sums B2's ones without its table, and its G2 table is as large as H's:
+    # put h first.
+    msm_fixed_base_order: tuple[str, ...] = FIXED_BASE_ORDER
     # With no explicit VRAM budget (the backend's ``vram_budget_bytes``), the device allocator's budget is
     # this share of the device's free memory when the backend starts; the rest is left to the driver, the
     # kernels' modules and other processes. A seed-shaped 2^26 BLS12-381 key with H's one-set table: place_key
@@ -134,12 +135,11 @@ class CudaOptions:
         if self.stream_h not in ("chunks", "prologue"):
             raise ValueError(f"CudaOptions.stream_h must be 'chunks' or 'prologue', got {self.stream_h!r}")
         order = self.msm_fixed_base_order
-        if order is not None:
-            if not isinstance(order, (tuple, list)) or not all(isinstance(s, str) for s in order) \
-                    or not set(order) <= set(SECTIONS) or len(set(order)) != len(order):
-                raise ValueError(f"CudaOptions.msm_fixed_base_order must list distinct key sections of {SECTIONS}, "
-                                 f"got {order!r}")
-            object.__setattr__(self, "msm_fixed_base_order", tuple(order))  # a TOML list
+        if not isinstance(order, (tuple, list)) or not all(isinstance(s, str) for s in order) \
+                or not set(order) <= set(SECTIONS) or len(set(order)) != len(order):
+            raise ValueError(f"CudaOptions.msm_fixed_base_order must list distinct key sections of {SECTIONS}, "
+                             f"got {order!r}")
+        object.__setattr__(self, "msm_fixed_base_order", tuple(order))  # a TOML list
         share = self.vram_free_share
         if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share <= 1:
             raise ValueError(f"CudaOptions.vram_free_share must be a share of the free VRAM in (0, 1], got {share!r}")

@@ -155,7 +155,7 @@ def test_a_placement_names_the_tables_it_left_out_with_their_need_and_the_room()
     backend = CudaBackend.__new__(CudaBackend)  # no device: placing is arithmetic on the key's sizes
     backend.options = CudaOptions()
 
-    def place(room_gib: int, order=None) -> KeyPlacement:
+    def place(room_gib: int, order=FIXED_BASE_ORDER) -> KeyPlacement:
         backend.options = CudaOptions(msm_fixed_base_order=order)
         return backend._with_fixed_bases(zkey, msm, 40 << 30, room_gib << 30)
 
