@@ -17,7 +17,8 @@ from bench.engine_throughput import write_timeline
 from bench.sppark_stage import SpparkStage
 
 GIB = 1 << 30
-STAGES = (("synth_ms", "synth"), ("prep_msm_ms", "prep"), ("gpu_lock_wait_ms", "lock wait"), ("gpu_total_ms", "gpu"))
+STAGES = (("synth_ms", "synth"), ("prep_msm_ms", "prep"), ("prep_staging_ms", "prep: staging"),
+          ("prep_scan_ms", "prep: scan"), ("gpu_lock_wait_ms", "lock wait"), ("gpu_total_ms", "gpu"))
 GPU_STEPS = (("gpu_upload_ms", "upload"), ("gpu_spmv_ms", "spmv"), ("gpu_ntt_ms", "NTTs"),
              ("gpu_h_ms", "H (upload + spmv + NTTs)"), ("gpu_split_ms", "0/1 split"), ("gpu_msm_a_ms", "A"),
              ("gpu_msm_b1_ms", "B1"), ("gpu_msm_b2_ms", "B2 (G2)"), ("gpu_msm_c_ms", "C"), ("gpu_msm_h_ms", "H-MSM"),
@@ -145,6 +146,9 @@ def markdown(args, machine: str, results: list, sppark: dict, pictures: list[Pat
         if r["proofs"]:
             lines += [partition_table(r["proofs"]), ""]
         lines += [f"Host budgets: {r['budgets']}.", ""]
+        if r.get("stream_pins") is not None:
+            lines += [f"Staging buffers pinned during the stream: {r['stream_pins']} (the others reused; a fresh pin "
+                      f"shows in its partition's \"prep: staging\" column).", ""]
     lines += [f"Timelines: {', '.join(f'[{p.name}]({p.name})' for p in pictures) or 'none'} (one row per worker; "
               "the data in the `.timeline.json` beside each)."]
     return "\n".join(lines) + "\n"

@@ -217,6 +217,7 @@ async def stream(args, engine: Engine, work: Workload, result: dict) -> None:
         if allocator is not None:
             allocator.peak_bytes = allocator.in_use_bytes  # the stream's peak, not the setup's
     reset_host_rss()
+    pins = engine.staging.pinned if engine.staging is not None and engine.staging.enabled else None
     t_start = time.perf_counter()
     jobs = [await engine.submit("seed", [work.witness] * args.partitions) for _ in range(args.jobs)]
     for job in jobs:
@@ -227,7 +228,8 @@ async def stream(args, engine: Engine, work: Workload, result: dict) -> None:
     vram = [getattr(getattr(d.backend, "allocator", None), "peak_bytes", None) for d in engine.devices]
     result.update(wall_s=wall, s_per_proof=wall / args.jobs, gpu_s_per_proof=gpu_s / args.jobs / args.devices,
                   lock_busy=gpu_s / wall / args.devices, peak_rss=host_rss(), timeline=timeline, t_start=t_start,
-                  peak_vram=None if None in vram else max(vram))
+                  peak_vram=None if None in vram else max(vram),
+                  stream_pins=None if pins is None else engine.staging.pinned - pins)
 
 
 def check_proof(zkey: Groth16Zkey, jobs: list, verifiable: bool) -> str:

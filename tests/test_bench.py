@@ -115,7 +115,10 @@ def test_seed_scale_runs_on_the_cpu_backend_as_a_module(tmp_path):
     spread = {line.split("|")[1].strip(): line for line in text.splitlines() if line.split("|")[1:2] in
               ([" all "], [" min "], [" max "])}
     assert set(spread) == {"all", "min", "max"}
-    gpu = {name: float(line.split("|")[5]) for name, line in spread.items()}  # the gpu column
+    header = next(line for line in text.splitlines() if line.startswith("| partition |")).split("|")
+    assert " prep: staging " in header and " prep: scan " in header  # where a partition's prep went
+    column = header.index(" gpu ")
+    gpu = {name: float(line.split("|")[column]) for name, line in spread.items()}
     assert gpu["min"] <= gpu["all"] <= gpu["max"]
     assert (tmp_path / "seed_2e8.timeline.json").exists()
 

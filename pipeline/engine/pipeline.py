@@ -149,7 +149,10 @@ class Pipeline:
         if self.staging.enabled:
             buffer = await self._run("prep_msm", self.staging.take, item.witness.values.nbytes)  # pinning is slow
             part.resources.hold_staging(buffer, self.staging.give_back)  # given back when the partition leaves
+        t_scan = time.perf_counter()
+        part.timings_ms["prep_staging_ms"] = (t_scan - t0) * 1e3  # an idle buffer: ~0; a fresh pin: ~0.25 s/GiB
         scalars = await self._run("prep_msm", stages.prep_msm, item.witness, buffer, part.key.zkey.n_public + 1)
+        part.timings_ms["prep_scan_ms"] = (time.perf_counter() - t_scan) * 1e3
         g2_msm = None
         if self.config.g2_msm_placement == "cpu":
             if self.config.g2_msm_executor == "process" and part.key.spec.zkey is None:  # a process reads the file

@@ -227,8 +227,11 @@ class NttRunner:
     def ntt(self, d_data: int, log_n: int, inverse: bool = False) -> None:
         """In place, natural order in and out; the inverse includes 1/n (ffjavascript's fft/ifft). Fused
         (``fused_reversal``, the default): DIF passes of the groups kernel (``natural_radix``), the last one
-        storing each element at its bit-reversed index, through a scratch array of n elements (stream-ordered)
-        where the plan has two passes or more. Else the radix passes of ``pass_kernel`` and a bit-reversal pass."""
+        storing each element at its bit-reversed index. That pass reads a scratch array of n elements
+        (stream-ordered), which the pass before it fills; the passes before that run in place, so that with
+        three passes or more the scratch array is allocated after the first launch (at 2^20 a transform takes
+        ~0.3 ms, and the host's work ahead of its first launch counts in its latency). Else the radix
+        passes of ``pass_kernel`` and a bit-reversal pass."""
         fr = self.fr
         scale = self._n_inverse_mont(log_n) if inverse else None
         if not self.fused_reversal or log_n == 0:
@@ -239,15 +242,17 @@ class NttRunner:
             raise ValueError(f"NttRunner.natural_radix must be one of {NTT_RADIX_BUILT}, got {self.natural_radix!r}")
         self.ensure_twiddles(log_n)
         plan = natural_plan(log_n, self.stages_per_pass)
-        # a pass writes where other blocks still read unless it is the only one (one block: the whole transform)
-        scratch = self.allocator.alloc((1 << log_n) * self.elem_bytes, "ntt natural order") if len(plan) > 1 else None
+        last = len(plan) - 1
+        scratch = None
         try:
             for i, (lo, k, tl) in enumerate(plan):
-                last = i == len(plan) - 1
-                src = d_data if i == 0 else scratch.ptr
-                dst = d_data if last else scratch.ptr
-                self._groups_pass(src, dst, lo, k, tl, log_n, False, inverse, self.natural_radix, reversed_out=last,
-                                  scale_mont=scale if last else None)
+                if i == last - 1:  # the reversing pass reads what other blocks overwrite unless it reads
+                    # another array, which this pass fills (a one-pass plan is one block: in place)
+                    scratch = self.allocator.alloc((1 << log_n) * self.elem_bytes, "ntt natural order")
+                src = scratch.ptr if i == last and last else d_data
+                dst = scratch.ptr if i == last - 1 else d_data
+                self._groups_pass(src, dst, lo, k, tl, log_n, False, inverse, self.natural_radix,
+                                  reversed_out=i == last, scale_mont=scale if i == last else None)
         finally:
             if scratch is not None:
                 scratch.free()  # stream-ordered: after the last pass
