@@ -23,9 +23,8 @@ from bench.common import REPO, Stopwatch, arg_parser, markdown_table, time_ms, w
 from bench.gpu_msm import SPLIT, random_msm_data, time_msms
 from pipeline import progress
 from pipeline.backends.cuda.backend import CudaBackend  # the import makes no CUDA context
-from pipeline.backends.cuda.launch import (G1_LAZY_BUILT, G2_VARIANTS_BUILT, NTT_NATURAL_MIN_BLOCKS, NTT_NATURAL_RADIX,
-                                          NTT_PASS_KERNEL, NTT_PASS_KERNELS, NTT_PASS_VARIANTS, NTT_RADIX_LOG,
-                                          STAGES_PER_PASS, STAGES_PER_PASS_COMPARED)
+from pipeline.backends.cuda.launch import (G1_LAZY_BUILT, G2_VARIANTS_BUILT, NTT_PASS_KERNEL, NTT_PASS_KERNELS, NTT_PASS_VARIANTS,
+                                          NTT_NATURAL_RADIX, NTT_RADIX_LOG, STAGES_PER_PASS, STAGES_PER_PASS_COMPARED)
 from pipeline.curves import curve_by_name
 
 METHOD = """sppark first: one harness call per curve (shared/anchors/sppark, carried as .anchors/bench_<curve>),
@@ -272,11 +271,6 @@ def time_ntt_variants(backend, ntt, d_data: int, log_n: int, repeat: int) -> dic
             out["NTT", f"{NATURAL}, {stages} stages per pass (not {STAGES_PER_PASS})"] = time_ms(
                 backend.stream, lambda: ntt.ntt(d_data, log_n), repeat=repeat)  # at 2^20: 2 passes, not 3
         ntt.stages_per_pass = STAGES_PER_PASS
-        for blocks in NTT_NATURAL_MIN_BLOCKS[1:]:  # the register cap of the natural transform's passes
-            ntt.natural_min_blocks = blocks
-            out["NTT", f"{NATURAL}, launch bounds of {blocks} blocks an SM (not {NTT_NATURAL_MIN_BLOCKS[0]})"] = \
-                time_ms(backend.stream, lambda: ntt.ntt(d_data, log_n), repeat=repeat)
-        ntt.natural_min_blocks = NTT_NATURAL_MIN_BLOCKS[0]
         # the other directions of H's transforms, same work as the row above (its parts: bench/NOTES.md)
         out["NTT", f"radix passes only, inverse (DIF), {PASSES}"] = time_ms(
             backend.stream, lambda: ntt.radix_passes(d_data, log_n, False, True), repeat=repeat)
@@ -291,7 +285,6 @@ def time_ntt_variants(backend, ntt, d_data: int, log_n: int, repeat: int) -> dic
         out["NTT", ELEMENTWISE_REVERSE] = time_ms(backend.stream, lambda: ntt.ntt(d_data, log_n), repeat=repeat)
     finally:
         ntt.radix_log, ntt.tiled_bit_reverse, ntt.stages_per_pass = NTT_RADIX_LOG, True, STAGES_PER_PASS
-        ntt.natural_min_blocks = NTT_NATURAL_MIN_BLOCKS[0]
         ntt.pass_kernel, ntt.fused_reversal = NTT_PASS_KERNEL, True
     return out
 

@@ -8,8 +8,8 @@ import pytest
 
 from pipeline.backends.cpu.ntt import ntt as ntt_ref
 from pipeline.backends.cpu.ntt import quotient_on_coset, to_odd_coset
-from pipeline.backends.cuda.launch import (NTT_NATURAL_MIN_BLOCKS, NTT_NATURAL_RADIX, NTT_PASS_KERNEL, NTT_PASS_KERNELS,
-                                          NTT_PASS_VARIANTS, NTT_RADIX_BUILT, STAGES_PER_PASS_COMPARED)
+from pipeline.backends.cuda.launch import (NTT_PASS_KERNEL, NTT_PASS_KERNELS, NTT_PASS_VARIANTS, NTT_RADIX_BUILT,
+                                          STAGES_PER_PASS_COMPARED)
 
 pytestmark = pytest.mark.gpu
 
@@ -133,23 +133,19 @@ def test_transforms_read_a_larger_domains_table_in_either_layout(cuda_backend, r
 # 2^20's three passes: test_ntt_round_trip_and_spot_values_at_2_20
 @pytest.mark.parametrize("log_n, stages", [(1, 8), (5, 8), (8, 8), (9, 8), (13, 8), (14, 3), (11, 10), (12, 9)],
                          ids=lambda v: str(v))
-@pytest.mark.parametrize("radix_log, min_blocks", [(r, NTT_NATURAL_MIN_BLOCKS[0]) for r in NTT_RADIX_BUILT] +
-                         [(NTT_NATURAL_RADIX, b) for b in NTT_NATURAL_MIN_BLOCKS[1:]],
-                         ids=lambda v: str(v))
+@pytest.mark.parametrize("radix_log", NTT_RADIX_BUILT, ids=lambda r: f"radix{r}")
 def test_the_natural_order_transform_with_the_reversal_in_its_last_pass_matches_the_reference(
-        cuda_backend, runtime, gpu_curve, log_n, stages, radix_log, min_blocks):
+        cuda_backend, runtime, gpu_curve, log_n, stages, radix_log):
     """NttRunner.ntt's fused path (ntt_pass's REV form ends the DIF passes in natural order; a scratch array
-    before the last pass), forward and inverse (n^-1 in the last pass's stores), with every register-group size
-    and launch-bounds build, against the reference; the data's neighbours are left alone (the scratch array is
-    the transform's own)."""
+    between passes), forward and inverse (n^-1 in the last pass's stores), with every register-group size built,
+    against the reference; the data's neighbours are left alone (the scratch array is the transform's own)."""
     from pipeline.backends.cuda.ntt import NttRunner
 
     fr, n = gpu_curve.fr, 1 << log_n
     ntt = NttRunner(runtime.ntt.kernels, cuda_backend.allocator, cuda_backend.stream)
     ntt.natural_radix, ntt.stages_per_pass = radix_log, min(stages, log_n)
-    ntt.natural_min_blocks = min_blocks
     assert ntt.fused_reversal
-    values = _random_values(fr, random.Random(f"fused{gpu_curve.name}{log_n}{stages}{radix_log}{min_blocks}"), n)
+    values = _random_values(fr, random.Random(f"fused{gpu_curve.name}{log_n}{stages}{radix_log}"), n)
     guard = _random_values(fr, random.Random("guard"), 64)
     try:
         for inverse in (False, True):

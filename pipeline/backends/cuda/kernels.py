@@ -18,8 +18,7 @@ from .errors import CudaError, check
 from .kernel_binaries import PREBUILT_DIR, find_prebuilt
 from .launch_args import I32, PTR, U32, U64, ArgLayout
 from .launch import (G1_LAZY_BUILT, G1_LEVEL0_CHUNKED_BUILT, G1_MIN_BLOCKS_BUILT, G2_FIELDS_BUILT, G2_LAZY_BUILT,
-                     G2_LEVEL0_CHUNKED_BUILT, G2_VARIANTS_BUILT, LAZY_FIELDS, NTT_FUSED, NTT_NATURAL_MIN_BLOCKS,
-                     NTT_NATURAL_RADIX, NTT_RADIX_BUILT)
+                     G2_LEVEL0_CHUNKED_BUILT, G2_VARIANTS_BUILT, LAZY_FIELDS, NTT_FUSED, NTT_RADIX_BUILT)
 from .nvrtc_build import BuiltUnit, compile_unit, load_cached_unit
 
 
@@ -32,8 +31,6 @@ UNITS: dict[str, tuple[str, ...]] = {
     "ntt": (
         *(f"ntt_pass<fr_t, {d}, {r}, false>" for d in ("false", "true") for r in NTT_RADIX_BUILT),
         *(f"ntt_pass<fr_t, false, {r}, true>" for r in NTT_RADIX_BUILT),
-        *(f"ntt_pass<fr_t, false, {NTT_NATURAL_RADIX}, {rev}, {b}>" for rev in ("false", "true")
-          for b in NTT_NATURAL_MIN_BLOCKS[1:]),
         *(f"ntt_pass_pairs<fr_t, {d}, {i}, 0>" for d in ("false", "true") for i in ("false", "true")),
         *(f"ntt_pass_pairs<fr_t, true, false, {fuse}>" for fuse in NTT_FUSED),
         "ntt_bit_reverse<fr_t>", "ntt_bit_reverse_tiles<fr_t>", "ntt_coset_scale<fr_t>",

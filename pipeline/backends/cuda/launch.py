@@ -147,10 +147,6 @@ NTT_PASS_VARIANTS = tuple((k, r) for k in NTT_PASS_KERNELS for r in (NTT_RADIX_B
 # transform's size. Session 28 (results/kernels_vs_sppark_s28_m0.md, BLS12-381's Fr reduction mended): radix passes
 # alone, groups of 2 / pairs 0.92-0.97 at 2^20-2^27 on both curves; the pairs kernel stays H's (its fusions).
 NTT_NATURAL_RADIX = 2
-# Blocks an SM its passes' launch bounds ask for, built for the same-call comparison (ntt_pass's MB; the first is the
-# default). At 2^20 a pass is 1024 blocks of 256 threads: 3 an SM (80 registers) is 2.6 waves of 396, 4 (64
-# registers, if ptxas fits them) 1.9 of 528.
-NTT_NATURAL_MIN_BLOCKS = (NTT_PASS_MIN_BLOCKS, 4)
 BIT_REVERSE_BLOCK = 256  # ntt_bit_reverse_tiles: 256 elements a tile
 SPLIT_BLOCK = 256  # msm_classify, msm_compact, gather_rows (split.py): not yet swept on the H200
 BATCH_INVERSE_THREADS = 1 << 17  # threads of a batch inversion: enough to fill an H200, >= 8 elements each at 2^20

@@ -13,8 +13,8 @@ import numpy as np
 from ...curves.field import ScalarField
 from .kernels import CurveKernels, grid_for
 from .launch import (BIT_REVERSE_BLOCK, ELEMENTWISE_BLOCK, NTT_BR_TILE_LOG, NTT_FUSE_COSET, NTT_FUSE_QUOTIENT,
-                     NTT_FUSE_SCALE, NTT_NATURAL_MIN_BLOCKS, NTT_NATURAL_RADIX, NTT_PASS_KERNEL, NTT_PASS_KERNELS,
-                     NTT_RADIX_BUILT, NTT_RADIX_LOG, PASS_ELEMENTS_LOG, STAGES_PER_PASS)
+                     NTT_FUSE_SCALE, NTT_NATURAL_RADIX, NTT_PASS_KERNEL, NTT_PASS_KERNELS, NTT_RADIX_BUILT, NTT_RADIX_LOG,
+                     PASS_ELEMENTS_LOG, STAGES_PER_PASS)
 
 
 def pass_plan(log_n: int, dit: bool, stages: int = STAGES_PER_PASS,
@@ -106,7 +106,6 @@ class NttRunner:
         self.tiled_bit_reverse = True  # False: the element-wise kernel at every size (benches compare)
         self.fused_reversal = True  # ntt(): the bit reversal in the last pass (False: a pass of its own)
         self.natural_radix = NTT_NATURAL_RADIX  # ntt()'s register groups (launch.py); benches and tests vary it
-        self.natural_min_blocks = NTT_NATURAL_MIN_BLOCKS[0]  # ntt()'s passes' launch bounds (launch.py); likewise
         self._fr_args: dict[int, np.ndarray] = {}  # _fr_arg: the scales' limbs (0, 1, n^-1 per size)
         self._n_inverses: dict[int, int] = {}  # _n_inverse_mont, per log2 n
 
@@ -193,16 +192,12 @@ class NttRunner:
                 self._groups_pass(d_data, d_data, lo, k, tl, log_n, dit, inverse, self.radix_log)
 
     def _groups_pass(self, src: int, dst: int, lo: int, k: int, tl: int, log_n: int, dit: bool, inverse: bool,
-                     radix_log: int, reversed_out: bool = False, scale_mont: int | None = None,
-                     min_blocks: int = NTT_NATURAL_MIN_BLOCKS[0]) -> None:
-        """One launch of ntt_pass<fr_t, DIT, radix_log, REV, MB> (ntt/ntt.cuh): src -> dst; ``reversed_out``: the
-        DIF transform's last pass, storing in natural order (times ``scale_mont`` where given); ``min_blocks``:
-        the build's launch bounds (MB, written only where it is not the default)."""
+                     radix_log: int, reversed_out: bool = False, scale_mont: int | None = None) -> None:
+        """One launch of ntt_pass<fr_t, DIT, radix_log, REV> (ntt/ntt.cuh): src -> dst; ``reversed_out``: the
+        DIF transform's last pass, storing in natural order (times ``scale_mont`` where given)."""
         elems = 1 << (k + tl)
         scale = self._fr_arg(scale_mont or 0)
-        bounds = "" if min_blocks == NTT_NATURAL_MIN_BLOCKS[0] else f", {min_blocks}"
-        rev = "true" if reversed_out else "false"
-        expr = f"ntt_pass<fr_t, {'true' if dit else 'false'}, {radix_log}, {rev}{bounds}>"
+        expr = f"ntt_pass<fr_t, {'true' if dit else 'false'}, {radix_log}, {'true' if reversed_out else 'false'}>"
         args = (src, dst, self.d_tw.ptr, lo, k, tl, self.log_max, int(inverse), int(not self.compact), log_n, scale,
                 int(scale_mont is not None))
         self.kernels.launch(expr, (1 << log_n) // elems, max(elems >> radix_log, 1), args, self.stream,
@@ -245,11 +240,6 @@ class NttRunner:
             return
         if self.natural_radix not in NTT_RADIX_BUILT:
             raise ValueError(f"NttRunner.natural_radix must be one of {NTT_RADIX_BUILT}, got {self.natural_radix!r}")
-        if self.natural_min_blocks not in NTT_NATURAL_MIN_BLOCKS or (
-                self.natural_min_blocks != NTT_NATURAL_MIN_BLOCKS[0] and self.natural_radix != NTT_NATURAL_RADIX):
-            raise ValueError(f"NttRunner.natural_min_blocks {self.natural_min_blocks!r} is not built for register "
-                             f"groups of {self.natural_radix} (launch.NTT_NATURAL_MIN_BLOCKS: {NTT_NATURAL_MIN_BLOCKS} "
-                             f"at {NTT_NATURAL_RADIX})")
         self.ensure_twiddles(log_n)
         plan = natural_plan(log_n, self.stages_per_pass)
         last = len(plan) - 1
@@ -262,8 +252,7 @@ class NttRunner:
                 src = scratch.ptr if i == last and last else d_data
                 dst = scratch.ptr if i == last - 1 else d_data
                 self._groups_pass(src, dst, lo, k, tl, log_n, False, inverse, self.natural_radix,
-                                  reversed_out=i == last, scale_mont=scale if i == last else None,
-                                  min_blocks=self.natural_min_blocks)
+                                  reversed_out=i == last, scale_mont=scale if i == last else None)
         finally:
             if scratch is not None:
                 scratch.free()  # stream-ordered: after the last pass

@@ -110,9 +110,8 @@ __device__ __forceinline__ uint64_t bit_reverse(uint64_t i, int log_n) {
 // block holds 2^tl rows, i = (r << (log_n - k - tl) | blockIdx.x) << k | v for r < 2^tl: rows whose reversed
 // indices are consecutive, so that it stores element i at bit_reverse(i) (times `scale` if `scaled`) in runs
 // of 2^tl, and reads runs of 2^k. src and dst must differ unless the block holds the whole transform.
-// MB: blocks an SM the launch bounds ask for (register cap); the natural-order transform's passes are built at two.
-template <class F, bool DIT, int R, bool REV, int MB = NTT_PASS_MIN_BLOCKS>
-__global__ void __launch_bounds__((1 << PASS_ELEMENTS_LOG) >> R, MB) ntt_pass(const F* src, F* dst, const F* __restrict__ d_tw, int lo, int k, int tl, int log_tw,
+template <class F, bool DIT, int R, bool REV>
+__global__ void __launch_bounds__((1 << PASS_ELEMENTS_LOG) >> R, NTT_PASS_MIN_BLOCKS) ntt_pass(const F* src, F* dst, const F* __restrict__ d_tw, int lo, int k, int tl, int log_tw,
                          int inverse, int levels, int log_n, F scale, int scaled) {
     static_assert(!REV || !DIT, "the bit reversal rides on the last pass of a DIF transform");
     extern __shared__ __align__(16) unsigned char smem_raw[];

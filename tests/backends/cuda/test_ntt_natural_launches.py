@@ -10,7 +10,6 @@ from types import SimpleNamespace
 
 import pytest
 
-from pipeline.backends.cuda.launch import NTT_NATURAL_MIN_BLOCKS, NTT_NATURAL_RADIX
 from pipeline.backends.cuda.ntt import NttRunner, natural_plan
 from pipeline.curves import BN254
 from tests.backends.cuda.launch_recorder import Recorder
@@ -66,18 +65,3 @@ def test_the_separate_reversal_and_a_bad_radix():
     ntt.fused_reversal, ntt.natural_radix = True, 4
     with pytest.raises(ValueError, match="natural_radix"):
         ntt.ntt(DATA, 10)
-
-
-def test_the_other_launch_bounds_name_their_build_and_an_unbuilt_one_is_refused():
-    rec, ntt = runner(20)
-    ntt.natural_min_blocks = NTT_NATURAL_MIN_BLOCKS[-1]
-    ntt.ntt(DATA, 20)
-    exprs = [e[1] for e in rec.events if e[0] == "launch"]
-    assert exprs[-1] == f"ntt_pass<fr_t, false, {NTT_NATURAL_RADIX}, true, {NTT_NATURAL_MIN_BLOCKS[-1]}>"
-    assert all(x.endswith(f", {NTT_NATURAL_MIN_BLOCKS[-1]}>") for x in exprs)
-    launched = len(rec.events)
-    for radix, blocks in ((NTT_NATURAL_RADIX, max(NTT_NATURAL_MIN_BLOCKS) + 1), (1, NTT_NATURAL_MIN_BLOCKS[-1])):
-        ntt.natural_radix, ntt.natural_min_blocks = radix, blocks
-        with pytest.raises(ValueError, match="natural_min_blocks"):
-            ntt.ntt(DATA, 20)
-    assert len(rec.events) == launched  # refused before any launch or allocation
