@@ -112,6 +112,7 @@ def markdown(args, machine: str, results: list, sppark: dict, pictures: list[Pat
              f"{'; witnesses prefetched before the GPU lock' if getattr(args, 'witness_prefetch', True) else '; witnesses uploaded under the GPU lock'}"
              f"; VRAM budget {getattr(args, 'vram_free_share', 0.9):g} of the free memory"
              f"{'; tables taken in the order ' + ' '.join(args.table_order) if getattr(args, 'table_order', None) else ''}"
+             f"{'; the key points only on the device (none in host memory: key GB is its host part)' if getattr(args, 'device_points_only', False) else ''}"
              f". {args.jobs} jobs of {args.partitions} partitions submitted at once "
              f"after a warm-up job; every partition proves the same witness.", "",
              "s/proof: wall time of the stream / jobs (one proof = one job). gpu s/proof: the gpu stages' time "

@@ -86,7 +86,8 @@ def make_workload(args, curve, log_n: int, backend, setups: dict) -> Workload:
             if id(backend) not in setups:
                 setups[id(backend)] = GpuDevSetup(backend)  # kernels built once per curve, kept across sizes
             setup = setups[id(backend)]
-            dev_key = setup.run(r1cs, secrets, path=f"<dev key 2^{log_n}>")
+            dev_key = setup.run(r1cs, secrets, path=f"<dev key 2^{log_n}>",
+                                download_points=not getattr(args, "device_points_only", False))
             zkey = dev_key.zkey
             timings["setup s"] = time.perf_counter() - t1
         else:
@@ -294,6 +295,9 @@ def main() -> None:
     p.add_argument("--g2", choices=("gpu", "cpu"), default="gpu", help="where the G2 MSM of B runs")
     p.add_argument("--thread-a-row", action="store_true",
                    help="CudaOptions.spmv_long_rows off: every row of the sparse products a thread (before session 16)")
+    p.add_argument("--device-points-only", action="store_true",
+                   help="the GPU setup leaves the key's points on the device, none in host memory (a 2^27 key's 77 GB "
+                        "do not fit a 128 GiB host beside the rest); the key must then be adopted there whole")
     p.add_argument("--no-fixed-base", dest="fixed_base", action="store_false",
                    help="CudaOptions.msm_fixed_base off: no fixed-base tables on the key (before session 23)")
     # The seed's witness is bit-heavy: B2 is mostly a sum of ones, which its table does not speed up, so H's table
@@ -315,6 +319,8 @@ def main() -> None:
     p.add_argument("--sppark-timeout", type=float, default=240.0, help="seconds per sppark harness call")
     p.add_argument("--out", default=None, help="markdown path (default bench/results/seed_scale_<...>.md)")
     args = p.parse_args()
+    if args.device_points_only and (args.backend != "cuda" or args.key != "dev"):
+        p.error("--device-points-only needs the GPU development setup (--backend cuda --key dev)")
     asyncio.run(main_async(args))
 
 

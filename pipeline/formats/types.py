@@ -18,6 +18,10 @@ Forms (know them for every buffer):
   (``pipeline.keycache``); then the coefficient arrays are in that order too (A's rows, then B's).
   Arrays may be read-only maps of the key's or the cache's files (``np.memmap``), possibly
   unaligned (a zkey section starts at any multiple of 4 bytes).
+- ``Groth16Zkey.points_on_host`` False: the ``points_*`` arrays are placeholders of the points' shapes (their
+  sizes are right, their contents are not the points), made by ``point_placeholders``; the points live
+  only on the device where the GPU development setup left them. Whoever reads points from host memory
+  goes through ``Groth16Zkey.host_points``, which refuses such a key by name (``PointsNotOnHost``).
 - ``Groth16Zkey.coeff_table``: with ``coeff_table_prepared``, the coefficient table of the CSR
   values (``CoefficientTable``: indices of A's then B's values, in the order of ``csr``) as the
   key cache stored it, or None when the key has more than 2^16 distinct values; without it, not
@@ -31,6 +35,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..curves import Curve
+from ..errors import BadInput
 from .coeff_table import CoefficientTable
 
 G1Affine = tuple[int, int] | None
@@ -38,6 +43,19 @@ G2Affine = tuple[tuple[int, int], tuple[int, int]] | None
 
 MATRIX_A = 0
 MATRIX_B = 1
+
+
+class PointsNotOnHost(BadInput):
+    """A key whose points are only on a device (``Groth16Zkey.points_on_host`` False) was asked for them in
+    host memory: to upload it again, stream it, write it or prove with it on the CPU."""
+
+
+def point_placeholders(shapes: dict[str, tuple[int, ...]]) -> dict[str, np.ndarray]:
+    """uint64 arrays of these shapes that take no memory (every element reads the same zero word, and
+    they are read-only): the ``points_*`` of a key whose points stay on the device."""
+    zero = np.zeros(1, dtype=np.uint64)
+    return {name: np.lib.stride_tricks.as_strided(zero, shape, (0,) * len(shape), writeable=False)
+            for name, shape in shapes.items()}
 
 
 @dataclass(frozen=True, eq=False)
@@ -77,6 +95,7 @@ class Groth16Zkey:
     csr: tuple[CsrMatrix, CsrMatrix] | None = None  # (A, B) by row when prepared (pipeline.keycache)
     coeff_table: CoefficientTable | None = None  # the CSR values' table when prepared (None: > 2^16 values)
     coeff_table_prepared: bool = False  # whether coeff_table says it; else nobody looked
+    points_on_host: bool = True  # False: points_* are placeholders (point_placeholders), the points on a device
 
     @property
     def log_domain_size(self) -> int:
@@ -91,9 +110,19 @@ class Groth16Zkey:
     def verification_key(self) -> "VerificationKey":
         return VerificationKey.from_zkey(self)
 
+    def host_points(self, section: str) -> np.ndarray:
+        """The point array of ``section`` (a, b1, b2, c, h) in host memory; ``PointsNotOnHost`` for a key
+        whose points are only on a device."""
+        if not self.points_on_host:
+            raise PointsNotOnHost(f"{self.path}: the key's points ({section} asked for) are only on the device the "
+                                  f"development setup made them on; they cannot be read from host memory (to upload "
+                                  f"the key again, stream it, write it or prove on the CPU)")
+        return getattr(self, f"points_{section}")
+
     def host_bytes(self) -> int:
+        points = (self.points_a, self.points_b1, self.points_b2, self.points_c, self.points_h)
         arrays = (self.coeff_matrix, self.coeff_constraint, self.coeff_signal, self.coeff_values_stored,
-                  self.points_a, self.points_b1, self.points_b2, self.points_c, self.points_h)
+                  *(points if self.points_on_host else ()))
         row_ptrs = sum(m.row_ptr.nbytes for m in self.csr) if self.csr else 0  # cols and vals are the coefficients
         table = self.coeff_table.nbytes if self.coeff_table is not None else 0
         return sum(a.nbytes for a in arrays) + row_ptrs + table

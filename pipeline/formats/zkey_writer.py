@@ -73,7 +73,7 @@ def write_zkey(path: str | os.PathLike, zkey: Groth16Zkey, contributions: bytes 
         return records
 
     vk = {name: getattr(zkey, name) for name in ("alpha1", "beta1", "beta2", "gamma2", "delta1", "delta2")}
-    arrays = [zkey.points_a, zkey.points_b1, zkey.points_b2, zkey.points_c, zkey.points_h]
+    arrays = [zkey.host_points(name) for name in ("a", "b1", "b2", "c", "h")]
     _write(path, zkey.curve, zkey.n_vars, zkey.n_public, zkey.domain_size, vk, zkey.ic, coefficients,
            [lambda a=a: a for a in arrays], EMPTY_CONTRIBUTIONS if contributions is None else contributions)
 

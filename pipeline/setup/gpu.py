@@ -32,7 +32,7 @@ from ..backends.cuda.memory import DeviceBuffer
 from ..backends.cuda.setup_kernels import CODE_BYTES, SetupKernels, SetupRunner
 from ..backends.cuda.work import PhaseEvents
 from ..formats.compact_r1cs import CompactR1cs
-from ..formats.types import Groth16Zkey
+from ..formats.types import Groth16Zkey, point_placeholders
 from .circuit import check_for_setup, log_domain_size, public_rows, table_with_one, terms
 from .coefficients import record_layout
 from .dev_secrets import DevSecrets
@@ -82,7 +82,11 @@ class GpuDevSetup:
             runner.kernels.close()
         self._runners.clear()
 
-    def run(self, r1cs: CompactR1cs, secrets: DevSecrets, path: str = "<development key>") -> DevKey:
+    def run(self, r1cs: CompactR1cs, secrets: DevSecrets, path: str = "<development key>",
+            download_points: bool = True) -> DevKey:
+        """The key; ``download_points`` False leaves its points on the device alone (``Groth16Zkey.points_on_host``
+        False: a 2^27 key's are 77 GB, more than a 128 GiB host holds beside the circuit and the rest of the
+        key), for a key that is only adopted where it was made (``adopt_dev_key``)."""
         curve = r1cs.curve
         check_for_setup(r1cs, path)
         secrets.check(curve, r1cs.domain_size)
@@ -107,7 +111,7 @@ class GpuDevSetup:
                 clock.last.synchronize()
                 timings.update(clock.elapsed_ms())
                 t1 = time.perf_counter()
-                points = self._download_points(r1cs, d_points, downloader)
+                points = self._download_points(r1cs, d_points, downloader if download_points else None)
                 timings["download_points_ms"] = (time.perf_counter() - t1) * 1e3
             except BaseException:
                 rt.stream.synchronize()  # nothing queued may still use a buffer we free
@@ -115,7 +119,7 @@ class GpuDevSetup:
                     buf.free()
                 raise
         t2 = time.perf_counter()
-        zkey = assemble_zkey(r1cs, secrets, layout, values, points, ic_stored, path)
+        zkey = assemble_zkey(r1cs, secrets, layout, values, points, ic_stored, path, points_on_host=download_points)
         timings["assemble_ms"] = (time.perf_counter() - t2) * 1e3
         timings["total_ms"] = (time.perf_counter() - t0) * 1e3
         return DevKey(zkey, d_points, self.backend, timings)
@@ -208,11 +212,14 @@ class GpuDevSetup:
                     buf.free()
 
     @staticmethod
-    def _download_points(r1cs: CompactR1cs, d_points: dict, downloader: HostDownloader) -> dict[str, np.ndarray]:
+    def _download_points(r1cs: CompactR1cs, d_points: dict, downloader: HostDownloader | None) -> dict[str, np.ndarray]:
+        """Each section's points in host memory; without a ``downloader``, placeholders of their shapes."""
         fq_limbs = r1cs.curve.fq.limbs
-        points = {}
+        shapes = {}
         for name in POINT_SECTIONS:
             shape = (2, 2, fq_limbs) if name == "b2" else (2, fq_limbs)
-            count = d_points[name].nbytes // (8 * int(np.prod(shape)))
-            points[name] = downloader.download(d_points[name].ptr, np.empty((count, *shape), dtype=np.uint64))
-        return points
+            shapes[name] = (d_points[name].nbytes // (8 * int(np.prod(shape))), *shape)
+        if downloader is None:
+            return point_placeholders(shapes)
+        return {name: downloader.download(d_points[name].ptr, np.empty(shape, dtype=np.uint64))
+                for name, shape in shapes.items()}

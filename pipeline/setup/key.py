@@ -30,11 +30,14 @@ def vk_points(curve: Curve, secrets: DevSecrets) -> dict:
 
 
 def assemble_zkey(r1cs: CompactR1cs, secrets: DevSecrets, layout: RecordLayout, values_stored: np.ndarray,
-                  points: dict[str, np.ndarray], ic_stored: np.ndarray, path: str) -> Groth16Zkey:
-    """The in-memory key; ``points`` maps each of POINT_SECTIONS to its stored array."""
+                  points: dict[str, np.ndarray], ic_stored: np.ndarray, path: str,
+                  points_on_host: bool = True) -> Groth16Zkey:
+    """The in-memory key; ``points`` maps each of POINT_SECTIONS to its stored array (placeholders where
+    ``points_on_host`` is False: Groth16Zkey.points_on_host)."""
     curve = r1cs.curve
     return Groth16Zkey(
         path=path, curve=curve, n_vars=r1cs.n_wires, n_public=r1cs.n_public, domain_size=r1cs.domain_size,
         **vk_points(curve, secrets), ic=tuple(decode_g1_mont(curve, ic_stored)),
         coeff_matrix=layout.matrix, coeff_constraint=layout.constraint, coeff_signal=layout.signal,
-        coeff_values_stored=values_stored, **{f"points_{name}": points[name] for name in POINT_SECTIONS})
+        coeff_values_stored=values_stored, **{f"points_{name}": points[name] for name in POINT_SECTIONS},
+        points_on_host=points_on_host)

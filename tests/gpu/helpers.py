@@ -69,9 +69,9 @@ def scalar_words(fr, values) -> np.ndarray:
     return fr.limbs_from_ints(values).view(np.uint32).reshape(-1, 8)
 
 
-def seed_dev_key(cuda_backend, curve, log_n: int, n_public: int = 4):
+def seed_dev_key(cuda_backend, curve, log_n: int, n_public: int = 4, download_points: bool = True):
     """(the GPU development key, its points on the device, and the witness) of pipeline.synth's
-    seed-shaped circuit of 2^log_n constraints (seeded by log_n)."""
+    seed-shaped circuit of 2^log_n constraints (seeded by log_n); ``download_points`` as GpuDevSetup.run's."""
     from pipeline.setup import DevSecrets
     from pipeline.setup.gpu import GpuDevSetup
     from pipeline.synth import generate_circuit
@@ -79,6 +79,7 @@ def seed_dev_key(cuda_backend, curve, log_n: int, n_public: int = 4):
     r1cs, witness = generate_circuit(log_n, n_public, curve, seed=log_n)
     setup = GpuDevSetup(cuda_backend)
     try:
-        return setup.run(r1cs, DevSecrets.draw(curve, r1cs.domain_size, seed=log_n)), witness
+        return setup.run(r1cs, DevSecrets.draw(curve, r1cs.domain_size, seed=log_n),
+                         download_points=download_points), witness
     finally:
         setup.close()

@@ -94,11 +94,11 @@ def test_engine_on_cuda_reports_its_backend_choice_and_gpu_metrics_in_seconds(cu
     assert held and float(held[0].split()[-1]) > 0
 
 
-async def _prove_from_an_adopted_dev_key(cuda_backend, curve, log_n: int, partitions: int):
+async def _prove_from_an_adopted_dev_key(cuda_backend, curve, log_n: int, partitions: int, download_points=True):
     from pipeline.setup.adopt import adopt_dev_key
     from tests.gpu.helpers import seed_dev_key
 
-    dev_key, witness = seed_dev_key(cuda_backend, curve, log_n)
+    dev_key, witness = seed_dev_key(cuda_backend, curve, log_n, download_points=download_points)
     config = EngineConfig(backend="cuda", devices=(0,), gpu_workers_per_device=2)
     async with Engine(config, backend_factory=lambda ordinal: cuda_backend) as engine:
         engine.register_key("dev", zkey=dev_key.zkey)
@@ -125,6 +125,28 @@ def test_a_development_key_adopted_from_the_setup_proves_through_the_engine_with
     # the tables an upload would have had were built onto the adopted points (Backend.add_fixed_bases)
     from pipeline.backends.cuda.fixed_base import FIXED_BASE_ORDER
     assert status["keys"]["keys"]["dev"]["layout"]["0"]["fixed_base_sections"] == list(FIXED_BASE_ORDER)
+
+
+@pytest.mark.parametrize("curve", ["bn128", "bls12381"])
+def test_a_development_key_whose_points_stay_on_the_device_proves_and_cannot_be_uploaded_again(cuda_backend, curve):
+    """GpuDevSetup.run(download_points=False), bench/seed_scale.py --device-points-only: the host key holds
+    placeholders (Groth16Zkey.points_on_host False, its host bytes without the points); adopted where it was made,
+    its partitions' proofs verify and reject a changed public input; once the engine has let it go, an upload
+    of it is refused by name (PointsNotOnHost), leaving nothing allocated."""
+    from pipeline.curves import curve_by_name
+    from pipeline.formats.types import PointsNotOnHost
+
+    zkey, proofs, _ = asyncio.run(_prove_from_an_adopted_dev_key(cuda_backend, curve_by_name(curve), 12, 2,
+                                                                 download_points=False))
+    assert not zkey.points_on_host and zkey.host_bytes() < zkey.points_a.nbytes + zkey.coeff_values_stored.nbytes
+    vk = VerificationKey.from_zkey(zkey)
+    for p in proofs:
+        assert verify(vk, p.public_signals, p.pi_a, p.pi_b, p.pi_c)
+    assert not verify(vk, (p.public_signals[0] + 1,) + tuple(p.public_signals[1:]), p.pi_a, p.pi_b, p.pi_c)
+    used = cuda_backend.allocator.in_use_bytes  # the engine unloaded the adopted copy when it stopped
+    with pytest.raises(PointsNotOnHost, match="only on the device"):
+        cuda_backend.load_key(zkey)
+    assert cuda_backend.allocator.in_use_bytes == used
 
 
 @pytest.mark.parametrize("curve", ["bn128", "bls12381"])

@@ -33,7 +33,7 @@ class CpuKey:
         cache = self.__dict__.setdefault("_points", {})
         if section not in cache:
             decode = decode_g2_mont if section == "b2" else decode_g1_mont
-            cache[section] = decode(self.zkey.curve, getattr(self.zkey, f"points_{section}"))
+            cache[section] = decode(self.zkey.curve, self.zkey.host_points(section))
         return cache[section]
 
 

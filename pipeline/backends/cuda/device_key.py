@@ -101,7 +101,7 @@ def load_device_key(rt: CurveRuntime, zkey: Groth16Zkey, placement: KeyPlacement
     try:
         with progress.bar("preparing the key (cuda)", total=8 + len(placement.fixed_base), unit="part") as bar:
             for name in SECTIONS:
-                points = getattr(zkey, f"points_{name}")
+                points = zkey.host_points(name)
                 if name in placement.resident:
                     d_points[name] = up(points, f"key points {name}")
                 else:  # page-locked in place: the pass's copies run at full speed, beside the kernels
