@@ -17,6 +17,7 @@ from bench.engine_throughput import write_timeline
 from bench.sppark_stage import SpparkStage
 
 GIB = 1 << 30
+DEVICE_POINTS_ONLY = "; the key's points only on the device (none in host memory: key GB is its host part)"
 STAGES = (("synth_ms", "synth"), ("prep_msm_ms", "prep"), ("prep_staging_ms", "prep: staging"),
           ("prep_scan_ms", "prep: scan"), ("gpu_lock_wait_ms", "lock wait"), ("gpu_total_ms", "gpu"))
 GPU_STEPS = (("gpu_upload_ms", "upload"), ("gpu_spmv_ms", "spmv"), ("gpu_ntt_ms", "NTTs"),
@@ -112,7 +113,7 @@ def markdown(args, machine: str, results: list, sppark: dict, pictures: list[Pat
              f"{'; witnesses prefetched before the GPU lock' if getattr(args, 'witness_prefetch', True) else '; witnesses uploaded under the GPU lock'}"
              f"; VRAM budget {getattr(args, 'vram_free_share', 0.9):g} of the free memory"
              f"{'; tables taken in the order ' + ' '.join(args.table_order) if getattr(args, 'table_order', None) else ''}"
-             f"{'; the key points only on the device (none in host memory: key GB is its host part)' if getattr(args, 'device_points_only', False) else ''}"
+             f"{DEVICE_POINTS_ONLY if getattr(args, 'device_points_only', False) else ''}"
              f". {args.jobs} jobs of {args.partitions} partitions submitted at once "
              f"after a warm-up job; every partition proves the same witness.", "",
              "s/proof: wall time of the stream / jobs (one proof = one job). gpu s/proof: the gpu stages' time "

@@ -123,6 +123,12 @@ def test_seed_scale_runs_on_the_cpu_backend_as_a_module(tmp_path):
     assert (tmp_path / "seed_2e8.timeline.json").exists()
 
 
+def test_seed_scale_refuses_device_points_only_without_the_gpu_setup():
+    done = subprocess.run([sys.executable, "-m", "bench.seed_scale", "--backend", "cpu", "--device-points-only"],
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "--device-points-only needs the GPU development setup" in done.stderr
+
+
 def test_seed_scale_proofs_from_a_development_key_verify(tmp_path):
     """The --key dev path on the CPU backend (setup/cpu.py, the key registered from memory): its
     proofs verify and a changed public input is rejected."""

@@ -212,7 +212,8 @@ class GpuDevSetup:
                     buf.free()
 
     @staticmethod
-    def _download_points(r1cs: CompactR1cs, d_points: dict, downloader: HostDownloader | None) -> dict[str, np.ndarray]:
+    def _download_points(r1cs: CompactR1cs, d_points: dict,
+                         downloader: HostDownloader | None) -> dict[str, np.ndarray]:
         """Each section's points in host memory; without a ``downloader``, placeholders of their shapes."""
         fq_limbs = r1cs.curve.fq.limbs
         shapes = {}

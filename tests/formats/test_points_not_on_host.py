@@ -21,7 +21,8 @@ SECTIONS = ("a", "b1", "b2", "c", "h")
 
 def device_only(zkey):
     shapes = {name: getattr(zkey, f"points_{name}").shape for name in SECTIONS}
-    return replace(zkey, points_on_host=False, **{f"points_{name}": a for name, a in point_placeholders(shapes).items()})
+    placeholders = point_placeholders(shapes)
+    return replace(zkey, points_on_host=False, **{f"points_{name}": a for name, a in placeholders.items()})
 
 
 def test_placeholders_have_the_points_sizes_and_take_no_memory():
