@@ -64,6 +64,12 @@ class KeySpec:
     # Groth16Zkey compares by identity, so two specs are equal only for the same object.
     zkey: Groth16Zkey | None = field(default=None, repr=False)
 
+    @property
+    def reloadable(self) -> bool:
+        """Whether a device copy of the key can be made again once freed: not for an in-memory key whose
+        points are only on the device the setup made them on (``Groth16Zkey.points_on_host``)."""
+        return self.zkey is None or self.zkey.points_on_host
+
     def files(self) -> list[str]:
         """The files the key is read from (checked at registration)."""
         paths = (self.r1cs_path, self.wasm_path) if self.zkey is not None else \
@@ -356,7 +362,9 @@ class KeyStore:
     async def make_device_room(self, device: Device, needed: int, keep: str, run: Runner) -> None:
         """Make ``needed`` bytes fit on ``device``: other keys' copies first give up their fixed-base
         tables (back to plain points, ``Backend.drop_fixed_bases``), then are evicted; idle keys first,
-        then least recently used."""
+        then least recently used. A copy that could not be made again (``KeySpec.reloadable``) is never
+        evicted for room (``evict`` by hand still frees it): ``BudgetTooSmall`` names those kept where the
+        room is still short."""
         vram = device.vram
         if vram.capacity is None:
             return
@@ -366,10 +374,16 @@ class KeyStore:
             if vram.used + needed <= vram.capacity:
                 return
             await self.drop_fixed_bases(victim.spec.key_id, device, run)
-        for victim in resident:
+        for victim in (e for e in resident if e.spec.reloadable):
             if vram.used + needed <= vram.capacity:
                 return
             await self.unload_from_device(victim.spec.key_id, device, run)
+        kept = [e.spec.key_id for e in resident if not e.spec.reloadable]
+        if kept and vram.used + needed > vram.capacity:
+            raise BudgetTooSmall(f"device {device.index}: {needed} bytes for key {keep!r} do not fit its VRAM budget "
+                                 f"({vram.used} of {vram.capacity} in use) beside the copies of "
+                                 f"{', '.join(map(repr, kept))}, kept because their points are only on this device "
+                                 f"(they could not be loaded again)")
 
     async def drop_fixed_bases(self, key_id: str, device: Device, run: Runner) -> bool:
         """The key's copy on ``device`` without its fixed-base tables (under the device's lock); its

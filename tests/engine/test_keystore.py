@@ -234,3 +234,41 @@ async def test_an_adopted_copy_gets_the_tables_an_upload_would_and_gives_them_up
         assert status["devices"][0]["vram"]["used_bytes"] == 2000 == allocator.used
         await (await engine.submit("mem", [wtns(*A)])).result()
     assert allocator.ooms == 0 and allocator.used == 0
+
+
+async def test_a_copy_that_could_not_be_loaded_again_is_not_evicted_for_another_keys_room():
+    """An adopted development key whose points are only on the device (Groth16Zkey.points_on_host False) keeps
+    its copy: where another key's copy and scratch fit only in its room, that key's partition fails naming the
+    key kept and why, and the kept key proves on; where they fit beside it, keys read from files are evicted
+    for each other's room as before, never the kept one."""
+    from dataclasses import replace
+
+    from pipeline.formats.types import point_placeholders
+    from pipeline.formats.zkey import read_zkey
+    from tests.engine.conftest import FakeBackend, FakeDeviceAllocator
+
+    zkey = read_zkey(key_files(*A)["zkey_path"])
+    shapes = {name: getattr(zkey, f"points_{name}").shape for name in ("a", "b1", "b2", "c", "h")}
+    device_only = replace(zkey, points_on_host=False,
+                          **{f"points_{name}": a for name, a in point_placeholders(shapes).items()})
+    for budget in (2400, 2600):  # key copies of 1000, a partition's scratch 500
+        allocator = FakeDeviceAllocator(budget)
+        backend = FakeBackend(allocator, key_bytes=1000, scratch=500)
+        async with engine_with(backend, vram_budget_bytes=budget) as engine:
+            engine.register_key("mem", zkey=device_only)
+            await engine.adopt_device_key("mem", backend.load_key(device_only))
+            engine.register_key("b", **key_files(*B))
+            engine.register_key("c", **key_files(*A))
+            if budget == 2400:
+                job = await engine.submit("b", [wtns(*B)])
+                with pytest.raises(Exception, match=r"for key 'b' do not fit .* beside the copies of 'mem', kept "):
+                    await job.result()
+            else:
+                await (await engine.submit("b", [wtns(*B)])).result()
+                await (await engine.submit("c", [wtns(*A)])).result()  # b's copy evicted for c's
+                keys = engine.status()["keys"]
+                assert keys["evictions"] == 1 and keys["keys"]["b"]["devices"] == []
+                assert keys["keys"]["c"]["devices"] == [0]
+            assert engine.status()["keys"]["keys"]["mem"]["devices"] == [0]
+            await (await engine.submit("mem", [wtns(*A)])).result()  # its copy is still there
+        assert allocator.ooms == 0 and allocator.used == 0
