@@ -432,6 +432,8 @@ class KeyStore:
             keys[key_id] = {"zkey_path": e.spec.zkey_path, "host_resident": e.host is not None,
                             "host_bytes": e.host.host_bytes if e.host else 0, "refs": e.refs,
                             "devices": sorted(e.device_handles),
+                            # False: its points are only on the devices above (never evicted for room)
+                            "reloadable": e.spec.reloadable,
                             "placement": {str(d): p.mode for d, p in sorted(e.device_placement.items())},
                             # which point sections each device keeps, which it streams, and the CSR's
                             "layout": {str(d): placement_layout(p) for d, p in sorted(e.device_placement.items())},

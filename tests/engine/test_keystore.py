@@ -269,6 +269,7 @@ async def test_a_copy_that_could_not_be_loaded_again_is_not_evicted_for_another_
                 keys = engine.status()["keys"]
                 assert keys["evictions"] == 1 and keys["keys"]["b"]["devices"] == []
                 assert keys["keys"]["c"]["devices"] == [0]
-            assert engine.status()["keys"]["keys"]["mem"]["devices"] == [0]
+            keys = engine.status()["keys"]["keys"]
+            assert keys["mem"]["devices"] == [0] and not keys["mem"]["reloadable"] and keys["b"]["reloadable"]
             await (await engine.submit("mem", [wtns(*A)])).result()  # its copy is still there
         assert allocator.ooms == 0 and allocator.used == 0
