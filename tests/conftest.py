@@ -32,6 +32,17 @@ def fixture_dir(curve_name: str, circuit: str) -> Path:
     return FIXTURES / curve_name / circuit
 
 
+def without_host_points(zkey):
+    """``zkey`` as the GPU setup leaves it with ``download_points=False``: placeholders for its points
+    (Groth16Zkey.points_on_host False)."""
+    from dataclasses import replace
+
+    from pipeline.formats.types import POINT_SECTIONS, point_placeholders
+
+    placeholders = point_placeholders({name: getattr(zkey, f"points_{name}").shape for name in POINT_SECTIONS})
+    return replace(zkey, points_on_host=False, **{f"points_{name}": a for name, a in placeholders.items()})
+
+
 def snarkjs_verify(vk: Path, public: Path, proof: Path) -> bool:
     """The external verdict: snarkjs groth16 verify (through the project's fixture script)."""
     script = REPO / "tools" / "make_fixtures.sh"

@@ -21,8 +21,9 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..formats.binfile import ROWS_PER_TASK, over_chunks
+from ..formats.types import POINT_SECTIONS
 
-SECTIONS = ("a", "b1", "b2", "c", "h")
+SECTIONS = POINT_SECTIONS  # the key's point sections, in file order (formats.types)
 WITNESS_SECTIONS = ("a", "b1", "b2", "c")
 # Sections in the order they get a fixed-base table while the room lasts (CudaOptions.msm_fixed_base_order's
 # default): most milliseconds saved a byte first, for a random witness. At 2^24 BLS12-381 a G2 table saved 61 ms of

@@ -43,6 +43,7 @@ G2Affine = tuple[tuple[int, int], tuple[int, int]] | None
 
 MATRIX_A = 0
 MATRIX_B = 1
+POINT_SECTIONS = ("a", "b1", "b2", "c", "h")  # Groth16Zkey.points_<name>: zkey sections 5..9, in file order
 
 
 class PointsNotOnHost(BadInput):
@@ -120,9 +121,8 @@ class Groth16Zkey:
         return getattr(self, f"points_{section}")
 
     def host_bytes(self) -> int:
-        points = (self.points_a, self.points_b1, self.points_b2, self.points_c, self.points_h)
-        arrays = (self.coeff_matrix, self.coeff_constraint, self.coeff_signal, self.coeff_values_stored,
-                  *(points if self.points_on_host else ()))
+        points = [getattr(self, f"points_{name}") for name in POINT_SECTIONS] if self.points_on_host else []
+        arrays = (self.coeff_matrix, self.coeff_constraint, self.coeff_signal, self.coeff_values_stored, *points)
         row_ptrs = sum(m.row_ptr.nbytes for m in self.csr) if self.csr else 0  # cols and vals are the coefficients
         table = self.coeff_table.nbytes if self.coeff_table is not None else 0
         return sum(a.nbytes for a in arrays) + row_ptrs + table

@@ -30,7 +30,7 @@ from .binfile import (ROWS_PER_TASK, BinFile, SectionCursor, check_power_of_two,
                       read_array, read_layout)
 from .errors import FormatError
 from .points_codec import decode_g1, decode_g2
-from .types import Groth16Zkey, VerificationKey
+from .types import POINT_SECTIONS, Groth16Zkey, VerificationKey
 
 SECTION_NAMES = {1: "header", 2: "groth16 header", 3: "IC", 4: "coefficients", 5: "A points",
                  6: "B1 points", 7: "B2 points", 8: "C points", 9: "H points", 10: "contributions"}
@@ -149,9 +149,6 @@ def read_zkey_verification_key(path: str | os.PathLike) -> VerificationKey:
     header = read_zkey_header(path)
     vk, ic = read_vk_points(header)
     return VerificationKey(header.curve, header.n_public, vk["alpha1"], vk["beta2"], vk["gamma2"], vk["delta2"], ic)
-
-
-POINT_SECTIONS = ("a", "b1", "b2", "c", "h")  # sections 5..9, in file order
 
 
 def read_zkey(path: str | os.PathLike, check_points: bool = False, map_points: bool = False) -> Groth16Zkey:

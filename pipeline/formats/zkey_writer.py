@@ -17,7 +17,7 @@ import numpy as np
 from ..curves import Curve
 from .binfile import FILE_HEADER, SECTION_HEADER
 from .points_codec import encode_g1, encode_g2
-from .types import G1Affine, G2Affine, Groth16Zkey
+from .types import POINT_SECTIONS, G1Affine, G2Affine, Groth16Zkey
 from .zkey import GROTH16, coefficient_dtype
 
 EMPTY_CONTRIBUTIONS = bytes(64) + struct.pack("<I", 0)  # csHash, no contributions
@@ -73,7 +73,7 @@ def write_zkey(path: str | os.PathLike, zkey: Groth16Zkey, contributions: bytes 
         return records
 
     vk = {name: getattr(zkey, name) for name in ("alpha1", "beta1", "beta2", "gamma2", "delta1", "delta2")}
-    arrays = [zkey.host_points(name) for name in ("a", "b1", "b2", "c", "h")]
+    arrays = [zkey.host_points(name) for name in POINT_SECTIONS]
     _write(path, zkey.curve, zkey.n_vars, zkey.n_public, zkey.domain_size, vk, zkey.ic, coefficients,
            [lambda a=a: a for a in arrays], EMPTY_CONTRIBUTIONS if contributions is None else contributions)
 

@@ -32,11 +32,11 @@ from ..backends.cuda.memory import DeviceBuffer
 from ..backends.cuda.setup_kernels import CODE_BYTES, SetupKernels, SetupRunner
 from ..backends.cuda.work import PhaseEvents
 from ..formats.compact_r1cs import CompactR1cs
-from ..formats.types import Groth16Zkey, point_placeholders
+from ..formats.types import POINT_SECTIONS, Groth16Zkey, point_placeholders
 from .circuit import check_for_setup, log_domain_size, public_rows, table_with_one, terms
 from .coefficients import record_layout
 from .dev_secrets import DevSecrets
-from .key import POINT_SECTIONS, assemble_zkey
+from .key import assemble_zkey
 from .scalars import lagrange_scale
 from .transfer import STAGING_BYTES, HostDownloader
 

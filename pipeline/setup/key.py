@@ -10,12 +10,11 @@ import numpy as np
 
 from ..curves import Curve
 from ..curves.encoding import decode_g1_mont
-from ..formats.types import Groth16Zkey
+from ..formats.types import POINT_SECTIONS, Groth16Zkey
 from ..formats.compact_r1cs import CompactR1cs
 from .coefficients import RecordLayout
 from .dev_secrets import DevSecrets
 
-POINT_SECTIONS = ("a", "b1", "b2", "c", "h")  # Groth16Zkey.points_<name>, zkey sections 5..9
 
 
 def vk_points(curve: Curve, secrets: DevSecrets) -> dict:

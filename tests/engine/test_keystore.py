@@ -241,16 +241,11 @@ async def test_a_copy_that_could_not_be_loaded_again_is_not_evicted_for_another_
     its copy: where another key's copy and scratch fit only in its room, that key's partition fails naming the
     key kept and why, and the kept key proves on; where they fit beside it, keys read from files are evicted
     for each other's room as before, never the kept one."""
-    from dataclasses import replace
-
-    from pipeline.formats.types import point_placeholders
     from pipeline.formats.zkey import read_zkey
+    from tests.conftest import without_host_points
     from tests.engine.conftest import FakeBackend, FakeDeviceAllocator
 
-    zkey = read_zkey(key_files(*A)["zkey_path"])
-    shapes = {name: getattr(zkey, f"points_{name}").shape for name in ("a", "b1", "b2", "c", "h")}
-    device_only = replace(zkey, points_on_host=False,
-                          **{f"points_{name}": a for name, a in point_placeholders(shapes).items()})
+    device_only = without_host_points(read_zkey(key_files(*A)["zkey_path"]))
     for budget in (2400, 2600):  # key copies of 1000, a partition's scratch 500
         allocator = FakeDeviceAllocator(budget)
         backend = FakeBackend(allocator, key_bytes=1000, scratch=500)

@@ -5,24 +5,14 @@ name instead of reading the placeholders' zeros as points. The GPU path (adopted
 made, its proofs verified; an upload refused) is tests/gpu/test_engine_cuda.py's."""
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 import pytest
 
 from pipeline.backends.cpu.backend import CpuBackend
-from pipeline.formats.types import PointsNotOnHost, point_placeholders
+from pipeline.formats.types import POINT_SECTIONS, PointsNotOnHost, point_placeholders
 from pipeline.formats.zkey import read_zkey
 from pipeline.formats.zkey_writer import write_zkey
-from tests.conftest import fixture_dir
-
-SECTIONS = ("a", "b1", "b2", "c", "h")
-
-
-def device_only(zkey):
-    shapes = {name: getattr(zkey, f"points_{name}").shape for name in SECTIONS}
-    placeholders = point_placeholders(shapes)
-    return replace(zkey, points_on_host=False, **{f"points_{name}": a for name, a in placeholders.items()})
+from tests.conftest import fixture_dir, without_host_points
 
 
 def test_placeholders_have_the_points_sizes_and_take_no_memory():
@@ -39,12 +29,12 @@ def test_placeholders_have_the_points_sizes_and_take_no_memory():
 @pytest.mark.parametrize("curve", ["bn128", "bls12381"])
 def test_a_key_without_its_points_on_the_host_is_refused_by_every_reader_of_them(tmp_path, curve):
     zkey = read_zkey(fixture_dir(curve, "chain_2e10") / "circuit_final.zkey")
-    key = device_only(zkey)
-    points = sum(getattr(zkey, f"points_{name}").nbytes for name in SECTIONS)
+    key = without_host_points(zkey)
+    points = sum(getattr(zkey, f"points_{name}").nbytes for name in POINT_SECTIONS)
     assert key.host_bytes() == zkey.host_bytes() - points  # the placeholders are not host memory
     assert key.points_a.nbytes == zkey.points_a.nbytes  # what VRAM placement sizes read
     assert zkey.host_points("b2") is zkey.points_b2
-    for section in SECTIONS:
+    for section in POINT_SECTIONS:
         with pytest.raises(PointsNotOnHost, match=rf"\({section} asked for\) are only on the device"):
             key.host_points(section)
     with pytest.raises(PointsNotOnHost, match="only on the device"):

@@ -348,7 +348,7 @@ class CudaBackend(Backend):
         first_private = zkey.n_public + 1
         p = key.d_points
         witness_msms = {"a": (False, 0), "b1": (False, 0), "b2": (True, 0), "c": (False, first_private)}
-        names = [n for n in ("a", "b1", "b2", "c", "h") if n in sections and (n != "b2" or with_b_g2)]
+        names = [n for n in SECTIONS if n in sections and (n != "b2" or with_b_g2)]
         # A, B1, B2 and C take the same scalars (the whole witness, or the split's others; C skips the public
         # signals): one digit sort for the plain ones and one for those over tables of one plan (bucket sets
         # included), each freed after its last MSM (CudaOptions.msm_shared_sort). A table is indexed by signal
