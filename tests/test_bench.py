@@ -344,3 +344,19 @@ def test_streamed_keys_gives_the_named_row_its_own_job_count():
     assert row_jobs(specs, 8.0, 10, 1) == 1
     assert row_jobs(specs, 16, 5, 2) == 2
     assert row_jobs([], 16, 10, 4) == 4
+
+
+def test_seed_report_shows_a_split_sections_ones_beside_it():
+    """The per-partition table has an "X: ones" column after each split section (the part of X that sums
+    its ones' points), and none where no partition was split."""
+    from types import SimpleNamespace
+
+    from bench.seed_report import partition_table
+
+    split = {"gpu_total_ms": 100.0, "gpu_msm_a_ms": 8.0, "gpu_msm_a_ones_ms": 3.0, "gpu_msm_b2_ms": 29.0,
+             "gpu_msm_b2_ones_ms": 9.0}
+    header = partition_table([[SimpleNamespace(timings_ms=split)]]).splitlines()[0]
+    names = [cell.strip() for cell in header.strip("|").split("|")]
+    assert names[names.index("A") + 1] == "A: ones" and names[names.index("B2 (G2)") + 1] == "B2: ones"
+    plain = {"gpu_total_ms": 100.0, "gpu_msm_a_ms": 8.0}
+    assert "ones" not in partition_table([[SimpleNamespace(timings_ms=plain)]])

@@ -62,6 +62,13 @@ def test_split_msms_equal_plain_and_cpu_on_a_fixture_key(cuda_backend, gpu_curve
     finally:
         cuda_backend.unload_key(key)
     assert "split_ms" in split.timings_ms and "split_ms" not in plain.timings_ms
+    for section in ("a", "b1", "b2", "c"):  # each split section's ones timed as a part of it
+        ones = split.timings_ms[f"msm_{section}_ones_ms"]
+        assert 0 <= ones <= split.timings_ms[f"msm_{section}_ms"]
+        assert f"msm_{section}_ones_ms" not in plain.timings_ms
+    t = split.timings_ms
+    assert t["msm_ms"] == pytest.approx(t["split_ms"] + t.get("msm_combine_ms", 0.0) + sum(
+        t[f"msm_{s}_ms"] for s in ("a", "b1", "b2", "c", "h")))
     _same(gpu_curve, split, plain)
     cpu = CpuBackend()
     cpu_key = cpu.load_key(zkey)

@@ -389,6 +389,8 @@ class CudaBackend(Backend):
                         skip_other = shape.prefix_other if skip else 0
                         msm.enqueue_point_sum(g2, base, split.d_one_idx.ptr + 4 * skip_one, shape.n_one - skip_one,
                                               d_results.ptr + MSM_SLOTS.index(f"{name}_ones") * slot)
+                        if events is not None:
+                            events.mark(f"msm_{name}_ones_ms")  # a part of msm_{name}_ms (work.partition_timings)
                         n, d_scalars = shape.n_other - skip_other, split.d_other_scalars.ptr + 32 * skip_other
                         d_index = split.d_other_idx.ptr + 4 * skip_other
                     if shared and digits is None and n:

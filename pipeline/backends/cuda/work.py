@@ -55,6 +55,25 @@ class PinnedResultPool:
             self._free.clear()
 
 
+ONES_SUFFIX = "_ones_ms"
+
+
+def partition_timings(phases: dict[str, float]) -> dict[str, float]:
+    """A partition's timings from its phases between events (``PhaseEvents.elapsed_ms``), with h_ms and
+    msm_ms, its H and its MSMs (the 0/1 split included). A split section's time is two phases, its ones'
+    point sum (msm_a_ones_ms) and then its tail (msm_a_ms, with the shared digit sort where it is made):
+    msm_a_ms becomes their sum, and msm_a_ones_ms stays beside it as its part."""
+    timings = dict(phases)
+    for key, ones in phases.items():
+        if key.startswith("msm_") and key.endswith(ONES_SUFFIX):
+            whole = key[:-len(ONES_SUFFIX)] + "_ms"
+            timings[whole] = timings.get(whole, 0.0) + ones
+    timings["h_ms"] = sum(timings.get(k, 0.0) for k in ("upload_ms", "spmv_ms", "ntt_ms"))
+    timings["msm_ms"] = timings.get("split_ms", 0.0) + sum(
+        v for k, v in phases.items() if k.startswith("msm_"))
+    return timings
+
+
 class PhaseEvents:
     """Events recorded on the stream between phases; elapsed times once the last one fired."""
 
@@ -135,11 +154,8 @@ class CudaPartitionWork:
             points[name] = (G2Jacobian if name == "b2" else G1Jacobian)(*total)
         if not self.with_b_g2:
             points["b2"] = None
-        timings = self.events.elapsed_ms()
+        timings = partition_timings(self.events.elapsed_ms())
         self.close()
-        h_ms = sum(timings.get(k, 0.0) for k in ("upload_ms", "spmv_ms", "ntt_ms"))
-        msm_ms = sum(v for k, v in timings.items() if k.startswith("msm_")) + timings.get("split_ms", 0.0)
-        timings.update(h_ms=h_ms, msm_ms=msm_ms)
         return MsmResults(points["a"], points["b1"], points["b2"], points["c"], points["h"], timings)
 
     def close(self) -> None:
