@@ -9,8 +9,9 @@ development key for it (--key dev: on the GPU, pipeline/setup/gpu.py, its points
 engine's device without an upload by setup.adopt_dev_key; on the CPU backend pipeline/setup/cpu.py;
 --key random: random points in memory, uploaded by the backend's load_key). The key goes to the
 engine from memory (Engine.register_key(zkey=...)): a 2^27 key does not fit the host's disk as a
-file. Where the whole key does not fit the device next to a partition's scratch (2^27 on one H200),
-the setup's device points are freed and the engine places the key itself (streamed sections).
+file. Where the whole key does not fit the device next to a partition's scratch, the setup's device
+points are freed and the engine places the key itself (streamed sections; not with
+--device-points-only, whose key has no host points to stream). A 2^27 key fits one H200 whole.
 Then a warm-up job, then --jobs jobs of --partitions partitions, all submitted at once, every
 partition the same witness (--witness circuit: the circuit's own, whose proofs verify; random:
 full-width values; bits95: 95% in {0, 1}). Table: s/proof (one proof = one job), the sum of
