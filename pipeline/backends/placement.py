@@ -16,12 +16,13 @@ scalars of its signal range once for up to four sections.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from ..formats.binfile import ROWS_PER_TASK, over_chunks
-from ..formats.types import POINT_SECTIONS
+from ..formats.types import POINT_SECTIONS, point_row_shape
 
 SECTIONS = POINT_SECTIONS  # the key's point sections, in file order (formats.types)
 WITNESS_SECTIONS = ("a", "b1", "b2", "c")
@@ -125,7 +126,7 @@ def section_span(zkey, section: str) -> tuple[int, int]:
 
 def point_bytes(curve, section: str) -> int:
     """Bytes of one affine point of ``section`` as the key stores it (x, y over Fq or Fq2)."""
-    return 2 * (2 if is_g2(section) else 1) * 8 * curve.fq.limbs
+    return 8 * math.prod(point_row_shape(curve, section))
 
 
 def section_bytes(zkey, section: str) -> int:

@@ -46,6 +46,11 @@ MATRIX_B = 1
 POINT_SECTIONS = ("a", "b1", "b2", "c", "h")  # Groth16Zkey.points_<name>: zkey sections 5..9, in file order
 
 
+def point_row_shape(curve: Curve, section: str) -> tuple[int, ...]:
+    """The uint64 shape of one stored point of ``section``: (x, y) over Fq, or over Fq2 for B2."""
+    return (2, 2, curve.fq.limbs) if section == "b2" else (2, curve.fq.limbs)
+
+
 class PointsNotOnHost(BadInput):
     """A key whose points are only on a device (``Groth16Zkey.points_on_host`` False) was asked for them in
     host memory: to upload it again, stream it, write it or prove with it on the CPU."""

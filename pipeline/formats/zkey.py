@@ -30,7 +30,7 @@ from .binfile import (ROWS_PER_TASK, BinFile, SectionCursor, check_power_of_two,
                       read_array, read_layout)
 from .errors import FormatError
 from .points_codec import decode_g1, decode_g2
-from .types import POINT_SECTIONS, Groth16Zkey, VerificationKey
+from .types import POINT_SECTIONS, Groth16Zkey, VerificationKey, point_row_shape
 
 SECTION_NAMES = {1: "header", 2: "groth16 header", 3: "IC", 4: "coefficients", 5: "A points",
                  6: "B1 points", 7: "B2 points", 8: "C points", 9: "H points", 10: "contributions"}
@@ -187,10 +187,10 @@ def zkey_from_parts(header: ZkeyHeader, vk: dict, ic: tuple, coefficients: tuple
 
 def point_layout(header: ZkeyHeader) -> dict[str, tuple[int, tuple[int, ...]]]:
     """Each point array's section id and array shape."""
-    fq_limbs = header.curve.fq.limbs
-    g1, g2 = (2, fq_limbs), (2, 2, fq_limbs)
-    return {"a": (5, (header.n_vars, *g1)), "b1": (6, (header.n_vars, *g1)), "b2": (7, (header.n_vars, *g2)),
-            "c": (8, (header.n_private, *g1)), "h": (9, (header.domain_size, *g1))}
+    rows = {"a": header.n_vars, "b1": header.n_vars, "b2": header.n_vars, "c": header.n_private,
+            "h": header.domain_size}
+    return {name: (5 + i, (rows[name], *point_row_shape(header.curve, name)))
+            for i, name in enumerate(POINT_SECTIONS)}
 
 
 def read_points(header: ZkeyHeader, map_points: bool = False, check_points: bool = False) -> dict[str, np.ndarray]:

@@ -32,7 +32,7 @@ from ..backends.cuda.memory import DeviceBuffer
 from ..backends.cuda.setup_kernels import CODE_BYTES, SetupKernels, SetupRunner
 from ..backends.cuda.work import PhaseEvents
 from ..formats.compact_r1cs import CompactR1cs
-from ..formats.types import POINT_SECTIONS, Groth16Zkey, point_placeholders
+from ..formats.types import POINT_SECTIONS, Groth16Zkey, point_placeholders, point_row_shape
 from .circuit import check_for_setup, log_domain_size, public_rows, table_with_one, terms
 from .coefficients import record_layout
 from .dev_secrets import DevSecrets
@@ -215,10 +215,9 @@ class GpuDevSetup:
     def _download_points(r1cs: CompactR1cs, d_points: dict,
                          downloader: HostDownloader | None) -> dict[str, np.ndarray]:
         """Each section's points in host memory; without a ``downloader``, placeholders of their shapes."""
-        fq_limbs = r1cs.curve.fq.limbs
         shapes = {}
         for name in POINT_SECTIONS:
-            shape = (2, 2, fq_limbs) if name == "b2" else (2, fq_limbs)
+            shape = point_row_shape(r1cs.curve, name)
             shapes[name] = (d_points[name].nbytes // (8 * int(np.prod(shape))), *shape)
         if downloader is None:
             return point_placeholders(shapes)

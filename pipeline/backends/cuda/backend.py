@@ -43,7 +43,7 @@ from .fixed_base import build_tables, choose_fixed_bases, plain_points, table_bu
 from .staged_upload import staged_upload
 from .witness_prefetch import WitnessPrefetches
 from .streamed import CudaStreamedPass, pass_scratch_bytes, place_streamed, prologue_scratch_bytes, witness_bytes
-from .work import MSM_SLOTS, CudaPartitionWork, PhaseEvents, PinnedResultPool, results_bytes
+from .work import MSM_SLOTS, ONES_SUFFIX, CudaPartitionWork, PhaseEvents, PinnedResultPool, results_bytes
 
 
 @dataclass(eq=False)
@@ -390,7 +390,7 @@ class CudaBackend(Backend):
                         msm.enqueue_point_sum(g2, base, split.d_one_idx.ptr + 4 * skip_one, shape.n_one - skip_one,
                                               d_results.ptr + MSM_SLOTS.index(f"{name}_ones") * slot)
                         if events is not None:
-                            events.mark(f"msm_{name}_ones_ms")  # a part of msm_{name}_ms (work.partition_timings)
+                            events.mark(f"msm_{name}{ONES_SUFFIX}")  # a part of msm_{name}_ms (work.partition_timings)
                         n, d_scalars = shape.n_other - skip_other, split.d_other_scalars.ptr + 32 * skip_other
                         d_index = split.d_other_idx.ptr + 4 * skip_other
                     if shared and digits is None and n:
