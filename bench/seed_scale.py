@@ -253,7 +253,7 @@ async def main_async(args) -> None:
               sppark_stage.measure(args.curve, args.sizes, args.anchors, args.sppark_timeout))  # before our CUDA context
     cuda = ({"options": CudaOptions(spmv_long_rows=not args.thread_a_row, witness_prefetch=args.witness_prefetch,
                                     msm_fixed_base=args.fixed_base, vram_free_share=args.vram_free_share,
-                                    msm_fixed_base_order=args.table_order)}
+                                    msm_fixed_base_order="auto" if args.table_order == ["auto"] else args.table_order)}
             if args.backend == "cuda" else {})
     backends = {d: create_backend(args.backend, **({"device": d} if d else {}), **cuda) for d in range(args.devices)}
     setups: dict = {}
@@ -305,7 +305,8 @@ def main() -> None:
     # comes first, and a larger share of the VRAM fits its one-set table beside a 2^26 key (bench/NOTES.md, session 29)
     p.add_argument("--table-order", nargs="+", default=["h", "b2", "a", "b1", "c"], metavar="SECTION",
                    help="sections in the order they get a fixed-base table (CudaOptions.msm_fixed_base_order; "
-                        "default: H first, the seed's order)")
+                        "default: H first, the seed's order; 'auto': the engine's choice for the key's witnesses "
+                        "so far, the random witness's order for a key adopted before any)")
     p.add_argument("--vram-free-share", type=float, default=0.965,
                    help="the device allocator's budget as a share of the free VRAM (CudaOptions.vram_free_share; "
                         "default 0.965, the engine's 0.9)")

@@ -18,11 +18,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..formats.binfile import ROWS_PER_TASK, over_chunks
 from ..formats.types import POINT_SECTIONS, point_row_shape
+
+if TYPE_CHECKING:
+    from .protocol import WitnessShape
 
 SECTIONS = POINT_SECTIONS  # the key's point sections, in file order (formats.types)
 WITNESS_SECTIONS = ("a", "b1", "b2", "c")
@@ -31,6 +35,35 @@ WITNESS_SECTIONS = ("a", "b1", "b2", "c")
 # 392 for 39 GB more, a G1 one 18 of 146 for 19 GB (session 22). A bit-heavy witness runs B2 mostly as a sum of
 # ones, which a table does not speed up: there H first (the seed's order, bench/NOTES.md session 29).
 FIXED_BASE_ORDER = ("b2", "h", "a", "b1", "c")
+# A G2 table's milliseconds saved a byte over a G1 table's, for the same scalars: 61 ms for 39 GB against 18 ms
+# for 19 GB at 2^24 BLS12-381 (session 22, above).
+G2_TABLE_MS_A_BYTE = 1.65
+# Nonzero digits of a random scalar (BLS12-381's 255 bits in 20-bit windows); a scalar 1 has one, a 0 none.
+RANDOM_SCALAR_DIGITS = 13
+
+
+def table_share(witness: "WitnessShape | None", split: bool) -> float:
+    """The share of a witness section's Pippenger work that witnesses shaped like ``witness`` leave (1: a random
+    witness). With the 0 / 1 split only the values other than 0 and 1 go through Pippenger (the ones are a sum of
+    their points, which a table does not speed up); without it a 1 is one digit of a random scalar's ~13."""
+    if witness is None or witness.n_vars <= 0:
+        return 1.0
+    ones = 0 if split else witness.n_one / RANDOM_SCALAR_DIGITS
+    return (witness.n_other + ones) / witness.n_vars
+
+
+def table_order(witness: "WitnessShape | None", split: bool) -> tuple[str, ...]:
+    """The sections in the order they get a fixed-base table for witnesses shaped like ``witness``
+    (``CudaOptions.msm_fixed_base_order`` "auto"): the most milliseconds saved a byte first, a section's
+    measured rate a byte (G2_TABLE_MS_A_BYTE for B2) times the share of its Pippenger work the witness leaves
+    (``table_share``; H's scalars are the quotient's, random whatever the witness). Ties, and no witness yet,
+    keep FIXED_BASE_ORDER, the order for a random witness; a seed witness (95% in {0, 1}, split) gives
+    h, b2, a, b1, c."""
+    share = table_share(witness, split)
+
+    def rate(section: str) -> float:
+        return (G2_TABLE_MS_A_BYTE if is_g2(section) else 1.0) * (1.0 if section == "h" else share)
+    return tuple(sorted(FIXED_BASE_ORDER, key=rate, reverse=True))  # stable: ties keep FIXED_BASE_ORDER
 
 
 @dataclass(frozen=True)
@@ -59,6 +92,9 @@ class KeyPlacement:
     # The tables tried and left out for want of room, each with the bytes it needed and the room it had
     # ("h (1 set): 130.4 of 125.1 GiB"): why a section has fewer sets, or none, than it might (status).
     tables_refused: tuple[str, ...] = field(default=(), compare=False)
+    # The order the sections were offered tables in (CudaOptions.msm_fixed_base_order, or table_order's for the
+    # key's witnesses so far): why H has a table and B2 none, say (status).
+    fixed_base_order: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def tables(self) -> dict[str, int]:

@@ -158,12 +158,14 @@ class Backend(abc.ABC):
         prove``). Returns where each kernel unit came from ({} for none). Idempotent."""
         return {}
 
-    def place_key(self, zkey: Groth16Zkey, budget_bytes: int | None, room_bytes: int | None = None) -> KeyPlacement:
+    def place_key(self, zkey: Groth16Zkey, budget_bytes: int | None, room_bytes: int | None = None,
+                  witness: WitnessShape | None = None) -> KeyPlacement:
         """Where ``load_key`` would keep the key's points on a device with ``budget_bytes`` of
         memory (None: unbounded) so that a partition's scratch fits next to it: every section
         resident when it fits, else some streamed from host memory (``placement.py``). What only
         speeds a key up (fixed-base tables, ``KeyPlacement.fixed_base``) is taken only where it fits
-        ``room_bytes`` too (the budget no other key holds; None: ``budget_bytes``). The default:
+        ``room_bytes`` too (the budget no other key holds; None: ``budget_bytes``), and may be chosen
+        for witnesses shaped like ``witness`` (the key's last one; None: none seen). The default:
         everything resident, ``key_device_bytes(zkey)`` bytes."""
         return KeyPlacement(device_bytes=self.key_device_bytes(zkey))
 

@@ -54,10 +54,11 @@ class Device:
     def scratch_bytes(self, key_handle: Any, batch: int = 1) -> int:
         return int(self.backend.scratch_bytes(key_handle, batch))
 
-    def place_key(self, zkey: Any, room_bytes: int | None = None):
+    def place_key(self, zkey: Any, room_bytes: int | None = None, witness: Any = None):
         """Where the backend would keep ``zkey`` under this device's whole VRAM budget; extras such as
-        fixed-base tables only within ``room_bytes`` (``Backend.place_key``)."""
-        return self.backend.place_key(zkey, self.vram.capacity, room_bytes)
+        fixed-base tables only within ``room_bytes``, chosen for witnesses shaped like ``witness``
+        (``Backend.place_key``)."""
+        return self.backend.place_key(zkey, self.vram.capacity, room_bytes, witness=witness)
 
     def key_device_bytes(self, zkey: Any) -> int:
         return int(self.backend.key_device_bytes(zkey))

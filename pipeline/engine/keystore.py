@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable
 
 from ..backends import host_backend
-from ..backends.protocol import Backend, KeyPlacement
+from ..backends.protocol import Backend, KeyPlacement, WitnessShape
 from ..errors import BadInput, ZkpipeError
 from ..formats.types import Groth16Zkey, R1cs
 from ..keycache import KeyCacheSettings
@@ -112,6 +112,9 @@ class _Entry:
     device_handles: dict[int, Any] = field(default_factory=dict)  # device index -> backend handle
     device_bytes: dict[int, int] = field(default_factory=dict)
     device_placement: dict[int, KeyPlacement] = field(default_factory=dict)  # how each device holds its copy
+    # The shape of the key's last witness (prep_msm counts it): the tables of its next device copy are chosen
+    # for witnesses like it (Backend.place_key); None until a partition of the key was prepared.
+    witness_shape: WitnessShape | None = None
 
 
 def placement_layout(placement: KeyPlacement) -> dict:
@@ -125,6 +128,7 @@ def placement_layout(placement: KeyPlacement) -> dict:
     layout["fixed_base_sections"] = list(placement.fixed_base)
     layout["fixed_base_sets"] = list(placement.tables.values())
     layout["fixed_base_refused"] = list(placement.tables_refused)
+    layout["fixed_base_order"] = list(placement.fixed_base_order)
     return layout
 
 
@@ -303,6 +307,11 @@ class KeyStore:
         self.evictions += 1
         return True
 
+    def note_witness(self, key_id: str, shape: WitnessShape) -> None:
+        """A partition of the key was prepared with a witness of this shape: the key's next device copy
+        chooses its fixed-base tables for witnesses like it."""
+        self._entry(key_id).witness_shape = shape
+
     # -- device level (call only while holding ``device``'s GPU lock) ----------------------
     # ``run(fn, *args)`` runs a blocking backend call off the loop (the device's executor);
     # the budget bookkeeping stays on the loop.
@@ -314,7 +323,7 @@ class KeyStore:
         if handle is not None:
             return handle
         # all resident, or some sections streamed; fixed-base tables only in the room no other copy holds
-        placement = await run(device.place_key, host.zkey, device.vram.available())
+        placement = await run(device.place_key, host.zkey, device.vram.available(), entry.witness_shape)
         needed = await self._reserve_vram(key_id, device, placement.device_bytes, run)
         try:
             handle = await run(device.backend.load_key, host.zkey, placement)
@@ -334,7 +343,7 @@ class KeyStore:
         entry = self._entry(key_id)
         if device.index in entry.device_handles:
             raise KeyInUse(f"key {key_id!r} already has a copy on device {device.index}")
-        placement = await run(device.place_key, host.zkey, device.vram.available())
+        placement = await run(device.place_key, host.zkey, device.vram.available(), entry.witness_shape)
         if placement.mode != "resident":
             raise BudgetTooSmall(f"device {device.index}: key {key_id!r} fits its VRAM budget only {placement.mode}, "
                                  f"not as the resident copy offered; preload it instead (its backend streams the rest)")

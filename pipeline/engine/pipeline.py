@@ -162,6 +162,7 @@ class Pipeline:
             g2_msm = self._g2_msms[part] = self.g2_workers.start(fn, *args)
         self._record(part, "prep_msm", "prep_msm", None, t0, "prep_msm_ms")
         part.timings_ms.update(n_zero=scalars.n_zero, n_one=scalars.n_one, n_other=scalars.n_other)
+        self.keystore.note_witness(part.job.key_id, scalars.shape)  # the key's next copy picks its tables for it
         prepared = Prepared(part, scalars, g2_msm)  # the witness is staged: not kept
         device = choose_device(self.devices, self.keystore.resident_devices(part.job.key_id))
         await self._put(device.queue, part, prepared)

@@ -17,7 +17,7 @@ class StreamingCpuBackend(CpuBackend):
     """The CPU reference with every key placed as a device too small for it would place it: all
     points streamed in chunks that divide nothing (the reference walk of a streamed pass)."""
 
-    def place_key(self, zkey, budget_bytes, room_bytes=None):
+    def place_key(self, zkey, budget_bytes, room_bytes=None, witness=None):
         return KeyPlacement((), chunk_signals=37, chunk_h=61, device_bytes=0)
 
 
@@ -39,7 +39,7 @@ async def test_partitions_of_a_streamed_key_share_passes_and_their_proofs_verify
                                                               "h_points": "per pass",
                                                               "streamed_sections": ["a", "b1", "b2", "c", "h"],
                                                               "fixed_base_sections": [], "fixed_base_sets": [],
-                                                              "fixed_base_refused": []}}
+                                                              "fixed_base_refused": [], "fixed_base_order": []}}
 
 
 def batching_engine(backend, capacity: int, **overrides) -> Engine:

@@ -129,7 +129,7 @@ async def test_a_device_copy_made_outside_the_store_is_adopted_without_a_load(fa
         assert status["keys"]["keys"]["mem"]["layout"]["0"] == {"resident_sections": ["a", "b1", "b2", "c", "h"],
                                                                 "streamed_sections": [], "csr": "resident",
                                                                 "fixed_base_sections": [], "fixed_base_sets": [],
-                                                                "fixed_base_refused": []}
+                                                                "fixed_base_refused": [], "fixed_base_order": []}
     assert backend.loaded == 0 and allocator.used == 0
 
 
@@ -138,7 +138,7 @@ async def test_a_resident_copy_is_refused_where_the_key_must_stream(fake_device)
     from pipeline.formats.zkey import read_zkey
 
     allocator, backend = fake_device
-    backend.place_key = lambda zkey, budget, room=None: KeyPlacement(resident=(), chunk_signals=64, chunk_h=64,
+    backend.place_key = lambda zkey, budget, room=None, witness=None: KeyPlacement(resident=(), chunk_signals=64, chunk_h=64,
                                                                      device_bytes=10)
     zkey = read_zkey(key_files(*A)["zkey_path"])
     async with engine_with(backend) as engine:
@@ -157,7 +157,7 @@ class TableBackend:
         from tests.engine.conftest import FakeBackend
 
         class Backend(FakeBackend):
-            def place_key(self, zkey, budget_bytes, room_bytes=None):
+            def place_key(self, zkey, budget_bytes, room_bytes=None, witness=None):
                 room = budget_bytes if room_bytes is None else room_bytes
                 with_table = room is not None and self.key_bytes + table + self.scratch <= room
                 return KeyPlacement(device_bytes=self.key_bytes + (table if with_table else 0),
@@ -268,3 +268,34 @@ async def test_a_copy_that_could_not_be_loaded_again_is_not_evicted_for_another_
             assert keys["mem"]["devices"] == [0] and not keys["mem"]["reloadable"] and keys["b"]["reloadable"]
             await (await engine.submit("mem", [wtns(*A)])).result()  # its copy is still there
         assert allocator.ooms == 0 and allocator.used == 0
+
+
+async def test_a_device_copy_is_placed_for_the_keys_last_witness():
+    """The key store hands place_key the shape of the key's last prepared witness (its tables are chosen for
+    witnesses like it: CudaBackend.fixed_base_order): none for a preload before any job, the job's witness for the
+    copy its partition loads, and again after an eviction; the status shows the order a copy's tables took."""
+    from pipeline.backends.placement import KeyPlacement
+    from tests.engine.conftest import FakeBackend, FakeDeviceAllocator
+
+    allocator = FakeDeviceAllocator(1500)
+
+    class Recording(FakeBackend):
+        witnesses = []
+
+        def place_key(self, zkey, budget_bytes, room_bytes=None, witness=None):
+            self.witnesses.append(witness)
+            return KeyPlacement(device_bytes=self.key_bytes, fixed_base_order=("h",) if witness else ())
+
+    backend = Recording(allocator, key_bytes=1000, scratch=500)
+    async with engine_with(backend) as engine:
+        engine.register_key("a", **key_files(*A))
+        await engine.preload("a")
+        assert backend.witnesses == [None]
+        assert engine.status()["keys"]["keys"]["a"]["layout"]["0"]["fixed_base_order"] == []
+        proofs = await (await engine.submit("a", [wtns(*A)])).result()
+        await engine.evict("a")
+        await (await engine.submit("a", [wtns(*A)])).result()
+        shape = backend.witnesses[-1]
+        assert len(backend.witnesses) == 2 and shape is not None and shape == backend.shapes[-1]
+        assert (shape.n_one, shape.n_other) == (proofs[0].timings_ms["n_one"], proofs[0].timings_ms["n_other"])
+        assert engine.status()["keys"]["keys"]["a"]["layout"]["0"]["fixed_base_order"] == ["h"]

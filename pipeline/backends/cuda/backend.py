@@ -24,7 +24,7 @@ from ...curves import CURVES, Curve
 from ...formats.types import Groth16Zkey
 from ...formats.coeff_table import CoefficientTable, coefficient_table
 from ...keycache.csr import csr_matrices
-from ..placement import SECTIONS, WITNESS_SECTIONS, KeyPlacement
+from ..placement import SECTIONS, WITNESS_SECTIONS, KeyPlacement, table_order
 from ..protocol import Backend, G2Jacobian, MsmResults, WitnessShape
 from ._bindings import driver
 from .device import CudaDevice
@@ -190,24 +190,38 @@ class CudaBackend(Backend):
         rt.ntt.ensure_twiddles(log_domain)
         return {unit: built.origin for unit, built in rt.kernels.built.items()}
     # -- the key ---------------------------------------------------------------------------------
-    def place_key(self, zkey: Groth16Zkey, budget_bytes: int | None, room_bytes: int | None = None) -> KeyPlacement:
+    def place_key(self, zkey: Groth16Zkey, budget_bytes: int | None, room_bytes: int | None = None,
+                  witness: WitnessShape | None = None) -> KeyPlacement:
         """Every section resident when key + one partition's scratch fit ``budget_bytes``, with the
-        fixed-base tables (``fixed_base``) that fit ``room_bytes`` too (``_with_fixed_bases``); else the hot
-        sections that fit, the others streamed (streamed.py)."""
+        fixed-base tables (``fixed_base``) that fit ``room_bytes`` too (``_with_fixed_bases``, in the order
+        ``table_order`` gives for witnesses shaped like ``witness``); else the hot sections that fit, the
+        others streamed (streamed.py)."""
         full = self.key_device_bytes(zkey)
         if budget_bytes is None and room_bytes is None:
             return KeyPlacement(device_bytes=full)
         msm = self.runtime(zkey.curve).msm
         if budget_bytes is None or full + self._resident_scratch_bytes(zkey, msm) <= budget_bytes:
             room = min(b for b in (budget_bytes, room_bytes) if b is not None)
-            return self._with_fixed_bases(zkey, msm, full, room) if self.fixed_base else KeyPlacement(device_bytes=full)
+            if not self.fixed_base:
+                return KeyPlacement(device_bytes=full)
+            return self._with_fixed_bases(zkey, msm, full, room, self.fixed_base_order(witness))
         table = self.coefficient_table(zkey)
         return place_streamed(msm, zkey, budget_bytes, self._csr_device_bytes(zkey), self.options.stream_chunk_bytes,
                               0 if table is None else table.table.nbytes, self._ntt_table_bytes(zkey, compact=True),
                               self.options.stream_chunk_max_bytes or None, h_per_partition=self.stream_h == "prologue")
 
-    def _with_fixed_bases(self, zkey: Groth16Zkey, msm: MsmRunner, full: int, room: int) -> KeyPlacement:
-        """All resident, with the tables (``CudaOptions.msm_fixed_base_order``) for which the key, its tables, a
+    def fixed_base_order(self, witness: WitnessShape | None) -> tuple[str, ...]:
+        """The sections in the order they get fixed-base tables: ``CudaOptions.msm_fixed_base_order``, or for
+        "auto" the most milliseconds saved a byte first for witnesses shaped like ``witness``
+        (``placement.table_order``; None: none seen yet, the random witness's order)."""
+        order = self.options.msm_fixed_base_order
+        if order != "auto":
+            return order
+        return table_order(witness, split_worth_it(witness, self.msm_split_min_bits))
+
+    def _with_fixed_bases(self, zkey: Groth16Zkey, msm: MsmRunner, full: int, room: int,
+                          order: tuple[str, ...]) -> KeyPlacement:
+        """All resident, with the tables (sections taken in ``order``) for which the key, its tables, a
         partition's scratch (or a table's build) and a prefetched witness fit ``room``."""
         def need(fixed: dict[str, int]) -> int:
             scratch = max([self._resident_scratch_bytes(zkey, msm, fixed)]
@@ -224,9 +238,10 @@ class CudaBackend(Backend):
                                f"{room / 2**30:.1f} GiB")
             return needed <= room
 
-        fixed = choose_fixed_bases(msm, zkey, fits, self.options.msm_fixed_base_order)
+        fixed = choose_fixed_bases(msm, zkey, fits, order)
         return KeyPlacement(device_bytes=full + tables_extra_bytes(msm, zkey, fixed), fixed_base=tuple(fixed),
-                            fixed_base_sets=tuple(fixed.values()), tables_refused=tuple(refused))
+                            fixed_base_sets=tuple(fixed.values()), tables_refused=tuple(refused),
+                            fixed_base_order=order)
 
     def add_fixed_bases(self, key: CudaKey, placement: KeyPlacement) -> None:
         """The tables ``placement`` chose (``place_key``) built from the key's resident points (which they

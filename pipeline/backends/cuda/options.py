@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..placement import FIXED_BASE_ORDER, SECTIONS
+from ..placement import SECTIONS
 from .launch import G1_MIN_BLOCKS_BUILT
 
 
@@ -96,10 +96,10 @@ class CudaOptions:
     # BN254 414 -> 369 ms; the seed-shaped 2^24 stream 2.81 -> 2.69 s/proof.
     msm_fixed_base: bool = True
     # The sections in the order they get a table while the room lasts; sections left out get none (an empty
-    # list: no tables). The default, placement.FIXED_BASE_ORDER, puts the most milliseconds a byte first for a
-    # random witness. A bit-heavy witness sums B2's ones without its table, and its G2 table is as large as H's:
-    # put h first.
-    msm_fixed_base_order: tuple[str, ...] = FIXED_BASE_ORDER
+    # list: no tables). "auto" (the default): the most milliseconds saved a byte first for the key's witnesses as
+    # measured so far (placement.table_order: placement.FIXED_BASE_ORDER, b2 first, for a random witness or before
+    # any is seen; h first for a bit-heavy one, whose B2 is mostly a sum of ones that a table does not speed up).
+    msm_fixed_base_order: tuple[str, ...] | str = "auto"
     # With no explicit VRAM budget (the backend's ``vram_budget_bytes``), the device allocator's budget is
     # this share of the device's free memory when the backend starts; the rest is left to the driver, the
     # kernels' modules and other processes. A seed-shaped 2^26 BLS12-381 key with H's one-set table: place_key
@@ -135,11 +135,12 @@ class CudaOptions:
         if self.stream_h not in ("chunks", "prologue"):
             raise ValueError(f"CudaOptions.stream_h must be 'chunks' or 'prologue', got {self.stream_h!r}")
         order = self.msm_fixed_base_order
-        if not isinstance(order, (tuple, list)) or not all(isinstance(s, str) for s in order) \
-                or not set(order) <= set(SECTIONS) or len(set(order)) != len(order):
-            raise ValueError(f"CudaOptions.msm_fixed_base_order must list distinct key sections of {SECTIONS}, "
-                             f"got {order!r}")
-        object.__setattr__(self, "msm_fixed_base_order", tuple(order))  # a TOML list
+        if order != "auto":
+            if not isinstance(order, (tuple, list)) or not all(isinstance(s, str) for s in order) \
+                    or not set(order) <= set(SECTIONS) or len(set(order)) != len(order):
+                raise ValueError(f"CudaOptions.msm_fixed_base_order must be \"auto\" or list distinct key sections "
+                                 f"of {SECTIONS}, got {order!r}")
+            object.__setattr__(self, "msm_fixed_base_order", tuple(order))  # a TOML list
         share = self.vram_free_share
         if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share <= 1:
             raise ValueError(f"CudaOptions.vram_free_share must be a share of the free VRAM in (0, 1], got {share!r}")

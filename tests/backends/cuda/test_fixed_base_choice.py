@@ -157,7 +157,7 @@ def test_a_placement_names_the_tables_it_left_out_with_their_need_and_the_room()
 
     def place(room_gib: int, order=FIXED_BASE_ORDER) -> KeyPlacement:
         backend.options = CudaOptions(msm_fixed_base_order=order)
-        return backend._with_fixed_bases(zkey, msm, 40 << 30, room_gib << 30)
+        return backend._with_fixed_bases(zkey, msm, 40 << 30, room_gib << 30, backend.options.msm_fixed_base_order)
 
     tight = place(125)
     assert tight.tables == {"h": 2}
@@ -169,3 +169,31 @@ def test_a_placement_names_the_tables_it_left_out_with_their_need_and_the_room()
     assert place(int(h_one) + 1, ("h", "b2", "a", "b1", "c")).tables == {"h": 1}
     assert place(int(h_one) + 1, ("h",)).tables_refused == ()
     assert place(1000, ()).tables == {}  # an empty order: no tables, not the default order
+
+
+def test_auto_takes_h_first_for_a_seed_witness_where_b2_first_would_leave_h_none():
+    """"auto" (the default order option) at the room of H's one-set table beside a 2^26 BLS12-381 key: before any
+    witness, and for a random one, B2 comes first as FIXED_BASE_ORDER says; for the seed's witness (95% in {0, 1},
+    split) H does, and the placement says which order it used."""
+    from pipeline.backends.cuda.backend import CudaBackend
+    from pipeline.backends.cuda.options import CudaOptions
+    from pipeline.backends.protocol import WitnessShape
+
+    msm, zkey = _runner(BLS12_381), _zkey(BLS12_381, 26)
+    backend = CudaBackend.__new__(CudaBackend)  # no device: placing is arithmetic on the key's sizes
+    backend.options, backend.msm_split_min_bits = CudaOptions(), CudaOptions().msm_split_min_bits
+    assert backend.options.msm_fixed_base_order == "auto"
+    n = zkey.n_vars
+    seed = WitnessShape(n, n * 475 // 1000, n // 20, 4, 1, 3)
+    random = WitnessShape(n, 0, n, 4, 1, 3)
+    tight = backend._with_fixed_bases(zkey, msm, 40 << 30, 125 << 30, FIXED_BASE_ORDER)
+    h_one = float(dict(r.split(": ") for r in tight.tables_refused)["h (1 set)"].split()[0])
+    room = (int(h_one) + 1) << 30
+
+    def place(witness) -> KeyPlacement:
+        return backend._with_fixed_bases(zkey, msm, 40 << 30, room, backend.fixed_base_order(witness))
+    for witness in (None, random):
+        assert place(witness).tables.keys() == {"b2"} and place(witness).fixed_base_order == FIXED_BASE_ORDER
+    assert place(seed).tables == {"h": 1} and place(seed).fixed_base_order == ("h", "b2", "a", "b1", "c")
+    backend.options = CudaOptions(msm_fixed_base_order=("c",))  # an explicit order is taken as it is
+    assert backend.fixed_base_order(seed) == ("c",) and backend.fixed_base_order(None) == ("c",)
