@@ -123,14 +123,14 @@ async def put_key_on_devices(args, engine: Engine, work: Workload, timings: dict
         if (await asyncio.to_thread(device.place_key, work.zkey)).mode == "resident":
             t0 = time.perf_counter()
             handle = await asyncio.to_thread(adopt_dev_key, device.backend, work.dev_key)
-            await engine.adopt_device_key("seed", handle, 0)
+            await engine.adopt_device_key("seed", handle, 0, witness_like=work.witness)  # tables for its witness
             timings["adopt s"] = time.perf_counter() - t0
             uploads = uploads[1:]
         else:
             work.dev_key.free()  # in the way of the engine's own placement
     if uploads:
         t0 = time.perf_counter()
-        await engine.preload("seed", uploads)
+        await engine.preload("seed", uploads, witness_like=work.witness)
         timings["load s" if len(uploads) == args.devices else "load (other devices) s"] = time.perf_counter() - t0
 
 
@@ -301,12 +301,12 @@ def main() -> None:
                         "do not fit a 128 GiB host beside the rest); the key must then be adopted there whole")
     p.add_argument("--no-fixed-base", dest="fixed_base", action="store_false",
                    help="CudaOptions.msm_fixed_base off: no fixed-base tables on the key (before session 23)")
-    # The seed's witness is bit-heavy: B2 is mostly a sum of ones, which its table does not speed up, so H's table
-    # comes first, and a larger share of the VRAM fits its one-set table beside a 2^26 key (bench/NOTES.md, session 29)
-    p.add_argument("--table-order", nargs="+", default=["h", "b2", "a", "b1", "c"], metavar="SECTION",
+    # The seed's witness is bit-heavy: B2 is mostly a sum of ones, which its table does not speed up, so "auto" (the
+    # key adopted with the bench's witness) puts H's table first, and a larger share of the VRAM fits its one-set
+    # table beside a 2^26 key (bench/NOTES.md, session 29)
+    p.add_argument("--table-order", nargs="+", default=["auto"], metavar="SECTION",
                    help="sections in the order they get a fixed-base table (CudaOptions.msm_fixed_base_order; "
-                        "default: H first, the seed's order; 'auto': the engine's choice for the key's witnesses "
-                        "so far, the random witness's order for a key adopted before any)")
+                        "default 'auto': the engine's choice for the bench's witness, H first for a seed-shaped one)")
     p.add_argument("--vram-free-share", type=float, default=0.965,
                    help="the device allocator's budget as a share of the free VRAM (CudaOptions.vram_free_share; "
                         "default 0.965, the engine's 0.9)")

@@ -22,7 +22,10 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+import numpy as np
+
 from ..backends import backend_choice_json
+from ..backends.protocol import WitnessShape
 from ..formats.types import Groth16Zkey, Witness
 from ..keycache import KeyCacheSettings
 from .config import EngineConfig
@@ -189,29 +192,54 @@ class Engine:
         else:
             self.keystore.register(spec)
 
-    async def adopt_device_key(self, key_id: str, handle: Any, device: int = 0) -> None:
+    async def adopt_device_key(self, key_id: str, handle: Any, device: int = 0,
+                               witness_like: Witness | np.ndarray | WitnessShape | None = None) -> None:
         """Take ``handle``, the key already resident on device ``device`` through that device's own
         backend (``engine.devices[device].backend``; ``setup.adopt_dev_key`` makes one without an
-        upload), as the key's copy there. The engine owns it from now on (unloads it at shutdown)."""
+        upload), as the key's copy there. The engine owns it from now on (unloads it at shutdown).
+        ``witness_like``: a witness like those the key will prove (or its ``WitnessShape``), for which
+        the copy's fixed-base tables are chosen (``CudaOptions.msm_fixed_base_order`` "auto"); without
+        one, and before any partition of the key, they are chosen as for a random witness."""
         self._check_running()
         (target,) = self._devices([device])
         host = await self.keystore.acquire(key_id)
         try:
+            await self._note_witness_like(key_id, host.zkey, witness_like)
             async with target.gpu_lock:
                 await self.keystore.adopt_device_copy(key_id, target, host, handle, self._runner_for(target))
         finally:
             self.keystore.release(key_id)
 
-    async def preload(self, key_id: str, devices: Iterable[int] | None = None) -> None:
-        """Load the key on the host and upload it to the given device indices (default: all)."""
+    async def preload(self, key_id: str, devices: Iterable[int] | None = None,
+                      witness_like: Witness | np.ndarray | WitnessShape | None = None) -> None:
+        """Load the key on the host and upload it to the given device indices (default: all); its
+        fixed-base tables chosen for ``witness_like`` as ``adopt_device_key`` says."""
         self._check_running()
         host = await self.keystore.acquire(key_id)
         try:
+            await self._note_witness_like(key_id, host.zkey, witness_like)
             for device in self._devices(devices):
                 async with device.gpu_lock:
                     await self.keystore.device_copy(key_id, device, host, self._runner_for(device))
         finally:
             self.keystore.release(key_id)
+
+    async def _note_witness_like(self, key_id: str, zkey: Groth16Zkey,
+                                 witness_like: Witness | np.ndarray | WitnessShape | None) -> None:
+        """The key store told of a witness like those the key will prove (counted off the loop)."""
+        if witness_like is None:
+            return
+        if isinstance(witness_like, WitnessShape):
+            shape = witness_like
+        else:
+            values = witness_like.values if isinstance(witness_like, Witness) else np.asarray(witness_like)
+            if values.ndim != 2 or values.shape[1] != zkey.curve.fr.limbs:
+                raise BadInput(f"key {key_id!r}: witness_like must be (signals, {zkey.curve.fr.limbs}) words of "
+                               f"{zkey.curve.name}'s scalar field, got an array of shape {values.shape}")
+            shape = await asyncio.to_thread(WitnessShape.of, values, zkey.n_public + 1)
+        if shape.n_vars != zkey.n_vars:
+            raise BadInput(f"key {key_id!r}: witness_like has {shape.n_vars} signals, the key {zkey.n_vars}")
+        self.keystore.note_witness(key_id, shape)
 
     async def evict(self, key_id: str) -> None:
         """Drop the key from every device and from host memory (``KeyInUse`` if jobs use it)."""

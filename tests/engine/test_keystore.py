@@ -299,3 +299,38 @@ async def test_a_device_copy_is_placed_for_the_keys_last_witness():
         assert len(backend.witnesses) == 2 and shape is not None and shape == backend.shapes[-1]
         assert (shape.n_one, shape.n_other) == (proofs[0].timings_ms["n_one"], proofs[0].timings_ms["n_other"])
         assert engine.status()["keys"]["keys"]["a"]["layout"]["0"]["fixed_base_order"] == ["h"]
+
+
+async def test_a_preload_or_an_adoption_takes_a_witness_like_the_keys_for_its_tables():
+    """``witness_like`` (a witness, its values or its shape) stands for the key's witnesses before any partition has
+    come: the copy is placed for its shape; one of another size is refused by name and nothing is loaded."""
+    from pipeline.backends.placement import KeyPlacement
+    from pipeline.backends.protocol import WitnessShape
+    from pipeline.errors import BadInput
+    from pipeline.formats.wtns import read_wtns
+    from pipeline.formats.zkey import read_zkey
+    from tests.engine.conftest import FakeBackend, FakeDeviceAllocator
+
+    class Recording(FakeBackend):
+        witnesses = []
+
+        def place_key(self, zkey, budget_bytes, room_bytes=None, witness=None):
+            self.witnesses.append(witness)
+            return KeyPlacement(device_bytes=self.key_bytes)
+
+    backend = Recording(FakeDeviceAllocator(1500), key_bytes=1000, scratch=500)
+    witness = read_wtns(wtns(*A))
+    async with engine_with(backend) as engine:
+        engine.register_key("a", **key_files(*A))
+        with pytest.raises(BadInput, match=r"key 'a': witness_like has 3 signals, the key \d+"):
+            await engine.preload("a", witness_like=witness.values[:3])
+        with pytest.raises(BadInput, match="witness_like must be"):
+            await engine.preload("a", witness_like=witness.values[:, :2])
+        assert backend.witnesses == [] and backend.loaded == 0
+        await engine.preload("a", witness_like=witness)
+        prefix = read_zkey(key_files(*A)["zkey_path"]).n_public + 1
+        assert backend.witnesses == [WitnessShape.of(witness.values, prefix)]
+        await engine.evict("a")
+        given = WitnessShape(len(witness.values), 1, 2, prefix, 1, 0)
+        await engine.preload("a", witness_like=given)
+        assert backend.witnesses[-1] is given
