@@ -104,7 +104,7 @@ class KeyPlacement:
     def without_tables(self, freed_bytes: int) -> "KeyPlacement":
         """This placement once its tables are dropped, which gave ``freed_bytes`` of device memory back."""
         return replace(self, fixed_base=(), fixed_base_sets=(), device_bytes=self.device_bytes - freed_bytes,
-                       tables_refused=())
+                       tables_refused=(), fixed_base_order=())
 
     def __post_init__(self) -> None:
         if self.fixed_base and not self.fixed_base_sets:  # one form for one set of tables: 1 set each

@@ -89,8 +89,10 @@ def test_a_placement_names_each_tables_sets_in_one_form_and_drops_them_with_thei
     for bad in ((1,), (1, 0)):
         with pytest.raises(ValueError, match="one count of at least 1 a table"):
             KeyPlacement(fixed_base=("b2", "h"), fixed_base_sets=bad)
-    placed = KeyPlacement(device_bytes=1000, fixed_base=("h",), fixed_base_sets=(2,))
-    assert placed.without_tables(300) == KeyPlacement(device_bytes=700)
+    placed = KeyPlacement(device_bytes=1000, fixed_base=("h",), fixed_base_sets=(2,), tables_refused=("b2 (1 set)",),
+                          fixed_base_order=("b2", "h"))
+    dropped = placed.without_tables(300)
+    assert dropped == KeyPlacement(device_bytes=700) and dropped.tables_refused == dropped.fixed_base_order == ()
 
 
 def test_a_placement_keeps_tables_only_of_resident_sections():
