@@ -132,6 +132,7 @@ READ_CHUNK_BYTES = 32 << 20  # one worker's share of a big read; page-cache copi
 ROWS_PER_TASK = 1 << 18  # rows per worker task for vectorized checks and copies
 _pools: dict[str, ThreadPoolExecutor] = {}
 _pools_lock = threading.Lock()
+_submit_locks: dict[str, threading.Lock] = {}  # per pool: one caller's tasks queued together (over_chunks)
 
 
 def worker_pool(name: str = "formats") -> ThreadPoolExecutor:
@@ -144,12 +145,14 @@ def worker_pool(name: str = "formats") -> ThreadPoolExecutor:
         if pool is None:
             pool = _pools[name] = ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1),
                                                      thread_name_prefix=f"zkpipe-{name}")
+            _submit_locks[name] = threading.Lock()
         return pool
 
 
 def _forget_pools_after_fork() -> None:
     global _pools_lock
     _pools.clear()  # a forked child has none of the parent's threads: make fresh pools on demand
+    _submit_locks.clear()
     _pools_lock = threading.Lock()  # and the lock may have been held by a parent's thread
 
 
@@ -158,11 +161,26 @@ os.register_at_fork(after_in_child=_forget_pools_after_fork)
 
 def over_chunks(total: int, chunk: int, task: Callable[[int, int], T], pool: str = "formats") -> list[T]:
     """``task(start, stop)`` over [0, total) in pieces of ``chunk``, on the worker pool named
-    ``pool`` when there is more than one piece; results in order, the first exception re-raised."""
+    ``pool`` when there is more than one piece; results in order, the first exception re-raised
+    (the pieces not yet started are then cancelled).
+
+    A call's pieces are queued together, so two calls at once run one after the other, not side by
+    side: two witness scans started together (a job's first two partitions in prep_msm) had their
+    pieces interleaved and both ended at about twice one scan's time, which held the first GPU
+    stage back (a 2^26 seed stream's first partition: 0.64 s against 0.28 s alone, bench/NOTES.md
+    session 32)."""
     bounds = [(a, min(a + chunk, total)) for a in range(0, total, chunk)]
     if len(bounds) <= 1:
         return [task(a, b) for a, b in bounds]
-    return list(worker_pool(pool).map(lambda ab: task(*ab), bounds))
+    executor = worker_pool(pool)
+    with _submit_locks[pool]:  # held while queueing only, never while waiting: a task may queue pieces too
+        futures = [executor.submit(task, a, b) for a, b in bounds]
+    try:
+        return [f.result() for f in futures]
+    except BaseException:
+        for f in futures:
+            f.cancel()
+        raise
 
 
 def read_array(binfile: BinFile, section_id: int, start: int, dtype, shape: tuple[int, ...]) -> np.ndarray:
