@@ -232,6 +232,9 @@ class Engine:
         if isinstance(witness_like, WitnessShape):
             shape = witness_like
         else:
+            if isinstance(witness_like, Witness) and witness_like.curve.name != zkey.curve.name:
+                raise BadInput(f"key {key_id!r}: witness_like is a {witness_like.curve.name} witness, the key is "
+                               f"{zkey.curve.name}")
             values = witness_like.values if isinstance(witness_like, Witness) else np.asarray(witness_like)
             if values.ndim != 2 or values.shape[1] != zkey.curve.fr.limbs:
                 raise BadInput(f"key {key_id!r}: witness_like must be (signals, {zkey.curve.fr.limbs}) words of "

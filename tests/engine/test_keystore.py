@@ -307,6 +307,8 @@ async def test_a_preload_or_an_adoption_takes_a_witness_like_the_keys_for_its_ta
     from pipeline.backends.placement import KeyPlacement
     from pipeline.backends.protocol import WitnessShape
     from pipeline.errors import BadInput
+    from pipeline.curves import BLS12_381
+    from pipeline.formats.types import Witness
     from pipeline.formats.wtns import read_wtns
     from pipeline.formats.zkey import read_zkey
     from tests.engine.conftest import FakeBackend, FakeDeviceAllocator
@@ -326,6 +328,8 @@ async def test_a_preload_or_an_adoption_takes_a_witness_like_the_keys_for_its_ta
             await engine.preload("a", witness_like=witness.values[:3])
         with pytest.raises(BadInput, match="witness_like must be"):
             await engine.preload("a", witness_like=witness.values[:, :2])
+        with pytest.raises(BadInput, match="witness_like is a bls12381 witness, the key is bn128"):
+            await engine.preload("a", witness_like=Witness("w", BLS12_381, witness.values))
         assert backend.witnesses == [] and backend.loaded == 0
         await engine.preload("a", witness_like=witness)
         prefix = read_zkey(key_files(*A)["zkey_path"]).n_public + 1
