@@ -32,16 +32,19 @@ def result_path(name: str) -> Path:
 
 def placement_label(key_status: dict, device: str = "0") -> str:
     """A key's placement on ``device`` from the engine's status (``status()["keys"]["keys"][key_id]``), with
-    its fixed-base tables and their bucket sets where more than one: "resident, tables of b2+h+a+b1+c",
-    "resident, tables of h (2 sets)"."""
+    its fixed-base tables and their bucket sets where more than one, the tables refused for room and the order
+    the sections were offered tables in: "resident, tables of b2+h+a+b1+c", "resident, tables of h (2 sets)
+    (refused for room: ...; offered h b2 a b1 c)"."""
     layout = key_status["layout"].get(device, {})
     tables = layout.get("fixed_base_sections") or []
     sets = layout.get("fixed_base_sets") or [1] * len(tables)
     mode = key_status["placement"].get(device, "?")
     names = [t if n == 1 else f"{t} ({n} sets)" for t, n in zip(tables, sets)]
     refused = layout.get("fixed_base_refused") or []
-    return (mode + (f", tables of {'+'.join(names)}" if names else "")
-            + (f" (refused for room: {'; '.join(refused)})" if refused else ""))
+    order = layout.get("fixed_base_order") or []
+    notes = ([f"refused for room: {'; '.join(refused)}"] if refused else []) + ([f"offered {' '.join(order)}"]
+                                                                                if refused and order else [])
+    return mode + (f", tables of {'+'.join(names)}" if names else "") + (f" ({'; '.join(notes)})" if notes else "")
 
 
 def markdown_table(header: list[str], rows: list[list]) -> str:

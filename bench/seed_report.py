@@ -103,6 +103,15 @@ def sppark_row(r: dict, sppark, bit_heavy: bool) -> list:
     return [size, *map(ms, ours), *map(ms, theirs), *ratios]
 
 
+def table_order_note(order: list[str] | None) -> str:
+    """The run's fixed-base table order for the table's header (``--table-order``)."""
+    if not order:
+        return ""
+    if order == ["auto"]:
+        return "; tables in the order auto picks for the witness (the placement says it)"
+    return "; tables taken in the order " + " ".join(order)
+
+
 def markdown(args, machine: str, results: list, sppark: dict, pictures: list[Path]) -> str:
     bit_heavy = args.witness != "random"
     lines = [f"# Seed-scale proving: {args.backend} backend, {args.curve}, {args.partitions} partitions per job, "
@@ -114,7 +123,7 @@ def markdown(args, machine: str, results: list, sppark: dict, pictures: list[Pat
              f"{'; the sparse products a thread a row' if getattr(args, 'thread_a_row', False) else ''}"
              f"{'; witnesses prefetched before the GPU lock' if getattr(args, 'witness_prefetch', True) else '; witnesses uploaded under the GPU lock'}"
              f"; VRAM budget {getattr(args, 'vram_free_share', 0.9):g} of the free memory"
-             f"{'; tables taken in the order ' + ' '.join(args.table_order) if getattr(args, 'table_order', None) else ''}"
+             f"{table_order_note(getattr(args, 'table_order', None))}"
              f"{DEVICE_POINTS_ONLY if getattr(args, 'device_points_only', False) else ''}"
              f". {args.jobs} jobs of {args.partitions} partitions submitted at once "
              f"after a warm-up job; every partition proves the same witness.", "",

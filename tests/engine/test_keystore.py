@@ -138,8 +138,8 @@ async def test_a_resident_copy_is_refused_where_the_key_must_stream(fake_device)
     from pipeline.formats.zkey import read_zkey
 
     allocator, backend = fake_device
-    backend.place_key = lambda zkey, budget, room=None, witness=None: KeyPlacement(resident=(), chunk_signals=64, chunk_h=64,
-                                                                     device_bytes=10)
+    backend.place_key = lambda zkey, budget, room=None, witness=None: KeyPlacement(
+        resident=(), chunk_signals=64, chunk_h=64, device_bytes=10)
     zkey = read_zkey(key_files(*A)["zkey_path"])
     async with engine_with(backend) as engine:
         engine.register_key("mem", zkey=zkey)
