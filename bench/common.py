@@ -41,10 +41,9 @@ def placement_label(key_status: dict, device: str = "0") -> str:
     mode = key_status["placement"].get(device, "?")
     names = [t if n == 1 else f"{t} ({n} sets)" for t, n in zip(tables, sets)]
     refused = layout.get("fixed_base_refused") or []
-    order = layout.get("fixed_base_order") or []
-    notes = ([f"refused for room: {'; '.join(refused)}"] if refused else []) + ([f"offered {' '.join(order)}"]
-                                                                                if refused and order else [])
-    return mode + (f", tables of {'+'.join(names)}" if names else "") + (f" ({'; '.join(notes)})" if notes else "")
+    order = " ".join(layout.get("fixed_base_order") or [])
+    note = f" (refused for room: {'; '.join(refused)}; offered {order})" if refused else ""  # refusals come with it
+    return mode + (f", tables of {'+'.join(names)}" if names else "") + note
 
 
 def markdown_table(header: list[str], rows: list[list]) -> str:

@@ -33,10 +33,7 @@ from pipeline.groth16.witness_scan import scan_witness
 
 def interleaved_over_chunks(total, chunk, task, pool="formats"):
     """over_chunks as it was: each caller's pieces handed to the pool by ``map``, so two callers' interleave."""
-    bounds = [(a, min(a + chunk, total)) for a in range(0, total, chunk)]
-    if len(bounds) <= 1:
-        return [task(a, b) for a, b in bounds]
-    return list(binfile.worker_pool(pool).map(lambda ab: task(*ab), bounds))
+    return list(binfile.worker_pool(pool).map(lambda ab: task(*ab), binfile.chunk_bounds(total, chunk)))
 
 
 def two_scans(witnesses, outs) -> tuple[float, float]:

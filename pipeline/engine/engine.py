@@ -22,11 +22,10 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-import numpy as np
-
 from ..backends import backend_choice_json
 from ..backends.protocol import WitnessShape
 from ..formats.types import Groth16Zkey, Witness
+from ..groth16.prover import WitnessMismatch, check_witness
 from ..keycache import KeyCacheSettings
 from .config import EngineConfig
 from .cpu_workers import G2Workers, warm_up
@@ -34,6 +33,7 @@ from .devices import BackendFactory, Device, make_devices
 from .jobs import Job, JobEvent, JobState, Priority
 from .keystore import IN_MEMORY, KeySpec, KeyStore
 from .metrics import Interval, Metrics, lock_busy_fraction, lock_held_seconds
+from . import stages
 from .pipeline import Pipeline, StageListener
 from .staging import StagingPool
 from ..errors import BadInput, Unavailable
@@ -193,7 +193,7 @@ class Engine:
             self.keystore.register(spec)
 
     async def adopt_device_key(self, key_id: str, handle: Any, device: int = 0,
-                               witness_like: Witness | np.ndarray | WitnessShape | None = None) -> None:
+                               witness_like: Witness | WitnessShape | None = None) -> None:
         """Take ``handle``, the key already resident on device ``device`` through that device's own
         backend (``engine.devices[device].backend``; ``setup.adopt_dev_key`` makes one without an
         upload), as the key's copy there. The engine owns it from now on (unloads it at shutdown).
@@ -211,7 +211,7 @@ class Engine:
             self.keystore.release(key_id)
 
     async def preload(self, key_id: str, devices: Iterable[int] | None = None,
-                      witness_like: Witness | np.ndarray | WitnessShape | None = None) -> None:
+                      witness_like: Witness | WitnessShape | None = None) -> None:
         """Load the key on the host and upload it to the given device indices (default: all); its
         fixed-base tables chosen for ``witness_like`` as ``adopt_device_key`` says."""
         self._check_running()
@@ -225,23 +225,22 @@ class Engine:
             self.keystore.release(key_id)
 
     async def _note_witness_like(self, key_id: str, zkey: Groth16Zkey,
-                                 witness_like: Witness | np.ndarray | WitnessShape | None) -> None:
-        """The key store told of a witness like those the key will prove (counted off the loop)."""
+                                 witness_like: Witness | WitnessShape | None) -> None:
+        """The key store told of a witness like those the key will prove: a ``Witness`` is checked against the
+        key (``check_witness``) and counted as prep_msm counts a partition's, on its executor."""
         if witness_like is None:
             return
         if isinstance(witness_like, WitnessShape):
+            if witness_like.n_vars != zkey.n_vars:
+                raise WitnessMismatch(f"key {key_id!r}: witness_like has {witness_like.n_vars} values, the key "
+                                      f"expects {zkey.n_vars}")
             shape = witness_like
         else:
-            if isinstance(witness_like, Witness) and witness_like.curve.name != zkey.curve.name:
-                raise BadInput(f"key {key_id!r}: witness_like is a {witness_like.curve.name} witness, the key is "
-                               f"{zkey.curve.name}")
-            values = witness_like.values if isinstance(witness_like, Witness) else np.asarray(witness_like)
-            if values.ndim != 2 or values.shape[1] != zkey.curve.fr.limbs:
-                raise BadInput(f"key {key_id!r}: witness_like must be (signals, {zkey.curve.fr.limbs}) words of "
-                               f"{zkey.curve.name}'s scalar field, got an array of shape {values.shape}")
-            shape = await asyncio.to_thread(WitnessShape.of, values, zkey.n_public + 1)
-        if shape.n_vars != zkey.n_vars:
-            raise BadInput(f"key {key_id!r}: witness_like has {shape.n_vars} signals, the key {zkey.n_vars}")
+            check_witness(zkey, witness_like)
+            loop = asyncio.get_running_loop()
+            scalars = await loop.run_in_executor(self._executors["prep_msm"], stages.prep_msm, witness_like, None,
+                                                 zkey.n_public + 1)
+            shape = scalars.shape
         self.keystore.note_witness(key_id, shape)
 
     async def evict(self, key_id: str) -> None:

@@ -159,6 +159,11 @@ def _forget_pools_after_fork() -> None:
 os.register_at_fork(after_in_child=_forget_pools_after_fork)
 
 
+def chunk_bounds(total: int, chunk: int) -> list[tuple[int, int]]:
+    """[start, stop) of the pieces of ``chunk`` that cover [0, total)."""
+    return [(a, min(a + chunk, total)) for a in range(0, total, chunk)]
+
+
 def over_chunks(total: int, chunk: int, task: Callable[[int, int], T], pool: str = "formats") -> list[T]:
     """``task(start, stop)`` over [0, total) in pieces of ``chunk``, on the worker pool named
     ``pool`` when there is more than one piece; results in order, the first exception re-raised
@@ -169,7 +174,7 @@ def over_chunks(total: int, chunk: int, task: Callable[[int, int], T], pool: str
     pieces interleaved and both ended at about twice one scan's time, which held the first GPU
     stage back (a 2^26 seed stream's first partition: 0.64 s against 0.28 s alone, bench/NOTES.md
     session 32)."""
-    bounds = [(a, min(a + chunk, total)) for a in range(0, total, chunk)]
+    bounds = chunk_bounds(total, chunk)
     if len(bounds) <= 1:
         return [task(a, b) for a, b in bounds]
     executor = worker_pool(pool)

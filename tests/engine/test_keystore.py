@@ -302,8 +302,11 @@ async def test_a_device_copy_is_placed_for_the_keys_last_witness():
 
 
 async def test_a_preload_or_an_adoption_takes_a_witness_like_the_keys_for_its_tables():
-    """``witness_like`` (a witness, its values or its shape) stands for the key's witnesses before any partition has
-    come: the copy is placed for its shape; one of another size is refused by name and nothing is loaded."""
+    """``witness_like`` (a witness or its shape) stands for the key's witnesses before any partition has come: the
+    copy is placed for its shape; one of another size or curve, or with a value not below r, is refused by name (the
+    checks a partition's witness gets) and nothing is loaded."""
+    import numpy as np
+
     from pipeline.backends.placement import KeyPlacement
     from pipeline.backends.protocol import WitnessShape
     from pipeline.errors import BadInput
@@ -324,12 +327,16 @@ async def test_a_preload_or_an_adoption_takes_a_witness_like_the_keys_for_its_ta
     witness = read_wtns(wtns(*A))
     async with engine_with(backend) as engine:
         engine.register_key("a", **key_files(*A))
-        with pytest.raises(BadInput, match=r"key 'a': witness_like has 3 signals, the key \d+"):
-            await engine.preload("a", witness_like=witness.values[:3])
-        with pytest.raises(BadInput, match="witness_like must be"):
-            await engine.preload("a", witness_like=witness.values[:, :2])
-        with pytest.raises(BadInput, match="witness_like is a bls12381 witness, the key is bn128"):
+        with pytest.raises(BadInput, match=r"w: witness has 3 values but the key .* expects \d+"):
+            await engine.preload("a", witness_like=Witness("w", witness.curve, witness.values[:3]))
+        with pytest.raises(BadInput, match=r"key 'a': witness_like has 3 values, the key expects \d+"):
+            await engine.preload("a", witness_like=WitnessShape(3, 1, 1, 1, 1, 0))
+        with pytest.raises(BadInput, match="w: witness is over bls12381's scalar field but the key .* is for bn128"):
             await engine.preload("a", witness_like=Witness("w", BLS12_381, witness.values))
+        too_big = witness.values.copy()
+        too_big[1] = np.iinfo(np.uint64).max
+        with pytest.raises(BadInput, match="w: signal 1 is .* not below the scalar field's modulus r"):
+            await engine.preload("a", witness_like=Witness("w", witness.curve, too_big))
         assert backend.witnesses == [] and backend.loaded == 0
         await engine.preload("a", witness_like=witness)
         prefix = read_zkey(key_files(*A)["zkey_path"]).n_public + 1
