@@ -263,7 +263,145 @@ public:
         return product<4>(a, b);
     }
 
-    __device__ __forceinline__ mont_t sqr() const { return *this * *this; }
+
+private:
+    // -- the square: each cross product a_i a_j (i < j) once ----------------------------------
+    // T = a^2 as 2N words: row i multiplies a_i by every a_j, j > i, as two carry chains of adjacent
+    // lo/hi pairs (the product's even/odd split): the pairs with j - i odd go to `o`, with j - i even to
+    // `e`, both indexed by weight (x[k] has weight w^k). Rows run upward, so a chain's low words were
+    // written by the rows before and its top is new: a word above `top` (the highest written) is set,
+    // not added to. Then T = 2 (e + o) + sum a_i^2 w^(2i), and T / R = redc(T_lo) + T_hi: T_lo's N
+    // reduction steps are the product's with their m p rows alone, T_hi is added after. Every dropped
+    // carry is zero by the square's bounds, checked statement by statement on integers in
+    // tests/backends/cuda/test_mont_square_model.py (which runs the same chain_top choices).
+    // Multiply-adds: N (N - 1) + 2N for T and 2N^2 for the reduction, against the product's 4N^2.
+    static __host__ __device__ constexpr int cross_last(int s, int j0) { return s + (N - 1 - j0) / 2 * 2 + 1; }  // last hi word
+    // the highest word written after a chain from word s over j = j0, j0 + 2, ... (top before it)
+    static __host__ __device__ constexpr int chain_top(int s, int j0, int top) {
+        return j0 >= N ? top : s > top ? cross_last(s, j0) : (top > cross_last(s, j0) + 1 ? top : cross_last(s, j0) + 1);
+    }
+    static __host__ __device__ constexpr int cross_top(int rows, bool odd) {  // the highest word of o (odd) or e after `rows` rows
+        int o = -1, e = -1;
+        for (int i = 0; i < rows; i++) {
+            o = chain_top(2 * i + 1, i + 1, o);
+            e = chain_top(2 * i + 2, i + 2, e);
+        }
+        return odd ? o : e;
+    }
+    // x[S + j - J0] (lo) and the word above (hi) += a[j] * y for j = J0, J0 + 2, ... < N; the carry goes
+    // to the word above the last pair. A chain that starts above TOP is plain products (no carries).
+    template <int S, int J0, int TOP>
+    static __device__ __forceinline__ void cross_chain(uint32_t* x, const uint32_t* a, uint32_t y) {
+        if constexpr (J0 < N) {
+            if constexpr (S > TOP) {
+#pragma unroll
+                for (int j = J0; j < N; j += 2) {
+                    asm volatile("mul.lo.u32 %0, %1, %2;" : "=r"(x[S + j - J0]) : "r"(a[j]), "r"(y));
+                    asm volatile("mul.hi.u32 %0, %1, %2;" : "=r"(x[S + j - J0 + 1]) : "r"(a[j]), "r"(y));
+                }
+            } else {
+                asm volatile("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(x[S]) : "r"(a[J0]), "r"(y));
+                asm volatile("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(x[S + 1]) : "r"(a[J0]), "r"(y));
+#pragma unroll
+                for (int j = J0 + 2; j < N; j += 2) {
+                    const int k = S + j - J0;
+                    if (k <= TOP) asm volatile("madc.lo.cc.u32 %0, %1, %2, %0;" : "+r"(x[k]) : "r"(a[j]), "r"(y));
+                    else asm volatile("madc.lo.cc.u32 %0, %1, %2, 0;" : "=r"(x[k]) : "r"(a[j]), "r"(y));
+                    if (k + 1 <= TOP) asm volatile("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(x[k + 1]) : "r"(a[j]), "r"(y));
+                    else asm volatile("madc.hi.cc.u32 %0, %1, %2, 0;" : "=r"(x[k + 1]) : "r"(a[j]), "r"(y));
+                }
+                constexpr int C = cross_last(S, J0) + 1;
+                if constexpr (C <= TOP) asm volatile("addc.u32 %0, %0, 0;" : "+r"(x[C]));
+                else asm volatile("addc.u32 %0, 0, 0;" : "=r"(x[C]));
+            }
+        }
+    }
+    template <int I>
+    static __device__ __forceinline__ void cross_rows(uint32_t* o, uint32_t* e, const uint32_t* a) {
+        if constexpr (I < N - 1) {
+            cross_chain<2 * I + 1, I + 1, cross_top(I, true)>(o, a, a[I]);
+            cross_chain<2 * I + 2, I + 2, cross_top(I, false)>(e, a, a[I]);
+            cross_rows<I + 1>(o, e, a);
+        }
+    }
+    // One reduction step of the product's (mul_step) with its m p rows alone; e even-aligned on entry.
+    template <bool FIRST>
+    static __device__ __forceinline__ void redc_step(uint32_t* e, uint32_t* o, const uint32_t* p) {
+        uint32_t m;
+        if (FIRST) {
+            m = e[0] * P::m0();
+            row_mul<1>(o, p, m);
+        } else {
+            asm volatile("add.cc.u32 %0, %0, %1;" : "+r"(e[0]) : "r"(o[1]));
+            // between the add and the row that takes its carry: mul.lo leaves the carry flag alone
+            asm volatile("mul.lo.u32 %0, %1, %2;" : "=r"(m) : "r"(e[0]), "r"(P::m0()));
+            row_mac_shift2(o, p, m);
+        }
+        row_mac<0>(e, p, m);  // zeroes e[0]
+        asm volatile("addc.u32 %0, %0, 0;" : "+r"(o[N - 1]));
+    }
+
+public:
+    // a^2 / R mod p (the cross products once: above). A LAZY field's result, redc(T_lo) <= p plus
+    // T_hi < 4p^2 / R, is below 2p where 4p < R, as the product's (LAZY_FREE_TERMS).
+    __device__ __forceinline__ mont_t sqr() const {
+        static_assert(N % 2 == 0, "even/odd split needs an even word count");
+        constexpr int OTOP = cross_top(N - 1, true), ETOP = cross_top(N - 1, false);
+        constexpr int TOP = OTOP > ETOP ? OTOP : ETOP;
+        static_assert(TOP <= 2 * N - 1 && ETOP >= 2, "the cross sum fits 2N words");
+        uint32_t o[2 * N], e[2 * N], t[2 * N];
+        cross_rows<0>(o, e, v);
+        // t = e + o (o from word 1, e from word 2); the cross sum is below w^(2N) / 2
+        t[0] = 0;
+        t[1] = o[1];
+        asm volatile("add.cc.u32 %0, %1, %2;" : "=r"(t[2]) : "r"(e[2]), "r"(o[2]));
+#pragma unroll
+        for (int k = 3; k < 2 * N; k++) {
+            const uint32_t ek = k <= ETOP ? e[k] : 0, ok = k <= OTOP ? o[k] : 0;
+            if (k < TOP) asm volatile("addc.cc.u32 %0, %1, %2;" : "=r"(t[k]) : "r"(ek), "r"(ok));
+            else if (k == TOP) asm volatile("addc.u32 %0, %1, %2;" : "=r"(t[k]) : "r"(ek), "r"(ok));
+            else t[k] = 0;
+        }
+        // doubled by funnel shifts (the cross sum's top bit is zero), then the squares a_i^2 added
+#pragma unroll
+        for (int k = 2 * N - 1; k >= 1; k--) t[k] = __funnelshift_l(t[k - 1], t[k], 1);
+        asm volatile("mul.lo.u32 %0, %1, %1;" : "=r"(t[0]) : "r"(v[0]));
+        asm volatile("mad.hi.cc.u32 %0, %1, %1, %0;" : "+r"(t[1]) : "r"(v[0]));
+#pragma unroll
+        for (int k = 1; k < N - 1; k++) {
+            asm volatile("madc.lo.cc.u32 %0, %1, %1, %0;" : "+r"(t[2 * k]) : "r"(v[k]));
+            asm volatile("madc.hi.cc.u32 %0, %1, %1, %0;" : "+r"(t[2 * k + 1]) : "r"(v[k]));
+        }
+        asm volatile("madc.lo.cc.u32 %0, %1, %1, %0;" : "+r"(t[2 * N - 2]) : "r"(v[N - 1]));
+        asm volatile("madc.hi.u32 %0, %1, %1, %0;" : "+r"(t[2 * N - 1]) : "r"(v[N - 1]));
+        // redc(T_lo): the product's steps and sum, the arrays swapping roles each step
+        uint32_t p[N], lo[N], hi[N];
+#pragma unroll
+        for (int j = 0; j < N; j++) {
+            p[j] = P::mod(j);
+            lo[j] = t[j];
+        }
+        redc_step<true>(lo, hi, p);
+        redc_step<false>(hi, lo, p);
+#pragma unroll
+        for (int i = 2; i < N; i += 2) {
+            redc_step<false>(lo, hi, p);
+            redc_step<false>(hi, lo, p);
+        }
+        mont_t r;
+        asm volatile("add.cc.u32 %0, %1, %2;" : "=r"(r.v[0]) : "r"(lo[0]), "r"(hi[1]));
+#pragma unroll
+        for (int j = 1; j < N - 1; j++)
+            asm volatile("addc.cc.u32 %0, %1, %2;" : "=r"(r.v[j]) : "r"(lo[j]), "r"(hi[j + 1]));
+        asm volatile("addc.u32 %0, %1, 0;" : "=r"(r.v[N - 1]) : "r"(lo[N - 1]));
+        // + T_hi: below 2p (the bound above)
+        asm volatile("add.cc.u32 %0, %0, %1;" : "+r"(r.v[0]) : "r"(t[N]));
+#pragma unroll
+        for (int j = 1; j < N - 1; j++) asm volatile("addc.cc.u32 %0, %0, %1;" : "+r"(r.v[j]) : "r"(t[N + j]));
+        asm volatile("addc.u32 %0, %0, %1;" : "+r"(r.v[N - 1]) : "r"(t[2 * N - 1]));
+        if (LAZY && P::LAZY_FREE_TERMS >= 1) return r;
+        return reduce_once(r);
+    }
     __device__ __forceinline__ mont_t& operator+=(const mont_t& b) { return *this = *this + b; }
     __device__ __forceinline__ mont_t& operator-=(const mont_t& b) { return *this = *this - b; }
     __device__ __forceinline__ mont_t& operator*=(const mont_t& b) { return *this = *this * b; }
