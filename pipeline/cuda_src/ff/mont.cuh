@@ -300,12 +300,12 @@ private:
                     asm volatile("mul.hi.u32 %0, %1, %2;" : "=r"(x[S + j - J0 + 1]) : "r"(a[j]), "r"(y));
                 }
             } else {
-                asm volatile("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(x[S]) : "r"(a[J0]), "r"(y));
-                asm volatile("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(x[S + 1]) : "r"(a[J0]), "r"(y));
+                // the first pair's lo word was written (S <= TOP) and starts the chain; any word after it may be new
 #pragma unroll
-                for (int j = J0 + 2; j < N; j += 2) {
+                for (int j = J0; j < N; j += 2) {
                     const int k = S + j - J0;
-                    if (k <= TOP) asm volatile("madc.lo.cc.u32 %0, %1, %2, %0;" : "+r"(x[k]) : "r"(a[j]), "r"(y));
+                    if (j == J0) asm volatile("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(x[k]) : "r"(a[j]), "r"(y));
+                    else if (k <= TOP) asm volatile("madc.lo.cc.u32 %0, %1, %2, %0;" : "+r"(x[k]) : "r"(a[j]), "r"(y));
                     else asm volatile("madc.lo.cc.u32 %0, %1, %2, 0;" : "=r"(x[k]) : "r"(a[j]), "r"(y));
                     if (k + 1 <= TOP) asm volatile("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(x[k + 1]) : "r"(a[j]), "r"(y));
                     else asm volatile("madc.hi.cc.u32 %0, %1, %2, 0;" : "=r"(x[k + 1]) : "r"(a[j]), "r"(y));

@@ -63,9 +63,13 @@ def cross_chain(cpu: Words, x: dict, a: list[int], y: int, s: int, j0: int, top:
             k = s + j - j0
             x[k], x[k + 1] = a[j] * y & MASK, a[j] * y >> 32
         return
+    # as the kernel's statements: a word is added to (read: a KeyError here if no row wrote it) or set
     for j in range(j0, n, 2):
         k = s + j - j0
-        x[k] = cpu.mad(a[j], y, x[k] if k <= top else 0, hi=False, carry_in=j != j0, carry_out=True)
+        if j == j0:
+            x[k] = cpu.mad(a[j], y, x[k], hi=False, carry_in=False, carry_out=True)
+        else:
+            x[k] = cpu.mad(a[j], y, x[k] if k <= top else 0, hi=False, carry_in=True, carry_out=True)
         x[k + 1] = cpu.mad(a[j], y, x[k + 1] if k + 1 <= top else 0, hi=True, carry_in=True, carry_out=True)
     last = chain_last(s, j0, n)
     x[last + 1] = cpu.add(x[last + 1] if last + 1 <= top else 0, 0, carry_in=True, carry_out=False)
@@ -86,6 +90,8 @@ def square_words(cpu: Words, a: list[int], n: int) -> list[int]:
         otop, etop = cross_tops(i, n)
         cross_chain(cpu, o, a, a[i], 2 * i + 1, i + 1, otop, n)
         cross_chain(cpu, e, a, a[i], 2 * i + 2, i + 2, etop, n)
+        # what the kernel takes as written (chain_top) is what was written
+        assert (max(o), max(e, default=-1)) == cross_tops(i + 1, n)
     otop, etop = cross_tops(n - 1, n)
     assert sorted(o) == list(range(1, otop + 1)) and sorted(e) == list(range(2, etop + 1))
     assert max(otop, etop) <= 2 * n - 1
