@@ -66,6 +66,11 @@
 #   fixedbase bench.gpu_msm_fixed_base (issue 16, fixed bases): plain MSM, MSM over a fixed-base table and sppark, same
 #            call, G1 and G2 at [FIXED_ARGS: e.g. "--curves bls12381 --g1 24"] (carry .anchors)
 #                                                                                     -> bench/results/gpu_msm_fixed_base.md
+#   ab       bench.kernel_ab: a kernel change against the kernels before it, same process: the MSM kernels of
+#            .anchors/cuda_src_before.tar (`git archive <commit> pipeline/cuda_src > .anchors/cuda_src_before.tar`,
+#            ~150 KB; carry .anchors) compiled by NVRTC on the host (~1-2 min a unit) beside this tree's prebuilt ones,
+#            timed in alternating rounds [AB_ARGS: e.g. "--curves bls12381 --g1 24 26 --g2 22"] [AB_TIMEOUT=300] s
+#                                                                                     -> bench/results/kernel_ab.md
 #   seam     before/after of the backend seam (issue 9): engine at 2^14 and 2^20 (1 and all devices)
 #            and the GPU stage at 2^14/20/24, in this tree and in the tree of .anchors/before.tar;
 #            sppark's MSM bench if .anchors/bench_bls12381 is there. Carry .anchors.
@@ -204,6 +209,11 @@ bench_in() {
   if [ -f "$dir/bench/common.py" ]; then (cd "$dir" && timeout "$limit" python3 -m "bench.$mod" "$@")
   else (cd "$dir" && PYTHONPATH=${SITE:+$SITE:}$dir timeout "$limit" python3 "bench/$mod.py" "$@"); fi
 }
+ab() {
+  mkdir -p /tmp/ab_before && tar -C /tmp/ab_before -xf .anchors/cuda_src_before.tar
+  timeout "${AB_TIMEOUT:-300}" python3 -m bench.kernel_ab /tmp/ab_before/pipeline/cuda_src ${AB_ARGS:-} \
+    --out bench/results/kernel_ab.md 2>&1 | tee "$OUT/kernel_ab.log" | tail -n 20
+}
 seam() {
   local n counts=1 version dir log
   n=$(nvidia-smi -L | wc -l); [ "$n" -gt 1 ] && counts="1,$n"
@@ -224,7 +234,7 @@ seam() {
 
 for section in ${@:-tests demo prove stage msm engine server}; do
   case $section in
-    tests|demo|prove|ntt|msm|overlap|stage|memory|blocks|build|engine|scaling|server|cluster|seam|devsetup|seed|streamed|keyprep|profile|nodeenv|oneshot|kernels|fixedbase)
+    tests|demo|prove|ntt|msm|overlap|stage|memory|blocks|build|engine|scaling|server|cluster|seam|ab|devsetup|seed|streamed|keyprep|profile|nodeenv|oneshot|kernels|fixedbase)
       echo "== $section"; $section ;;
     *) echo "bench/device.sh: unknown section '$section'" >&2; rc=2 ;;
   esac

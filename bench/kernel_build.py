@@ -43,7 +43,7 @@ def on_threads(curves, units, cache: Path) -> tuple[float, float]:
 
 def in_spawned_processes(curves, units, cache: Path) -> float:
     """Wall s of the same jobs in spawned processes (the former ``build_units``)."""
-    jobs = [(u, {HEADER_NAME: curve_header(c)}, "sm_90", cache) for c in curves for u in units]
+    jobs = [(u, kernels.UNITS[u], {HEADER_NAME: curve_header(c)}, "sm_90", cache, None) for c in curves for u in units]
     with Stopwatch() as t:
         with ProcessPoolExecutor(min(len(jobs), os.cpu_count() or 1), mp_context=get_context("spawn")) as pool:
             list(pool.map(kernels._compile_one, jobs))

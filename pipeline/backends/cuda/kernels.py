@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 from ... import progress
 from ...curves import Curve
@@ -120,8 +121,8 @@ def base_name(expr: str) -> str:
 
 
 def _compile_one(job: tuple) -> BuiltUnit:
-    unit, exprs, headers, arch, cache_dir = job
-    return compile_unit(unit, headers, exprs, arch=arch, cache_dir=cache_dir)
+    unit, exprs, headers, arch, cache_dir, root = job
+    return compile_unit(unit, headers, exprs, arch=arch, cache_dir=cache_dir, root=root)
 
 
 def unit_headers(curve: Curve) -> dict[str, str]:
@@ -129,9 +130,9 @@ def unit_headers(curve: Curve) -> dict[str, str]:
     return {HEADER_NAME: curve_header(curve)}
 
 
-def compile_jobs(jobs: dict, cache_dir=None, parallel: bool = True) -> dict:
+def compile_jobs(jobs: dict, cache_dir=None, parallel: bool = True, root: Path | None = None) -> dict:
     """{key: (unit, name expressions, headers, arch)} -> {key: BuiltUnit}, from the NVRTC disk
-    cache or compiled now.
+    cache or compiled now, from the source tree ``root`` (None: the package's ``cuda_src``).
 
     Cached units load, and the others compile, in this process, on threads: cuda-bindings >= 13.0
     releases the GIL around every NVRTC call and NVRTC compiles distinct programs concurrently, so
@@ -141,13 +142,13 @@ def compile_jobs(jobs: dict, cache_dir=None, parallel: bool = True) -> dict:
     """
     built = {}
     for key, (unit, exprs, headers, arch) in jobs.items():
-        cached = load_cached_unit(unit, headers, exprs, arch, cache_dir=cache_dir)
+        cached = load_cached_unit(unit, headers, exprs, arch, cache_dir=cache_dir, root=root)
         if cached is not None:
             built[key] = cached
     missing = [key for key in jobs if key not in built]
     if not missing:
         return {key: built[key] for key in jobs}
-    args = {key: (*jobs[key], cache_dir) for key in missing}
+    args = {key: (*jobs[key], cache_dir, root) for key in missing}
     what = ", ".join(sorted({str(key[0]) for key in missing}))
     with progress.bar(f"compiling CUDA kernels for {what} (first use; cached after)", total=len(missing),
                       unit="unit") as bar:
@@ -165,24 +166,26 @@ def compile_jobs(jobs: dict, cache_dir=None, parallel: bool = True) -> dict:
 
 
 def build_units(curves, arch: str = "sm_90", units=None, cache_dir=None, parallel: bool = True,
-                prebuilt_dir=PREBUILT_DIR, table: dict[str, tuple[str, ...]] | None = None) -> dict:
+                prebuilt_dir=PREBUILT_DIR, table: dict[str, tuple[str, ...]] | None = None,
+                source_root: Path | None = None) -> dict:
     """The units of one or more curves for a device of ``arch`` -> {(curve name, unit): BuiltUnit}:
     the binaries shipped with the package where one fits ``arch`` and was built from these very
     sources (no compiler runs), else the NVRTC disk cache, else compiled now.
     ``prebuilt_dir=None`` skips the shipped binaries (the ahead-of-time build itself); ``table``
-    (default ``UNITS``) maps each unit to its name expressions."""
+    (default ``UNITS``) maps each unit to its name expressions; ``source_root`` compiles another
+    source tree than the package's (never the shipped binaries: they are the package's)."""
     curves = [curves] if isinstance(curves, Curve) else list(curves)
     table = UNITS if table is None else table
     jobs = {(c.name, u): (u, table[u], unit_headers(c), arch) for c in curves for u in (units or table)}
     built = {}
-    if prebuilt_dir is not None:
+    if prebuilt_dir is not None and source_root is None:
         for key, (unit, exprs, headers, _) in jobs.items():
             found = find_prebuilt(key[0], unit, headers, exprs, arch, directory=prebuilt_dir)
             if found is not None:
                 built[key] = found
     rest = {key: job for key, job in jobs.items() if key not in built}
     if rest:
-        built.update(compile_jobs(rest, cache_dir, parallel))
+        built.update(compile_jobs(rest, cache_dir, parallel, source_root))
     return {key: built[key] for key in jobs}
 
 
@@ -200,10 +203,12 @@ class CurveKernels:
     signatures: dict[str, tuple[str, ...]] = SIGNATURES
     default_units: tuple[str, ...] | None = PROVER_UNITS  # None: every unit of ``units``
 
-    def __init__(self, device, curve: Curve, cache_dir=None, sync_after_launch: bool = False) -> None:
+    def __init__(self, device, curve: Curve, cache_dir=None, sync_after_launch: bool = False,
+                 source_root: Path | None = None) -> None:
         self.device = device
         self.curve = curve
         self.cache_dir = cache_dir
+        self.source_root = source_root  # None: the package's kernels (build_units)
         self.built: dict[str, BuiltUnit] = {}
         self.compile_s: dict[str, float] = {}
         self._functions = {}
@@ -216,7 +221,7 @@ class CurveKernels:
     def _load(self, units) -> None:
         self.device.activate()
         for (_, unit), built in build_units(self.curve, self.device.arch, units, self.cache_dir,
-                                            table=self.units).items():
+                                            table=self.units, source_root=self.source_root).items():
             module = check(driver.cuModuleLoadData(built.cubin), "cuModuleLoadData", unit)
             self._modules.append(module)
             for expr, lowered in built.lowered.items():

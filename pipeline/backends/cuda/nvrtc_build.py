@@ -48,11 +48,11 @@ def nvrtc_version() -> tuple[int, int]:
 
 
 def cache_key(unit: str, headers: dict[str, str], options: tuple[str, ...], arch: str,
-              name_expressions: tuple[str, ...]) -> str:
-    """The unit's inputs (as ``kernel_sources.source_digest`` hashes them) plus the architecture
-    and NVRTC's version."""
+              name_expressions: tuple[str, ...], root: Path | None = None) -> str:
+    """The unit's inputs (as ``kernel_sources.source_digest`` hashes them, the source tree ``root``'s
+    included) plus the architecture and NVRTC's version."""
     h = hashlib.sha256()
-    for part in (unit, tree_digest(CUDA_SRC), json.dumps(sorted(headers.items())), json.dumps(options), arch,
+    for part in (unit, tree_digest(root or CUDA_SRC), json.dumps(sorted(headers.items())), json.dumps(options), arch,
                  json.dumps(nvrtc_version()), json.dumps(name_expressions)):
         h.update(part.encode())
         h.update(b"\0")
@@ -70,15 +70,16 @@ def _program_log(prog) -> str:
 
 
 def _cache_paths(cache: Path, unit: str, headers: dict[str, str], name_expressions: tuple[str, ...], arch: str,
-                 options: tuple[str, ...]) -> tuple[Path, Path]:
-    key = cache_key(unit, headers, options, arch, name_expressions)
+                 options: tuple[str, ...], root: Path | None = None) -> tuple[Path, Path]:
+    key = cache_key(unit, headers, options, arch, name_expressions, root)
     return cache / f"{unit}-{arch}-{key}.cubin", cache / f"{unit}-{arch}-{key}.json"
 
 
 def load_cached_unit(unit: str, headers: dict[str, str], name_expressions: tuple[str, ...], arch: str = "sm_90",
-                     options: tuple[str, ...] = DEFAULT_OPTIONS, cache_dir: Path | None = None) -> BuiltUnit | None:
+                     options: tuple[str, ...] = DEFAULT_OPTIONS, cache_dir: Path | None = None,
+                     root: Path | None = None) -> BuiltUnit | None:
     """The unit from the disk cache, or None when it has not been compiled with these inputs."""
-    paths = _cache_paths(cache_dir or default_cache_dir(), unit, headers, name_expressions, arch, options)
+    paths = _cache_paths(cache_dir or default_cache_dir(), unit, headers, name_expressions, arch, options, root)
     return _read_cached(unit, arch, *paths)
 
 
@@ -90,16 +91,19 @@ def _read_cached(unit: str, arch: str, cubin_path: Path, meta_path: Path) -> Bui
 
 
 def compile_unit(unit: str, headers: dict[str, str], name_expressions: tuple[str, ...], arch: str = "sm_90",
-                 options: tuple[str, ...] = DEFAULT_OPTIONS, cache_dir: Path | None = None) -> BuiltUnit:
-    """Compile ``cuda_src/programs/<unit>.cu`` (or load it from the cache)."""
+                 options: tuple[str, ...] = DEFAULT_OPTIONS, cache_dir: Path | None = None,
+                 root: Path | None = None) -> BuiltUnit:
+    """Compile ``<root>/programs/<unit>.cu`` (or load it from the cache). ``root``: the package's
+    ``cuda_src`` unless another source tree is given (bench/kernel_ab.py: an earlier commit's kernels)."""
+    root = Path(root) if root is not None else CUDA_SRC
     cache = cache_dir or default_cache_dir()
-    cubin_path, meta_path = _cache_paths(cache, unit, headers, name_expressions, arch, options)
+    cubin_path, meta_path = _cache_paths(cache, unit, headers, name_expressions, arch, options, root)
     cached = _read_cached(unit, arch, cubin_path, meta_path)
     if cached is not None:
         return cached
 
     nvrtc = nvrtc_module()
-    source_path = CUDA_SRC / "programs" / f"{unit}.cu"
+    source_path = root / "programs" / f"{unit}.cu"
     t0 = time.perf_counter()
     names = list(headers)
     prog = check(nvrtc.nvrtcCreateProgram(source_path.read_bytes(), f"{unit}.cu".encode(), len(names),
@@ -108,7 +112,7 @@ def compile_unit(unit: str, headers: dict[str, str], name_expressions: tuple[str
     try:
         for expr in name_expressions:
             check(nvrtc.nvrtcAddNameExpression(prog, expr.encode()), "nvrtcAddNameExpression", expr)
-        opts = [f"--gpu-architecture={arch}", f"--include-path={CUDA_SRC}", *options]
+        opts = [f"--gpu-architecture={arch}", f"--include-path={root}", *options]
         status = nvrtc.nvrtcCompileProgram(prog, len(opts), [o.encode() for o in opts])[0]
         log = _program_log(prog)
         if status != nvrtc.nvrtcResult.NVRTC_SUCCESS:

@@ -72,3 +72,33 @@ def test_generated_header_rejects_nothing_and_names_both_fields():
         text = curve_header(curve)
         assert "struct fr_params" in text and "struct fq_params" in text
         assert f"static constexpr int N = {2 * curve.fq.limbs};" in text
+
+
+def test_a_unit_compiles_from_another_source_tree_and_is_cached_apart(tmp_path):
+    """bench/kernel_ab.py's earlier kernels: ``root`` names the tree; the cache keys on its contents."""
+    nvrtc_or_skip()
+    from pipeline.backends.cuda import nvrtc_build
+
+    for name, value in (("before", 1), ("after", 2)):
+        (tmp_path / name / "programs").mkdir(parents=True)
+        (tmp_path / name / "programs" / "tiny.cu").write_text(f"__global__ void k(int* x) {{ *x = {value}; }}\n")
+    cache = tmp_path / "cache"
+    before = nvrtc_build.compile_unit("tiny", {}, ("k",), cache_dir=cache, root=tmp_path / "before")
+    after = nvrtc_build.compile_unit("tiny", {}, ("k",), cache_dir=cache, root=tmp_path / "after")
+    assert not before.from_cache and not after.from_cache and before.cubin != after.cubin
+    again = nvrtc_build.load_cached_unit("tiny", {}, ("k",), cache_dir=cache, root=tmp_path / "before")
+    assert again is not None and again.from_cache and again.cubin == before.cubin
+
+
+def test_units_of_another_source_tree_never_come_from_the_shipped_binaries(tmp_path, monkeypatch):
+    from pipeline.backends.cuda import kernels
+
+    def shipped(*args, **kwargs):
+        raise AssertionError("the shipped binaries are the package's own sources")
+
+    roots = []
+    monkeypatch.setattr(kernels, "find_prebuilt", shipped)
+    monkeypatch.setattr(kernels, "compile_jobs",
+                        lambda jobs, cache_dir, parallel, root: roots.append(root) or {key: key for key in jobs})
+    built = kernels.build_units(BN254, units=("msm_g1",), source_root=tmp_path)
+    assert roots == [tmp_path] and list(built) == [("bn128", "msm_g1")]

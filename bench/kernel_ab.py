@@ -1,0 +1,119 @@
+"""A kernel change timed against the kernels before it, in one process (GPU host).
+
+A comparison is a ratio measured in one run: between two device calls the same MSM moves by 4-5% (and
+sppark's own BN254 rows by up to 27%, session 33), more than most kernel changes gain. So this bench
+loads a second set of the MSM kernels, compiled by NVRTC from an earlier source tree (``BEFORE``: a
+``cuda_src`` folder, e.g. from ``git archive <commit> pipeline/cuda_src``), beside the package's, and
+times both on the same points and scalars in alternating rounds (before, after, after, before, ...), so
+clock and thermal drift fall on both alike.
+
+    python3 -m bench.kernel_ab BEFORE [--curves bls12381 bn128] [--g1 20 24 26] [--g2 20 24]
+        [--rounds 4] [--repeat 3] [--out bench/results/kernel_ab.md]             (GPU host)
+
+For changes inside the kernels: the earlier tree is compiled with this package's generated headers and
+name expressions, and launched with its argument layouts, so a change of a kernel's name, arguments or
+headers fails to compile or launch (the error says so) rather than timing something else. Each row also
+says whether both produced the same XYZZ words: they do where the change keeps the arithmetic's results
+(a faster square); a change of the formulas' projective form gives other words for the same point, and
+correctness is the GPU tests' job either way. Points are random field elements (bench/common.py says why).
+"""
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+import numpy as np
+
+from bench.common import add_curves, arg_parser, markdown_table, time_ms, write_result
+from bench.gpu_msm import random_msm_data
+from pipeline.backends.cuda.backend import CudaBackend
+from pipeline.backends.cuda.kernels import CurveKernels
+from pipeline.backends.cuda.memory import PinnedHostBuffer
+from pipeline.backends.cuda.msm import MsmRunner
+from pipeline.curves import curve_by_name
+
+HEADER = ["curve", "group", "n", "scalars", "before ms", "after ms", "after ÷ before", "rounds' ratios",
+          "same XYZZ words"]
+
+
+class MsmKernels(CurveKernels):
+    """A curve's kernels loaded unit by unit as first launched (an MSM needs msm_g1 or msm_g2 only)."""
+    default_units = ("msm_g1",)
+
+
+def ab_rows(backend: CudaBackend, curve, before_root: Path, g2: bool, logs: list[int], rounds: int,
+            repeat: int, rng) -> list[list]:
+    """Rows of one curve and group: each size and kind of scalars, before and after in alternating rounds."""
+    if not logs:
+        return []
+    after = backend.runtime(curve).msm
+    before = MsmRunner(MsmKernels(backend.device, curve, source_root=before_root), backend.allocator, backend.stream,
+                       after.g1_min_blocks)
+    before.g2_field, before.g2_min_blocks, before.lazy = after.g2_field, after.g2_min_blocks, after.lazy
+    n_max = 1 << max(logs)
+    points, scalars = random_msm_data(rng, curve, g2, n_max)
+    nbytes = n_max * curve.fr.limbs * 8
+    rows = []
+    with backend.allocator.upload(points, "ab points") as d_points, \
+            backend.allocator.alloc(nbytes, "ab scalars") as d_s, \
+            PinnedHostBuffer(backend.device, nbytes) as h_pinned:
+        for log_n in logs:
+            n = 1 << log_n
+            h_scalars = h_pinned.view(np.uint64, (n, curve.fr.limbs))
+            for kind, values in scalars.items():
+                h_scalars[:] = values[:n]
+                d_s.upload(h_scalars, backend.stream)
+                same = bool(np.array_equal(before.run_xyzz(g2, d_points.ptr, d_s.ptr, n),
+                                           after.run_xyzz(g2, d_points.ptr, d_s.ptr, n)))
+                times = {"before": [], "after": []}
+                for r in range(rounds):
+                    order = ("before", "after") if r % 2 == 0 else ("after", "before")
+                    for name in order:
+                        runner = before if name == "before" else after
+
+                        def call(runner=runner):
+                            d_s.upload(h_scalars, backend.stream)
+                            runner.run_xyzz(g2, d_points.ptr, d_s.ptr, n)
+                        times[name].append(time_ms(backend.stream, call, warmup=1, repeat=repeat))
+                b, a = statistics.median(times["before"]), statistics.median(times["after"])
+                ratios = " ".join(f"{x / y:.3f}" for x, y in zip(times["after"], times["before"]))
+                rows.append([curve.name, "G2" if g2 else "G1", f"2^{log_n}", kind, f"{b:.3f}", f"{a:.3f}",
+                             f"{a / b:.3f}", ratios, "yes" if same else "no"])
+                print(rows[-1], flush=True)
+    before.kernels.close()
+    return rows
+
+
+def main(before_root: Path, curves: list[str], g1: list[int], g2: list[int], rounds: int, repeat: int,
+         out: str | None) -> str:
+    if not (before_root / "programs").is_dir():
+        raise SystemExit(f"bench.kernel_ab: {before_root} is not a cuda_src folder (no programs/ in it)")
+    backend = CudaBackend()
+    rng = np.random.default_rng(33)
+    rows: list[list] = []
+    for name in curves:
+        curve = curve_by_name(name)
+        rows += ab_rows(backend, curve, before_root, False, g1, rounds, repeat, rng)
+        rows += ab_rows(backend, curve, before_root, True, g2, rounds, repeat, rng)
+    device = backend.device.name
+    backend.close()
+    text = (f"# Kernels before and after, same process ({device})\n\n"
+            f"Before: the MSM kernels compiled by NVRTC from `{before_root}`; after: this package's. Same points and "
+            f"scalars (points resident, scalars from pinned memory in each timed call); {rounds} rounds alternating "
+            f"which goes first, each the median of {repeat} CUDA-event timings after a warm-up; the columns are "
+            f"the medians over the rounds and each round's ratio.\n\n{markdown_table(HEADER, rows)}\n")
+    write_result(out, text)
+    return text
+
+
+if __name__ == "__main__":
+    parser = arg_parser(__doc__)
+    parser.add_argument("before", type=Path, help="the earlier kernels' cuda_src folder")
+    add_curves(parser)
+    parser.add_argument("--g1", type=int, nargs="*", default=[20, 24])
+    parser.add_argument("--g2", type=int, nargs="*", default=[])
+    parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--out", default=None, help="markdown file (default: print only)")
+    args = parser.parse_args()
+    main(args.before, args.curves, args.g1, args.g2, args.rounds, args.repeat, args.out)
