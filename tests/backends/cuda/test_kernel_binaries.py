@@ -93,7 +93,7 @@ def test_build_units_compiles_only_what_no_binary_covers(tmp_path, monkeypatch):
     prebuilt = write_prebuilt(tmp_path / "prebuilt", ("sm_90",), curves=(BN254,))
     asked = {}
 
-    def fake_compile(jobs, cache_dir=None, parallel=True):
+    def fake_compile(jobs, cache_dir=None, parallel=True, root=None):
         asked.update(jobs)
         return {key: kernels.BuiltUnit(unit, arch, b"", {}, 0.5, False, "") for key, (unit, _, _, arch) in jobs.items()}
 
@@ -108,7 +108,7 @@ def test_the_ahead_of_time_build_writes_what_the_loader_takes(tmp_path, monkeypa
     """aot_build's manifest, over a stand-in compiler: every unit, curve and arch, found again."""
     from pipeline.backends.cuda import aot_build, nvrtc_build
 
-    def fake_compile(jobs, cache_dir=None, parallel=True):
+    def fake_compile(jobs, cache_dir=None, parallel=True, root=None):
         return {key: kernels.BuiltUnit(unit, arch, f"{key}".encode(), {e: f"_Z{e}" for e in exprs}, 0.0, True, "")
                 for key, (unit, exprs, _, arch) in jobs.items()}
 
