@@ -211,6 +211,17 @@ private:
         asm volatile("addc.u32 %0, %0, 0;" : "+r"(o[N - 1]));
     }
 
+    // The value after the last step: e + (o shifted down one word), the arrays as the steps leave them.
+    static __device__ __forceinline__ mont_t merge_steps(const uint32_t* e, const uint32_t* o) {
+        mont_t r;
+        asm volatile("add.cc.u32 %0, %1, %2;" : "=r"(r.v[0]) : "r"(e[0]), "r"(o[1]));
+#pragma unroll
+        for (int j = 1; j < N - 1; j++)
+            asm volatile("addc.cc.u32 %0, %1, %2;" : "=r"(r.v[j]) : "r"(e[j]), "r"(o[j + 1]));
+        asm volatile("addc.u32 %0, %1, 0;" : "=r"(r.v[N - 1]) : "r"(e[N - 1]));
+        return r;
+    }
+
     // sum_k a[k] b[k] / R mod p, K terms, one reduction. A LAZY field's operands are below 2p: its steps
     // stay below (2K + 1) p w, and its result below p (4 K p / R + 1), under 2p as it is for K up to
     // P::LAZY_FREE_TERMS and after one subtraction of p up to P::LAZY_TERMS (generator, constants.py).
@@ -229,13 +240,7 @@ private:
             mul_step<false, K>(e, o, a, b, i, p);
             mul_step<false, K>(o, e, a, b, i + 1, p);
         }
-        // t = e + (o shifted down one word); t < 2p < R
-        mont_t r;
-        asm volatile("add.cc.u32 %0, %1, %2;" : "=r"(r.v[0]) : "r"(e[0]), "r"(o[1]));
-#pragma unroll
-        for (int j = 1; j < N - 1; j++)
-            asm volatile("addc.cc.u32 %0, %1, %2;" : "=r"(r.v[j]) : "r"(e[j]), "r"(o[j + 1]));
-        asm volatile("addc.u32 %0, %1, 0;" : "=r"(r.v[N - 1]) : "r"(e[N - 1]));
+        const mont_t r = merge_steps(e, o);  // t < 2p < R
         if (LAZY && K <= P::LAZY_FREE_TERMS) return r;
         return reduce_once(r);
     }
@@ -388,12 +393,7 @@ public:
             redc_step<false>(lo, hi, p);
             redc_step<false>(hi, lo, p);
         }
-        mont_t r;
-        asm volatile("add.cc.u32 %0, %1, %2;" : "=r"(r.v[0]) : "r"(lo[0]), "r"(hi[1]));
-#pragma unroll
-        for (int j = 1; j < N - 1; j++)
-            asm volatile("addc.cc.u32 %0, %1, %2;" : "=r"(r.v[j]) : "r"(lo[j]), "r"(hi[j + 1]));
-        asm volatile("addc.u32 %0, %1, 0;" : "=r"(r.v[N - 1]) : "r"(lo[N - 1]));
+        mont_t r = merge_steps(lo, hi);
         // + T_hi: below 2p (the bound above)
         asm volatile("add.cc.u32 %0, %0, %1;" : "+r"(r.v[0]) : "r"(t[N]));
 #pragma unroll

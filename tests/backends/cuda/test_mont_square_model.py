@@ -24,14 +24,9 @@ class Words:
         self.cc = 0
 
     def mad(self, x: int, y: int, acc: int, hi: bool, carry_in: bool, carry_out: bool) -> int:
+        """mad.lo / mad.hi (with .cc and c as asked): acc + the product's low or high word."""
         prod = x * y
-        part = (prod >> 32) if hi else (prod & MASK)
-        s = part + acc + (self.cc if carry_in else 0)
-        if carry_out:
-            self.cc = s >> 32
-        else:
-            assert s >> 32 == 0, "a carry the square's bounds say is zero was dropped"
-        return s & MASK
+        return self.add((prod >> 32) if hi else (prod & MASK), acc, carry_in, carry_out)
 
     def add(self, x: int, y: int, carry_in: bool, carry_out: bool) -> int:
         s = x + y + (self.cc if carry_in else 0)
