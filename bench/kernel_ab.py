@@ -12,10 +12,10 @@ clock and thermal drift fall on both alike.
 
 For changes inside the kernels: the earlier tree is compiled with this package's generated headers and
 name expressions, and launched with its argument layouts, so a change of a kernel's name, arguments or
-headers fails to compile or launch (the error says so) rather than timing something else. Each row also
-says whether both produced the same XYZZ words: they do where the change keeps the arithmetic's results
-(a faster square); a change of the formulas' projective form gives other words for the same point, and
-correctness is the GPU tests' job either way. Points are random field elements (bench/common.py says why).
+headers fails to compile or launch (the error says so) rather than timing something else. The results
+are not compared: bucket entries are ranked by atomics, so their order within a bucket, and with random
+off-curve points the sum itself, differs from run to run of the same kernels (session 34). Correctness is
+the GPU tests' job. Points are random field elements (bench/common.py says why).
 """
 from __future__ import annotations
 
@@ -32,8 +32,7 @@ from pipeline.backends.cuda.memory import PinnedHostBuffer
 from pipeline.backends.cuda.msm import MsmRunner
 from pipeline.curves import curve_by_name
 
-HEADER = ["curve", "group", "n", "scalars", "before ms", "after ms", "after ÷ before", "rounds' ratios",
-          "same XYZZ words"]
+HEADER = ["curve", "group", "n", "scalars", "before ms", "after ms", "after ÷ before", "rounds' ratios"]
 
 
 class MsmKernels(CurveKernels):
@@ -63,8 +62,6 @@ def ab_rows(backend: CudaBackend, curve, before_root: Path, g2: bool, logs: list
             for kind, values in scalars.items():
                 h_scalars[:] = values[:n]
                 d_s.upload(h_scalars, backend.stream)
-                same = bool(np.array_equal(before.run_xyzz(g2, d_points.ptr, d_s.ptr, n),
-                                           after.run_xyzz(g2, d_points.ptr, d_s.ptr, n)))
                 times = {"before": [], "after": []}
                 for r in range(rounds):
                     order = ("before", "after") if r % 2 == 0 else ("after", "before")
@@ -78,7 +75,7 @@ def ab_rows(backend: CudaBackend, curve, before_root: Path, g2: bool, logs: list
                 b, a = statistics.median(times["before"]), statistics.median(times["after"])
                 ratios = " ".join(f"{x / y:.3f}" for x, y in zip(times["after"], times["before"]))
                 rows.append([curve.name, "G2" if g2 else "G1", f"2^{log_n}", kind, f"{b:.3f}", f"{a:.3f}",
-                             f"{a / b:.3f}", ratios, "yes" if same else "no"])
+                             f"{a / b:.3f}", ratios])
                 print(rows[-1], flush=True)
     before.kernels.close()
     return rows
