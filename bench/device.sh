@@ -66,6 +66,9 @@
 #   fixedbase bench.gpu_msm_fixed_base (issue 16, fixed bases): plain MSM, MSM over a fixed-base table and sppark, same
 #            call, G1 and G2 at [FIXED_ARGS: e.g. "--curves bls12381 --g1 24"] (carry .anchors)
 #                                                                                     -> bench/results/gpu_msm_fixed_base.md
+#   g2points bench.sppark_g2_points: the shared sppark harness (.anchors/shared/bench_<curve>) against the one
+#            bench.anchors.sppark_harness builds (.anchors/bench_<curve>), G2 rows at and below each run's largest
+#            G2 size [G2POINTS_ARGS: e.g. "--tops 22 24"] [G2POINTS_TIMEOUT=400] s -> bench/results/sppark_g2_points.md
 #   ab       bench.kernel_ab: a kernel change against the kernels before it, same process: the MSM kernels of
 #            .anchors/cuda_src_before.tar (`git archive <commit> pipeline/cuda_src > .anchors/cuda_src_before.tar`,
 #            ~150 KB; carry .anchors) compiled by NVRTC on the host (~1-2 min a unit) beside this tree's prebuilt ones,
@@ -197,6 +200,10 @@ fixedbase() {
   timeout "${FIXED_TIMEOUT:-300}" python3 -m bench.gpu_msm_fixed_base ${FIXED_ARGS:-} 2>&1 | tee "$OUT/fixed_base.log" \
     | tail -n 30
 }
+g2points() {
+  timeout "${G2POINTS_TIMEOUT:-400}" python3 -m bench.sppark_g2_points --binaries .anchors/shared .anchors ${G2POINTS_ARGS:-} \
+    2>&1 | tee "$OUT/g2points.log" | tail -n 40
+}
 kernels() {
   timeout "${KERNELS_TIMEOUT:-300}" python3 -m bench.kernels_vs_sppark ${KERNELS_ARGS:-} 2>&1 | tee "$OUT/kernels.log" \
     | tail -n 30
@@ -234,7 +241,7 @@ seam() {
 
 for section in ${@:-tests demo prove stage msm engine server}; do
   case $section in
-    tests|demo|prove|ntt|msm|overlap|stage|memory|blocks|build|engine|scaling|server|cluster|seam|ab|devsetup|seed|streamed|keyprep|profile|nodeenv|oneshot|kernels|fixedbase)
+    tests|demo|prove|ntt|msm|overlap|stage|memory|blocks|build|engine|scaling|server|cluster|seam|ab|devsetup|seed|streamed|keyprep|profile|nodeenv|oneshot|kernels|fixedbase|g2points)
       echo "== $section"; $section ;;
     *) echo "bench/device.sh: unknown section '$section'" >&2; rc=2 ;;
   esac
