@@ -201,8 +201,8 @@ def g2_variant_name(field: str, blocks: int) -> str:
     return f"{field}, min_blocks {blocks}" if field == "fq2_pair_t" else f"{field} (one thread a point)"
 
 
-def time_fr(backend, curve, logs: list[int], values: np.ndarray,
-            repeat: int = 5) -> Iterator[tuple[int, float, float, float, float, dict[tuple[str, str], float]]]:
+def time_fr(backend, curve, logs: list[int], values: np.ndarray, repeat: int = 5,
+            stages_compared: tuple[int, ...] = STAGES_PER_PASS_COMPARED) -> Iterator[tuple[int, float, float, float, float, dict[tuple[str, str], float]]]:
     """(log2 n, natural-order NTT ms, radix passes ms, quotient ms, quotient ms with the compact
     twiddle table of a streamed key, {(kernel, variant): ms}) per size, the first four with the
     defaults (launch.py), the variants: the other pass kernels built, the other pass plans
@@ -233,9 +233,9 @@ def time_fr(backend, curve, logs: list[int], values: np.ndarray,
             h = time_ms(backend.stream, quotient, repeat=repeat)
             rt.ntt.ensure_twiddles(max(logs), compact=True)
             h_compact = time_ms(backend.stream, quotient, repeat=repeat)
-            variants = time_ntt_variants(backend, rt.ntt, d_a.ptr, log_n, repeat)
+            variants = time_ntt_variants(backend, rt.ntt, d_a.ptr, log_n, repeat, stages_compared)
             try:
-                for stages in STAGES_PER_PASS_COMPARED:
+                for stages in stages_compared:
                     rt.ntt.stages_per_pass = stages
                     variants["H", f"{QUOTIENT}, {stages} stages per pass (not {STAGES_PER_PASS})"] = time_ms(
                         backend.stream, quotient, repeat=repeat)
@@ -253,7 +253,8 @@ def time_fr(backend, curve, logs: list[int], values: np.ndarray,
         rt.ntt.close()  # the twiddles and coset tables too
 
 
-def time_ntt_variants(backend, ntt, d_data: int, log_n: int, repeat: int) -> dict[tuple[str, str], float]:
+def time_ntt_variants(backend, ntt, d_data: int, log_n: int, repeat: int,
+                      stages_compared: tuple[int, ...] = STAGES_PER_PASS_COMPARED) -> dict[tuple[str, str], float]:
     """The transform's variants that are not the defaults, one at a time, the defaults restored;
     the level layout of the twiddles (left with it)."""
     out = {}
@@ -266,7 +267,7 @@ def time_ntt_variants(backend, ntt, d_data: int, log_n: int, repeat: int) -> dic
             out["NTT", radix_only(pass_label(kernel, radix_log))] = time_ms(
                 backend.stream, lambda: ntt.radix_passes(d_data, log_n, False, False), repeat=repeat)
         ntt.pass_kernel, ntt.radix_log = NTT_PASS_KERNEL, NTT_RADIX_LOG
-        for stages in STAGES_PER_PASS_COMPARED:
+        for stages in stages_compared:
             ntt.stages_per_pass = stages
             out["NTT", f"{RADIX_ONLY}, {stages} stages per pass (not {STAGES_PER_PASS})"] = time_ms(
                 backend.stream, lambda: ntt.radix_passes(d_data, log_n, False, False), repeat=repeat)
@@ -301,7 +302,8 @@ def curve_rows(backend, curve, args, sppark: SpparkRows | str, rng) -> Iterator[
         yield from msm_rows(backend, curve, True, args.g2, points.reshape(n // 2, 4, -1), scalars, sppark)
     del points
     for log_n, ntt, radix, h, h_compact, variants in time_fr(
-            backend, curve, list(range(args.ntt[0], args.ntt[1] + 1)), scalars["random"]):
+            backend, curve, list(range(args.ntt[0], args.ntt[1] + 1)), scalars["random"],
+            stages_compared=tuple(args.ntt_stages)):
         ntt_ms = sppark_ms(sppark, SPPARK_NTT, log_n)
         yield Row(curve.name, "NTT", log_n, NATURAL, ntt, SPPARK_NTT, ntt_ms)
         yield Row(curve.name, "NTT", log_n, RADIX_ONLY, radix, SPPARK_NTT, ntt_ms)
@@ -362,6 +364,8 @@ def main() -> None:
     parser.add_argument("--g2", type=int, nargs="*", default=[20, 22, 24], metavar="LOG")
     parser.add_argument("--ntt", type=int, nargs=2, default=[20, 27], metavar=("MIN_LOG", "MAX_LOG"),
                         help="transform sizes; MAX_LOG below MIN_LOG: no NTT or H rows")
+    parser.add_argument("--ntt-stages", type=int, nargs="*", default=list(STAGES_PER_PASS_COMPARED), metavar="K",
+                        help=f"the other stages-per-launch plans timed beside the default {STAGES_PER_PASS}")
     parser.add_argument("--anchors", type=Path, default=REPO / ".anchors", help="folder of the sppark harness binaries")
     parser.add_argument("--timeout", type=float, default=150.0, help="seconds per harness call")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "kernels_vs_sppark.md")
