@@ -67,7 +67,7 @@
 #            call, G1 and G2 at [FIXED_ARGS: e.g. "--curves bls12381 --g1 24"] (carry .anchors)
 #                                                                                     -> bench/results/gpu_msm_fixed_base.md
 #   g2points bench.sppark_g2_points: the shared sppark harness (.anchors/shared/bench_<curve>) against the one
-#            bench.anchors.sppark_harness builds (.anchors/bench_<curve>), G2 rows at and below each run's largest
+#            bench.sppark_harness builds (.anchors/bench_<curve>), G2 rows at and below each run's largest
 #            G2 size [G2POINTS_ARGS: e.g. "--tops 22 24"] [G2POINTS_TIMEOUT=400] s -> bench/results/sppark_g2_points.md
 #   ab       bench.kernel_ab: a kernel change against the kernels before it, same process: the MSM kernels of
 #            .anchors/cuda_src_before.tar (`git archive <commit> pipeline/cuda_src > .anchors/cuda_src_before.tar`,

@@ -28,7 +28,7 @@ from pipeline.backends.cuda.launch import (G1_LAZY_BUILT, G2_VARIANTS_BUILT, NTT
 from pipeline.curves import curve_by_name
 
 METHOD = """sppark first: one harness call per curve (.anchors/bench_<curve>: shared/anchors/sppark's harness as
-`bench.anchors.sppark_harness` rebuilds it, with its G2 points made over lane pairs; the shared binary
+`bench.sppark_harness` rebuilds it, with its G2 points made over lane pairs; the shared binary
 stored only half of its G2 points, so its G2 row at the run's largest size timed ~half the additions:
 bench/results/sppark_g2_points.md), before this process makes its CUDA context. Then ours on the same GPU:
 - G1 and G2 MSM: points resident, scalars copied from pinned memory in every call (bench/gpu_msm.py,

@@ -1,12 +1,12 @@
 """Does the sppark harness's G2 row depend on which size is its largest? The shared harness against
-the one `bench.anchors.sppark_harness` builds with its G2 points made over lane pairs.
+the one `bench.sppark_harness` builds with its G2 points made over lane pairs.
 
     python3 -m bench.sppark_g2_points --binaries .anchors/shared .anchors --tops 22 24     (GPU host)
 
 Each binary folder holds `bench_bls12381` and `bench_bn254`. Each is run once per G2 top size T
 (`bench_<curve> LO LO 0 T`: G1 at 2^LO only, no NTT, G2 at the even sizes LO..T), so the same G2 size
 is timed once as the largest of its run and once below it. If the shared harness stores only the
-first half of its G2 points (bench/anchors/sppark_harness.py says why), its row at the top size is
+first half of its G2 points (bench/sppark_harness.py says why), its row at the top size is
 the one that shrinks, and its 2^10 G2 check fails; the rebuilt harness's rows do not depend on T and
 its check passes. Writes bench/results/sppark_g2_points.md.
 """

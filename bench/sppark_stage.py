@@ -1,7 +1,7 @@
 """sppark's MSMs and NTTs at the sizes of one Groth16 GPU stage, timed by the harness of
 shared/anchors/sppark (carried to the GPU host as .anchors/bench_bls12381 and .anchors/bench_bn254,
 run as a subprocess), and the "sppark-built stage" they add up to. Use the harness as
-`bench.anchors.sppark_harness` rebuilds it: the shared binary's G2 row at its largest size (here
+`bench.sppark_harness` rebuilds it: the shared binary's G2 row at its largest size (here
 always the stage's size) timed an MSM whose upper half of points was never written, ~60% of the
 additions (bench/results/sppark_g2_points.md).
 

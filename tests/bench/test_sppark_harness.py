@@ -1,8 +1,8 @@
-"""The rebuilt sppark harness's source patch (bench/anchors/sppark_harness.py): it rewrites exactly
+"""The rebuilt sppark harness's source patch (bench/sppark_harness.py): it rewrites exactly
 the point kernel and its launch, and refuses a bench.cu it does not recognise."""
 import pytest
 
-from bench.anchors import sppark_harness as harness
+from bench import sppark_harness as harness
 from bench import sppark_g2_points
 
 OLD_KERNEL = """// P_i = [k_i] G with 64-bit k_i: distinct points on the curve, made on the device.

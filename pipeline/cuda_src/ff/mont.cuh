@@ -107,14 +107,18 @@ struct __align__(16) mont_t {
     // The value in [0, p) (a LAZY field's store; the identity otherwise).
     __device__ __forceinline__ mont_t canonical() const { return LAZY ? reduce_once(*this) : *this; }
 
-    friend __device__ __forceinline__ mont_t operator+(const mont_t& a, const mont_t& b) {
-        mont_t t;  // a + b < 2p < R: no carry out of the top word
-        asm volatile("add.cc.u32 %0, %1, %2;" : "=r"(t.v[0]) : "r"(a.v[0]), "r"(b.v[0]));
+    // a + b over N words, unreduced; the callers' bounds keep it below R (no carry out of the top word)
+    static __device__ __forceinline__ mont_t add_words(const uint32_t* a, const uint32_t* b) {
+        mont_t t;
+        asm volatile("add.cc.u32 %0, %1, %2;" : "=r"(t.v[0]) : "r"(a[0]), "r"(b[0]));
 #pragma unroll
-        for (int i = 1; i < N - 1; i++)
-            asm volatile("addc.cc.u32 %0, %1, %2;" : "=r"(t.v[i]) : "r"(a.v[i]), "r"(b.v[i]));
-        asm volatile("addc.u32 %0, %1, %2;" : "=r"(t.v[N - 1]) : "r"(a.v[N - 1]), "r"(b.v[N - 1]));
-        return subtract_once<LAZY>(t);  // a + b < 2 wrap < R (lazy: 4p < R, the generator's LAZY_TERMS)
+        for (int i = 1; i < N - 1; i++) asm volatile("addc.cc.u32 %0, %1, %2;" : "=r"(t.v[i]) : "r"(a[i]), "r"(b[i]));
+        asm volatile("addc.u32 %0, %1, %2;" : "=r"(t.v[N - 1]) : "r"(a[N - 1]), "r"(b[N - 1]));
+        return t;
+    }
+    friend __device__ __forceinline__ mont_t operator+(const mont_t& a, const mont_t& b) {
+        // a + b < 2 wrap < R (lazy: 4p < R, the generator's LAZY_TERMS)
+        return subtract_once<LAZY>(add_words(a.v, b.v));
     }
 
     friend __device__ __forceinline__ mont_t operator-(const mont_t& a, const mont_t& b) {
@@ -393,12 +397,7 @@ public:
             redc_step<false>(lo, hi, p);
             redc_step<false>(hi, lo, p);
         }
-        mont_t r = merge_steps(lo, hi);
-        // + T_hi: below 2p (the bound above)
-        asm volatile("add.cc.u32 %0, %0, %1;" : "+r"(r.v[0]) : "r"(t[N]));
-#pragma unroll
-        for (int j = 1; j < N - 1; j++) asm volatile("addc.cc.u32 %0, %0, %1;" : "+r"(r.v[j]) : "r"(t[N + j]));
-        asm volatile("addc.u32 %0, %0, %1;" : "+r"(r.v[N - 1]) : "r"(t[2 * N - 1]));
+        const mont_t r = add_words(merge_steps(lo, hi).v, t + N);  // redc(T_lo) + T_hi: below 2p (above)
         if (LAZY && P::LAZY_FREE_TERMS >= 1) return r;
         return reduce_once(r);
     }

@@ -1,6 +1,6 @@
 """Build the sppark harness of shared/anchors/sppark with its G2 points made right.
 
-    python3 -m bench.anchors.sppark_harness --sppark DIR --blst DIR [--nvcc PATH] [--out .anchors]
+    python3 -m bench.sppark_harness --sppark DIR --blst DIR [--nvcc PATH] [--out .anchors]
 
 The shared harness (`bench.cu`) makes its points with one thread a point. On the device sppark's Fq2
 (`fp2_t`) is held by two lanes, c0 on the even one and c1 on the odd one, and `sizeof(fp2_t)` there is
@@ -23,7 +23,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "anchors" / "sppark"
 CURVES = {"bls12381": "FEATURE_BLS12_381", "bn254": "FEATURE_BN254"}
 
