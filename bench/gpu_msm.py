@@ -9,7 +9,8 @@ per second, the rate the bucket step runs at. Usage:
 --windows adds G1 rows at g1_max_log with each window width given instead of plan_msm's choice
 (its cost model, msm.BALANCED_WINDOW_MODEL, is fitted, not exact); --g2-windows
 the same for G2 at g2_max_log. --window-sweep 16,18,20,22 times G1 at those sizes over every width
-between the additions-only and the balanced window models' choices (msm.py), one wider and narrower.
+between the additions-only and the balanced window models' choices (msm.py), one wider and narrower (--sweep-span K:
+K; --sweep-g2: G2 too, up to g2_max_log).
 --level0 20,22,24 times G1 and G2 (up to g2_max_log) at those sizes with level 0 of the bucket sums
 flat and chunked, same data; --level0-entries 32,128,256 adds flat rows at those entries a thread.
 --sort-compare 24,26 times G1 and G2 (up to g2_max_log) at those sizes with the binned digit sort and
@@ -147,19 +148,22 @@ def bench_group(backend, curve, g2: bool, logs, rng, rows, repeat=5, c: int | No
         print(rows[-1], flush=True)
 
 
-def window_sweep(backend, logs: Iterable[int], rng, rows) -> None:
-    """G1 rows at each size of ``logs`` for every width between the two window models' choices (one
-    wider and narrower), both curves: the data that moved G1 below 2^24 onto the balanced model (session 13)."""
+def window_sweep(backend, logs: Iterable[int], rng, rows, span: int = 1, g2_max: int | None = None) -> None:
+    """G1 rows at each size of ``logs`` for every width between the two window models' choices (``span``
+    wider and narrower), both curves: the data that moved G1 below 2^24 onto the balanced model (session 13).
+    ``g2_max``: G2 rows too at the sizes up to it (a partition's MSMs share one width: one digit sort)."""
     for curve in (BLS12_381, BN254):
         msm = backend.runtime(curve).msm
-        for log_n in logs:
-            n = 1 << log_n
-            picks = {plan_msm(n, curve.fr.bits, cache_bytes=msm.cache_bytes, model=m).c: name
-                     for name, m in (("additions", ADDITIONS_WINDOW_MODEL), ("balanced", BALANCED_WINDOW_MODEL))}
-            data = random_msm_data(rng, curve, False, n)
-            for c in range(min(picks) - 1, max(picks) + 2):
-                label = f"G1 c={c}" + (f" ({picks[c]} model)" if c in picks else "")
-                bench_group(backend, curve, False, [log_n], rng, rows, c=c, label=label, data=data)
+        for g2 in (False, True) if g2_max is not None else (False,):
+            for log_n in [k for k in logs if not g2 or k <= g2_max]:
+                n = 1 << log_n
+                picks = {plan_msm(n, curve.fr.bits, cache_bytes=msm.cache_bytes, model=m).c: name
+                         for name, m in (("additions", ADDITIONS_WINDOW_MODEL), ("balanced", BALANCED_WINDOW_MODEL))}
+                data = random_msm_data(rng, curve, g2, n)
+                for c in range(min(picks) - span, max(picks) + span + 1):
+                    label = f"{'G2' if g2 else 'G1'} c={c}" + (f" ({picks[c]} model)" if c in picks else "")
+                    bench_group(backend, curve, g2, [log_n], rng, rows, repeat=3 if g2 else 5, c=c, label=label,
+                                data=data)
 
 
 def compare_variants(backend, logs: Iterable[int], rng, rows, g2_max: int,
@@ -212,7 +216,7 @@ def phase_table(rows: list) -> str:
 def main(g1_min: int = 16, g1_max: int = 24, g2_max: int = 22, out_path: str | None = None,
          variants: bool = True, windows: Iterable[int] = (), g2_windows: Iterable[int] = (),
          sweep_logs: Iterable[int] = (), level0_logs: Iterable[int] = (), level0_entries: Iterable[int] = (),
-         sort_logs: Iterable[int] = ()) -> str:
+         sort_logs: Iterable[int] = (), sweep_span: int = 1, sweep_g2: bool = False) -> str:
     backend = CudaBackend()
     rng = np.random.default_rng(2)
     rows: list = []
@@ -236,7 +240,7 @@ def main(g1_min: int = 16, g1_max: int = 24, g2_max: int = 22, out_path: str | N
         data = random_msm_data(rng, curve, True, 1 << g2_max)
         for c in g2_windows:
             bench_group(backend, curve, True, [g2_max], rng, rows, repeat=3, c=c, label=f"G2 c={c}", data=data)
-    window_sweep(backend, sweep_logs, rng, rows)
+    window_sweep(backend, sweep_logs, rng, rows, sweep_span, g2_max if sweep_g2 else None)
     level0_compare(backend, level0_logs, rng, rows, g2_max, [None, *level0_entries])
     sort_compare(backend, sort_logs, rng, rows, g2_max)
     table = markdown_table(["curve", "group", "n", "scalars", "ms", "window c", "Madd/s"], rows)
@@ -261,6 +265,8 @@ if __name__ == "__main__":
                         help="G2 window widths to time at g2_max_log, comma-separated")
     parser.add_argument("--window-sweep", type=lambda v: [int(k) for k in v.split(",")], default=[],
                         help="sizes (log2, comma-separated) of a G1 sweep over the widths around both window models' choices")
+    parser.add_argument("--sweep-span", type=int, default=1, help="widths past the models' choices the sweep times")
+    parser.add_argument("--sweep-g2", action="store_true", help="the sweep times G2 too, at its sizes up to g2_max_log")
     parser.add_argument("--level0", type=lambda v: [int(k) for k in v.split(",")], default=[],
                         help="sizes (log2, comma-separated) timed with level 0 of the bucket sums flat and chunked "
                              "(G2 up to g2_max_log)")
@@ -272,4 +278,4 @@ if __name__ == "__main__":
     a = parser.parse_intermixed_args()  # --no-variants may come anywhere
     main(a.g1_min_log, a.g1_max_log, a.g2_max_log, a.out, variants=a.variants, windows=a.windows,
          g2_windows=a.g2_windows, sweep_logs=a.window_sweep, level0_logs=a.level0,
-         level0_entries=a.level0_entries, sort_logs=a.sort_compare)
+         level0_entries=a.level0_entries, sort_logs=a.sort_compare, sweep_span=a.sweep_span, sweep_g2=a.sweep_g2)
