@@ -21,7 +21,6 @@ from bench import sppark_stage
 from bench.common import RESULTS, arg_parser, markdown_table, write_result
 
 CHECK = re.compile(r"^check (?P<what>G[12]) 2\^10 vs host double-and-add: code (?P<code>\d+) equal (?P<equal>\d)", re.M)
-CURVES = {"bls12381": "bls12-381", "bn128": "bn254"}
 
 
 def run(binary: Path, lo: int, top: int, timeout_s: float) -> tuple[dict, dict, float]:
@@ -44,7 +43,8 @@ def main() -> None:
     parser.add_argument("--binaries", type=Path, nargs="+", required=True, help="folders of bench_<curve>")
     parser.add_argument("--tops", type=int, nargs="+", default=[22, 24], help="the G2 top sizes of the runs")
     parser.add_argument("--lo", type=int, default=20)
-    parser.add_argument("--curves", nargs="+", choices=sorted(CURVES), default=sorted(CURVES))
+    parser.add_argument("--curves", nargs="+", choices=sorted(sppark_stage.HARNESS),
+                        default=sorted(sppark_stage.HARNESS))
     parser.add_argument("--timeout", type=float, default=240.0)
     parser.add_argument("--out", type=Path, default=RESULTS / "sppark_g2_points.md")
     args = parser.parse_args()
