@@ -158,10 +158,10 @@ def window_sweep(backend, logs: Iterable[int], rng, rows, span: int = 1, g2_max:
             for log_n in [k for k in logs if not g2 or k <= g2_max]:
                 n = 1 << log_n
                 picks = {plan_msm(n, curve.fr.bits, cache_bytes=msm.cache_bytes, model=m).c: name
-                         for name, m in (("additions", ADDITIONS_WINDOW_MODEL), ("balanced", BALANCED_WINDOW_MODEL))}
+                         for name, m in (("additions model", ADDITIONS_WINDOW_MODEL), ("plan", BALANCED_WINDOW_MODEL))}
                 data = random_msm_data(rng, curve, g2, n)
                 for c in range(min(picks) - span, max(picks) + span + 1):
-                    label = f"{'G2' if g2 else 'G1'} c={c}" + (f" ({picks[c]} model)" if c in picks else "")
+                    label = f"{'G2' if g2 else 'G1'} c={c}" + (f" ({picks[c]})" if c in picks else "")
                     bench_group(backend, curve, g2, [log_n], rng, rows, repeat=3 if g2 else 5, c=c, label=label,
                                 data=data)
 

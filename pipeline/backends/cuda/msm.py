@@ -96,12 +96,30 @@ class MsmPlan:
 # narrower windows (80% {0,1}: BN254 2^26 94.2 -> 99.5 ms): the split's tails see few such scalars.
 BALANCED_WINDOW_MODEL = (1.8, 6.5)
 ADDITIONS_WINDOW_MODEL = (0.0, 2.8)  # the first model: additions only (kept for bench.gpu_msm's sweep)
+# Widths measured fastest on an H200 where the model's choice was not (session 35: results/gpu_msm_sweep_s35_small.md,
+# gpu_msm_sweep_s35_span2.md, every width two past both models' choices, G1 and G2): per scalar field (by its bit
+# length: 255 BLS12-381's Fr, 254 BN254's) and log2 n, the width of least time for the MSMs one digit sort serves in a
+# partition (A, B1 and C in G1 with H's of the same size, B2 in G2: 4 G1 + 1 G2). Against the model's choices the
+# mix ran 5-14% faster at 2^14-2^16 (c = 8, where the per-bucket sums weigh most), 9% at BLS12-381's 2^21 (15
+# against 16) and 2-4% at 2^19, 2^22-2^23; no two-parameter model fitted every size (NOTES, session 35). Sizes round
+# to the nearest measured log2; outside 2^12-2^24 (and for another model) the model plans.
+MEASURED_WIDTHS = {
+    255: {12: 8, 13: 8, 14: 8, 15: 8, 16: 8, 17: 10, 18: 13, 19: 15, 20: 13, 21: 15, 22: 15, 23: 15, 24: 16},
+    254: {12: 8, 13: 8, 14: 8, 15: 8, 16: 8, 17: 10, 18: 15, 19: 15, 20: 15, 21: 15, 22: 15, 23: 15, 24: 17},
+}
+
+
+def measured_width(n: int, scalar_bits: int) -> int | None:
+    """MEASURED_WIDTHS' width for an MSM of ``n`` scalars, or None where nothing was measured."""
+    widths = MEASURED_WIDTHS.get(scalar_bits, {})
+    return widths.get(round(math.log2(n))) if n > 0 else None
 
 
 def plan_msm(n: int, scalar_bits: int, c: int | None = None, cache_bytes: int | None = None,
              model: tuple[float, float] = BALANCED_WINDOW_MODEL, shared_buckets: bool = False,
              table_sets: int = 1) -> MsmPlan:
-    """Window width minimising the cost ``model`` (spread, bucket_cost; above), among those whose
+    """Window width: MEASURED_WIDTHS' where a sweep measured this size (plain MSMs under the balanced model), else
+    the one minimising the cost ``model`` (spread, bucket_cost; above), among those whose
     per-bucket tables (one uint32 a bucket: counts, offsets, chunk offsets) fit ``cache_bytes`` (the
     device's L2) when given. Past L2 the digits' atomics and every thread's search of the chunk offsets
     go to DRAM: at 2^26 the additions-only choice c = 22 (100 MB a table) took 698 ms (BLS12-381 G1,
@@ -127,6 +145,10 @@ def plan_msm(n: int, scalar_bits: int, c: int | None = None, cache_bytes: int | 
         else:
             sets, entries = windows(cc), n
         return sets * (entries * (1 + spread / math.sqrt(max(entries, 1) / buckets)) + bucket_cost * buckets)
+    if c is None and not shared_buckets and model == BALANCED_WINDOW_MODEL:
+        c = measured_width(n, scalar_bits)
+        if c is not None and cache_bytes is not None and 4 * windows(c) << (c - 1) > cache_bytes:
+            c = None  # a cache smaller than the H200's: the model's widths that fit it
     if c is None:
         widths = [cc for cc in range(2, 23) if cache_bytes is None or 4 * windows(cc) << (cc - 1) <= cache_bytes]
         c = min(widths or range(2, 23), key=cost)

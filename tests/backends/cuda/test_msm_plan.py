@@ -8,7 +8,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from pipeline.backends.cuda.msm import ADDITIONS_WINDOW_MODEL, BALANCED_WINDOW_MODEL, MsmRunner, plan_msm
+from pipeline.backends.cuda import msm as msm_module
+from pipeline.backends.cuda.msm import (ADDITIONS_WINDOW_MODEL, BALANCED_WINDOW_MODEL, MEASURED_WIDTHS, MsmRunner,
+                                       measured_width, plan_msm)
 from pipeline.curves import BLS12_381, BN254
 
 H200_L2 = 50 << 20
@@ -118,3 +120,27 @@ def test_a_fixed_base_plan_sorts_by_bucket_set_and_keeps_the_plain_candidates_wi
     assert (two.c, two.n_windows, two.table_windows, two.sort_buckets) == (20, 13, 7, 1 << 20)
     with pytest.raises(ValueError, match="at least one bucket set"):
         plan_msm(1 << 10, bits, shared_buckets=True, table_sets=0)
+
+
+
+def test_measured_widths_plan_the_swept_sizes_and_the_model_the_rest(monkeypatch):
+    """MEASURED_WIDTHS (session 35's H200 sweeps): the swept sizes 2^12-2^24 take the measured width, sizes
+    round to the nearest swept log2, and the model plans everything else: other sizes, another model, an
+    explicit width, a fixed-base table's shared buckets, and a cache too small for the measured width."""
+    bls = BLS12_381.fr.bits
+    for bits, widths in MEASURED_WIDTHS.items():
+        for log_n, c in widths.items():
+            assert plan_msm(1 << log_n, bits, cache_bytes=H200_L2).c == c
+            assert plan_msm(int(2 ** (log_n + 0.4)), bits, cache_bytes=H200_L2).c == c
+        assert plan_msm(1 << 26, bits, cache_bytes=H200_L2).c == 20  # outside: the model's (session 8's sweep)
+        assert measured_width(1 << 26, bits) is None and measured_width(1 << 11, bits) is None
+    assert plan_msm(1 << 22, bls, cache_bytes=H200_L2).c == 15  # G2 119 -> 111 ms, G1 40.7 -> 39.9
+    assert plan_msm(1 << 15, BN254.fr.bits, cache_bytes=H200_L2).c == 8
+    assert plan_msm(1 << 22, bls, model=ADDITIONS_WINDOW_MODEL).c == 18
+    assert plan_msm(1 << 22, bls, c=12).c == 12
+    tiny = 4 * 18 << 13  # below c = 15's counters (18 windows x 2^14): the model's widths that fit
+    assert plan_msm(1 << 22, bls, cache_bytes=tiny).c < 15
+    table_plans = [plan_msm(1 << k, bls, shared_buckets=True, table_sets=s) for k in (16, 22) for s in (1, 2)]
+    monkeypatch.setattr(msm_module, "MEASURED_WIDTHS", {})
+    assert plan_msm(1 << 22, bls).c == 16  # without the table: the model's choice, as before session 35
+    assert [plan_msm(1 << k, bls, shared_buckets=True, table_sets=s) for k in (16, 22) for s in (1, 2)] == table_plans
