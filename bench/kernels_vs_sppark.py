@@ -137,13 +137,13 @@ def run_sppark(curve_name: str, anchors: Path, args: list[int], timeout_s: float
         shown = anchors.relative_to(REPO) if anchors.is_relative_to(REPO) else anchors
         return f"not run (no {shown / sppark_stage.HARNESS[curve_name]})"
     try:
-        done = subprocess.run([str(binary), *map(str, args)], capture_output=True, text=True, timeout=timeout_s)
+        out = sppark_stage.harness_output(binary, args, timeout_s)
+    except sppark_stage.HarnessFailed as exc:
+        return f"not run ({binary.name} exited with {exc.returncode}: {one_line(exc.output, 100)})"
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"not run ({type(exc).__name__}: {one_line(str(exc))})"
-    print(done.stdout, flush=True)
-    if done.returncode != 0:
-        return f"not run ({binary.name} exited with {done.returncode}: {one_line(done.stderr or done.stdout, 100)})"
-    return parse_harness(done.stdout)
+    print(out, flush=True)
+    return parse_harness(out)
 
 
 def one_line(text: str, keep: int = 200) -> str:
@@ -202,7 +202,8 @@ def g2_variant_name(field: str, blocks: int) -> str:
 
 
 def time_fr(backend, curve, logs: list[int], values: np.ndarray, repeat: int = 5,
-            stages_compared: tuple[int, ...] = STAGES_PER_PASS_COMPARED) -> Iterator[tuple[int, float, float, float, float, dict[tuple[str, str], float]]]:
+            stages_compared: tuple[int, ...] = STAGES_PER_PASS_COMPARED
+            ) -> Iterator[tuple[int, float, float, float, float, dict[tuple[str, str], float]]]:
     """(log2 n, natural-order NTT ms, radix passes ms, quotient ms, quotient ms with the compact
     twiddle table of a streamed key, {(kernel, variant): ms}) per size, the first four with the
     defaults (launch.py), the variants: the other pass kernels built, the other pass plans

@@ -26,15 +26,12 @@ CHECK = re.compile(r"^check (?P<what>G[12]) 2\^10 vs host double-and-add: code (
 def run(binary: Path, lo: int, top: int, timeout_s: float) -> tuple[dict, dict, float]:
     """(G2 rows {(what, log): ms}, checks {"G1"/"G2": equal}, seconds) of one harness call."""
     t0 = time.perf_counter()
-    done = subprocess.run([str(binary), str(lo), str(lo), "0", str(top)], capture_output=True, text=True,
-                          timeout=timeout_s)
+    out = sppark_stage.harness_output(binary, [lo, lo, 0, top], timeout_s)
     seconds = time.perf_counter() - t0
-    print(done.stdout, flush=True)
-    if done.returncode != 0:
-        raise RuntimeError(f"{binary} exited with {done.returncode}: {(done.stderr or done.stdout)[-300:]}")
-    rows = {(m["what"], int(m["log"])): float(m["ms"]) for m in sppark_stage.ROW.finditer(done.stdout)
+    print(out, flush=True)
+    rows = {(m["what"], int(m["log"])): float(m["ms"]) for m in sppark_stage.ROW.finditer(out)
             if m["what"].startswith("G2")}
-    checks = {m["what"]: m["equal"] == "1" and m["code"] == "0" for m in CHECK.finditer(done.stdout)}
+    checks = {m["what"]: m["equal"] == "1" and m["code"] == "0" for m in CHECK.finditer(out)}
     return rows, checks, seconds
 
 

@@ -70,13 +70,28 @@ def parse(text: str, log_n: int) -> SpparkStage:
     return SpparkStage(log_n, **{field: rows[row] for field, row in names.items()})
 
 
+class HarnessFailed(RuntimeError):
+    """The harness exited with ``returncode``; ``output``: its stderr, or its stdout where stderr is empty."""
+
+    def __init__(self, binary: Path, returncode: int, output: str) -> None:
+        super().__init__(f"{binary.name} exited with {returncode}: {output[-400:]}")
+        self.returncode, self.output = returncode, output
+
+
+def harness_output(binary: Path, args: list[int], timeout_s: float) -> str:
+    """The harness's stdout for one call (``HarnessFailed`` if it exits nonzero)."""
+    done = subprocess.run([str(binary), *map(str, args)], capture_output=True, text=True, timeout=timeout_s)
+    if done.returncode != 0:
+        raise HarnessFailed(binary, done.returncode, done.stderr or done.stdout)
+    return done.stdout
+
+
 def run(binary: Path, log_n: int, timeout_s: float) -> SpparkStage:
     """One harness call for 2^log_n: G1 and G2 MSMs of that size, NTTs up to it."""
-    done = subprocess.run([str(binary), *(str(log_n),) * 4], capture_output=True, text=True, timeout=timeout_s)
-    if done.returncode != 0:
-        raise RuntimeError(f"{binary.name} {log_n} exited with {done.returncode}: "
-                           f"{done.stderr[-400:] or done.stdout[-400:]}")
-    return parse(done.stdout, log_n)
+    try:
+        return parse(harness_output(binary, [log_n] * 4, timeout_s), log_n)
+    except HarnessFailed as exc:
+        raise RuntimeError(f"{binary.name} {log_n} exited with {exc.returncode}: {exc.output[-400:]}") from None
 
 
 def measure(curve_name: str, sizes: list[int], anchors: Path, timeout_s: float) -> dict[int, SpparkStage | str]:

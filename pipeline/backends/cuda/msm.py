@@ -137,6 +137,9 @@ def plan_msm(n: int, scalar_bits: int, c: int | None = None, cache_bytes: int | 
     def windows(cc: int) -> int:
         return math.ceil((scalar_bits + 1) / cc)  # signed digits: one spare bit for the last carry
 
+    def fits(cc: int) -> bool:  # the per-bucket counters inside the cache
+        return cache_bytes is None or 4 * windows(cc) << (cc - 1) <= cache_bytes
+
     def cost(cc: int) -> float:
         buckets = 1 << (cc - 1)
         if shared_buckets:  # bucket sets, entries of each
@@ -147,10 +150,10 @@ def plan_msm(n: int, scalar_bits: int, c: int | None = None, cache_bytes: int | 
         return sets * (entries * (1 + spread / math.sqrt(max(entries, 1) / buckets)) + bucket_cost * buckets)
     if c is None and not shared_buckets and model == BALANCED_WINDOW_MODEL:
         c = measured_width(n, scalar_bits)
-        if c is not None and cache_bytes is not None and 4 * windows(c) << (c - 1) > cache_bytes:
+        if c is not None and not fits(c):
             c = None  # a cache smaller than the H200's: the model's widths that fit it
     if c is None:
-        widths = [cc for cc in range(2, 23) if cache_bytes is None or 4 * windows(cc) << (cc - 1) <= cache_bytes]
+        widths = [cc for cc in range(2, 23) if fits(cc)]
         c = min(widths or range(2, 23), key=cost)
     nb = 1 << (c - 1)
     w = windows(c)

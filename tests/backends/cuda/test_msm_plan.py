@@ -122,7 +122,6 @@ def test_a_fixed_base_plan_sorts_by_bucket_set_and_keeps_the_plain_candidates_wi
         plan_msm(1 << 10, bits, shared_buckets=True, table_sets=0)
 
 
-
 def test_measured_widths_plan_the_swept_sizes_and_the_model_the_rest(monkeypatch):
     """MEASURED_WIDTHS (session 35's H200 sweeps): the swept sizes 2^12-2^24 take the measured width, sizes
     round to the nearest swept log2, and the model plans everything else: other sizes, another model, an
