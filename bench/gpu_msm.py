@@ -10,7 +10,8 @@ per second, the rate the bucket step runs at. Usage:
 (its cost model, msm.BALANCED_WINDOW_MODEL, is fitted, not exact); --g2-windows
 the same for G2 at g2_max_log. --window-sweep 16,18,20,22 times G1 at those sizes over every width
 between the additions-only and the balanced window models' choices (msm.py), one wider and narrower (--sweep-span K:
-K; --sweep-g2: G2 too, up to g2_max_log).
+K; --sweep-g2: G2 too, up to g2_max_log; --sweep-widths 15-21: those widths instead; --sweep-curves,
+--sweep-random: one curve, random scalars only).
 --level0 20,22,24 times G1 and G2 (up to g2_max_log) at those sizes with level 0 of the bucket sums
 flat and chunked, same data; --level0-entries 32,128,256 adds flat rows at those entries a thread.
 --sort-compare 24,26 times G1 and G2 (up to g2_max_log) at those sizes with the binned digit sort and
@@ -148,22 +149,31 @@ def bench_group(backend, curve, g2: bool, logs, rng, rows, repeat=5, c: int | No
         print(rows[-1], flush=True)
 
 
-def window_sweep(backend, logs: Iterable[int], rng, rows, span: int = 1, g2_max: int | None = None) -> None:
+def window_sweep(backend, logs: Iterable[int], rng, rows, span: int = 1, g2_max: int | None = None,
+                 widths: range | None = None, curves: Iterable[str] | None = None,
+                 kinds: Iterable[str] | None = None) -> None:
     """G1 rows at each size of ``logs`` for every width between the two window models' choices (``span``
     wider and narrower), both curves: the data that moved G1 below 2^24 onto the balanced model (session 13).
-    ``g2_max``: G2 rows too at the sizes up to it (a partition's MSMs share one width: one digit sort)."""
-    for curve in (BLS12_381, BN254):
+    ``g2_max``: G2 rows too at the sizes up to it (a partition's MSMs share one width: one digit sort).
+    ``widths``: these widths instead (the models' picks still named); ``curves``, ``kinds``: only these
+    curves (by name) and kinds of scalars (e.g. "random": a 2^26-2^27 sweep's time goes to the widths)."""
+    for curve in (c for c in (BLS12_381, BN254) if curves is None or c.name in curves):
         msm = backend.runtime(curve).msm
         for g2 in (False, True) if g2_max is not None else (False,):
             for log_n in [k for k in logs if not g2 or k <= g2_max]:
                 n = 1 << log_n
-                picks = {plan_msm(n, curve.fr.bits, cache_bytes=msm.cache_bytes, model=m).c: name
+                picks = {plan_msm(n, curve.fr.bits, cache_bytes=msm.cache_bytes, model=m, measured=False).c: name
                          for name, m in (("additions model", ADDITIONS_WINDOW_MODEL), ("plan", BALANCED_WINDOW_MODEL))}
-                data = random_msm_data(rng, curve, g2, n)
-                for c in range(min(picks) - span, max(picks) + span + 1):
+                measured = plan_msm(n, curve.fr.bits, cache_bytes=msm.cache_bytes).c
+                if measured not in picks:
+                    picks[measured] = "measured"
+                points, scalars = random_msm_data(rng, curve, g2, n)
+                if kinds is not None:
+                    scalars = {k: v for k, v in scalars.items() if k in kinds}
+                for c in widths or range(min(picks) - span, max(picks) + span + 1):
                     label = f"{'G2' if g2 else 'G1'} c={c}" + (f" ({picks[c]})" if c in picks else "")
                     bench_group(backend, curve, g2, [log_n], rng, rows, repeat=3 if g2 else 5, c=c, label=label,
-                                data=data)
+                                data=(points, scalars))
 
 
 def compare_variants(backend, logs: Iterable[int], rng, rows, g2_max: int,
@@ -216,7 +226,8 @@ def phase_table(rows: list) -> str:
 def main(g1_min: int = 16, g1_max: int = 24, g2_max: int = 22, out_path: str | None = None,
          variants: bool = True, windows: Iterable[int] = (), g2_windows: Iterable[int] = (),
          sweep_logs: Iterable[int] = (), level0_logs: Iterable[int] = (), level0_entries: Iterable[int] = (),
-         sort_logs: Iterable[int] = (), sweep_span: int = 1, sweep_g2: bool = False) -> str:
+         sort_logs: Iterable[int] = (), sweep_span: int = 1, sweep_g2: bool = False, sweep_widths: range | None = None,
+         sweep_curves: Iterable[str] | None = None, sweep_kinds: Iterable[str] | None = None) -> str:
     backend = CudaBackend()
     rng = np.random.default_rng(2)
     rows: list = []
@@ -240,7 +251,8 @@ def main(g1_min: int = 16, g1_max: int = 24, g2_max: int = 22, out_path: str | N
         data = random_msm_data(rng, curve, True, 1 << g2_max)
         for c in g2_windows:
             bench_group(backend, curve, True, [g2_max], rng, rows, repeat=3, c=c, label=f"G2 c={c}", data=data)
-    window_sweep(backend, sweep_logs, rng, rows, sweep_span, g2_max if sweep_g2 else None)
+    window_sweep(backend, sweep_logs, rng, rows, sweep_span, g2_max if sweep_g2 else None, sweep_widths, sweep_curves,
+                 sweep_kinds)
     level0_compare(backend, level0_logs, rng, rows, g2_max, [None, *level0_entries])
     sort_compare(backend, sort_logs, rng, rows, g2_max)
     table = markdown_table(["curve", "group", "n", "scalars", "ms", "window c", "Madd/s"], rows)
@@ -267,6 +279,12 @@ if __name__ == "__main__":
                         help="sizes (log2, comma-separated) of a G1 sweep over the widths around both window models' choices")
     parser.add_argument("--sweep-span", type=int, default=1, help="widths past the models' choices the sweep times")
     parser.add_argument("--sweep-g2", action="store_true", help="the sweep times G2 too, at its sizes up to g2_max_log")
+    parser.add_argument("--sweep-widths", type=lambda v: range(int(v.split("-")[0]), int(v.split("-")[1]) + 1),
+                        default=None, metavar="LO-HI", help="the sweep times these widths (e.g. 15-21), not the models'")
+    parser.add_argument("--sweep-curves", nargs="+", choices=[BLS12_381.name, BN254.name], default=None,
+                        help="the sweep's curves (default both)")
+    parser.add_argument("--sweep-random", action="store_true",
+                        help="the sweep times random scalars only (not the 80%% {0,1} ones too)")
     parser.add_argument("--level0", type=lambda v: [int(k) for k in v.split(",")], default=[],
                         help="sizes (log2, comma-separated) timed with level 0 of the bucket sums flat and chunked "
                              "(G2 up to g2_max_log)")
@@ -278,4 +296,5 @@ if __name__ == "__main__":
     a = parser.parse_intermixed_args()  # --no-variants may come anywhere
     main(a.g1_min_log, a.g1_max_log, a.g2_max_log, a.out, variants=a.variants, windows=a.windows,
          g2_windows=a.g2_windows, sweep_logs=a.window_sweep, level0_logs=a.level0,
-         level0_entries=a.level0_entries, sort_logs=a.sort_compare, sweep_span=a.sweep_span, sweep_g2=a.sweep_g2)
+         level0_entries=a.level0_entries, sort_logs=a.sort_compare, sweep_span=a.sweep_span, sweep_g2=a.sweep_g2,
+         sweep_widths=a.sweep_widths, sweep_curves=a.sweep_curves, sweep_kinds=["random"] if a.sweep_random else None)

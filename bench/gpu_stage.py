@@ -88,7 +88,7 @@ def profile_text(backend, key, witness, shape, runs: int = 20, top: int = 30) ->
 
 def bench(curve, log_n: int, profiles: dict[str, str] | None = None, batched_windows: bool = False,
           shared_sort: bool = False, window_model: tuple[float, float] | None = None,
-          fixed_base: bool = False) -> list[list]:
+          fixed_base: bool = False, model_widths: bool = False) -> list[list]:
     t1 = time.perf_counter()
     zkey = random_key(curve, log_n, np.random.default_rng(log_n))
     t2 = time.perf_counter()
@@ -99,7 +99,8 @@ def bench(curve, log_n: int, profiles: dict[str, str] | None = None, batched_win
     rows = []
     random_witness = random_below(rng, zkey.n_vars, 4, curve.fr.bits)
     msm = backend.runtime(curve).msm
-    defaults = {"batched": backend.batched_window_combination, "shared": msm.shared_sort, "model": msm.window_model}
+    defaults = {"batched": backend.batched_window_combination, "shared": msm.shared_sort, "model": msm.window_model,
+                "measured": msm.measured_widths}
     base = [("random", 0.0, False), ("80% {0,1}", 0.8, False), ("80% {0,1}, split", 0.8, True),
             ("95% {0,1}", 0.95, False), ("95% {0,1}, split", 0.95, True)]
     cases = [(label, bits, split, {}) for label, bits, split in base]
@@ -114,6 +115,8 @@ def bench(curve, log_n: int, profiles: dict[str, str] | None = None, batched_win
         others.append(("shared", flip, "one sort for A, B1, B2, C" if flip else "a sort per MSM"))
     if window_model is not None:  # the MSMs' window widths by another cost model (msm.plan_msm)
         others.append(("model", window_model, f"window model {window_model[0]:g}, {window_model[1]:g}"))
+    if model_widths:  # the model's widths where msm.MEASURED_WIDTHS has others
+        others.append(("measured", False, "the model's widths, not the measured ones"))
     if fixed_base:  # last: the key reloaded with the tables place_key gives it under the whole budget
         others.append(("tables", True, "fixed-base tables"))
     for option, value, says in others:
@@ -145,6 +148,7 @@ def bench(curve, log_n: int, profiles: dict[str, str] | None = None, batched_win
         backend.batched_window_combination = settings["batched"]
         msm.shared_sort = settings["shared"]
         msm.window_model = settings["model"]
+        msm.measured_widths = settings["measured"]
         stage_once(backend, key, witness, shape)  # warm-up (kernel load, twiddles)
         spmv = spmv_ms(backend, key, witness)
         runs = [stage_once(backend, key, witness, shape) for _ in range(REPEAT)]
@@ -183,6 +187,8 @@ def main() -> None:
                         metavar="SPREAD,BUCKET_COST",
                         help="the same rows with the MSMs' windows planned by this cost model (e.g. 2.2,6.5, the "
                              "model before session 19) beside the default's")
+    parser.add_argument("--model-widths", action="store_true",
+                        help="the same rows with the window model's widths where msm.MEASURED_WIDTHS has others")
     args = parser.parse_args()
     sizes, profiles = args.log_sizes, ({} if args.cprofile else None)
     header = ["curve", "constraints", "witness", "stage ms", "upload ms", "spmv ms", "H ms (upload+spmv+NTTs)", "A ms", "B1 ms", "B2 (G2) ms", "C ms",
@@ -191,7 +197,7 @@ def main() -> None:
     for log_n in sizes:
         for curve in (c for c in CURVES if c.name in args.curves):
             rows += bench(curve, log_n, profiles, args.batched_windows, args.shared_sort, args.window_model,
-                          args.fixed_base)
+                          args.fixed_base, args.model_widths)
             write_table(sizes, header, rows, profiles)  # after every curve: a time limit keeps the rows so far
 
 

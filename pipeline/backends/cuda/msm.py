@@ -97,15 +97,19 @@ class MsmPlan:
 BALANCED_WINDOW_MODEL = (1.8, 6.5)
 ADDITIONS_WINDOW_MODEL = (0.0, 2.8)  # the first model: additions only (kept for bench.gpu_msm's sweep)
 # Widths measured fastest on an H200 where the model's choice was not (session 35: results/gpu_msm_sweep_s35_small.md,
-# gpu_msm_sweep_s35_span2.md, every width two past both models' choices, G1 and G2): per scalar field (by its bit
-# length: 255 BLS12-381's Fr, 254 BN254's) and log2 n, the width of least time for the MSMs one digit sort serves in a
-# partition (A, B1 and C in G1 with H's of the same size, B2 in G2: 4 G1 + 1 G2). Against the model's choices the
-# mix ran 5-14% faster at 2^14-2^16 (c = 8, where the per-bucket sums weigh most), 9% at BLS12-381's 2^21 (15
-# against 16) and 2-4% at 2^19, 2^22-2^23; no two-parameter model fitted every size (NOTES, session 35). Sizes round
-# to the nearest measured log2; outside 2^12-2^24 (and for another model) the model plans.
+# gpu_msm_sweep_s35_span2.md, every width two past both models' choices, G1 and G2; session 36:
+# gpu_msm_sweep_s36_2e25_27.md, c = 15-21 at 2^25-2^27): per scalar field (by its bit length: 255 BLS12-381's Fr,
+# 254 BN254's) and log2 n, the width of least time for the MSMs one digit sort serves in a partition (A, B1 and C in
+# G1 with H's of the same size, B2 in G2: 4 G1 + 1 G2). Against the model's choices the mix ran 5-14% faster at
+# 2^14-2^16 (c = 8, where the per-bucket sums weigh most), 9% at BLS12-381's 2^21 (15 against 16), 8% at its 2^25
+# (17 against 19) and 2-4% at 2^19, 2^22-2^23; at 2^26-2^27 the model's 20 is the fastest G1 width on both curves
+# (the mix ties 17 within 0.1%). No two-parameter model fitted every size (NOTES, session 35). Sizes round to the
+# nearest measured log2; outside 2^12-2^27 (and for another model) the model plans.
 MEASURED_WIDTHS = {
-    255: {12: 8, 13: 8, 14: 8, 15: 8, 16: 8, 17: 10, 18: 13, 19: 15, 20: 13, 21: 15, 22: 15, 23: 15, 24: 16},
-    254: {12: 8, 13: 8, 14: 8, 15: 8, 16: 8, 17: 10, 18: 15, 19: 15, 20: 15, 21: 15, 22: 15, 23: 15, 24: 17},
+    255: {12: 8, 13: 8, 14: 8, 15: 8, 16: 8, 17: 10, 18: 13, 19: 15, 20: 13, 21: 15, 22: 15, 23: 15, 24: 16, 25: 17,
+          26: 20, 27: 20},
+    254: {12: 8, 13: 8, 14: 8, 15: 8, 16: 8, 17: 10, 18: 15, 19: 15, 20: 15, 21: 15, 22: 15, 23: 15, 24: 17, 25: 17,
+          26: 20, 27: 20},
 }
 
 
@@ -117,7 +121,7 @@ def measured_width(n: int, scalar_bits: int) -> int | None:
 
 def plan_msm(n: int, scalar_bits: int, c: int | None = None, cache_bytes: int | None = None,
              model: tuple[float, float] = BALANCED_WINDOW_MODEL, shared_buckets: bool = False,
-             table_sets: int = 1) -> MsmPlan:
+             table_sets: int = 1, measured: bool = True) -> MsmPlan:
     """Window width: MEASURED_WIDTHS' where a sweep measured this size (plain MSMs under the balanced model), else
     the one minimising the cost ``model`` (spread, bucket_cost; above), among those whose
     per-bucket tables (one uint32 a bucket: counts, offsets, chunk offsets) fit ``cache_bytes`` (the
@@ -129,7 +133,8 @@ def plan_msm(n: int, scalar_bits: int, c: int | None = None, cache_bytes: int | 
     S: windows w = S j + s in set s, the table holding every S-th window); ``n_windows`` stays the digits',
     and the reduction runs over S windows (``seg_len`` sized for them). Its widths are the plain plan's
     candidates (W 2^(c-1) inside ``cache_bytes``): wider ones measured slower at 2^25 and 2^26 (bucket sums
-    and sort grow faster than level 0 shrinks, bench/NOTES.md session 27)."""
+    and sort grow faster than level 0 shrinks, bench/NOTES.md session 27). ``measured=False``: the model's width
+    even where MEASURED_WIDTHS has one (bench.gpu_stage --model-widths compares the two in one call)."""
     if shared_buckets and table_sets < 1:
         raise ValueError(f"a fixed-base plan needs at least one bucket set, not {table_sets}")
     spread, bucket_cost = model
@@ -148,7 +153,7 @@ def plan_msm(n: int, scalar_bits: int, c: int | None = None, cache_bytes: int | 
         else:
             sets, entries = windows(cc), n
         return sets * (entries * (1 + spread / math.sqrt(max(entries, 1) / buckets)) + bucket_cost * buckets)
-    if c is None and not shared_buckets and model == BALANCED_WINDOW_MODEL:
+    if c is None and measured and not shared_buckets and model == BALANCED_WINDOW_MODEL:
         c = measured_width(n, scalar_bits)
         if c is not None and not fits(c):
             c = None  # a cache smaller than the H200's: the model's widths that fit it
@@ -250,6 +255,7 @@ class MsmRunner:
         self.lazy: bool | None = None
         self.cache_bytes = getattr(getattr(kernels, "device", None), "l2_bytes", None)  # window widths whose tables fit L2
         self.window_model = BALANCED_WINDOW_MODEL  # plan_msm's (spread, bucket cost); bench.gpu_stage sets others
+        self.measured_widths = True  # plan_msm's MEASURED_WIDTHS where they hold (False: the model's; benches compare)
         # The digit sort: binned (two passes whose writes stay together, pippenger.cuh) or ranks and one
         # scatter (the session 13 sort). None: binned from BINNED_SORT_FROM_ENTRIES digit slots; True /
         # False: always or never (benches and tests).
@@ -345,7 +351,8 @@ class MsmRunner:
         return self.level0_entries or level0_chunk(entries, g2)
 
     def plan(self, n: int, g2: bool, c: int | None = None) -> MsmPlan:
-        return plan_msm(n, self.curve.fr.bits, c, self.cache_bytes, self.window_model)
+        return plan_msm(n, self.curve.fr.bits, c, self.cache_bytes, self.window_model,
+                        measured=self.measured_widths)
 
     def scratch_bytes(self, n: int, g2: bool, held_digits: bool = False, c: int | None = None,
                       fixed: bool = False, table_sets: int = 1) -> int:

@@ -66,6 +66,10 @@ def test_the_balanced_model_plans_every_msm():
     msm = MsmRunner(SimpleNamespace(curve=BLS12_381, device=SimpleNamespace(l2_bytes=H200_L2)), None, None)
     assert msm.plan(1 << 24, True).c == 16 and msm.plan(1 << 24, False).c == 16
     assert msm.plan(1 << 26, False).c == 20  # as before: session 8's sweep (19 ~ 20 < 22)
+    assert msm.plan(1 << 25, False).c == 17  # MEASURED_WIDTHS (session 36's sweep)
+    msm.measured_widths = False  # bench.gpu_stage --model-widths rows: the model's width, scratch sized by it
+    assert msm.plan(1 << 25, False).c == 19 and msm.scratch_bytes(1 << 25, False) == msm.scratch_bytes(1 << 25, False, c=19)
+    msm.measured_widths = True
     bn = MsmRunner(SimpleNamespace(curve=BN254, device=SimpleNamespace(l2_bytes=H200_L2)), None, None)
     # session 19's sweeps: BN254's fastest at 2^26 (245 ms against 265 at c = 17) and 2^20
     assert bn.plan(1 << 26, False).c == 20 and bn.plan(1 << 20, False).c == 15
@@ -123,18 +127,22 @@ def test_a_fixed_base_plan_sorts_by_bucket_set_and_keeps_the_plain_candidates_wi
 
 
 def test_measured_widths_plan_the_swept_sizes_and_the_model_the_rest(monkeypatch):
-    """MEASURED_WIDTHS (session 35's H200 sweeps): the swept sizes 2^12-2^24 take the measured width, sizes
+    """MEASURED_WIDTHS (sessions 35-36's H200 sweeps): the swept sizes 2^12-2^27 take the measured width, sizes
     round to the nearest swept log2, and the model plans everything else: other sizes, another model, an
-    explicit width, a fixed-base table's shared buckets, and a cache too small for the measured width."""
+    explicit width, a fixed-base table's shared buckets, a cache too small for the measured width, and a plan
+    asked for the model's widths (measured=False)."""
     bls = BLS12_381.fr.bits
     for bits, widths in MEASURED_WIDTHS.items():
         for log_n, c in widths.items():
             assert plan_msm(1 << log_n, bits, cache_bytes=H200_L2).c == c
             assert plan_msm(int(2 ** (log_n + 0.4)), bits, cache_bytes=H200_L2).c == c
-        assert plan_msm(1 << 26, bits, cache_bytes=H200_L2).c == 20  # outside: the model's (session 8's sweep)
-        assert measured_width(1 << 26, bits) is None and measured_width(1 << 11, bits) is None
+        assert plan_msm(1 << 26, bits, cache_bytes=H200_L2).c == 20  # measured where the model's is the fastest
+        assert measured_width(1 << 28, bits) is None and measured_width(1 << 11, bits) is None
     assert plan_msm(1 << 22, bls, cache_bytes=H200_L2).c == 15  # G2 119 -> 111 ms, G1 40.7 -> 39.9
     assert plan_msm(1 << 15, BN254.fr.bits, cache_bytes=H200_L2).c == 8
+    assert plan_msm(1 << 25, bls, cache_bytes=H200_L2).c == 17  # G1 268.7 -> 251.0 ms, G2 790.3 -> 713.9
+    assert plan_msm(1 << 25, bls, cache_bytes=H200_L2, measured=False).c == 19  # the model's
+    assert plan_msm(1 << 22, bls, cache_bytes=H200_L2, measured=False).c == 16
     assert plan_msm(1 << 22, bls, model=ADDITIONS_WINDOW_MODEL).c == 18
     assert plan_msm(1 << 22, bls, c=12).c == 12
     tiny = 4 * 18 << 13  # below c = 15's counters (18 windows x 2^14): the model's widths that fit
