@@ -23,8 +23,10 @@ from bench.common import REPO, Stopwatch, arg_parser, markdown_table, time_ms, w
 from bench.gpu_msm import SPLIT, random_msm_data, time_msms
 from pipeline import progress
 from pipeline.backends.cuda.backend import CudaBackend  # the import makes no CUDA context
-from pipeline.backends.cuda.launch import (G1_LAZY_BUILT, G2_VARIANTS_BUILT, NTT_PASS_KERNEL, NTT_PASS_KERNELS, NTT_PASS_VARIANTS,
-                                          NTT_NATURAL_RADIX, NTT_RADIX_LOG, STAGES_PER_PASS, STAGES_PER_PASS_COMPARED)
+from pipeline.backends.cuda.launch import (G1_LAZY_BUILT, G2_VARIANTS_BUILT, NTT_NATURAL_IN_PLACE, NTT_NATURAL_RADIX,
+                                          NTT_PASS_KERNEL, NTT_PASS_KERNELS, NTT_PASS_VARIANTS, NTT_RADIX_LOG,
+                                          STAGES_PER_PASS, STAGES_PER_PASS_COMPARED)
+from pipeline.backends.cuda.ntt import in_place_plan
 from pipeline.curves import curve_by_name
 
 METHOD = """sppark first: one harness call per curve (.anchors/bench_<curve>: shared/anchors/sppark's harness as
@@ -283,13 +285,18 @@ def time_ntt_variants(backend, ntt, d_data: int, log_n: int, repeat: int,
         if ntt.fusible(log_n):
             out["NTT", f"radix passes only, DIT onto the odd coset, {PASSES}"] = time_ms(
                 backend.stream, lambda: ntt.radix_passes(d_data, log_n, True, False, coset=True), repeat=repeat)
+        if in_place_plan(log_n) is not None:  # the last pass in place, no scratch array (session 36)
+            ntt.natural_in_place = True
+            out["NTT", f"{NATURAL}, that pass in place (no scratch array)"] = time_ms(
+                backend.stream, lambda: ntt.ntt(d_data, log_n), repeat=repeat)
+            ntt.natural_in_place = NTT_NATURAL_IN_PLACE
         ntt.fused_reversal = False  # the passes, then a pass of their own for the bit reversal (before session 28)
         out["NTT", TILED_REVERSE] = time_ms(backend.stream, lambda: ntt.ntt(d_data, log_n), repeat=repeat)
         ntt.tiled_bit_reverse = False
         out["NTT", ELEMENTWISE_REVERSE] = time_ms(backend.stream, lambda: ntt.ntt(d_data, log_n), repeat=repeat)
     finally:
         ntt.radix_log, ntt.tiled_bit_reverse, ntt.stages_per_pass = NTT_RADIX_LOG, True, STAGES_PER_PASS
-        ntt.pass_kernel, ntt.fused_reversal = NTT_PASS_KERNEL, True
+        ntt.pass_kernel, ntt.fused_reversal, ntt.natural_in_place = NTT_PASS_KERNEL, True, NTT_NATURAL_IN_PLACE
     return out
 
 

@@ -158,6 +158,64 @@ def test_the_natural_order_transform_with_the_reversal_in_its_last_pass_matches_
         ntt.close()
 
 
+# in_place_plan's sizes: kr = 3, 4, 5 at 2^11-2^13 (8-stage passes), 2^15 with 4-stage ones (three upper passes,
+# kr = 3), 2^13 with 10 (kr = 3); 2^8, 2^10 (kr = 2) and 2^16 have no in-place plan (the scratch path, as before)
+@pytest.mark.parametrize("log_n, stages", [(8, 8), (10, 8), (11, 8), (12, 8), (13, 8), (15, 4), (13, 10), (16, 8)],
+                         ids=lambda v: str(v))
+@pytest.mark.parametrize("radix_log", NTT_RADIX_BUILT, ids=lambda r: f"radix{r}")
+def test_the_natural_order_transform_with_its_last_pass_in_place_matches_the_reference(
+        cuda_backend, runtime, gpu_curve, log_n, stages, radix_log):
+    """NttRunner.ntt with natural_in_place (ntt_pass_rev_in_place: a block of a middle value and its reverse,
+    no scratch array), forward and inverse, every register-group size, against the reference; the data's
+    neighbours left alone."""
+    from pipeline.backends.cuda.ntt import NttRunner
+
+    fr, n = gpu_curve.fr, 1 << log_n
+    ntt = NttRunner(runtime.ntt.kernels, cuda_backend.allocator, cuda_backend.stream)
+    ntt.natural_radix, ntt.stages_per_pass, ntt.natural_in_place = radix_log, min(stages, log_n), True
+    values = _random_values(fr, random.Random(f"in place{gpu_curve.name}{log_n}{stages}{radix_log}"), n)
+    guard = _random_values(fr, random.Random("guard"), 64)
+    try:
+        for inverse in (False, True):
+            with _upload_mont(cuda_backend, fr, guard + values + guard) as d:
+                ntt.ntt(d.ptr + 64 * ntt.elem_bytes, log_n, inverse=inverse)
+                got = _download_plain(cuda_backend, fr, d, n + 128)
+            assert got[:64] == guard and got[64 + n:] == guard
+            assert got[64:64 + n] == ntt_ref(fr, values, inverse=inverse), inverse
+    finally:
+        ntt.close()
+
+
+@pytest.mark.parametrize("log_n", [19, 20, 21])
+def test_the_in_place_last_pass_equals_the_scratch_one_at_the_benchmarked_sizes(cuda_backend, runtime, gpu_curve,
+                                                                                log_n):
+    """At 2^19-2^21 (kr = 3, 4, 5; 2^21's blocks take 64 KiB of shared memory, past the default limit that
+    CurveKernels.launch raises): the in-place transform equals the scratch-array one word for word, both
+    directions (the scratch path is checked against the reference above)."""
+    from pipeline.backends.cuda.ntt import NttRunner, in_place_plan
+
+    fr, n = gpu_curve.fr, 1 << log_n
+    assert in_place_plan(log_n) is not None
+    ntt = NttRunner(runtime.ntt.kernels, cuda_backend.allocator, cuda_backend.stream)
+    rng = np.random.default_rng(log_n)
+    words = _random_words(fr, rng, n)
+    try:
+        with cuda_backend.allocator.upload(words, "x") as d, cuda_backend.allocator.alloc(words.nbytes, "X") as d2:
+            for inverse in (False, True):
+                results = []
+                for in_place in (False, True):
+                    ntt.natural_in_place = in_place
+                    ntt.to_mont(d2.ptr, d.ptr, n)
+                    ntt.ntt(d2.ptr, log_n, inverse=inverse)
+                    out = np.zeros_like(words)
+                    d2.download(out, cuda_backend.stream)
+                    results.append(out)
+                assert np.array_equal(results[0], results[1]), inverse
+                assert not np.array_equal(results[0], words)
+    finally:
+        ntt.close()
+
+
 # 2^17 (three passes: 1 + 8 + 8 stages) with the default, tiled bit reversal only: its CPU reference
 # takes seconds.
 @pytest.mark.parametrize("log_n, tiled", [(k, t) for k in (1, 3, 6, 7, 8, 9, 11, 13) for t in (False, True)] + [(17, True)],

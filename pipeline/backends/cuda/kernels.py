@@ -32,6 +32,7 @@ UNITS: dict[str, tuple[str, ...]] = {
     "ntt": (
         *(f"ntt_pass<fr_t, {d}, {r}, false>" for d in ("false", "true") for r in NTT_RADIX_BUILT),
         *(f"ntt_pass<fr_t, false, {r}, true>" for r in NTT_RADIX_BUILT),
+        *(f"ntt_pass_rev_in_place<fr_t, {r}>" for r in NTT_RADIX_BUILT),
         *(f"ntt_pass_pairs<fr_t, {d}, {i}, 0>" for d in ("false", "true") for i in ("false", "true")),
         *(f"ntt_pass_pairs<fr_t, true, false, {fuse}>" for fuse in NTT_FUSED),
         "ntt_bit_reverse<fr_t>", "ntt_bit_reverse_tiles<fr_t>", "ntt_coset_scale<fr_t>",
@@ -67,6 +68,7 @@ UNITS: dict[str, tuple[str, ...]] = {
     ),
 }
 
+DEFAULT_SHARED_BYTES = 48 << 10  # dynamic shared memory a launch may ask for without raising the kernel's limit
 BUILT_KERNELS = frozenset(e for exprs in UNITS.values() for e in exprs)  # every name expression some unit builds
 
 # Parameter types by kernel (template arguments stripped); "fr" is an Fr element by value.
@@ -76,6 +78,7 @@ SIGNATURES: dict[str, tuple[str, ...]] = {
     "test_spin": (U64, PTR),
     "ntt_pass": (PTR, PTR, PTR, I32, I32, I32, I32, I32, I32, I32, "fr", I32),
     "ntt_pass_pairs": (PTR, PTR, I32, I32, I32, I32, I32, PTR, PTR, PTR),
+    "ntt_pass_rev_in_place": (PTR, PTR, I32, I32, I32, I32, I32, "fr", I32),
     "ntt_bit_reverse": (PTR, I32, "fr"),
     "ntt_bit_reverse_tiles": (PTR, I32, "fr"),
     "ntt_coset_scale": (PTR, I32, PTR, PTR, I32),
@@ -213,6 +216,7 @@ class CurveKernels:
         self.compile_s: dict[str, float] = {}
         self._functions = {}
         self._layouts: dict[str, ArgLayout] = {}  # per kernel name: its parameters' packing
+        self._shared_limits: dict[str, int] = {}  # per name expression: dynamic shared memory raised to (launch)
         self._modules = []
         self._unit_of = {expr: unit for unit, exprs in self.units.items() for expr in exprs}
         self._load(self.default_units or tuple(self.units))
@@ -247,7 +251,14 @@ class CurveKernels:
         except TypeError as exc:
             raise TypeError(f"{expr}: {exc}") from None
         grid = max(int(grid), 1)
-        check(driver.cuLaunchKernel(self._function(expr), grid, 1, 1, int(block), 1, 1, int(shared_bytes),
+        function = self._function(expr)
+        if shared_bytes > self._shared_limits.get(expr, DEFAULT_SHARED_BYTES):
+            # past the default a kernel's limit must be raised first (ntt_pass_rev_in_place at k = 5: 64 KiB)
+            check(driver.cuFuncSetAttribute(
+                function, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                int(shared_bytes)), "cuFuncSetAttribute", expr)
+            self._shared_limits[expr] = int(shared_bytes)
+        check(driver.cuLaunchKernel(function, grid, 1, 1, int(block), 1, 1, int(shared_bytes),
                                     stream.handle, params, 0), "cuLaunchKernel", expr)
         stream.note_launch(expr)
         if self.sync_after_launch:

@@ -13,7 +13,8 @@ import numpy as np
 from ...curves.field import ScalarField
 from .kernels import CurveKernels, grid_for
 from .launch import (BIT_REVERSE_BLOCK, ELEMENTWISE_BLOCK, NTT_BR_TILE_LOG, NTT_FUSE_COSET, NTT_FUSE_QUOTIENT,
-                     NTT_FUSE_SCALE, NTT_NATURAL_RADIX, NTT_PASS_KERNEL, NTT_PASS_KERNELS, NTT_RADIX_BUILT, NTT_RADIX_LOG,
+                     NTT_FUSE_SCALE, NTT_NATURAL_IN_PLACE, NTT_NATURAL_RADIX, NTT_PASS_KERNEL, NTT_PASS_KERNELS,
+                     NTT_RADIX_BUILT, NTT_RADIX_LOG, NTT_REV_IN_PLACE_MIN_STAGES, NTT_REV_IN_PLACE_STAGES,
                      PASS_ELEMENTS_LOG, STAGES_PER_PASS)
 
 
@@ -45,6 +46,24 @@ def natural_plan(log_n: int, stages: int = STAGES_PER_PASS,
         _, k, _ = plan[-1]
         plan[-1] = (0, k, min(elements_log - k, log_n - k))
     return plan
+
+
+def in_place_plan(log_n: int, stages: int = STAGES_PER_PASS, elements_log: int = PASS_ELEMENTS_LOG,
+                  last_max: int = NTT_REV_IN_PLACE_STAGES,
+                  last_min: int = NTT_REV_IN_PLACE_MIN_STAGES) -> tuple[list[tuple[int, int, int]], int] | None:
+    """The natural-order plan whose last pass runs in place (ntt_pass_rev_in_place): (the DIF passes over bits
+    [kr, log_n) in launch order, as ``pass_plan``'s (lo, k, tl), each block 2^elements_log elements where the bits
+    allow; kr, the last pass's stages). pass_plan's short pass (its top one) moves to the bottom, so the launches
+    are as many as ``natural_plan``'s; None where it has more than ``last_max`` stages (its block's two sets of
+    2^2kr elements would not fit), fewer than ``last_min`` (blocks too small to fill an SM), or the transform is
+    one pass (one block: in place already)."""
+    if log_n <= stages:
+        return None
+    kr = log_n - stages * ((log_n - 1) // stages)  # pass_plan's top pass, 1..stages stages
+    if not last_min <= kr <= last_max:
+        return None
+    upper = [(lo + kr, k, min(lo + kr, max(elements_log - k, 0))) for lo, k, _ in pass_plan(log_n - kr, False, stages, elements_log)]
+    return upper, kr
 
 
 def twiddle_count(log_n: int, compact: bool) -> int:
@@ -105,6 +124,8 @@ class NttRunner:
         self.stages_per_pass = STAGES_PER_PASS  # stages per launch (launch.py); benches compare
         self.tiled_bit_reverse = True  # False: the element-wise kernel at every size (benches compare)
         self.fused_reversal = True  # ntt(): the bit reversal in the last pass (False: a pass of its own)
+        # ntt(): that last pass in place where in_place_plan has a plan (no scratch array); benches and tests set it
+        self.natural_in_place = NTT_NATURAL_IN_PLACE
         self.natural_radix = NTT_NATURAL_RADIX  # ntt()'s register groups (launch.py); benches and tests vary it
         self._fr_args: dict[int, np.ndarray] = {}  # _fr_arg: the scales' limbs (0, 1, n^-1 per size)
         self._n_inverses: dict[int, int] = {}  # _n_inverse_mont, per log2 n
@@ -241,6 +262,9 @@ class NttRunner:
         if self.natural_radix not in NTT_RADIX_BUILT:
             raise ValueError(f"NttRunner.natural_radix must be one of {NTT_RADIX_BUILT}, got {self.natural_radix!r}")
         self.ensure_twiddles(log_n)
+        if self.natural_in_place and (in_place := in_place_plan(log_n, self.stages_per_pass)) is not None:
+            self._natural_in_place(d_data, log_n, inverse, scale, *in_place)
+            return
         plan = natural_plan(log_n, self.stages_per_pass)
         last = len(plan) - 1
         scratch = None
@@ -256,6 +280,21 @@ class NttRunner:
         finally:
             if scratch is not None:
                 scratch.free()  # stream-ordered: after the last pass
+
+    def _natural_in_place(self, d_data: int, log_n: int, inverse: bool, scale_mont: int | None,
+                          upper: list[tuple[int, int, int]], kr: int) -> None:
+        """``in_place_plan``'s launches: the DIF passes over the upper bits in place, then ntt_pass_rev_in_place on
+        the low kr bits (blocks of a middle value m and its reverse: 2^(2 kr + 1) elements, half of the blocks
+        idle), storing in natural order, times ``scale_mont`` where given."""
+        for lo, k, tl in upper:
+            self._groups_pass(d_data, d_data, lo, k, tl, log_n, False, inverse, self.natural_radix)
+        elems = 1 << (2 * kr + 1)
+        scale = self._fr_arg(scale_mont or 0)
+        args = (d_data, self.d_tw.ptr, kr, self.log_max, int(inverse), int(not self.compact), log_n, scale,
+                int(scale_mont is not None))
+        block = min(elems, 1 << PASS_ELEMENTS_LOG) >> self.natural_radix
+        self.kernels.launch(f"ntt_pass_rev_in_place<fr_t, {self.natural_radix}>", 1 << (log_n - 2 * kr), max(block, 1),
+                            args, self.stream, elems * self.elem_bytes)
 
     def _n_inverse_mont(self, log_n: int) -> int:
         """n^-1 in Montgomery form, kept per size (a modular inverse each call is host time at 2^20)."""

@@ -1,7 +1,8 @@
 // Radix-2 NTT over any mont_t field F, several stages per launch: ntt_pass (the elements in shared memory,
 // register groups of R stages) and ntt_pass_pairs (a butterfly pair a thread, traded between stages), on the
 // same pass plan and twiddle tables; launch.NTT_PASS_KERNEL names the default. ntt_pass's REV form ends a
-// DIF transform in natural order (the bit reversal in its stores: NttRunner.ntt).
+// DIF transform in natural order (the bit reversal in its stores: NttRunner.ntt), through a scratch array;
+// ntt_pass_rev_in_place does it in place where the last pass has few enough stages.
 //
 // Index i of an n = 2^L transform is split, for one pass over bits [lo, lo + k), as
 //   i = hi << (lo + k) | v << lo | lw,   v in [0, 2^k) the bits this pass transforms.
@@ -148,6 +149,49 @@ __global__ void __launch_bounds__((1 << PASS_ELEMENTS_LOG) >> R, NTT_PASS_MIN_BL
     }
 }
 
+
+// The REV pass in place (NttRunner.ntt with natural_in_place): the last DIF pass, on the low k bits, of a
+// transform of 2^log_n >= 2^2k. Index i = r << (log_n - k) | m << k | v, with r, v < 2^k and m the log_n - 2k
+// middle bits, has bit_reverse(i) = rev(v) << (log_n - k) | rev(m) << k | rev(r): the 2^2k elements of middle m
+// go to the places of those of rev(m). Block m holds both sets (one, where m is its own reverse; a block with
+// rev(m) < m has nothing to do) as rows lt = set << k | r of 2^k values of v, runs the k stages on each row
+// (ROWS: the rows are not low index bits, so the twiddles leave them out), and stores each element at its
+// reversed index (times `scale` if `scaled`): every index a block writes is one it read, so the pass needs no
+// scratch array, and the transform's working set stays its own 2^log_n elements (2^20 of them fit an H200's L2).
+// Reads and writes are runs of 2^k elements. Shared memory: up to 2^(2k + 1) elements.
+template <class F, int R>
+__global__ void __launch_bounds__((1 << PASS_ELEMENTS_LOG) >> R, NTT_PASS_MIN_BLOCKS)
+ntt_pass_rev_in_place(F* data, const F* __restrict__ d_tw, int k, int log_tw, int inverse, int levels, int log_n,
+                      F scale, int scaled) {
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    F* s = reinterpret_cast<F*>(smem_raw);
+    const int mid = log_n - 2 * k;
+    const uint32_t m = blockIdx.x, mr = (uint32_t)bit_reverse(m, mid);
+    if (mr < m) return;  // the block of mr holds both sets (uniform over the block: no barrier skipped)
+    const int tl = k + (mr != m ? 1 : 0);  // row bits: the set and r
+    const int n_elems = 1 << (k + tl);
+    const uint32_t r_mask = (1u << k) - 1, tl_mask = (1u << tl) - 1;
+    auto global_index = [&](uint32_t e) -> uint64_t {  // e = v << tl | lt, as ntt_group holds rows
+        const uint64_t v = e >> tl, lt = e & tl_mask;
+        return ((lt & r_mask) << (log_n - k)) | ((uint64_t)((lt >> k) ? mr : m) << k) | v;
+    };
+    for (int e = threadIdx.x; e < n_elems; e += blockDim.x) s[e] = data[global_index(e)];
+    __syncthreads();
+    for (int done = 0; done < k;) {
+        const int g = k - done < R ? k - done : R;
+        const int t0 = k - done - g;  // DIF: the top group first
+        if (g >= 3 && R >= 3)
+            ntt_group<F, false, (R >= 3 ? 3 : 1), true>(s, d_tw, n_elems, t0, tl, 0, 0, log_tw, inverse, levels);
+        else if (g == 2 && R >= 2)
+            ntt_group<F, false, (R >= 2 ? 2 : 1), true>(s, d_tw, n_elems, t0, tl, 0, 0, log_tw, inverse, levels);
+        else
+            ntt_group<F, false, 1, true>(s, d_tw, n_elems, t0, tl, 0, 0, log_tw, inverse, levels);
+        done += g;
+        __syncthreads();
+    }
+    for (int e = threadIdx.x; e < n_elems; e += blockDim.x)
+        data[bit_reverse(global_index(e), log_n)] = scaled ? s[e] * scale : s[e];
+}
 
 // The same pass with each thread's butterfly pair in registers for all k stages (NTT v3): between
 // two stages a thread trades one element with a partner, by warp shuffle where the partner is in its

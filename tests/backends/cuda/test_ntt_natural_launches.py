@@ -2,7 +2,8 @@
 last two run in place on the data, the one before the last writes a scratch array, the last (ntt_pass's REV
 form) reads it and writes the data, scaled by n^-1 only for the inverse; with three passes or more the
 scratch array is allocated after the first launch; a one-pass transform runs in place with no scratch array;
-the scratch array goes back after the last pass. The index arithmetic is modelled in test_ntt_pass_model.py
+the scratch array goes back after the last pass. With natural_in_place, where in_place_plan has a plan, every pass
+runs on the data and the last one is ntt_pass_rev_in_place, with nothing allocated. The index arithmetic is modelled in test_ntt_pass_model.py
 and the kernels are checked bit-exact in tests/gpu/test_ntt.py."""
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from pipeline.backends.cuda.ntt import NttRunner, natural_plan
+from pipeline.backends.cuda.launch import PASS_ELEMENTS_LOG
+from pipeline.backends.cuda.ntt import NttRunner, in_place_plan, natural_plan
 from pipeline.curves import BN254
 from tests.backends.cuda.launch_recorder import Recorder
 
@@ -65,3 +67,41 @@ def test_the_separate_reversal_and_a_bad_radix():
     ntt.fused_reversal, ntt.natural_radix = True, 4
     with pytest.raises(ValueError, match="natural_radix"):
         ntt.ntt(DATA, 10)
+
+
+@pytest.mark.parametrize("log_n", [11, 19, 20, 21, 27])
+@pytest.mark.parametrize("inverse", [False, True])
+def test_the_in_place_plan_runs_every_pass_on_the_data_with_no_scratch_array(log_n, inverse):
+    """natural_in_place: in_place_plan's upper passes in place on the data, then ntt_pass_rev_in_place on the
+    low kr bits (one block a middle value, two sets of 2^2kr elements of shared memory), n^-1 only for the
+    inverse; nothing allocated."""
+    rec, ntt = runner(log_n)
+    ntt.natural_in_place = True
+    ntt.ntt(DATA, log_n, inverse=inverse)
+    upper, kr = in_place_plan(log_n)
+    launches = [e for e in rec.events if e[0] == "launch"]
+    assert [e for e in rec.events if e[0] == "alloc"] == [] and len(launches) == len(upper) + 1
+    for (_, expr, args, grid, block, shared), (lo, k, tl) in zip(launches, upper):
+        assert expr == f"ntt_pass<fr_t, false, {ntt.natural_radix}, false>"
+        assert args[:2] == (DATA, DATA) and args[3:6] == (lo, k, tl) and args[11] == 0
+    _, expr, args, grid, block, shared = launches[-1]
+    assert expr == f"ntt_pass_rev_in_place<fr_t, {ntt.natural_radix}>"
+    assert args[0] == DATA and args[2] == kr and args[4] == int(inverse) and args[6] == log_n
+    assert args[8] == int(inverse)
+    if inverse:
+        one_over_n = ntt.fr.limbs_from_ints([ntt.fr.to_mont(pow(1 << log_n, -1, ntt.fr.modulus))])[0]
+        assert list(args[7]) == list(one_over_n)
+    elems = 1 << (2 * kr + 1)
+    assert grid == 1 << (log_n - 2 * kr) and shared == elems * ntt.elem_bytes
+    assert block == max(min(elems, 1 << PASS_ELEMENTS_LOG) >> ntt.natural_radix, 1)
+
+
+@pytest.mark.parametrize("log_n", [17, 22, 25])
+def test_without_an_in_place_plan_the_scratch_array_serves(log_n):
+    """A last pass of 1-2 stages (2^17, 2^25: blocks too small) or of 6-8 (2^22: two sets past shared memory)."""
+    rec, ntt = runner(log_n)
+    ntt.natural_in_place = True
+    ntt.ntt(DATA, log_n)
+    assert in_place_plan(log_n) is None
+    assert [e[1] for e in rec.events if e[0] == "alloc"] == ["ntt natural order"]
+    assert [e[1] for e in rec.events if e[0] == "launch"][-1] == f"ntt_pass<fr_t, false, {ntt.natural_radix}, true>"

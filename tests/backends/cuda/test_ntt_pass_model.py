@@ -11,7 +11,8 @@ import pytest
 from pipeline.backends.cuda.launch import NTT_BR_TILE_LOG, NTT_RADIX_BUILT
 from pipeline.backends.cpu.ntt import ntt as reference_ntt
 from pipeline.backends.cpu.ntt import to_odd_coset
-from pipeline.backends.cuda.ntt import coset_twiddle_index, natural_plan, pass_plan, twiddle_count, twiddle_index
+from pipeline.backends.cuda.ntt import (coset_twiddle_index, in_place_plan, natural_plan, pass_plan, twiddle_count,
+                                        twiddle_index)
 from pipeline.curves import BN254
 
 
@@ -258,6 +259,108 @@ def test_the_natural_order_plan_stores_the_transform_in_natural_order(stages, el
                     scratch[:] = data  # the first pass's src -> dst, modelled as a copy and a pass in place
                 model_pass(scratch, table, p, lo, k, tl, log_tw, inverse, compact, False, radix)
         assert data == expect, inverse
+
+
+def model_rev_in_place(data, table, p, k, log_tw, inverse, compact, radix):
+    """ntt_pass_rev_in_place<F, R> over every block of its launch, as the kernel indexes it: block m holds the
+    set of middle m and that of rev(m) (or one, m its own reverse) as rows, runs the k DIF stages of the low
+    bits on each row through ntt_group's statements, and stores each element at its reversed index, in place.
+    Returns the index sets each live block read and wrote."""
+    n = len(data)
+    log_n = n.bit_length() - 1
+    mid = log_n - 2 * k
+    touched = []
+    for m in range(1 << mid):
+        mr = rev(m, mid)
+        if mr < m:
+            continue
+        tl = k + (1 if mr != m else 0)
+        n_elems = 1 << (k + tl)
+
+        def gidx(e):
+            v, lt = e >> tl, e & ((1 << tl) - 1)
+            return ((lt & ((1 << k) - 1)) << (log_n - k)) | ((mr if lt >> k else m) << k) | v
+        reads = [gidx(e) for e in range(n_elems)]
+        s = [data[i] for i in reads]
+        done = 0
+        while done < k:
+            g = min(radix, k - done)
+            t0 = k - done - g
+            for b in range(n_elems >> g):  # ntt_group<F, false, g, ROWS = true>, lo = 0
+                lt, u = b & ((1 << tl) - 1), b >> tl
+                vbase = ((u >> t0) << (t0 + g)) | (u & ((1 << t0) - 1))
+                slots = [((vbase | (mm << t0)) << tl) | lt for mm in range(1 << g)]
+                x = [s[e] for e in slots]
+                for st in range(g):
+                    i = g - 1 - st
+                    t = t0 + i
+                    for q in range(1 << (g - 1)):
+                        m0 = ((q >> i) << (i + 1)) | (q & ((1 << i) - 1))
+                        m1 = m0 | (1 << i)
+                        j = (vbase | (m0 << t0)) & ((1 << t) - 1)
+                        index, neg = twiddle_index(j, t, log_tw, inverse, compact)
+                        w = (p - table[index]) % p if neg else table[index]
+                        a, c = x[m0], x[m1]
+                        x[m0], x[m1] = (a + c) % p, (a - c) * w % p
+                for e, v in zip(slots, x):
+                    s[e] = v
+            done += g
+        writes = [rev(i, log_n) for i in reads]
+        for i, v in zip(writes, s):
+            data[i] = v
+        touched.append((set(reads), set(writes)))
+    return touched
+
+
+# (stages, elements_log, log_n) where in_place_plan has a plan with any last pass of 1-5 stages (the model checks
+# the kernel's indexing for every kr; ntt() takes 3-5): 2^9-2^13 with 8-stage passes, and plans of several passes
+# with short ones
+IN_PLACE_CASES = [(st, el, n) for st, el in [(8, 10), (3, 3), (4, 6), (3, 5)] for n in (4, 5, 7, 9, 10, 11, 12, 13)
+                  if in_place_plan(n, min(st, n), el, last_min=1) is not None]
+
+
+@pytest.mark.parametrize("stages, elements_log, log_n", IN_PLACE_CASES, ids=lambda v: str(v))
+@pytest.mark.parametrize("radix", NTT_RADIX_BUILT)
+@pytest.mark.parametrize("compact", [False, True], ids=["levels", "compact"])
+def test_the_in_place_plan_stores_the_transform_in_natural_order(stages, elements_log, log_n, radix, compact):
+    """NttRunner.ntt with natural_in_place: in_place_plan's DIF passes over the upper bits in place, then
+    ntt_pass_rev_in_place on the low kr bits: the natural-order transform, both directions (n^-1 left out).
+    Every live block writes exactly the indices it read (so no block overwrites what another has yet to
+    read), and the blocks together read every index once; the launches are as many as natural_plan's."""
+    fr, p = BN254.fr, BN254.fr.modulus
+    log_tw = log_n + 1
+    table = twiddle_table(fr, log_tw, compact)
+    upper, kr = in_place_plan(log_n, min(stages, log_n), elements_log, last_min=1)
+    assert 1 <= kr <= 5 and 2 * kr <= log_n and len(upper) + 1 == len(natural_plan(log_n, min(stages, log_n),
+                                                                                     elements_log))
+    assert sum(k for _, k, _ in upper) + kr == log_n and upper[-1][0] == kr
+    rng = random.Random(log_n * 37 + stages + radix)
+    values = [rng.randrange(p) for _ in range(1 << log_n)]
+    for inverse in (False, True):
+        expect = reference_ntt(fr, values, inverse)
+        if inverse:
+            expect = [v * (1 << log_n) % p for v in expect]
+        data = list(values)
+        for lo, k, tl in upper:
+            model_pass(data, table, p, lo, k, tl, log_tw, inverse, compact, False, radix)
+        touched = model_rev_in_place(data, table, p, kr, log_tw, inverse, compact, radix)
+        assert data == expect, inverse
+        assert all(reads == writes for reads, writes in touched)
+        assert sorted(i for reads, _ in touched for i in reads) == list(range(1 << log_n))
+
+
+def test_the_in_place_plan_keeps_the_pass_count_or_declines():
+    """The plans the H200 runs (8-stage passes): 2^19-2^21 and 2^27-2^29 in place with kr = log_n mod 8, the
+    rest (a bottom pass of 1-2 or 6-8 stages, or one pass) with the scratch array."""
+    for log_n in range(1, 31):
+        plan = in_place_plan(log_n)
+        r = log_n - 8 * ((log_n - 1) // 8)
+        if log_n <= 8 or not 3 <= r <= 5:
+            assert plan is None, log_n
+        else:
+            upper, kr = plan
+            assert kr == r and len(upper) + 1 == len(natural_plan(log_n)) and all(k == 8 for _, k, _ in upper)
+    assert in_place_plan(20) == ([(12, 8, 2), (4, 8, 2)], 4) and in_place_plan(21)[1] == 5
 
 
 def test_a_pass_plan_wider_than_a_block_is_refused():
