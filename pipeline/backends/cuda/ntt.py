@@ -251,8 +251,9 @@ class NttRunner:
         storing each element at its bit-reversed index. That pass reads a scratch array of n elements
         (stream-ordered), which the pass before it fills; the passes before that run in place, so that with
         three passes or more the scratch array is allocated after the first launch (at 2^20 a transform takes
-        ~0.3 ms, and the host's work ahead of its first launch counts in its latency). Else the radix
-        passes of ``pass_kernel`` and a bit-reversal pass."""
+        ~0.3 ms, and the host's work ahead of its first launch counts in its latency). With ``natural_in_place``
+        and a plan from ``in_place_plan``, every pass runs on the data and the last is ntt_pass_rev_in_place: no
+        scratch array. Else the radix passes of ``pass_kernel`` and a bit-reversal pass."""
         fr = self.fr
         scale = self._n_inverse_mont(log_n) if inverse else None
         if not self.fused_reversal or log_n == 0:

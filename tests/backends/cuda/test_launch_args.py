@@ -102,11 +102,16 @@ def test_a_launch_hands_the_driver_the_packed_table(monkeypatch):
         launched.append((function, gx, bx, shared, stream, _read_back(sig, params, 32)))
         return (0,)
 
-    monkeypatch.setattr(kernels_module, "driver", SimpleNamespace(cuLaunchKernel=cu_launch_kernel))
+    raised = []
+    attribute = SimpleNamespace(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES="max dynamic shared")
+    monkeypatch.setattr(kernels_module, "driver", SimpleNamespace(
+        cuLaunchKernel=cu_launch_kernel, CUfunction_attribute=attribute,
+        cuFuncSetAttribute=lambda function, what, value: raised.append((function, what, value)) or (0,)))
     monkeypatch.setattr(kernels_module, "check", lambda result, *what: None)
     kernels = CurveKernels.__new__(CurveKernels)
     kernels.curve, kernels.sync_after_launch = BLS12_381, False
     kernels._layouts, kernels._functions = {}, {"ntt_pass<fr_t, false, 2, true>": "the function"}
+    kernels._shared_limits = {}
     stream = SimpleNamespace(handle="the stream", note_launch=lambda expr: None)
     args = (0x1000, 0x2000, 0x3000, 0, 8, 2, 20, 1, 0, 20, np.array([5, 6, 7, 8], dtype=np.uint64), 1)
     kernels.launch("ntt_pass<fr_t, false, 2, true>", 1024, 256, args, stream, 32768)
@@ -114,3 +119,7 @@ def test_a_launch_hands_the_driver_the_packed_table(monkeypatch):
                          [0x1000, 0x2000, 0x3000, 0, 8, 2, 20, 1, 0, 20, [5, 6, 7, 8], 1])]
     with pytest.raises(TypeError, match="ntt_pass<fr_t, false, 2, true>: 12 arguments expected, 11 given"):
         kernels.launch("ntt_pass<fr_t, false, 2, true>", 1, 1, args[:-1], stream)
+    assert raised == []  # 32 KiB: within the default 48
+    for shared in (65536, 65536, 49152):  # past it: the kernel's limit raised once, then enough
+        kernels.launch("ntt_pass<fr_t, false, 2, true>", 1, 1, args, stream, shared)
+    assert raised == [("the function", "max dynamic shared", 65536)] and launched[-1][3] == 49152

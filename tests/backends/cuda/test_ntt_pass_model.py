@@ -315,7 +315,8 @@ def model_rev_in_place(data, table, p, k, log_tw, inverse, compact, radix):
 # (stages, elements_log, log_n) where in_place_plan has a plan with any last pass of 1-5 stages (the model checks
 # the kernel's indexing for every kr; ntt() takes 3-5): 2^9-2^13 with 8-stage passes, and plans of several passes
 # with short ones
-IN_PLACE_CASES = [(st, el, n) for st, el in [(8, 10), (3, 3), (4, 6), (3, 5)] for n in (4, 5, 7, 9, 10, 11, 12, 13)
+IN_PLACE_CASES = [(st, el, n) for st, el in [(8, 10), (3, 3), (4, 6), (3, 5)]
+                  for n in ((9, 10, 11, 12, 13) if st == 8 else (4, 5, 7, 9, 10, 11))
                   if in_place_plan(n, min(st, n), el, last_min=1) is not None]
 
 
