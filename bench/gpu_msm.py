@@ -280,7 +280,8 @@ if __name__ == "__main__":
     parser.add_argument("--sweep-span", type=int, default=1, help="widths past the models' choices the sweep times")
     parser.add_argument("--sweep-g2", action="store_true", help="the sweep times G2 too, at its sizes up to g2_max_log")
     parser.add_argument("--sweep-widths", type=lambda v: range(int(v.split("-")[0]), int(v.split("-")[1]) + 1),
-                        default=None, metavar="LO-HI", help="the sweep times these widths (e.g. 15-21), not the models'")
+                        default=None, metavar="LO-HI",
+                        help="the sweep times these widths (e.g. 15-21), not the models'")
     parser.add_argument("--sweep-curves", nargs="+", choices=[BLS12_381.name, BN254.name], default=None,
                         help="the sweep's curves (default both)")
     parser.add_argument("--sweep-random", action="store_true",

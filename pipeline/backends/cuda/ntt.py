@@ -62,7 +62,8 @@ def in_place_plan(log_n: int, stages: int = STAGES_PER_PASS, elements_log: int =
     kr = log_n - stages * ((log_n - 1) // stages)  # pass_plan's top pass, 1..stages stages
     if not last_min <= kr <= last_max:
         return None
-    upper = [(lo + kr, k, min(lo + kr, max(elements_log - k, 0))) for lo, k, _ in pass_plan(log_n - kr, False, stages, elements_log)]
+    upper = [(lo + kr, k, min(lo + kr, max(elements_log - k, 0)))
+             for lo, k, _ in pass_plan(log_n - kr, False, stages, elements_log)]
     return upper, kr
 
 

@@ -68,7 +68,8 @@ def test_the_balanced_model_plans_every_msm():
     assert msm.plan(1 << 26, False).c == 20  # as before: session 8's sweep (19 ~ 20 < 22)
     assert msm.plan(1 << 25, False).c == 17  # MEASURED_WIDTHS (session 36's sweep)
     msm.measured_widths = False  # bench.gpu_stage --model-widths rows: the model's width, scratch sized by it
-    assert msm.plan(1 << 25, False).c == 19 and msm.scratch_bytes(1 << 25, False) == msm.scratch_bytes(1 << 25, False, c=19)
+    assert msm.plan(1 << 25, False).c == 19
+    assert msm.scratch_bytes(1 << 25, False) == msm.scratch_bytes(1 << 25, False, c=19)
     msm.measured_widths = True
     bn = MsmRunner(SimpleNamespace(curve=BN254, device=SimpleNamespace(l2_bytes=H200_L2)), None, None)
     # session 19's sweeps: BN254's fastest at 2^26 (245 ms against 265 at c = 17) and 2^20
