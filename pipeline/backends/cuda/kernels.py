@@ -215,7 +215,7 @@ class CurveKernels:
         self.built: dict[str, BuiltUnit] = {}
         self.compile_s: dict[str, float] = {}
         self._functions = {}
-        self._layouts: dict[str, ArgLayout] = {}  # per kernel name: its parameters' packing
+        self._layouts: dict[str, ArgLayout] = {}  # per name expression: its kernel's parameters' packing
         self._shared_limits: dict[str, int] = {}  # per name expression: dynamic shared memory raised to (launch)
         self._modules = []
         self._unit_of = {expr: unit for unit, exprs in self.units.items() for expr in exprs}
@@ -242,10 +242,10 @@ class CurveKernels:
     def launch(self, expr: str, grid: int, block: int, args: tuple, stream, shared_bytes: int = 0) -> None:
         """Launch ``expr`` on ``stream``; the launch status is checked, and with
         ``sync_after_launch`` the stream is synchronised too so a fault names this kernel."""
-        name = base_name(expr)
-        layout = self._layouts.get(name)
+        layout = self._layouts.get(expr)  # by name expression: no template arguments parsed per launch
         if layout is None:
-            layout = self._layouts[name] = ArgLayout(self.signatures[name], 8 * self.curve.fr.limbs)
+            name = base_name(expr)
+            layout = self._layouts[expr] = ArgLayout(self.signatures[name], 8 * self.curve.fr.limbs)
         try:
             params = layout.pack(args)
         except TypeError as exc:
