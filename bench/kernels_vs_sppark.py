@@ -288,8 +288,7 @@ def time_ntt_variants(backend, ntt, d_data: int, log_n: int, repeat: int,
         if in_place_plan(log_n) is not None:  # the last pass in place, no scratch array (session 36)
             ntt.natural_in_place = True
             out["NTT", f"{NATURAL}, that pass in place (no scratch array)"] = time_ms(
-                backend.stream, lambda: ntt.ntt(d_data, log_n), repeat=repeat)
-            ntt.natural_in_place = NTT_NATURAL_IN_PLACE
+                backend.stream, lambda: ntt.ntt(d_data, log_n), repeat=repeat)  # the default again in finally
         ntt.fused_reversal = False  # the passes, then a pass of their own for the bit reversal (before session 28)
         out["NTT", TILED_REVERSE] = time_ms(backend.stream, lambda: ntt.ntt(d_data, log_n), repeat=repeat)
         ntt.tiled_bit_reverse = False

@@ -129,51 +129,34 @@ def test_transforms_read_a_larger_domains_table_in_either_layout(cuda_backend, r
     assert got == ntt_ref(fr, values, inverse=inverse)
 
 
-# 1 pass (one block, in place), 2 passes (the scratch array in between), 5 (3-stage passes); other plans;
-# 2^20's three passes: test_ntt_round_trip_and_spot_values_at_2_20
-@pytest.mark.parametrize("log_n, stages", [(1, 8), (5, 8), (8, 8), (9, 8), (13, 8), (14, 3), (11, 10), (12, 9)],
-                         ids=lambda v: str(v))
+# The scratch path: 1 pass (one block, in place), 2 passes (the scratch array in between), 5 (3-stage passes); other
+# plans; 2^20's three passes: test_ntt_round_trip_and_spot_values_at_2_20. With natural_in_place, in_place_plan's
+# sizes: kr = 3, 4, 5 at 2^11-2^13 (8-stage passes), 2^15 with 4-stage ones (three upper passes, kr = 3), 2^13 with 10
+# (kr = 3); 2^8, 2^10 (kr = 2) and 2^16 have no in-place plan (the scratch path, as before)
+NATURAL_CASES = [(k, st, False) for k, st in [(1, 8), (5, 8), (8, 8), (9, 8), (13, 8), (14, 3), (11, 10), (12, 9)]] + \
+    [(k, st, True) for k, st in [(8, 8), (10, 8), (11, 8), (12, 8), (13, 8), (15, 4), (13, 10), (16, 8)]]
+
+
+def _natural_id(v):
+    return ("in-place" if v else "scratch") if isinstance(v, bool) else str(v)
+
+
+@pytest.mark.parametrize("log_n, stages, in_place", NATURAL_CASES, ids=_natural_id)
 @pytest.mark.parametrize("radix_log", NTT_RADIX_BUILT, ids=lambda r: f"radix{r}")
 def test_the_natural_order_transform_with_the_reversal_in_its_last_pass_matches_the_reference(
-        cuda_backend, runtime, gpu_curve, log_n, stages, radix_log):
+        cuda_backend, runtime, gpu_curve, log_n, stages, in_place, radix_log):
     """NttRunner.ntt's fused path (ntt_pass's REV form ends the DIF passes in natural order; a scratch array
-    between passes), forward and inverse (n^-1 in the last pass's stores), with every register-group size built,
+    between passes; with natural_in_place, ntt_pass_rev_in_place: a block of a middle value and its reverse, no
+    scratch array), forward and inverse (n^-1 in the last pass's stores), with every register-group size built,
     against the reference; the data's neighbours are left alone (the scratch array is the transform's own)."""
     from pipeline.backends.cuda.ntt import NttRunner
 
     fr, n = gpu_curve.fr, 1 << log_n
     ntt = NttRunner(runtime.ntt.kernels, cuda_backend.allocator, cuda_backend.stream)
-    ntt.natural_radix, ntt.stages_per_pass = radix_log, min(stages, log_n)
+    ntt.natural_radix, ntt.stages_per_pass, ntt.natural_in_place = radix_log, min(stages, log_n), in_place
     assert ntt.fused_reversal
-    values = _random_values(fr, random.Random(f"fused{gpu_curve.name}{log_n}{stages}{radix_log}"), n)
-    guard = _random_values(fr, random.Random("guard"), 64)
-    try:
-        for inverse in (False, True):
-            with _upload_mont(cuda_backend, fr, guard + values + guard) as d:
-                ntt.ntt(d.ptr + 64 * ntt.elem_bytes, log_n, inverse=inverse)
-                got = _download_plain(cuda_backend, fr, d, n + 128)
-            assert got[:64] == guard and got[64 + n:] == guard
-            assert got[64:64 + n] == ntt_ref(fr, values, inverse=inverse), inverse
-    finally:
-        ntt.close()
-
-
-# in_place_plan's sizes: kr = 3, 4, 5 at 2^11-2^13 (8-stage passes), 2^15 with 4-stage ones (three upper passes,
-# kr = 3), 2^13 with 10 (kr = 3); 2^8, 2^10 (kr = 2) and 2^16 have no in-place plan (the scratch path, as before)
-@pytest.mark.parametrize("log_n, stages", [(8, 8), (10, 8), (11, 8), (12, 8), (13, 8), (15, 4), (13, 10), (16, 8)],
-                         ids=lambda v: str(v))
-@pytest.mark.parametrize("radix_log", NTT_RADIX_BUILT, ids=lambda r: f"radix{r}")
-def test_the_natural_order_transform_with_its_last_pass_in_place_matches_the_reference(
-        cuda_backend, runtime, gpu_curve, log_n, stages, radix_log):
-    """NttRunner.ntt with natural_in_place (ntt_pass_rev_in_place: a block of a middle value and its reverse,
-    no scratch array), forward and inverse, every register-group size, against the reference; the data's
-    neighbours left alone."""
-    from pipeline.backends.cuda.ntt import NttRunner
-
-    fr, n = gpu_curve.fr, 1 << log_n
-    ntt = NttRunner(runtime.ntt.kernels, cuda_backend.allocator, cuda_backend.stream)
-    ntt.natural_radix, ntt.stages_per_pass, ntt.natural_in_place = radix_log, min(stages, log_n), True
-    values = _random_values(fr, random.Random(f"in place{gpu_curve.name}{log_n}{stages}{radix_log}"), n)
+    seed = f"fused{gpu_curve.name}{log_n}{stages}{radix_log}" + ("in place" if in_place else "")
+    values = _random_values(fr, random.Random(seed), n)
     guard = _random_values(fr, random.Random("guard"), 64)
     try:
         for inverse in (False, True):

@@ -99,6 +99,25 @@ __device__ __forceinline__ void ntt_group(F* s, const F* __restrict__ d_tw, int 
     }
 }
 
+// A pass's k stages over the block's elements in shared memory, in register groups of up to R stages (ntt_group),
+// a barrier after each: ntt_pass and ntt_pass_rev_in_place. The caller has loaded s and synchronised.
+template <class F, bool DIT, int R, bool ROWS>
+__device__ __forceinline__ void ntt_stages(F* s, const F* __restrict__ d_tw, int n_elems, int k, int tl, int lo,
+                                           uint64_t lw_base, int log_tw, int inverse, int levels) {
+    for (int done = 0; done < k;) {
+        const int g = k - done < R ? k - done : R;
+        const int t0 = DIT ? done : k - done - g;  // DIF: the top group first
+        if (g >= 3 && R >= 3)
+            ntt_group<F, DIT, (R >= 3 ? 3 : 1), ROWS>(s, d_tw, n_elems, t0, tl, lo, lw_base, log_tw, inverse, levels);
+        else if (g == 2 && R >= 2)
+            ntt_group<F, DIT, (R >= 2 ? 2 : 1), ROWS>(s, d_tw, n_elems, t0, tl, lo, lw_base, log_tw, inverse, levels);
+        else
+            ntt_group<F, DIT, 1, ROWS>(s, d_tw, n_elems, t0, tl, lo, lw_base, log_tw, inverse, levels);
+        done += g;
+        __syncthreads();
+    }
+}
+
 __device__ __forceinline__ uint64_t bit_reverse(uint64_t i, int log_n) {
     return log_n == 0 ? 0 : (__brevll(i) >> (64 - log_n));
 }
@@ -129,18 +148,7 @@ __global__ void __launch_bounds__((1 << PASS_ELEMENTS_LOG) >> R, NTT_PASS_MIN_BL
     };
     for (int e = threadIdx.x; e < n_elems; e += blockDim.x) s[e] = src[global_index(e)];
     __syncthreads();
-    for (int done = 0; done < k;) {
-        const int g = k - done < R ? k - done : R;
-        const int t0 = DIT ? done : k - done - g;  // DIF: the top group first
-        if (g >= 3 && R >= 3)
-            ntt_group<F, DIT, (R >= 3 ? 3 : 1), REV>(s, d_tw, n_elems, t0, tl, lo, lw_base, log_tw, inverse, levels);
-        else if (g == 2 && R >= 2)
-            ntt_group<F, DIT, (R >= 2 ? 2 : 1), REV>(s, d_tw, n_elems, t0, tl, lo, lw_base, log_tw, inverse, levels);
-        else
-            ntt_group<F, DIT, 1, REV>(s, d_tw, n_elems, t0, tl, lo, lw_base, log_tw, inverse, levels);
-        done += g;
-        __syncthreads();
-    }
+    ntt_stages<F, DIT, R, REV>(s, d_tw, n_elems, k, tl, lo, lw_base, log_tw, inverse, levels);
     for (int e = threadIdx.x; e < n_elems; e += blockDim.x) {
         if (REV)
             dst[bit_reverse(global_index(e), log_n)] = scaled ? s[e] * scale : s[e];
@@ -177,18 +185,7 @@ ntt_pass_rev_in_place(F* data, const F* __restrict__ d_tw, int k, int log_tw, in
     };
     for (int e = threadIdx.x; e < n_elems; e += blockDim.x) s[e] = data[global_index(e)];
     __syncthreads();
-    for (int done = 0; done < k;) {
-        const int g = k - done < R ? k - done : R;
-        const int t0 = k - done - g;  // DIF: the top group first
-        if (g >= 3 && R >= 3)
-            ntt_group<F, false, (R >= 3 ? 3 : 1), true>(s, d_tw, n_elems, t0, tl, 0, 0, log_tw, inverse, levels);
-        else if (g == 2 && R >= 2)
-            ntt_group<F, false, (R >= 2 ? 2 : 1), true>(s, d_tw, n_elems, t0, tl, 0, 0, log_tw, inverse, levels);
-        else
-            ntt_group<F, false, 1, true>(s, d_tw, n_elems, t0, tl, 0, 0, log_tw, inverse, levels);
-        done += g;
-        __syncthreads();
-    }
+    ntt_stages<F, false, R, true>(s, d_tw, n_elems, k, tl, 0, 0, log_tw, inverse, levels);
     for (int e = threadIdx.x; e < n_elems; e += blockDim.x)
         data[bit_reverse(global_index(e), log_n)] = scaled ? s[e] * scale : s[e];
 }

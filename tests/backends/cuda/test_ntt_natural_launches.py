@@ -3,8 +3,8 @@ last two run in place on the data, the one before the last writes a scratch arra
 form) reads it and writes the data, scaled by n^-1 only for the inverse; with three passes or more the
 scratch array is allocated after the first launch; a one-pass transform runs in place with no scratch array;
 the scratch array goes back after the last pass. With natural_in_place, where in_place_plan has a plan, every
-pass runs on the data and the last one is ntt_pass_rev_in_place, with nothing allocated. The index arithmetic is modelled in test_ntt_pass_model.py
-and the kernels are checked bit-exact in tests/gpu/test_ntt.py."""
+pass runs on the data and the last one is ntt_pass_rev_in_place, with nothing allocated. The index arithmetic is
+modelled in test_ntt_pass_model.py and the kernels are checked bit-exact in tests/gpu/test_ntt.py."""
 from __future__ import annotations
 
 from types import SimpleNamespace

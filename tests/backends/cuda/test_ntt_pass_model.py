@@ -20,6 +20,39 @@ def rev(i: int, bits: int) -> int:
     return int(format(i, f"0{bits}b")[::-1], 2) if bits else 0
 
 
+def model_stages(s, table, p, lo, k, tl, lw_base, rows, log_tw, inverse, compact, dit, radix):
+    """ntt_stages<F, DIT, R, ROWS> on one block's elements ``s`` (ntt_group's statements, register groups of up
+    to ``radix`` stages): ntt_pass's and ntt_pass_rev_in_place's butterflies."""
+    n_elems = len(s)
+    done = 0
+    while done < k:
+        g = min(radix, k - done)
+        t0 = done if dit else k - done - g
+        for b in range(n_elems >> g):  # ntt_group<F, DIT, g>
+            lt, u = b & ((1 << tl) - 1), b >> tl
+            vbase = ((u >> t0) << (t0 + g)) | (u & ((1 << t0) - 1))
+            slots = [((vbase | (m << t0)) << tl) | lt for m in range(1 << g)]
+            x = [s[e] for e in slots]
+            for st in range(g):
+                i = st if dit else g - 1 - st
+                t = t0 + i
+                for q in range(1 << (g - 1)):
+                    m0 = ((q >> i) << (i + 1)) | (q & ((1 << i) - 1))
+                    m1 = m0 | (1 << i)
+                    v0 = vbase | (m0 << t0)
+                    j = ((v0 & ((1 << t) - 1)) << lo) | (0 if rows else lw_base | lt)
+                    index, neg = twiddle_index(j, lo + t, log_tw, inverse, compact)
+                    w = (p - table[index]) % p if neg else table[index]  # the folded sign, undone
+                    a, c = x[m0], x[m1]
+                    if dit:
+                        x[m0], x[m1] = (a + c * w) % p, (a - c * w) % p
+                    else:
+                        x[m0], x[m1] = (a + c) % p, (a - c) * w % p
+            for e, v in zip(slots, x):
+                s[e] = v
+        done += g
+
+
 def model_pass(data, table, p, lo, k, tl, log_tw, inverse, compact, dit, radix, out=None):
     """ntt_pass<F, DIT, R, REV> over every block of one launch, as the kernel indexes it: data -> data, or with
     ``out`` the REV form (a DIF transform's last pass, tl rows a block) storing into out at reversed indices."""
@@ -36,33 +69,7 @@ def model_pass(data, table, p, lo, k, tl, log_tw, inverse, compact, dit, radix, 
                 return (((e & ((1 << tl) - 1)) << (log_n - k - tl)) | block) << k | (e >> tl)
             return (hi << (lo + k)) | ((e >> tl) << lo) | (lw_base | (e & ((1 << tl) - 1)))
         s = [data[gidx(e)] for e in range(n_elems)]
-        done = 0
-        while done < k:
-            g = min(radix, k - done)
-            t0 = done if dit else k - done - g
-            for b in range(n_elems >> g):  # ntt_group<F, DIT, g>
-                lt, u = b & ((1 << tl) - 1), b >> tl
-                vbase = ((u >> t0) << (t0 + g)) | (u & ((1 << t0) - 1))
-                slots = [((vbase | (m << t0)) << tl) | lt for m in range(1 << g)]
-                x = [s[e] for e in slots]
-                for st in range(g):
-                    i = st if dit else g - 1 - st
-                    t = t0 + i
-                    for q in range(1 << (g - 1)):
-                        m0 = ((q >> i) << (i + 1)) | (q & ((1 << i) - 1))
-                        m1 = m0 | (1 << i)
-                        v0 = vbase | (m0 << t0)
-                        j = ((v0 & ((1 << t) - 1)) << lo) | (0 if rows else lw_base | lt)
-                        index, neg = twiddle_index(j, lo + t, log_tw, inverse, compact)
-                        w = (p - table[index]) % p if neg else table[index]  # the folded sign, undone
-                        a, c = x[m0], x[m1]
-                        if dit:
-                            x[m0], x[m1] = (a + c * w) % p, (a - c * w) % p
-                        else:
-                            x[m0], x[m1] = (a + c) % p, (a - c) * w % p
-                for e, v in zip(slots, x):
-                    s[e] = v
-            done += g
+        model_stages(s, table, p, lo, k, tl, lw_base, rows, log_tw, inverse, compact, dit, radix)
         for e in range(n_elems):
             if rows:
                 out[rev(gidx(e), log_n)] = s[e]
@@ -264,7 +271,7 @@ def test_the_natural_order_plan_stores_the_transform_in_natural_order(stages, el
 def model_rev_in_place(data, table, p, k, log_tw, inverse, compact, radix):
     """ntt_pass_rev_in_place<F, R> over every block of its launch, as the kernel indexes it: block m holds the
     set of middle m and that of rev(m) (or one, m its own reverse) as rows, runs the k DIF stages of the low
-    bits on each row through ntt_group's statements, and stores each element at its reversed index, in place.
+    bits on each row (model_stages), and stores each element at its reversed index, in place.
     Returns the index sets each live block read and wrote."""
     n = len(data)
     log_n = n.bit_length() - 1
@@ -282,29 +289,7 @@ def model_rev_in_place(data, table, p, k, log_tw, inverse, compact, radix):
             return ((lt & ((1 << k) - 1)) << (log_n - k)) | ((mr if lt >> k else m) << k) | v
         reads = [gidx(e) for e in range(n_elems)]
         s = [data[i] for i in reads]
-        done = 0
-        while done < k:
-            g = min(radix, k - done)
-            t0 = k - done - g
-            for b in range(n_elems >> g):  # ntt_group<F, false, g, ROWS = true>, lo = 0
-                lt, u = b & ((1 << tl) - 1), b >> tl
-                vbase = ((u >> t0) << (t0 + g)) | (u & ((1 << t0) - 1))
-                slots = [((vbase | (mm << t0)) << tl) | lt for mm in range(1 << g)]
-                x = [s[e] for e in slots]
-                for st in range(g):
-                    i = g - 1 - st
-                    t = t0 + i
-                    for q in range(1 << (g - 1)):
-                        m0 = ((q >> i) << (i + 1)) | (q & ((1 << i) - 1))
-                        m1 = m0 | (1 << i)
-                        j = (vbase | (m0 << t0)) & ((1 << t) - 1)
-                        index, neg = twiddle_index(j, t, log_tw, inverse, compact)
-                        w = (p - table[index]) % p if neg else table[index]
-                        a, c = x[m0], x[m1]
-                        x[m0], x[m1] = (a + c) % p, (a - c) * w % p
-                for e, v in zip(slots, x):
-                    s[e] = v
-            done += g
+        model_stages(s, table, p, 0, k, tl, 0, True, log_tw, inverse, compact, False, radix)
         writes = [rev(i, log_n) for i in reads]
         for i, v in zip(writes, s):
             data[i] = v
