@@ -147,13 +147,12 @@ NTT_PASS_VARIANTS = tuple((k, r) for k in NTT_PASS_KERNELS for r in (NTT_RADIX_B
 # transform's size. Session 28 (results/kernels_vs_sppark_s28_m0.md, BLS12-381's Fr reduction mended): radix passes
 # alone, groups of 2 / pairs 0.92-0.97 at 2^20-2^27 on both curves; the pairs kernel stays H's (its fusions).
 NTT_NATURAL_RADIX = 2
-# Its last pass in place (ntt_pass_rev_in_place; NttRunner.natural_in_place, ntt.in_place_plan) where the plan's
-# short pass can sit at the bottom with at most NTT_REV_IN_PLACE_STAGES stages: a block holds two sets of 2^2k
-# elements (64 KiB at k = 5 for 32-byte Fr, past the 48 KiB a launch gets unless CurveKernels raises the kernel's
-# limit), and no scratch array doubles the working set (2^20 Fr fit an H200's 50 MB L2, 2^20 plus a scratch array
-# do not), and at least NTT_REV_IN_PLACE_MIN_STAGES (below 3 a block has under 32 threads and 2^2k elements: 2^25
-# would launch 2^23 blocks of 2 threads). Built in session 36 and not yet run on a GPU: off by default until a
-# same-call run times it.
+# Its last pass in place (ntt_pass_rev_in_place; NttRunner.natural_in_place, ntt.in_place_plan): no scratch array
+# doubles the working set (2^20 Fr fit an H200's 50 MB L2; with a scratch array they do not). The plan's short pass
+# moves to the bottom where it has 3 to 5 stages: a block holds two sets of 2^2k elements, 64 KiB at k = 5 for 32-byte
+# Fr (past the default 48 KiB: CurveKernels.launch raises the kernel's limit), and below k = 3 blocks have under 32
+# threads (2^25 would launch 2^23 blocks of 2). Built in session 36 and not yet run on a GPU: off by default until
+# a same-call run times it.
 NTT_REV_IN_PLACE_STAGES = 5
 NTT_REV_IN_PLACE_MIN_STAGES = 3
 NTT_NATURAL_IN_PLACE = False
