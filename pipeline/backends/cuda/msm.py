@@ -103,8 +103,8 @@ ADDITIONS_WINDOW_MODEL = (0.0, 2.8)  # the first model: additions only (kept for
 # G2: 4 G1 + 1 G2; A, B1, B2 and C share one digit sort, H sorts its own). Against the model's choices the mix ran
 # 5-14% faster at 2^14-2^16 (c = 8, where the per-bucket sums weigh most), 9% at BLS12-381's 2^21 (15 against
 # 16), 8% at its 2^25 (17 against 19) and 2-4% at 2^19, 2^22-2^23; at 2^26-2^27 the model's 20 is the fastest G1
-# width on both curves (the mix ties 17 within 0.1%). No two-parameter model fitted every size (NOTES, session 35). Sizes round to the
-# nearest measured log2; outside 2^12-2^27 (and for another model) the model plans.
+# width on both curves (the mix ties 17 within 0.1%). No two-parameter model fitted every size (NOTES, session
+# 35). Sizes round to the nearest measured log2; outside 2^12-2^27 (and for another model) the model plans.
 MEASURED_WIDTHS = {
     255: {12: 8, 13: 8, 14: 8, 15: 8, 16: 8, 17: 10, 18: 13, 19: 15, 20: 13, 21: 15, 22: 15, 23: 15, 24: 16, 25: 17,
           26: 20, 27: 20},
