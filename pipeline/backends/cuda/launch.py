@@ -151,8 +151,11 @@ NTT_NATURAL_RADIX = 2
 # doubles the working set (2^20 Fr fit an H200's 50 MB L2; with a scratch array they do not). The plan's short pass
 # moves to the bottom where it has 3 to 5 stages: a block holds two sets of 2^2k elements, 64 KiB at k = 5 for 32-byte
 # Fr (past the default 48 KiB: CurveKernels.launch raises the kernel's limit), and below k = 3 blocks have under 32
-# threads (2^25 would launch 2^23 blocks of 2). Built in session 36 and not yet run on a GPU: off by default until
-# a same-call run times it.
+# threads (2^25 would launch 2^23 blocks of 2). Off: session 37's same call (results/kernels_vs_sppark_s37_in_place.md,
+# GPU-tested word for word against the scratch path) timed it slower or equal, in place / scratch ms, BLS12-381 2^19-2^21
+# 0.149/0.145, 0.265/0.265, 0.533/0.521, BN254 0.144/0.144, 0.279/0.265, 0.529/0.514: the scratch array's L2 overflow
+# was not the cost (its blocks of a value and its reverse leave half the grid idle). Kept for the comparison and the
+# 4 GB a 2^27 transform saves.
 NTT_REV_IN_PLACE_STAGES = 5
 NTT_REV_IN_PLACE_MIN_STAGES = 3
 NTT_NATURAL_IN_PLACE = False

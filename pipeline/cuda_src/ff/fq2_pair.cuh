@@ -8,7 +8,7 @@
 // 2 blocks of 128 threads an SM, 4.1x the G1 kernel's time a mixed addition where the Fq product
 // count says 2.8x (bench/NOTES.md, session 12). Split over two lanes each thread holds what a G1
 // thread holds; a product costs each lane one dot product (mont_t::dot: 6N^2 multiply-adds, 12N^2
-// for the pair, as Karatsuba's three products) and 3N word shuffles; a square one Fq product a
+// for the pair, as Karatsuba's three products) and 2N word shuffles; a square one Fq product a
 // lane. sppark splits its Fq2 the same way.
 //
 // Every branch a point formula takes depends on is_zero (or ==), which both lanes of a pair
@@ -32,14 +32,6 @@ struct __align__(16) fp2_pair_t {
         const uint32_t mask = pair_mask();
 #pragma unroll
         for (int i = 0; i < F::N; i++) r.v[i] = __shfl_xor_sync(mask, a.v[i], 1);
-        return r;
-    }
-    // lane `src`'s component (src is this lane or its partner)
-    static __device__ __forceinline__ F from_lane(const F& a, uint32_t src) {
-        F r;
-        const uint32_t mask = pair_mask();
-#pragma unroll
-        for (int i = 0; i < F::N; i++) r.v[i] = __shfl_sync(mask, a.v[i], src);
         return r;
     }
     // Both lanes must reach the shuffle: never behind a short-circuit (a lane left waiting for its
@@ -70,13 +62,17 @@ struct __align__(16) fp2_pair_t {
     __device__ __forceinline__ fp2_pair_t operator-() const { return {-v}; }
     __device__ __forceinline__ fp2_pair_t dbl() const { return {v.dbl()}; }
 
-    // (a0 + a1 u)(b0 + b1 u): the even lane a0 b0 - a1 b1, the odd lane a1 b0 + a0 b1. Both lanes
-    // take their a times b0 plus (+-partner's a) times b1, one dot product (one reduction, 6N^2
-    // multiply-adds where two products take 8N^2); the shuffles pick the operands.
+    // (a0 + a1 u)(b0 + b1 u): the even lane a0 b0 - a1 b1, the odd lane a0 b1 + a1 b0: both lanes take
+    // (a0 or a1) times their own b plus (-a1 or a0) times the partner's b, one dot product (one reduction,
+    // 6N^2 multiply-adds where two products take 8N^2). The partner's words come by xor shuffles, which
+    // compile to one SHFL.BFLY a word; a shuffle from a lane index computed at run time (lane & ~1, lane | 1)
+    // under the pair's mask compiled to a WARPSYNC.COLLECTIVE / SHFL.IDX / ENDCOLLECTIVE / BSSY / BSYNC
+    // group a word (bench/NOTES.md, session 37). The dot's integer a b + c d is the same either way, so
+    // the result is the same word for word.
     friend __device__ __forceinline__ fp2_pair_t operator*(const fp2_pair_t& a, const fp2_pair_t& b) {
-        const uint32_t lane = threadIdx.x & 31;
+        const bool o = odd();
         const F a_p = partner(a.v);
-        return {F::dot(a.v, from_lane(b.v, lane & ~1u), select(odd(), a_p, -a_p), from_lane(b.v, lane | 1u))};
+        return {F::dot(select(o, a_p, a.v), b.v, select(o, a.v, -a_p), partner(b.v))};
     }
     // a b + c d: each lane's component of both products in one reduction (mont_t::dot4: 10N^2
     // multiply-adds a lane where a product and a dot product take 12N^2), for a point formula's Y3.
@@ -85,12 +81,10 @@ struct __align__(16) fp2_pair_t {
         if constexpr (!DOT4) {
             return a * b + c * d;  // no room for four terms (BN254's Fq in the lazy form)
         } else {
-            const uint32_t lane = threadIdx.x & 31;
             const bool o = odd();
             const F a_p = partner(a.v), c_p = partner(c.v);
-            const F x[4] = {a.v, select(o, a_p, -a_p), c.v, select(o, c_p, -c_p)};
-            const F y[4] = {from_lane(b.v, lane & ~1u), from_lane(b.v, lane | 1u), from_lane(d.v, lane & ~1u),
-                            from_lane(d.v, lane | 1u)};
+            const F x[4] = {select(o, a_p, a.v), select(o, a.v, -a_p), select(o, c_p, c.v), select(o, c.v, -c_p)};
+            const F y[4] = {b.v, partner(b.v), d.v, partner(d.v)};
             return {F::dot4(x, y)};
         }
     }
