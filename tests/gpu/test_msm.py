@@ -74,6 +74,23 @@ def test_msm_matches_reference(cuda_backend, runtime, gpu_curve, group_name, n, 
 
 
 @pytest.mark.parametrize("group_name", ["g1", "g2"])
+@pytest.mark.parametrize("c", [None, 15, 17])
+def test_msm_of_unreduced_scalars_sums_them_mod_r(cuda_backend, runtime, gpu_curve, group_name, c):
+    """The digit kernels take each scalar's least magnitude mod r (msm_least_magnitude): values at and past r, up
+    to 2^256 - 1, sum as their residues, and those just past (r - 1) / 2 flip the point's sign (widths 15 and
+    17: BLS12-381's top window holds r's top bits, past half the window)."""
+    group, r = getattr(gpu_curve, group_name), gpu_curve.fr.modulus
+    rng = random.Random(f"unreduced{gpu_curve.name}{group_name}{c}")
+    residues = [rng.randrange(r) for _ in range(40)] + [(r - 1) // 2, (r + 1) // 2, r - 1, 0, 1, 2]
+    unreduced = [v + r * rng.randrange((2**256 - 1 - v) // r + 1) for v in residues] + [r, 2 * r, 2**256 - 1]
+    residues += [0, 0, (2**256 - 1) % r]
+    points = _edge_points(group, len(unreduced))
+    enc = encode_points(gpu_curve, group, points)
+    got = _gpu_msm(cuda_backend, runtime, gpu_curve, group, enc, unreduced, c)
+    assert group.eq(got, msm_ref(group, points, residues))
+
+
+@pytest.mark.parametrize("group_name", ["g1", "g2"])
 def test_msm_of_zero_scalars_is_infinity_and_of_ones_is_the_sum(cuda_backend, runtime, gpu_curve, group_name):
     group = getattr(gpu_curve, group_name)
     points = _points(group, 100)

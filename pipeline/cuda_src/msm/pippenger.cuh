@@ -3,7 +3,8 @@
 // sum_i s_i P_i, scalars plain form (Fr, 8 x 32-bit words), points affine_t<F> (Montgomery).
 //
 // Steps (each a kernel; the host sequences them, see pipeline/backends/cuda/msm.py):
-//  1. msm_count_digits: signed c-bit digits d in [-2^(c-1), 2^(c-1)] of every scalar; the
+//  1. msm_count_digits: signed c-bit digits d in [-2^(c-1), 2^(c-1)] of every scalar's least magnitude
+//     (msm_least_magnitude: s mod r, or r - s and the point negated); the
 //     count of each bucket (window w, |d|) by warp-aggregated atomics, and each digit's rank in
 //     its bucket (the atomic's old value). Zero digits are skipped, so a zero scalar costs
 //     nothing and a scalar 1 is one plain addition.
@@ -54,6 +55,44 @@ __device__ __forceinline__ uint32_t signed_digit_key(const uint32_t* s, int w, i
     return mag == 0 ? MSM_NO_BUCKET : (uint32_t)w * half + (mag - 1);
 }
 
+// s -> its least magnitude mod r, in place; true where the point's sign flips. s (any 256-bit value) is first
+// reduced below r (no subtraction for a reduced scalar: the kernels take unreduced input and still sum
+// s mod r), then replaced by r - s where that is smaller (s > (r - 1) / 2; r is odd). Every magnitude is then
+// at most (r - 1) / 2 < 2^(bits - 1), so where the windows below the plan's spare one hold `bits` bits (MsmPlan:
+// ceil((bits + 1) / c) windows; BLS12-381 at c = 15 and 17) no carry reaches the spare window: for scalars
+// uniform below r (H's coefficients, a witness's other values) ~45% of them carried into it there (r's top 15 /
+// 17 bits are past half the window), ~0.45 n additions of ~17.5 n / ~15.5 n. (A plan with one window fewer, ceil(bits / c), ran no faster on the benches'
+// scalars, which are below 2^(bits - 1) and never carried, and moved the model's widths: session 37, not kept.)
+// sum s_i P_i is unchanged: (r - s) (-P) = s P in a group of order r.
+__device__ __forceinline__ bool msm_least_magnitude(uint32_t s[8]) {
+    for (;;) {  // s -= r while s >= r
+        uint32_t t[8], borrow = 0;
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            const uint64_t x = (uint64_t)s[k] - fr_params::mod(k) - borrow;
+            t[k] = (uint32_t)x;
+            borrow = (uint32_t)(x >> 63);
+        }
+        if (borrow) break;  // s < r
+#pragma unroll
+        for (int k = 0; k < 8; k++) s[k] = t[k];
+    }
+    uint32_t d[8], borrow = 0;  // d = r - s (no borrow out: s < r)
+#pragma unroll
+    for (int k = 0; k < 8; k++) {
+        const uint64_t x = (uint64_t)fr_params::mod(k) - s[k] - borrow;
+        d[k] = (uint32_t)x;
+        borrow = (uint32_t)(x >> 63);
+    }
+    borrow = 0;  // d - s borrows out exactly when d < s
+#pragma unroll
+    for (int k = 0; k < 8; k++) borrow = (uint32_t)(((uint64_t)d[k] - s[k] - borrow) >> 63);
+    const bool flip = borrow != 0;
+#pragma unroll
+    for (int k = 0; k < 8; k++) s[k] = flip ? d[k] : s[k];
+    return flip;
+}
+
 // Warp-aggregated atomicAdd(&d_ctr[key], 1): returns this lane's slot. All 32 lanes call it.
 __device__ __forceinline__ uint32_t warp_aggregated_inc(uint32_t* d_ctr, uint32_t key) {
     const uint32_t group = __match_any_sync(0xffffffffu, key);
@@ -65,9 +104,10 @@ __device__ __forceinline__ uint32_t warp_aggregated_inc(uint32_t* d_ctr, uint32_
     return base + __popc(group & ((1u << lane) - 1));
 }
 
-// Every signed digit of scalars [0, n), window by window, in a warp-uniform loop (warp_aggregated_inc
-// needs every lane): digit(i, w, key, neg) for each, key MSM_NO_BUCKET where the digit is zero or i >= n
-// (a scalar read as zero). The counting and the binning passes walk the digits alike.
+// Every signed digit of scalars [0, n) (their least magnitudes), window by window, in a warp-uniform loop
+// (warp_aggregated_inc needs every lane): digit(i, w, key, neg) for each, neg the sign of the term (the digit's
+// and the fold's), key MSM_NO_BUCKET where the digit is zero or i >= n (a scalar read as zero). The counting
+// and the binning passes walk the digits alike.
 template <class Digit>
 __device__ __forceinline__ void msm_each_digit(const uint32_t* __restrict__ d_scalars, uint32_t n, int c,
                                                int n_windows, Digit digit) {
@@ -77,11 +117,12 @@ __device__ __forceinline__ void msm_each_digit(const uint32_t* __restrict__ d_sc
         uint32_t s[8];
 #pragma unroll
         for (int k = 0; k < 8; k++) s[k] = i < n ? d_scalars[8ull * i + k] : 0;
+        const bool flip = msm_least_magnitude(s);
         uint32_t carry = 0;
         for (int w = 0; w < n_windows; w++) {
             bool neg;
             const uint32_t key = signed_digit_key(s, w, c, &carry, &neg);
-            digit(i, w, key, neg);
+            digit(i, w, key, neg != flip);
         }
     }
 }
@@ -117,6 +158,7 @@ __global__ void msm_scatter_digits(const uint32_t* __restrict__ d_scalars, uint3
         uint32_t s[8];
 #pragma unroll
         for (int k = 0; k < 8; k++) s[k] = d_scalars[8ull * i + k];
+        const bool flip = msm_least_magnitude(s);  // as msm_each_digit: the counts' digits
         const uint32_t point = d_point_index != nullptr ? d_point_index[i] : i;
         uint32_t carry = 0;
         for (int w = 0; w < n_windows; w++) {
@@ -125,7 +167,7 @@ __global__ void msm_scatter_digits(const uint32_t* __restrict__ d_scalars, uint3
             if (table_sets) key = table_key(key, w, c, table_sets);
             if (key != MSM_NO_BUCKET)
                 d_entries[d_offsets[key] + d_ranks[(size_t)w * n + i]] =
-                    (table_sets ? (uint32_t)(w / table_sets) * table_stride + point : point) | (neg ? MSM_NEG_BIT : 0u);
+                    (table_sets ? (uint32_t)(w / table_sets) * table_stride + point : point) | (neg != flip ? MSM_NEG_BIT : 0u);
         }
     }
 }
