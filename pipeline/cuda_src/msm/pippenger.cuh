@@ -55,41 +55,40 @@ __device__ __forceinline__ uint32_t signed_digit_key(const uint32_t* s, int w, i
     return mag == 0 ? MSM_NO_BUCKET : (uint32_t)w * half + (mag - 1);
 }
 
+// out = a - b over a scalar's 8 words; the borrow out (1 where a < b).
+__device__ __forceinline__ uint32_t scalar_sub(const uint32_t a[8], const uint32_t b[8], uint32_t out[8]) {
+    uint32_t borrow = 0;
+#pragma unroll
+    for (int k = 0; k < 8; k++) {
+        const uint64_t x = (uint64_t)a[k] - b[k] - borrow;
+        out[k] = (uint32_t)x;
+        borrow = (uint32_t)(x >> 63);
+    }
+    return borrow;
+}
+
 // s -> its least magnitude mod r, in place; true where the point's sign flips. s (any 256-bit value) is first
 // reduced below r (no subtraction for a reduced scalar: the kernels take unreduced input and still sum
 // s mod r), then replaced by r - s where that is smaller (s > (r - 1) / 2; r is odd). Every magnitude is then
 // at most (r - 1) / 2 < 2^(bits - 1), so where the windows below the plan's spare one hold `bits` bits (MsmPlan:
 // ceil((bits + 1) / c) windows; BLS12-381 at c = 15 and 17) no carry reaches the spare window: for scalars
 // uniform below r (H's coefficients, a witness's other values) ~45% of them carried into it there (r's top 15 /
-// 17 bits are past half the window), ~0.45 n additions of ~17.5 n / ~15.5 n. (A plan with one window fewer, ceil(bits / c), ran no faster on the benches'
-// scalars, which are below 2^(bits - 1) and never carried, and moved the model's widths: session 37, not kept.)
-// sum s_i P_i is unchanged: (r - s) (-P) = s P in a group of order r.
+// 17 bits are past half the window), ~0.45 n additions of ~17.5 n / ~15.5 n. (A plan with one window fewer,
+// ceil(bits / c), ran no faster on the benches' scalars, which are below 2^(bits - 1) and never carried, and
+// moved the model's widths: session 37, not kept.) sum s_i P_i is unchanged: (r - s) (-P) = s P in a group of
+// order r.
 __device__ __forceinline__ bool msm_least_magnitude(uint32_t s[8]) {
-    for (;;) {  // s -= r while s >= r
-        uint32_t t[8], borrow = 0;
+    uint32_t r[8], t[8], unused[8];
 #pragma unroll
-        for (int k = 0; k < 8; k++) {
-            const uint64_t x = (uint64_t)s[k] - fr_params::mod(k) - borrow;
-            t[k] = (uint32_t)x;
-            borrow = (uint32_t)(x >> 63);
-        }
-        if (borrow) break;  // s < r
+    for (int k = 0; k < 8; k++) r[k] = fr_params::mod(k);
+    while (!scalar_sub(s, r, t)) {  // s -= r while s >= r
 #pragma unroll
         for (int k = 0; k < 8; k++) s[k] = t[k];
     }
-    uint32_t d[8], borrow = 0;  // d = r - s (no borrow out: s < r)
+    scalar_sub(r, s, t);                       // t = r - s (s < r: no borrow)
+    const bool flip = scalar_sub(t, s, unused) != 0;  // r - s < s
 #pragma unroll
-    for (int k = 0; k < 8; k++) {
-        const uint64_t x = (uint64_t)fr_params::mod(k) - s[k] - borrow;
-        d[k] = (uint32_t)x;
-        borrow = (uint32_t)(x >> 63);
-    }
-    borrow = 0;  // d - s borrows out exactly when d < s
-#pragma unroll
-    for (int k = 0; k < 8; k++) borrow = (uint32_t)(((uint64_t)d[k] - s[k] - borrow) >> 63);
-    const bool flip = borrow != 0;
-#pragma unroll
-    for (int k = 0; k < 8; k++) s[k] = flip ? d[k] : s[k];
+    for (int k = 0; k < 8; k++) s[k] = flip ? t[k] : s[k];
     return flip;
 }
 
@@ -167,7 +166,8 @@ __global__ void msm_scatter_digits(const uint32_t* __restrict__ d_scalars, uint3
             if (table_sets) key = table_key(key, w, c, table_sets);
             if (key != MSM_NO_BUCKET)
                 d_entries[d_offsets[key] + d_ranks[(size_t)w * n + i]] =
-                    (table_sets ? (uint32_t)(w / table_sets) * table_stride + point : point) | (neg != flip ? MSM_NEG_BIT : 0u);
+                    (table_sets ? (uint32_t)(w / table_sets) * table_stride + point : point) |
+                    (neg != flip ? MSM_NEG_BIT : 0u);
         }
     }
 }
