@@ -168,6 +168,28 @@ def random_below(rng, n: int, limbs: int, bits: int) -> np.ndarray:
     return words
 
 
+def uniform_below_modulus(rng, n: int, field) -> np.ndarray:
+    """(n, limbs) uint64 values uniformly random below ``field.modulus``: what H's coefficients and a
+    witness's other values look like. ``random_below``'s values stay under 2^(bits - 1); these reach the
+    top bit, and half of them are past (r - 1) / 2, which the MSM folds to r - s with the point negated."""
+    limbs, top_bits = field.limbs, field.modulus.bit_length() - 64 * (field.limbs - 1)
+    modulus = np.array([(field.modulus >> (64 * i)) & (2**64 - 1) for i in range(limbs)], dtype=np.uint64)
+    words = np.empty((n, limbs), dtype=np.uint64)
+    todo = np.arange(n)
+    while todo.size:  # rejection: each round keeps the draws below the modulus (~91% for BLS12-381's r)
+        draw = rng.integers(0, 2**64 - 1, size=(todo.size, limbs), dtype=np.uint64, endpoint=True)
+        draw[:, -1] &= np.uint64((1 << top_bits) - 1)
+        below = np.zeros(todo.size, dtype=bool)
+        decided = np.zeros(todo.size, dtype=bool)
+        for i in reversed(range(limbs)):  # compare from the top word down
+            lt, gt = draw[:, i] < modulus[i], draw[:, i] > modulus[i]
+            below |= ~decided & lt
+            decided |= lt | gt
+        words[todo[below]] = draw[below]
+        todo = todo[~below]
+    return words
+
+
 def bit_heavy(rng, words: np.ndarray, bits: float = 0.8) -> np.ndarray:
     """A share ``bits`` of the scalars in {0, 1} (half each), the rest unchanged."""
     out = words.copy()

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.common import add_curves, arg_parser, markdown_table, time_ms, write_result
+from bench.common import add_curves, arg_parser, markdown_table, time_ms, uniform_below_modulus, write_result
 from bench.gpu_msm import random_msm_data
 from pipeline.backends.cuda.backend import CudaBackend
 from pipeline.backends.cuda.kernels import CurveKernels
@@ -32,6 +32,7 @@ from pipeline.backends.cuda.memory import PinnedHostBuffer
 from pipeline.backends.cuda.msm import MsmRunner
 from pipeline.curves import curve_by_name
 
+UNIFORM = "uniform < r"
 HEADER = ["curve", "group", "n", "scalars", "before ms", "after ms", "after ÷ before", "rounds' ratios"]
 
 
@@ -41,8 +42,9 @@ class MsmKernels(CurveKernels):
 
 
 def ab_rows(backend: CudaBackend, curve, before_root: Path, g2: bool, logs: list[int], rounds: int,
-            repeat: int, rng) -> list[list]:
-    """Rows of one curve and group: each size and kind of scalars, before and after in alternating rounds."""
+            repeat: int, rng, uniform: bool = False) -> list[list]:
+    """Rows of one curve and group: each size and kind of scalars, before and after in alternating rounds;
+    ``uniform``: a kind of scalars uniform below r besides (gpu_msm's "random" stay under 2^(bits - 1))."""
     if not logs:
         return []
     after = backend.runtime(curve).msm
@@ -51,6 +53,8 @@ def ab_rows(backend: CudaBackend, curve, before_root: Path, g2: bool, logs: list
     before.g2_field, before.g2_min_blocks, before.lazy = after.g2_field, after.g2_min_blocks, after.lazy
     n_max = 1 << max(logs)
     points, scalars = random_msm_data(rng, curve, g2, n_max)
+    if uniform:
+        scalars[UNIFORM] = uniform_below_modulus(rng, n_max, curve.fr)
     nbytes = n_max * curve.fr.limbs * 8
     rows = []
     with backend.allocator.upload(points, "ab points") as d_points, \
@@ -82,7 +86,7 @@ def ab_rows(backend: CudaBackend, curve, before_root: Path, g2: bool, logs: list
 
 
 def main(before_root: Path, curves: list[str], g1: list[int], g2: list[int], rounds: int, repeat: int,
-         out: str | None) -> str:
+         out: str | None, uniform: bool = False) -> str:
     if not (before_root / "programs").is_dir():
         raise SystemExit(f"bench.kernel_ab: {before_root} is not a cuda_src folder (no programs/ in it)")
     backend = CudaBackend()
@@ -90,8 +94,8 @@ def main(before_root: Path, curves: list[str], g1: list[int], g2: list[int], rou
     rows: list[list] = []
     for name in curves:
         curve = curve_by_name(name)
-        rows += ab_rows(backend, curve, before_root, False, g1, rounds, repeat, rng)
-        rows += ab_rows(backend, curve, before_root, True, g2, rounds, repeat, rng)
+        rows += ab_rows(backend, curve, before_root, False, g1, rounds, repeat, rng, uniform)
+        rows += ab_rows(backend, curve, before_root, True, g2, rounds, repeat, rng, uniform)
     device = backend.device.name
     backend.close()
     text = (f"# Kernels before and after, same process ({device})\n\n"
@@ -112,5 +116,6 @@ if __name__ == "__main__":
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--out", default=None, help="markdown file (default: print only)")
+    parser.add_argument("--uniform", action="store_true", help=f'rows of scalars "{UNIFORM}" too')
     args = parser.parse_args()
-    main(args.before, args.curves, args.g1, args.g2, args.rounds, args.repeat, args.out)
+    main(args.before, args.curves, args.g1, args.g2, args.rounds, args.repeat, args.out, args.uniform)
