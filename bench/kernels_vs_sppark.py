@@ -23,9 +23,9 @@ from bench.common import REPO, Stopwatch, arg_parser, markdown_table, time_ms, w
 from bench.gpu_msm import SPLIT, random_msm_data, time_msms
 from pipeline import progress
 from pipeline.backends.cuda.backend import CudaBackend  # the import makes no CUDA context
-from pipeline.backends.cuda.launch import (G1_LAZY_BUILT, G2_VARIANTS_BUILT, NTT_NATURAL_IN_PLACE, NTT_NATURAL_RADIX,
-                                          NTT_PASS_KERNEL, NTT_PASS_KERNELS, NTT_PASS_VARIANTS, NTT_RADIX_LOG,
-                                          STAGES_PER_PASS, STAGES_PER_PASS_COMPARED)
+from pipeline.backends.cuda.launch import (G1_LAZY_BUILT, G2_VARIANTS_BUILT, NTT_DEPENDENT_PASSES, NTT_NATURAL_IN_PLACE,
+                                          NTT_NATURAL_RADIX, NTT_PASS_KERNEL, NTT_PASS_KERNELS, NTT_PASS_VARIANTS,
+                                          NTT_RADIX_LOG, STAGES_PER_PASS, STAGES_PER_PASS_COMPARED)
 from pipeline.backends.cuda.ntt import in_place_plan
 from pipeline.curves import curve_by_name
 
@@ -247,8 +247,13 @@ def time_fr(backend, curve, logs: list[int], values: np.ndarray, repeat: int = 5
                     rt.ntt.pass_kernel = other
                     variants["H", f"{QUOTIENT}, {pass_label(other, NTT_RADIX_LOG)}"] = time_ms(
                         backend.stream, quotient, repeat=repeat)
+                rt.ntt.pass_kernel, rt.ntt.dependent_passes = NTT_PASS_KERNEL, not NTT_DEPENDENT_PASSES
+                variants["H", f"{QUOTIENT}, " + ("every pass an ordinary launch" if NTT_DEPENDENT_PASSES
+                                                 else "passes after the first dependent")] = time_ms(
+                    backend.stream, quotient, repeat=repeat)
             finally:
                 rt.ntt.stages_per_pass, rt.ntt.pass_kernel = STAGES_PER_PASS, NTT_PASS_KERNEL
+                rt.ntt.dependent_passes = NTT_DEPENDENT_PASSES
             yield log_n, ntt, radix, h, h_compact, variants
     finally:
         for buf in bufs:
@@ -285,6 +290,25 @@ def time_ntt_variants(backend, ntt, d_data: int, log_n: int, repeat: int,
         if ntt.fusible(log_n):
             out["NTT", f"radix passes only, DIT onto the odd coset, {PASSES}"] = time_ms(
                 backend.stream, lambda: ntt.radix_passes(d_data, log_n, True, False, coset=True), repeat=repeat)
+        # dependent launches (session 38): the defaults with every pass an ordinary launch, the same transforms
+        ntt.dependent_passes = not NTT_DEPENDENT_PASSES
+        flipped = "every pass an ordinary launch" if NTT_DEPENDENT_PASSES else "passes after the first dependent"
+        out["NTT", f"{NATURAL}, {flipped}"] = time_ms(backend.stream, lambda: ntt.ntt(d_data, log_n), repeat=repeat)
+        out["NTT", f"{RADIX_ONLY}, {flipped}"] = time_ms(
+            backend.stream, lambda: ntt.radix_passes(d_data, log_n, False, False), repeat=repeat)
+        ntt.dependent_passes = NTT_DEPENDENT_PASSES
+        # two transforms between one pair of events, per transform: the host's time ahead of the first launch,
+        # which a lone transform's events count while the GPU waits, counts once for two
+        out["NTT", f"{NATURAL}, two in a row (time / 2)"] = time_ms(
+            backend.stream, lambda: (ntt.ntt(d_data, log_n), ntt.ntt(d_data, log_n)), repeat=repeat) / 2
+        # the compact twiddle table (session 38): half the level table's entries, so half its reads (the top
+        # pass's levels are as many bytes as the data at 2^20); the level table again after
+        ntt.ensure_twiddles(ntt.log_max, compact=True)
+        out["NTT", f"{NATURAL}, compact twiddles"] = time_ms(backend.stream, lambda: ntt.ntt(d_data, log_n),
+                                                               repeat=repeat)
+        out["NTT", f"{RADIX_ONLY}, compact twiddles"] = time_ms(
+            backend.stream, lambda: ntt.radix_passes(d_data, log_n, False, False), repeat=repeat)
+        ntt.ensure_twiddles(ntt.log_max, compact=False)
         if in_place_plan(log_n) is not None:  # the last pass in place, no scratch array (session 36)
             ntt.natural_in_place = True
             out["NTT", f"{NATURAL}, that pass in place (no scratch array)"] = time_ms(
@@ -296,6 +320,7 @@ def time_ntt_variants(backend, ntt, d_data: int, log_n: int, repeat: int,
     finally:
         ntt.radix_log, ntt.tiled_bit_reverse, ntt.stages_per_pass = NTT_RADIX_LOG, True, STAGES_PER_PASS
         ntt.pass_kernel, ntt.fused_reversal, ntt.natural_in_place = NTT_PASS_KERNEL, True, NTT_NATURAL_IN_PLACE
+        ntt.dependent_passes = NTT_DEPENDENT_PASSES
     return out
 
 

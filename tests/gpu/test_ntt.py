@@ -199,6 +199,54 @@ def test_the_in_place_last_pass_equals_the_scratch_one_at_the_benchmarked_sizes(
         ntt.close()
 
 
+@pytest.mark.parametrize("log_n", [19, 20, 21, 22])
+def test_dependent_launches_of_the_later_passes_give_the_same_words(cuda_backend, runtime, gpu_curve, log_n):
+    """NttRunner.dependent_passes (the passes after a transform's first as programmatic dependent launches, the
+    kernels waiting for the pass before them) against every pass an ordinary launch, word for word, at the
+    benchmarked sizes: the natural-order transform both ways, the radix passes of both kernels, the coset
+    transform with the fused quotient (H's last step). The ordinary path is checked against the reference above,
+    which runs with the default (dependent) too."""
+    from pipeline.backends.cuda.ntt import NttRunner
+
+    fr, n = gpu_curve.fr, 1 << log_n
+    rng = np.random.default_rng(log_n + 100)
+    vectors = [_random_words(fr, rng, n) for _ in range(3)]
+    ntt = NttRunner(runtime.ntt.kernels, cuda_backend.allocator, cuda_backend.stream)
+
+    def groups_dit(d):
+        ntt.pass_kernel = "groups"
+        try:
+            ntt.radix_passes(d[0], log_n, dit=True, inverse=True)
+        finally:
+            ntt.pass_kernel = "pairs"
+
+    steps = {
+        "natural forward": lambda d: ntt.ntt(d[0], log_n),
+        "natural inverse": lambda d: ntt.ntt(d[0], log_n, inverse=True),
+        "radix pairs": lambda d: ntt.radix_passes(d[0], log_n, dit=False, inverse=False),
+        "radix groups DIT": groups_dit,
+        "quotient": lambda d: ntt.quotient(*d, log_n),
+    }
+    try:
+        for name, step in steps.items():
+            results = []
+            for dependent in (False, True):
+                ntt.dependent_passes = dependent
+                bufs = [cuda_backend.allocator.upload(v, f"dependent {i}") for i, v in enumerate(vectors)]
+                try:
+                    step([b.ptr for b in bufs])
+                    out = np.zeros_like(vectors[0])
+                    bufs[0].download(out, cuda_backend.stream)
+                    results.append(out)
+                finally:
+                    for b in bufs:
+                        b.free()
+            assert np.array_equal(results[0], results[1]), name
+            assert not np.array_equal(results[0], vectors[0]), name
+    finally:
+        ntt.close()
+
+
 # 2^17 (three passes: 1 + 8 + 8 stages) with the default, tiled bit reversal only: its CPU reference
 # takes seconds.
 @pytest.mark.parametrize("log_n, tiled", [(k, t) for k in (1, 3, 6, 7, 8, 9, 11, 13) for t in (False, True)] + [(17, True)],

@@ -217,6 +217,7 @@ class CurveKernels:
         self._functions = {}
         self._layouts: dict[str, ArgLayout] = {}  # per name expression: its kernel's parameters' packing
         self._shared_limits: dict[str, int] = {}  # per name expression: dynamic shared memory raised to (launch)
+        self._dependent_configs: dict[tuple, object] = {}  # launch(dependent=True): per shape and stream
         self._modules = []
         self._unit_of = {expr: unit for unit, exprs in self.units.items() for expr in exprs}
         self._load(self.default_units or tuple(self.units))
@@ -239,9 +240,13 @@ class CurveKernels:
             self._load((self._unit_of[expr],))
         return self._functions[expr]
 
-    def launch(self, expr: str, grid: int, block: int, args: tuple, stream, shared_bytes: int = 0) -> None:
+    def launch(self, expr: str, grid: int, block: int, args: tuple, stream, shared_bytes: int = 0,
+               dependent: bool = False) -> None:
         """Launch ``expr`` on ``stream``; the launch status is checked, and with
-        ``sync_after_launch`` the stream is synchronised too so a fault names this kernel."""
+        ``sync_after_launch`` the stream is synchronised too so a fault names this kernel. ``dependent``: a
+        programmatic dependent launch (sm_90 and up), for kernels that wait in the kernel for the one before
+        them (ntt.cuh's ntt_after_prior_grid) and read nothing it writes before that wait: its blocks may take
+        the SMs the previous kernel's last wave leaves free, instead of starting after it has drained."""
         layout = self._layouts.get(expr)  # by name expression: no template arguments parsed per launch
         if layout is None:
             name = base_name(expr)
@@ -258,8 +263,12 @@ class CurveKernels:
                 function, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                 int(shared_bytes)), "cuFuncSetAttribute", expr)
             self._shared_limits[expr] = int(shared_bytes)
-        check(driver.cuLaunchKernel(function, grid, 1, 1, int(block), 1, 1, int(shared_bytes),
-                                    stream.handle, params, 0), "cuLaunchKernel", expr)
+        if dependent:
+            config = self._dependent_config(function, grid, int(block), int(shared_bytes), stream.handle)
+            check(driver.cuLaunchKernelEx(config, function, params, 0), "cuLaunchKernelEx", expr)
+        else:
+            check(driver.cuLaunchKernel(function, grid, 1, 1, int(block), 1, 1, int(shared_bytes),
+                                        stream.handle, params, 0), "cuLaunchKernel", expr)
         stream.note_launch(expr)
         if self.sync_after_launch:
             try:
@@ -267,6 +276,23 @@ class CurveKernels:
             except CudaError:
                 raise
             stream.recent_kernels.clear()
+
+    def _dependent_config(self, function, grid: int, block: int, shared_bytes: int, stream_handle):
+        """A dependent launch's configuration, kept per shape and stream (building one takes the host longer
+        than the launch itself)."""
+        key = (id(function), grid, block, shared_bytes, stream_handle)
+        config = self._dependent_configs.get(key)
+        if config is None:
+            attribute = driver.CUlaunchAttribute()
+            attribute.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+            attribute.value.programmaticStreamSerializationAllowed = 1
+            config = driver.CUlaunchConfig()
+            config.gridDimX, config.gridDimY, config.gridDimZ = grid, 1, 1
+            config.blockDimX, config.blockDimY, config.blockDimZ = block, 1, 1
+            config.sharedMemBytes, config.hStream = shared_bytes, stream_handle
+            config.attrs, config.numAttrs = [attribute], 1
+            self._dependent_configs[key] = config
+        return config
 
     def launch_copy(self, d_dst: int, d_src: int, nbytes: int, stream) -> None:
         """Device-to-device copy on ``stream``."""

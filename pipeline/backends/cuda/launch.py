@@ -159,6 +159,11 @@ NTT_NATURAL_RADIX = 2
 NTT_REV_IN_PLACE_STAGES = 5
 NTT_REV_IN_PLACE_MIN_STAGES = 3
 NTT_NATURAL_IN_PLACE = False
+# A transform's passes after its first go as programmatic dependent launches (CurveKernels.launch's `dependent`; the
+# kernels wait for the pass before them in the kernel, ntt.cuh's ntt_after_prior_grid): the next pass's blocks take
+# the SMs that the last wave of the one before leaves idle, and its launch no longer waits for that pass to drain.
+# Session 38's ncu reading (results/ntt_ncu_s38_h100.md): 3 passes at 2^20, 1024-4096 blocks of 2-4 waves each.
+NTT_DEPENDENT_PASSES = True
 BIT_REVERSE_BLOCK = 256  # ntt_bit_reverse_tiles: 256 elements a tile
 SPLIT_BLOCK = 256  # msm_classify, msm_compact, gather_rows (split.py): not yet swept on the H200
 BATCH_INVERSE_THREADS = 1 << 17  # threads of a batch inversion: enough to fill an H200, >= 8 elements each at 2^20

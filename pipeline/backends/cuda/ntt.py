@@ -12,10 +12,10 @@ import numpy as np
 
 from ...curves.field import ScalarField
 from .kernels import CurveKernels, grid_for
-from .launch import (BIT_REVERSE_BLOCK, ELEMENTWISE_BLOCK, NTT_BR_TILE_LOG, NTT_FUSE_COSET, NTT_FUSE_QUOTIENT,
-                     NTT_FUSE_SCALE, NTT_NATURAL_IN_PLACE, NTT_NATURAL_RADIX, NTT_PASS_KERNEL, NTT_PASS_KERNELS,
-                     NTT_RADIX_BUILT, NTT_RADIX_LOG, NTT_REV_IN_PLACE_MIN_STAGES, NTT_REV_IN_PLACE_STAGES,
-                     PASS_ELEMENTS_LOG, STAGES_PER_PASS)
+from .launch import (BIT_REVERSE_BLOCK, ELEMENTWISE_BLOCK, NTT_BR_TILE_LOG, NTT_DEPENDENT_PASSES, NTT_FUSE_COSET,
+                     NTT_FUSE_QUOTIENT, NTT_FUSE_SCALE, NTT_NATURAL_IN_PLACE, NTT_NATURAL_RADIX, NTT_PASS_KERNEL,
+                     NTT_PASS_KERNELS, NTT_RADIX_BUILT, NTT_RADIX_LOG, NTT_REV_IN_PLACE_MIN_STAGES,
+                     NTT_REV_IN_PLACE_STAGES, PASS_ELEMENTS_LOG, STAGES_PER_PASS)
 
 
 def pass_plan(log_n: int, dit: bool, stages: int = STAGES_PER_PASS,
@@ -128,6 +128,9 @@ class NttRunner:
         # ntt(): that last pass in place where in_place_plan has a plan (no scratch array); benches and tests set it
         self.natural_in_place = NTT_NATURAL_IN_PLACE
         self.natural_radix = NTT_NATURAL_RADIX  # ntt()'s register groups (launch.py); benches and tests vary it
+        # a transform's passes after its first as dependent launches (launch.py's NTT_DEPENDENT_PASSES says why;
+        # benches compare): the first waits for whatever came before it the ordinary way
+        self.dependent_passes = NTT_DEPENDENT_PASSES
         self._fr_args: dict[int, np.ndarray] = {}  # _fr_arg: the scales' limbs (0, 1, n^-1 per size)
         self._n_inverses: dict[int, int] = {}  # _n_inverse_mont, per log2 n
 
@@ -209,21 +212,24 @@ class NttRunner:
                 args = (d_data, self.d_tw.ptr, lo, k, tl, self.log_max, int(not self.compact), consts,
                         *(quotient or (0, 0)))
                 block = elems >> 1
-                self.kernels.launch(expr, n // elems, block, args, self.stream, elems * self.elem_bytes)
+                self.kernels.launch(expr, n // elems, block, args, self.stream, elems * self.elem_bytes,
+                                    dependent=i > 0 and self.dependent_passes)
             else:
-                self._groups_pass(d_data, d_data, lo, k, tl, log_n, dit, inverse, self.radix_log)
+                self._groups_pass(d_data, d_data, lo, k, tl, log_n, dit, inverse, self.radix_log, dependent=i > 0)
 
     def _groups_pass(self, src: int, dst: int, lo: int, k: int, tl: int, log_n: int, dit: bool, inverse: bool,
-                     radix_log: int, reversed_out: bool = False, scale_mont: int | None = None) -> None:
+                     radix_log: int, reversed_out: bool = False, scale_mont: int | None = None,
+                     dependent: bool = False) -> None:
         """One launch of ntt_pass<fr_t, DIT, radix_log, REV> (ntt/ntt.cuh): src -> dst; ``reversed_out``: the
-        DIF transform's last pass, storing in natural order (times ``scale_mont`` where given)."""
+        DIF transform's last pass, storing in natural order (times ``scale_mont`` where given); ``dependent``:
+        a pass after the transform's first (a dependent launch where ``dependent_passes``)."""
         elems = 1 << (k + tl)
         scale = self._fr_arg(scale_mont or 0)
         expr = f"ntt_pass<fr_t, {'true' if dit else 'false'}, {radix_log}, {'true' if reversed_out else 'false'}>"
         args = (src, dst, self.d_tw.ptr, lo, k, tl, self.log_max, int(inverse), int(not self.compact), log_n, scale,
                 int(scale_mont is not None))
         self.kernels.launch(expr, (1 << log_n) // elems, max(elems >> radix_log, 1), args, self.stream,
-                            elems * self.elem_bytes)
+                            elems * self.elem_bytes, dependent=dependent and self.dependent_passes)
 
     def _fr_arg(self, value: int):
         """An Fr kernel argument's limbs, kept per value: a transform of 2^20 takes ~0.3 ms on the device,
@@ -278,7 +284,7 @@ class NttRunner:
                 src = scratch.ptr if i == last and last else d_data
                 dst = scratch.ptr if i == last - 1 else d_data
                 self._groups_pass(src, dst, lo, k, tl, log_n, False, inverse, self.natural_radix,
-                                  reversed_out=i == last, scale_mont=scale if i == last else None)
+                                  reversed_out=i == last, scale_mont=scale if i == last else None, dependent=i > 0)
         finally:
             if scratch is not None:
                 scratch.free()  # stream-ordered: after the last pass
@@ -288,8 +294,8 @@ class NttRunner:
         """``in_place_plan``'s launches: the DIF passes over the upper bits in place, then ntt_pass_rev_in_place on
         the low kr bits (blocks of a middle value m and its reverse: 2^(2 kr + 1) elements, half of the blocks
         idle), storing in natural order, times ``scale_mont`` where given."""
-        for lo, k, tl in upper:
-            self._groups_pass(d_data, d_data, lo, k, tl, log_n, False, inverse, self.natural_radix)
+        for i, (lo, k, tl) in enumerate(upper):
+            self._groups_pass(d_data, d_data, lo, k, tl, log_n, False, inverse, self.natural_radix, dependent=i > 0)
         elems = 1 << (2 * kr + 1)
         scale = self._fr_arg(scale_mont or 0)
         args = (d_data, self.d_tw.ptr, kr, self.log_max, int(inverse), int(not self.compact), log_n, scale,

@@ -118,6 +118,17 @@ __device__ __forceinline__ void ntt_stages(F* s, const F* __restrict__ d_tw, int
     }
 }
 
+// Programmatic dependent launch (sm_90 and up; CurveKernels.launch's `dependent`, NttRunner.dependent_passes): the
+// stream's next kernel, launched as dependent, may place its blocks on the SMs this grid's last wave leaves free,
+// and this grid, so launched, waits here until the kernel before it has finished and its writes are visible. A
+// kernel launched the ordinary way passes straight through both.
+__device__ __forceinline__ void ntt_after_prior_grid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
 __device__ __forceinline__ uint64_t bit_reverse(uint64_t i, int log_n) {
     return log_n == 0 ? 0 : (__brevll(i) >> (64 - log_n));
 }
@@ -146,6 +157,7 @@ __global__ void __launch_bounds__((1 << PASS_ELEMENTS_LOG) >> R, NTT_PASS_MIN_BL
         if (REV) return ((lt << (log_n - k - tl)) | blockIdx.x) << k | v;
         return (hi << (lo + k)) | (v << lo) | (lw_base | lt);
     };
+    ntt_after_prior_grid();
     for (int e = threadIdx.x; e < n_elems; e += blockDim.x) s[e] = src[global_index(e)];
     __syncthreads();
     ntt_stages<F, DIT, R, REV>(s, d_tw, n_elems, k, tl, lo, lw_base, log_tw, inverse, levels);
@@ -262,6 +274,7 @@ __global__ void __launch_bounds__(512, 2) ntt_pass_pairs(F* __restrict__ d_data,
     const int t_first = DIT ? 0 : k - 1;
     bool neg_next = false;
     F w_next = lo + t_first == 0 && !COSET ? F::one() : twiddle(t_first, neg_next);
+    ntt_after_prior_grid();  // the twiddles and consts above are no earlier pass's output
     F x, y;
     if (DIT && tl == 0 && k > 1) {
         // no low bits to coalesce over (the bottom pass): adjacent pairs, so a warp's two loads would each span

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 class Recorder:
     """events: ("launch", expr, args, grid, block, shared_bytes), ("alloc", what, ptr, nbytes),
-    ("memset", what), ("free", what, ptr)."""
+    ("memset", what), ("free", what, ptr); dependent: each launch's ``dependent`` flag, in launch order."""
 
     def __init__(self) -> None:
         self.events: list[tuple] = []
+        self.dependent: list[bool] = []
         self._next = 0x10000
 
-    def launch(self, expr, grid, block, args, stream, shared_bytes=0):
+    def launch(self, expr, grid, block, args, stream, shared_bytes=0, dependent=False):
         self.events.append(("launch", expr, args, grid, block, shared_bytes))
+        self.dependent.append(dependent)
 
     def alloc(self, nbytes, what, stream=None):
         self._next += 0x10000

@@ -123,3 +123,42 @@ def test_a_launch_hands_the_driver_the_packed_table(monkeypatch):
     for shared in (65536, 65536, 49152):  # past it: the kernel's limit raised once, then enough
         kernels.launch("ntt_pass<fr_t, false, 2, true>", 1, 1, args, stream, shared)
     assert raised == [("the function", "max dynamic shared", 65536)] and launched[-1][3] == 49152
+
+
+def test_a_dependent_launch_goes_through_launch_kernel_ex_with_its_config_kept(monkeypatch):
+    """launch(dependent=True): cuLaunchKernelEx with the programmatic-serialisation attribute on a configuration
+    of the launch's shape and stream, built once per shape and stream; the packed table as for cuLaunchKernel."""
+    launched, made = [], []
+
+    class Config(SimpleNamespace):
+        def __init__(self):
+            super().__init__()
+            made.append(self)
+
+    def cu_launch_kernel_ex(config, function, params, extra):
+        launched.append((config, function, _read_back(SIGNATURES["ntt_pass"], params, 32)))
+        return (0,)
+
+    ids = SimpleNamespace(CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION="programmatic serialisation")
+    monkeypatch.setattr(kernels_module, "driver", SimpleNamespace(
+        cuLaunchKernelEx=cu_launch_kernel_ex, CUlaunchConfig=Config, CUlaunchAttributeID=ids,
+        CUlaunchAttribute=lambda: SimpleNamespace(value=SimpleNamespace()),
+        cuLaunchKernel=lambda *a: pytest.fail("an ordinary launch")))
+    monkeypatch.setattr(kernels_module, "check", lambda result, *what: None)
+    kernels = CurveKernels.__new__(CurveKernels)
+    kernels.curve, kernels.sync_after_launch = BLS12_381, False
+    kernels._layouts, kernels._functions = {}, {"ntt_pass<fr_t, false, 2, true>": "the function"}
+    kernels._shared_limits, kernels._dependent_configs = {}, {}
+    stream = SimpleNamespace(handle="the stream", note_launch=lambda expr: None)
+    args = (0x1000, 0x2000, 0x3000, 0, 8, 2, 20, 1, 0, 20, np.array([5, 6, 7, 8], dtype=np.uint64), 1)
+    for grid in (1024, 1024, 2048):
+        kernels.launch("ntt_pass<fr_t, false, 2, true>", grid, 256, args, stream, 32768, dependent=True)
+    assert len(made) == 2 and [c for c, _, _ in launched] == [made[0], made[0], made[1]]
+    config = made[0]
+    assert (config.gridDimX, config.gridDimY, config.gridDimZ, config.blockDimX, config.blockDimY,
+            config.blockDimZ) == (1024, 1, 1, 256, 1, 1)
+    assert (config.sharedMemBytes, config.hStream, config.numAttrs) == (32768, "the stream", 1)
+    (attribute,) = config.attrs
+    assert attribute.id == "programmatic serialisation" and attribute.value.programmaticStreamSerializationAllowed == 1
+    assert all(f == "the function" for _, f, _ in launched)
+    assert launched[0][2] == [0x1000, 0x2000, 0x3000, 0, 8, 2, 20, 1, 0, 20, [5, 6, 7, 8], 1]

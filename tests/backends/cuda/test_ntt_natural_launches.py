@@ -105,3 +105,30 @@ def test_without_an_in_place_plan_the_scratch_array_serves(log_n):
     assert in_place_plan(log_n) is None
     assert [e[1] for e in rec.events if e[0] == "alloc"] == ["ntt natural order"]
     assert [e[1] for e in rec.events if e[0] == "launch"][-1] == f"ntt_pass<fr_t, false, {ntt.natural_radix}, true>"
+
+
+@pytest.mark.parametrize("path", ["natural", "in place", "radix pairs", "radix groups", "coset quotient"])
+@pytest.mark.parametrize("dependent", [True, False])
+def test_passes_after_a_transforms_first_are_dependent_launches(path, dependent):
+    """dependent_passes: every pass but a transform's first is a dependent launch (its kernel waits for the pass
+    before it); the first waits for earlier work the ordinary way, and so does ntt_pass_rev_in_place, which has
+    no wait in it. Off: no dependent launch at all."""
+    rec, ntt = runner(21)
+    ntt.dependent_passes = dependent
+    if path == "natural":
+        ntt.ntt(DATA, 20)
+    elif path == "in place":
+        ntt.natural_in_place = True
+        ntt.ntt(DATA, 20)
+    elif path == "coset quotient":
+        ntt._coset_tables[20] = SimpleNamespace(consts=SimpleNamespace(ptr=0x555))
+        ntt.radix_passes(DATA, 20, dit=True, inverse=False, coset=True, quotient=(0x100, 0x200))
+    else:
+        ntt.pass_kernel = path.split()[1]
+        ntt.radix_passes(DATA, 20, dit=False, inverse=False)
+    exprs = [e[1] for e in rec.events if e[0] == "launch"]
+    assert len(exprs) == 3 and len(rec.dependent) == 3
+    expected = [False, dependent, dependent and path != "in place"]
+    assert rec.dependent == expected
+    if path == "in place":
+        assert exprs[-1].startswith("ntt_pass_rev_in_place")
