@@ -23,9 +23,9 @@ from bench.common import REPO, Stopwatch, arg_parser, markdown_table, time_ms, w
 from bench.gpu_msm import SPLIT, random_msm_data, time_msms
 from pipeline import progress
 from pipeline.backends.cuda.backend import CudaBackend  # the import makes no CUDA context
-from pipeline.backends.cuda.launch import (G1_LAZY_BUILT, G2_VARIANTS_BUILT, NTT_DEPENDENT_PASSES, NTT_NATURAL_IN_PLACE,
-                                          NTT_NATURAL_RADIX, NTT_PASS_KERNEL, NTT_PASS_KERNELS, NTT_PASS_VARIANTS,
-                                          NTT_RADIX_LOG, STAGES_PER_PASS, STAGES_PER_PASS_COMPARED)
+from pipeline.backends.cuda.launch import (G1_LAZY_BUILT, G2_VARIANTS_BUILT, NTT_DEPENDENT_BUILT, NTT_DEPENDENT_PASSES,
+                                          NTT_NATURAL_IN_PLACE, NTT_NATURAL_RADIX, NTT_PASS_KERNEL, NTT_PASS_KERNELS,
+                                          NTT_PASS_VARIANTS, NTT_RADIX_LOG, STAGES_PER_PASS, STAGES_PER_PASS_COMPARED)
 from pipeline.backends.cuda.ntt import in_place_plan
 from pipeline.curves import curve_by_name
 
@@ -72,6 +72,8 @@ def radix_only(passes: str) -> str:
 PASSES = pass_label(NTT_PASS_KERNEL, NTT_RADIX_LOG)
 NATURAL = f"natural in and out ({pass_label('groups', NTT_NATURAL_RADIX)}, the bit reversal in the last pass)"
 RADIX_ONLY = radix_only(PASSES)
+# the rows with the other setting of the dependent launches (where the kernels are built for them)
+DEPENDENT_FLIPPED = "every pass an ordinary launch" if NTT_DEPENDENT_PASSES else "passes after the first dependent"
 TILED_REVERSE = f"natural in and out ({PASSES}, tiled bit-reversal pass)"
 ELEMENTWISE_REVERSE = f"natural in and out ({PASSES}, element-wise bit-reversal pass)"
 QUOTIENT = "3 iNTT + 3 coset NTT + pointwise"
@@ -247,10 +249,10 @@ def time_fr(backend, curve, logs: list[int], values: np.ndarray, repeat: int = 5
                     rt.ntt.pass_kernel = other
                     variants["H", f"{QUOTIENT}, {pass_label(other, NTT_RADIX_LOG)}"] = time_ms(
                         backend.stream, quotient, repeat=repeat)
-                rt.ntt.pass_kernel, rt.ntt.dependent_passes = NTT_PASS_KERNEL, not NTT_DEPENDENT_PASSES
-                variants["H", f"{QUOTIENT}, " + ("every pass an ordinary launch" if NTT_DEPENDENT_PASSES
-                                                 else "passes after the first dependent")] = time_ms(
-                    backend.stream, quotient, repeat=repeat)
+                rt.ntt.pass_kernel = NTT_PASS_KERNEL
+                if NTT_DEPENDENT_BUILT:
+                    rt.ntt.dependent_passes = not NTT_DEPENDENT_PASSES
+                    variants["H", f"{QUOTIENT}, {DEPENDENT_FLIPPED}"] = time_ms(backend.stream, quotient, repeat=repeat)
             finally:
                 rt.ntt.stages_per_pass, rt.ntt.pass_kernel = STAGES_PER_PASS, NTT_PASS_KERNEL
                 rt.ntt.dependent_passes = NTT_DEPENDENT_PASSES
@@ -290,13 +292,13 @@ def time_ntt_variants(backend, ntt, d_data: int, log_n: int, repeat: int,
         if ntt.fusible(log_n):
             out["NTT", f"radix passes only, DIT onto the odd coset, {PASSES}"] = time_ms(
                 backend.stream, lambda: ntt.radix_passes(d_data, log_n, True, False, coset=True), repeat=repeat)
-        # dependent launches (session 38): the defaults with every pass an ordinary launch, the same transforms
-        ntt.dependent_passes = not NTT_DEPENDENT_PASSES
-        flipped = "every pass an ordinary launch" if NTT_DEPENDENT_PASSES else "passes after the first dependent"
-        out["NTT", f"{NATURAL}, {flipped}"] = time_ms(backend.stream, lambda: ntt.ntt(d_data, log_n), repeat=repeat)
-        out["NTT", f"{RADIX_ONLY}, {flipped}"] = time_ms(
-            backend.stream, lambda: ntt.radix_passes(d_data, log_n, False, False), repeat=repeat)
-        ntt.dependent_passes = NTT_DEPENDENT_PASSES
+        if NTT_DEPENDENT_BUILT:  # dependent launches (session 38): the defaults with the other setting, same transforms
+            ntt.dependent_passes = not NTT_DEPENDENT_PASSES
+            out["NTT", f"{NATURAL}, {DEPENDENT_FLIPPED}"] = time_ms(backend.stream, lambda: ntt.ntt(d_data, log_n),
+                                                                     repeat=repeat)
+            out["NTT", f"{RADIX_ONLY}, {DEPENDENT_FLIPPED}"] = time_ms(
+                backend.stream, lambda: ntt.radix_passes(d_data, log_n, False, False), repeat=repeat)
+            ntt.dependent_passes = NTT_DEPENDENT_PASSES
         # two transforms between one pair of events, per transform: the host's time ahead of the first launch,
         # which a lone transform's events count while the GPU waits, counts once for two
         out["NTT", f"{NATURAL}, two in a row (time / 2)"] = time_ms(

@@ -8,8 +8,8 @@ import pytest
 
 from pipeline.backends.cpu.ntt import ntt as ntt_ref
 from pipeline.backends.cpu.ntt import quotient_on_coset, to_odd_coset
-from pipeline.backends.cuda.launch import (NTT_PASS_KERNEL, NTT_PASS_KERNELS, NTT_PASS_VARIANTS, NTT_RADIX_BUILT,
-                                          STAGES_PER_PASS_COMPARED)
+from pipeline.backends.cuda.launch import (NTT_DEPENDENT_BUILT, NTT_PASS_KERNEL, NTT_PASS_KERNELS, NTT_PASS_VARIANTS,
+                                          NTT_RADIX_BUILT, STAGES_PER_PASS_COMPARED)
 
 pytestmark = pytest.mark.gpu
 
@@ -199,6 +199,8 @@ def test_the_in_place_last_pass_equals_the_scratch_one_at_the_benchmarked_sizes(
         ntt.close()
 
 
+@pytest.mark.skipif(not NTT_DEPENDENT_BUILT, reason="the ntt kernels are built without the wait "
+                                                   "(launch.NTT_DEPENDENT_BUILT off): no dependent launch to test")
 @pytest.mark.parametrize("log_n", [19, 20, 21, 22])
 def test_dependent_launches_of_the_later_passes_give_the_same_words(cuda_backend, runtime, gpu_curve, log_n):
     """NttRunner.dependent_passes (the passes after a transform's first as programmatic dependent launches, the

@@ -159,11 +159,17 @@ NTT_NATURAL_RADIX = 2
 NTT_REV_IN_PLACE_STAGES = 5
 NTT_REV_IN_PLACE_MIN_STAGES = 3
 NTT_NATURAL_IN_PLACE = False
-# A transform's passes after its first go as programmatic dependent launches (CurveKernels.launch's `dependent`; the
-# kernels wait for the pass before them in the kernel, ntt.cuh's ntt_after_prior_grid): the next pass's blocks take
-# the SMs that the last wave of the one before leaves idle, and its launch no longer waits for that pass to drain.
-# Session 38's ncu reading (results/ntt_ncu_s38_h100.md): 3 passes at 2^20, 1024-4096 blocks of 2-4 waves each.
-NTT_DEPENDENT_PASSES = True
+# A transform's passes after its first as programmatic dependent launches (CurveKernels.launch's `dependent`): the
+# next pass's blocks take the SMs that the last wave of the one before leaves idle, and its launch no longer waits
+# for that pass to drain (session 38's ncu reading, results/ntt_ncu_s38_h100.md: 3 passes at 2^20, 2-4 waves each).
+# NTT_DEPENDENT_BUILT compiles the wait into ntt_pass and ntt_pass_pairs (ntt.cuh's ntt_after_prior_grid; an
+# ordinary launch passes through it); a dependent launch of a pass built without it would race the pass before, so
+# NttRunner refuses that. Both off: built and CPU-tested in session 38, whose device time ran out before a GPU ran it
+# (bench/NOTES.md). The next device session: BUILT on, rebuild, the GPU test of both ways, kernels_vs_sppark's rows
+# of both, then PASSES where it wins.
+NTT_DEPENDENT_BUILT = False
+NTT_DEPENDENT_PASSES = False
+IN_HEADER.update(NTT_DEPENDENT_BUILT=int(NTT_DEPENDENT_BUILT))
 BIT_REVERSE_BLOCK = 256  # ntt_bit_reverse_tiles: 256 elements a tile
 SPLIT_BLOCK = 256  # msm_classify, msm_compact, gather_rows (split.py): not yet swept on the H200
 BATCH_INVERSE_THREADS = 1 << 17  # threads of a batch inversion: enough to fill an H200, >= 8 elements each at 2^20

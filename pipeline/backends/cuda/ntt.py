@@ -12,9 +12,9 @@ import numpy as np
 
 from ...curves.field import ScalarField
 from .kernels import CurveKernels, grid_for
-from .launch import (BIT_REVERSE_BLOCK, ELEMENTWISE_BLOCK, NTT_BR_TILE_LOG, NTT_DEPENDENT_PASSES, NTT_FUSE_COSET,
-                     NTT_FUSE_QUOTIENT, NTT_FUSE_SCALE, NTT_NATURAL_IN_PLACE, NTT_NATURAL_RADIX, NTT_PASS_KERNEL,
-                     NTT_PASS_KERNELS, NTT_RADIX_BUILT, NTT_RADIX_LOG, NTT_REV_IN_PLACE_MIN_STAGES,
+from .launch import (BIT_REVERSE_BLOCK, ELEMENTWISE_BLOCK, NTT_BR_TILE_LOG, NTT_DEPENDENT_BUILT, NTT_DEPENDENT_PASSES,
+                     NTT_FUSE_COSET, NTT_FUSE_QUOTIENT, NTT_FUSE_SCALE, NTT_NATURAL_IN_PLACE, NTT_NATURAL_RADIX,
+                     NTT_PASS_KERNEL, NTT_PASS_KERNELS, NTT_RADIX_BUILT, NTT_RADIX_LOG, NTT_REV_IN_PLACE_MIN_STAGES,
                      NTT_REV_IN_PLACE_STAGES, PASS_ELEMENTS_LOG, STAGES_PER_PASS)
 
 
@@ -129,7 +129,8 @@ class NttRunner:
         self.natural_in_place = NTT_NATURAL_IN_PLACE
         self.natural_radix = NTT_NATURAL_RADIX  # ntt()'s register groups (launch.py); benches and tests vary it
         # a transform's passes after its first as dependent launches (launch.py's NTT_DEPENDENT_PASSES says why;
-        # benches compare): the first waits for whatever came before it the ordinary way
+        # benches compare; only over kernels built with the wait, _dependent): the first waits for whatever came
+        # before it the ordinary way
         self.dependent_passes = NTT_DEPENDENT_PASSES
         self._fr_args: dict[int, np.ndarray] = {}  # _fr_arg: the scales' limbs (0, 1, n^-1 per size)
         self._n_inverses: dict[int, int] = {}  # _n_inverse_mont, per log2 n
@@ -203,6 +204,7 @@ class NttRunner:
         n = 1 << log_n
         plan = pass_plan(log_n, dit, self.stages_per_pass)
         consts = self._coset(log_n).consts.ptr if coset else 0
+        dependent = self._dependent()
         for i, (lo, k, tl) in enumerate(plan):
             if pairs:
                 elems = 1 << (k + tl)  # two trade buffers of elems / 2 (a thread a pair)
@@ -213,23 +215,31 @@ class NttRunner:
                         *(quotient or (0, 0)))
                 block = elems >> 1
                 self.kernels.launch(expr, n // elems, block, args, self.stream, elems * self.elem_bytes,
-                                    dependent=i > 0 and self.dependent_passes)
+                                    dependent=i > 0 and dependent)
             else:
-                self._groups_pass(d_data, d_data, lo, k, tl, log_n, dit, inverse, self.radix_log, dependent=i > 0)
+                self._groups_pass(d_data, d_data, lo, k, tl, log_n, dit, inverse, self.radix_log,
+                                  dependent=i > 0 and dependent)
 
     def _groups_pass(self, src: int, dst: int, lo: int, k: int, tl: int, log_n: int, dit: bool, inverse: bool,
                      radix_log: int, reversed_out: bool = False, scale_mont: int | None = None,
                      dependent: bool = False) -> None:
         """One launch of ntt_pass<fr_t, DIT, radix_log, REV> (ntt/ntt.cuh): src -> dst; ``reversed_out``: the
         DIF transform's last pass, storing in natural order (times ``scale_mont`` where given); ``dependent``:
-        a pass after the transform's first (a dependent launch where ``dependent_passes``)."""
+        a dependent launch (a pass after the transform's first, where ``dependent_passes``)."""
         elems = 1 << (k + tl)
         scale = self._fr_arg(scale_mont or 0)
         expr = f"ntt_pass<fr_t, {'true' if dit else 'false'}, {radix_log}, {'true' if reversed_out else 'false'}>"
         args = (src, dst, self.d_tw.ptr, lo, k, tl, self.log_max, int(inverse), int(not self.compact), log_n, scale,
                 int(scale_mont is not None))
         self.kernels.launch(expr, (1 << log_n) // elems, max(elems >> radix_log, 1), args, self.stream,
-                            elems * self.elem_bytes, dependent=dependent and self.dependent_passes)
+                            elems * self.elem_bytes, dependent=dependent)
+
+    def _dependent(self) -> bool:
+        """``dependent_passes``, refused over kernels built without the wait (it would race the pass before)."""
+        if self.dependent_passes and not NTT_DEPENDENT_BUILT:
+            raise ValueError("NttRunner.dependent_passes needs the ntt kernels built with the wait "
+                             "(launch.NTT_DEPENDENT_BUILT)")
+        return self.dependent_passes
 
     def _fr_arg(self, value: int):
         """An Fr kernel argument's limbs, kept per value: a transform of 2^20 takes ~0.3 ms on the device,
@@ -270,8 +280,9 @@ class NttRunner:
         if self.natural_radix not in NTT_RADIX_BUILT:
             raise ValueError(f"NttRunner.natural_radix must be one of {NTT_RADIX_BUILT}, got {self.natural_radix!r}")
         self.ensure_twiddles(log_n)
+        dependent = self._dependent()
         if self.natural_in_place and (in_place := in_place_plan(log_n, self.stages_per_pass)) is not None:
-            self._natural_in_place(d_data, log_n, inverse, scale, *in_place)
+            self._natural_in_place(d_data, log_n, inverse, scale, *in_place, dependent)
             return
         plan = natural_plan(log_n, self.stages_per_pass)
         last = len(plan) - 1
@@ -284,18 +295,20 @@ class NttRunner:
                 src = scratch.ptr if i == last and last else d_data
                 dst = scratch.ptr if i == last - 1 else d_data
                 self._groups_pass(src, dst, lo, k, tl, log_n, False, inverse, self.natural_radix,
-                                  reversed_out=i == last, scale_mont=scale if i == last else None, dependent=i > 0)
+                                  reversed_out=i == last, scale_mont=scale if i == last else None,
+                                  dependent=i > 0 and dependent)
         finally:
             if scratch is not None:
                 scratch.free()  # stream-ordered: after the last pass
 
     def _natural_in_place(self, d_data: int, log_n: int, inverse: bool, scale_mont: int | None,
-                          upper: list[tuple[int, int, int]], kr: int) -> None:
+                          upper: list[tuple[int, int, int]], kr: int, dependent: bool) -> None:
         """``in_place_plan``'s launches: the DIF passes over the upper bits in place, then ntt_pass_rev_in_place on
         the low kr bits (blocks of a middle value m and its reverse: 2^(2 kr + 1) elements, half of the blocks
         idle), storing in natural order, times ``scale_mont`` where given."""
         for i, (lo, k, tl) in enumerate(upper):
-            self._groups_pass(d_data, d_data, lo, k, tl, log_n, False, inverse, self.natural_radix, dependent=i > 0)
+            self._groups_pass(d_data, d_data, lo, k, tl, log_n, False, inverse, self.natural_radix,
+                              dependent=i > 0 and dependent)
         elems = 1 << (2 * kr + 1)
         scale = self._fr_arg(scale_mont or 0)
         args = (d_data, self.d_tw.ptr, kr, self.log_max, int(inverse), int(not self.compact), log_n, scale,

@@ -118,12 +118,12 @@ __device__ __forceinline__ void ntt_stages(F* s, const F* __restrict__ d_tw, int
     }
 }
 
-// Programmatic dependent launch (sm_90 and up; CurveKernels.launch's `dependent`, NttRunner.dependent_passes): the
-// stream's next kernel, launched as dependent, may place its blocks on the SMs this grid's last wave leaves free,
-// and this grid, so launched, waits here until the kernel before it has finished and its writes are visible. A
-// kernel launched the ordinary way passes straight through both.
+// Programmatic dependent launch (sm_90 and up; CurveKernels.launch's `dependent`, NttRunner.dependent_passes), where
+// NTT_DEPENDENT_BUILT (launch.py): the stream's next kernel, launched as dependent, may place its blocks on the SMs
+// this grid's last wave leaves free, and this grid, so launched, waits here until the kernel before it has finished
+// and its writes are visible. A kernel launched the ordinary way passes straight through both.
 __device__ __forceinline__ void ntt_after_prior_grid() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#if NTT_DEPENDENT_BUILT && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
     asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from pipeline.backends.cuda.launch import PASS_ELEMENTS_LOG
+from pipeline.backends.cuda import ntt as ntt_module
 from pipeline.backends.cuda.ntt import NttRunner, in_place_plan, natural_plan
 from pipeline.curves import BN254
 from tests.backends.cuda.launch_recorder import Recorder
@@ -109,10 +110,11 @@ def test_without_an_in_place_plan_the_scratch_array_serves(log_n):
 
 @pytest.mark.parametrize("path", ["natural", "in place", "radix pairs", "radix groups", "coset quotient"])
 @pytest.mark.parametrize("dependent", [True, False])
-def test_passes_after_a_transforms_first_are_dependent_launches(path, dependent):
-    """dependent_passes: every pass but a transform's first is a dependent launch (its kernel waits for the pass
-    before it); the first waits for earlier work the ordinary way, and so does ntt_pass_rev_in_place, which has
-    no wait in it. Off: no dependent launch at all."""
+def test_passes_after_a_transforms_first_are_dependent_launches(monkeypatch, path, dependent):
+    """dependent_passes (over kernels built with the wait): every pass but a transform's first is a dependent
+    launch (its kernel waits for the pass before it); the first waits for earlier work the ordinary way, and so
+    does ntt_pass_rev_in_place, which has no wait in it. Off: no dependent launch at all."""
+    monkeypatch.setattr(ntt_module, "NTT_DEPENDENT_BUILT", True)
     rec, ntt = runner(21)
     ntt.dependent_passes = dependent
     if path == "natural":
@@ -132,3 +134,13 @@ def test_passes_after_a_transforms_first_are_dependent_launches(path, dependent)
     assert rec.dependent == expected
     if path == "in place":
         assert exprs[-1].startswith("ntt_pass_rev_in_place")
+
+
+@pytest.mark.parametrize("path", ["natural", "radix"])
+def test_dependent_passes_over_kernels_built_without_the_wait_are_refused_before_any_launch(monkeypatch, path):
+    monkeypatch.setattr(ntt_module, "NTT_DEPENDENT_BUILT", False)
+    rec, ntt = runner(20)
+    ntt.dependent_passes = True
+    with pytest.raises(ValueError, match="NTT_DEPENDENT_BUILT"):
+        ntt.ntt(DATA, 20) if path == "natural" else ntt.radix_passes(DATA, 20, dit=False, inverse=False)
+    assert rec.events == []
