@@ -24,9 +24,10 @@ from bench.gpu_msm import SPLIT, random_msm_data, time_msms
 from pipeline import progress
 from pipeline.backends.cuda.backend import CudaBackend  # the import makes no CUDA context
 from pipeline.backends.cuda.launch import (G1_LAZY_BUILT, G2_VARIANTS_BUILT, NTT_DEPENDENT_BUILT, NTT_DEPENDENT_PASSES,
-                                          NTT_NATURAL_IN_PLACE, NTT_NATURAL_RADIX, NTT_PASS_KERNEL, NTT_PASS_KERNELS,
-                                          NTT_PASS_VARIANTS, NTT_RADIX_LOG, STAGES_PER_PASS, STAGES_PER_PASS_COMPARED)
-from pipeline.backends.cuda.ntt import in_place_plan
+                                          NTT_NATURAL_IN_PLACE, NTT_NATURAL_RADIX, NTT_NATURAL_SHORT_LAST,
+                                          NTT_PASS_KERNEL, NTT_PASS_KERNELS, NTT_PASS_VARIANTS, NTT_RADIX_LOG,
+                                          STAGES_PER_PASS, STAGES_PER_PASS_COMPARED)
+from pipeline.backends.cuda.ntt import in_place_plan, natural_plan
 from pipeline.curves import curve_by_name
 
 METHOD = """sppark first: one harness call per curve (.anchors/bench_<curve>: shared/anchors/sppark's harness as
@@ -311,6 +312,11 @@ def time_ntt_variants(backend, ntt, d_data: int, log_n: int, repeat: int,
         out["NTT", f"{RADIX_ONLY}, compact twiddles"] = time_ms(
             backend.stream, lambda: ntt.radix_passes(d_data, log_n, False, False), repeat=repeat)
         ntt.ensure_twiddles(ntt.log_max, compact=False)
+        if natural_plan(log_n, short_last=True) != natural_plan(log_n):  # the short pass last (session 38)
+            ntt.natural_short_last = not NTT_NATURAL_SHORT_LAST
+            moved = "the short pass first" if NTT_NATURAL_SHORT_LAST else "the short pass last"
+            out["NTT", f"{NATURAL}, {moved}"] = time_ms(backend.stream, lambda: ntt.ntt(d_data, log_n), repeat=repeat)
+            ntt.natural_short_last = NTT_NATURAL_SHORT_LAST
         if in_place_plan(log_n) is not None:  # the last pass in place, no scratch array (session 36)
             ntt.natural_in_place = True
             out["NTT", f"{NATURAL}, that pass in place (no scratch array)"] = time_ms(
@@ -322,7 +328,7 @@ def time_ntt_variants(backend, ntt, d_data: int, log_n: int, repeat: int,
     finally:
         ntt.radix_log, ntt.tiled_bit_reverse, ntt.stages_per_pass = NTT_RADIX_LOG, True, STAGES_PER_PASS
         ntt.pass_kernel, ntt.fused_reversal, ntt.natural_in_place = NTT_PASS_KERNEL, True, NTT_NATURAL_IN_PLACE
-        ntt.dependent_passes = NTT_DEPENDENT_PASSES
+        ntt.dependent_passes, ntt.natural_short_last = NTT_DEPENDENT_PASSES, NTT_NATURAL_SHORT_LAST
     return out
 
 

@@ -133,29 +133,33 @@ def test_transforms_read_a_larger_domains_table_in_either_layout(cuda_backend, r
 # plans; 2^20's three passes: test_ntt_round_trip_and_spot_values_at_2_20. With natural_in_place, in_place_plan's
 # sizes: kr = 3, 4, 5 at 2^11-2^13 (8-stage passes), 2^15 with 4-stage ones (three upper passes, kr = 3), 2^13 with 10
 # (kr = 3); 2^8, 2^10 (kr = 2) and 2^16 have no in-place plan (the scratch path, as before)
-NATURAL_CASES = [(k, st, False) for k, st in [(1, 8), (5, 8), (8, 8), (9, 8), (13, 8), (14, 3), (11, 10), (12, 9)]] + \
-    [(k, st, True) for k, st in [(8, 8), (10, 8), (11, 8), (12, 8), (13, 8), (15, 4), (13, 10), (16, 8)]]
+# With natural_short_last (the short pass last where it has 3 stages or more): 3, 4, 5, 7 stages last after 8-stage
+# passes (2^11-2^13, 2^15), 3 after a 10- and a 9-stage pass.
+NATURAL_CASES = [(k, st, "scratch")
+                 for k, st in [(1, 8), (5, 8), (8, 8), (9, 8), (13, 8), (14, 3), (11, 10), (12, 9)]] + \
+    [(k, st, "in-place") for k, st in [(8, 8), (10, 8), (11, 8), (12, 8), (13, 8), (15, 4), (13, 10), (16, 8)]] + \
+    [(k, st, "short-last") for k, st in [(11, 8), (12, 8), (13, 8), (15, 8), (13, 10), (12, 9)]]
 
 
-def _natural_id(v):
-    return ("in-place" if v else "scratch") if isinstance(v, bool) else str(v)
-
-
-@pytest.mark.parametrize("log_n, stages, in_place", NATURAL_CASES, ids=_natural_id)
+@pytest.mark.parametrize("log_n, stages, path", NATURAL_CASES, ids=str)
 @pytest.mark.parametrize("radix_log", NTT_RADIX_BUILT, ids=lambda r: f"radix{r}")
 def test_the_natural_order_transform_with_the_reversal_in_its_last_pass_matches_the_reference(
-        cuda_backend, runtime, gpu_curve, log_n, stages, in_place, radix_log):
+        cuda_backend, runtime, gpu_curve, log_n, stages, path, radix_log):
     """NttRunner.ntt's fused path (ntt_pass's REV form ends the DIF passes in natural order; a scratch array
     between passes; with natural_in_place, ntt_pass_rev_in_place: a block of a middle value and its reverse, no
-    scratch array), forward and inverse (n^-1 in the last pass's stores), with every register-group size built,
-    against the reference; the data's neighbours are left alone (the scratch array is the transform's own)."""
-    from pipeline.backends.cuda.ntt import NttRunner
+    scratch array; with natural_short_last, the short pass last), forward and inverse (n^-1 in the last pass's
+    stores), with every register-group size built, against the reference; the data's neighbours are left alone
+    (the scratch array is the transform's own)."""
+    from pipeline.backends.cuda.ntt import NttRunner, natural_plan
 
     fr, n = gpu_curve.fr, 1 << log_n
     ntt = NttRunner(runtime.ntt.kernels, cuda_backend.allocator, cuda_backend.stream)
-    ntt.natural_radix, ntt.stages_per_pass, ntt.natural_in_place = radix_log, min(stages, log_n), in_place
+    ntt.natural_radix, ntt.stages_per_pass = radix_log, min(stages, log_n)
+    ntt.natural_in_place, ntt.natural_short_last = path == "in-place", path == "short-last"
+    if path == "short-last":
+        assert natural_plan(log_n, ntt.stages_per_pass, short_last=True)[-1][1] < ntt.stages_per_pass
     assert ntt.fused_reversal
-    seed = f"fused{gpu_curve.name}{log_n}{stages}{radix_log}" + ("in place" if in_place else "")
+    seed = f"fused{gpu_curve.name}{log_n}{stages}{radix_log}" + {"scratch": "", "in-place": "in place"}.get(path, path)
     values = _random_values(fr, random.Random(seed), n)
     guard = _random_values(fr, random.Random("guard"), 64)
     try:
@@ -169,32 +173,35 @@ def test_the_natural_order_transform_with_the_reversal_in_its_last_pass_matches_
         ntt.close()
 
 
-@pytest.mark.parametrize("log_n", [19, 20, 21])
-def test_the_in_place_last_pass_equals_the_scratch_one_at_the_benchmarked_sizes(cuda_backend, runtime, gpu_curve,
-                                                                                log_n):
-    """At 2^19-2^21 (kr = 3, 4, 5; 2^21's blocks take 64 KiB of shared memory, past the default limit that
-    CurveKernels.launch raises): the in-place transform equals the scratch-array one word for word, both
-    directions (the scratch path is checked against the reference above)."""
-    from pipeline.backends.cuda.ntt import NttRunner, in_place_plan
+@pytest.mark.parametrize("log_n", [19, 20, 21, 22, 23])
+def test_the_other_natural_plans_equal_the_default_at_the_benchmarked_sizes(cuda_backend, runtime, gpu_curve, log_n):
+    """At 2^19-2^21 the in-place last pass (kr = 3, 4, 5; 2^21's blocks take 64 KiB of shared memory, past the
+    default limit that CurveKernels.launch raises), and at 2^19-2^23 the short pass last (3-7 stages), each equal
+    the default transform word for word, both directions (the default is checked against the reference above)."""
+    from pipeline.backends.cuda.ntt import NttRunner, in_place_plan, natural_plan
 
     fr, n = gpu_curve.fr, 1 << log_n
-    assert in_place_plan(log_n) is not None
+    others = (["natural_in_place"] if log_n <= 21 else []) + ["natural_short_last"]
+    assert (in_place_plan(log_n) is not None) == (log_n <= 21)
+    assert natural_plan(log_n, short_last=True) != natural_plan(log_n)
     ntt = NttRunner(runtime.ntt.kernels, cuda_backend.allocator, cuda_backend.stream)
     rng = np.random.default_rng(log_n)
     words = _random_words(fr, rng, n)
     try:
         with cuda_backend.allocator.upload(words, "x") as d, cuda_backend.allocator.alloc(words.nbytes, "X") as d2:
             for inverse in (False, True):
-                results = []
-                for in_place in (False, True):
-                    ntt.natural_in_place = in_place
+                results = {}
+                for plan in ["default", *others]:
+                    ntt.natural_in_place = ntt.natural_short_last = False
+                    if plan != "default":
+                        setattr(ntt, plan, True)
                     ntt.to_mont(d2.ptr, d.ptr, n)
                     ntt.ntt(d2.ptr, log_n, inverse=inverse)
-                    out = np.zeros_like(words)
-                    d2.download(out, cuda_backend.stream)
-                    results.append(out)
-                assert np.array_equal(results[0], results[1]), inverse
-                assert not np.array_equal(results[0], words)
+                    results[plan] = np.zeros_like(words)
+                    d2.download(results[plan], cuda_backend.stream)
+                for plan in others:
+                    assert np.array_equal(results["default"], results[plan]), (plan, inverse)
+                assert not np.array_equal(results["default"], words)
     finally:
         ntt.close()
 

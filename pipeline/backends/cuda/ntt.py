@@ -14,8 +14,9 @@ from ...curves.field import ScalarField
 from .kernels import CurveKernels, grid_for
 from .launch import (BIT_REVERSE_BLOCK, ELEMENTWISE_BLOCK, NTT_BR_TILE_LOG, NTT_DEPENDENT_BUILT, NTT_DEPENDENT_PASSES,
                      NTT_FUSE_COSET, NTT_FUSE_QUOTIENT, NTT_FUSE_SCALE, NTT_NATURAL_IN_PLACE, NTT_NATURAL_RADIX,
-                     NTT_PASS_KERNEL, NTT_PASS_KERNELS, NTT_RADIX_BUILT, NTT_RADIX_LOG, NTT_REV_IN_PLACE_MIN_STAGES,
-                     NTT_REV_IN_PLACE_STAGES, PASS_ELEMENTS_LOG, STAGES_PER_PASS)
+                     NTT_NATURAL_SHORT_LAST, NTT_PASS_KERNEL, NTT_PASS_KERNELS, NTT_RADIX_BUILT, NTT_RADIX_LOG,
+                     NTT_REV_IN_PLACE_MIN_STAGES, NTT_REV_IN_PLACE_STAGES, NTT_SHORT_LAST_MIN_STAGES, PASS_ELEMENTS_LOG,
+                     STAGES_PER_PASS)
 
 
 def pass_plan(log_n: int, dit: bool, stages: int = STAGES_PER_PASS,
@@ -29,19 +30,32 @@ def pass_plan(log_n: int, dit: bool, stages: int = STAGES_PER_PASS,
         return []
     ks = [stages] * ((log_n - 1) // stages)
     ks.insert(0, log_n - sum(ks))  # top pass, 1..stages stages
-    plan, hi = [], log_n
-    for k in ks:  # top-down
-        lo = hi - k
-        plan.append((lo, k, min(lo, max(elements_log - k, 0))))
-        hi = lo
+    plan = _top_down(log_n, ks, elements_log)
     return plan[::-1] if dit else plan
 
 
-def natural_plan(log_n: int, stages: int = STAGES_PER_PASS,
-                 elements_log: int = PASS_ELEMENTS_LOG) -> list[tuple[int, int, int]]:
+def _top_down(log_n: int, ks: list[int], elements_log: int) -> list[tuple[int, int, int]]:
+    """(lo, k, tl) of passes of ``ks`` stages from the top bits down, each block 2^elements_log elements where the
+    low bits allow."""
+    plan, hi = [], log_n
+    for k in ks:
+        lo = hi - k
+        plan.append((lo, k, min(lo, max(elements_log - k, 0))))
+        hi = lo
+    return plan
+
+
+def natural_plan(log_n: int, stages: int = STAGES_PER_PASS, elements_log: int = PASS_ELEMENTS_LOG,
+                 short_last: bool = False) -> list[tuple[int, int, int]]:
     """The DIF plan of ``pass_plan`` whose last pass (lo = 0) stores in natural order (ntt_pass's REV): its
-    tl is the number of rows a block holds, 2^tl consecutive reversed indices to store in one run."""
+    tl is the number of rows a block holds, 2^tl consecutive reversed indices to store in one run.
+    ``short_last``: pass_plan's short pass goes last, where it has NTT_SHORT_LAST_MIN_STAGES stages or more (a
+    REV pass's rows keep its blocks full at any k, where a short pass at lo = 0 of the radix plans has no low bits
+    to coalesce over): the top pass is then a full one, whose work can hide the largest twiddle levels' reads
+    that leave the short top pass bound by memory (session 38's ncu reading, bench/NOTES.md)."""
     plan = pass_plan(log_n, False, stages, elements_log)
+    if short_last and len(plan) > 1 and NTT_SHORT_LAST_MIN_STAGES <= plan[0][1] < stages:
+        plan = _top_down(log_n, [k for _, k, _ in plan[1:]] + [plan[0][1]], elements_log)
     if plan:
         _, k, _ = plan[-1]
         plan[-1] = (0, k, min(elements_log - k, log_n - k))
@@ -127,6 +141,7 @@ class NttRunner:
         self.fused_reversal = True  # ntt(): the bit reversal in the last pass (False: a pass of its own)
         # ntt(): that last pass in place where in_place_plan has a plan (no scratch array); benches and tests set it
         self.natural_in_place = NTT_NATURAL_IN_PLACE
+        self.natural_short_last = NTT_NATURAL_SHORT_LAST  # ntt(): natural_plan's short_last (launch.py); benches too
         self.natural_radix = NTT_NATURAL_RADIX  # ntt()'s register groups (launch.py); benches and tests vary it
         # a transform's passes after its first as dependent launches (launch.py's NTT_DEPENDENT_PASSES says why;
         # benches compare; only over kernels built with the wait, _dependent): the first waits for whatever came
@@ -285,7 +300,7 @@ class NttRunner:
         if self.natural_in_place and (in_place := in_place_plan(log_n, self.stages_per_pass)) is not None:
             self._natural_in_place(d_data, log_n, inverse, scale, *in_place, dependent)
             return
-        plan = natural_plan(log_n, self.stages_per_pass)
+        plan = natural_plan(log_n, self.stages_per_pass, short_last=self.natural_short_last)
         last = len(plan) - 1
         scratch = None
         try:

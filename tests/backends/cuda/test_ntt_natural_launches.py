@@ -29,10 +29,13 @@ def runner(log_max: int) -> tuple[Recorder, NttRunner]:
 
 @pytest.mark.parametrize("log_n", [3, 8, 9, 16, 20, 27])
 @pytest.mark.parametrize("inverse", [False, True])
-def test_the_last_pass_alone_reads_the_scratch_array_and_reverses(log_n, inverse):
+@pytest.mark.parametrize("short_last", [False, True])
+def test_the_last_pass_alone_reads_the_scratch_array_and_reverses(log_n, inverse, short_last):
     rec, ntt = runner(log_n)
+    ntt.natural_short_last = short_last
     ntt.ntt(DATA, log_n, inverse=inverse)
-    plan = natural_plan(log_n)
+    plan = natural_plan(log_n, short_last=short_last)
+    assert (plan != natural_plan(log_n)) == (short_last and log_n in (20, 27))
     launches = [e for e in rec.events if e[0] == "launch"]
     assert len(launches) == len(plan)
     allocs = [e for e in rec.events if e[0] == "alloc"]

@@ -239,16 +239,21 @@ def test_other_pass_plans_compute_the_transform(stages, elements_log, log_n):
 @pytest.mark.parametrize("log_n", [1, 2, 3, 5, 7, 9, 11])
 @pytest.mark.parametrize("radix", NTT_RADIX_BUILT)
 @pytest.mark.parametrize("compact", [False, True], ids=["levels", "compact"])
-def test_the_natural_order_plan_stores_the_transform_in_natural_order(stages, elements_log, log_n, radix, compact):
+@pytest.mark.parametrize("short_last", [False, True], ids=["short-top", "short-last"])
+def test_the_natural_order_plan_stores_the_transform_in_natural_order(stages, elements_log, log_n, radix, compact,
+                                                                       short_last):
     """NttRunner.ntt's fused path: DIF passes (the first from the data into a scratch array, the middle ones in
     place there) and the REV pass from the scratch array back into the data, whose blocks hold 2^tl rows:
-    the natural-order transform, both directions (the inverse's n^-1 left out), with no bit-reversal pass."""
+    the natural-order transform, both directions (the inverse's n^-1 left out), with no bit-reversal pass; with
+    short_last, the plan's short pass last."""
     fr, p = BN254.fr, BN254.fr.modulus
     log_tw = log_n + 1
     table = twiddle_table(fr, log_tw, compact)
     rng = random.Random(log_n * 31 + stages + radix)
     values = [rng.randrange(p) for _ in range(1 << log_n)]
-    plan = natural_plan(log_n, min(stages, log_n), elements_log)
+    plan = natural_plan(log_n, min(stages, log_n), elements_log, short_last)
+    assert sorted(k for _, k, _ in plan) == sorted(k for _, k, _ in natural_plan(log_n, min(stages, log_n),
+                                                                                 elements_log))
     lo, k, tl = plan[-1]
     assert lo == 0 and tl == min(elements_log - k, log_n - k)
     for inverse in (False, True):
@@ -376,3 +381,18 @@ def test_tiled_bit_reversal_is_the_permutation(log_n):
                 touched.add(index)
                 out[index] = tile[src]
     assert out == [rev(i, log_n) for i in range(1 << log_n)]
+
+
+def test_the_short_pass_goes_last_where_it_has_three_stages_or_more():
+    """natural_plan(short_last=True): the same passes, the short one last (lo = 0, 2^tl rows filling its block)
+    where it has NTT_SHORT_LAST_MIN_STAGES to 7 stages; the default plan where it has fewer, or none is short."""
+    for log_n in range(1, 31):
+        plan, moved = natural_plan(log_n), natural_plan(log_n, short_last=True)
+        short = plan[0][1]
+        if len(plan) > 1 and 3 <= short < 8:
+            assert [k for _, k, _ in moved] == [k for _, k, _ in plan[1:]] + [short], log_n
+            assert moved[-1] == (0, short, min(10 - short, log_n - short)) and moved[0][0] + moved[0][1] == log_n
+            assert all(lo == nxt_lo + nxt_k for (lo, _, _), (nxt_lo, nxt_k, _) in zip(moved, moved[1:]))
+        else:
+            assert moved == plan, log_n
+    assert natural_plan(20, short_last=True) == [(12, 8, 2), (4, 8, 2), (0, 4, 6)]
