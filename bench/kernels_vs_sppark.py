@@ -24,10 +24,10 @@ from bench.gpu_msm import SPLIT, random_msm_data, time_msms
 from pipeline import progress
 from pipeline.backends.cuda.backend import CudaBackend  # the import makes no CUDA context
 from pipeline.backends.cuda.launch import (G1_LAZY_BUILT, G2_VARIANTS_BUILT, NTT_DEPENDENT_BUILT, NTT_DEPENDENT_PASSES,
-                                          NTT_NATURAL_IN_PLACE, NTT_NATURAL_RADIX, NTT_NATURAL_SHORT_LAST,
+                                          NTT_NATURAL_IN_PLACE, NTT_NATURAL_RADIX, NTT_NATURAL_SHORT_PASS,
                                           NTT_PASS_KERNEL, NTT_PASS_KERNELS, NTT_PASS_VARIANTS, NTT_RADIX_LOG,
-                                          STAGES_PER_PASS, STAGES_PER_PASS_COMPARED)
-from pipeline.backends.cuda.ntt import in_place_plan, natural_plan
+                                          NTT_RADIX_SHORT_PASS, STAGES_PER_PASS, STAGES_PER_PASS_COMPARED)
+from pipeline.backends.cuda.ntt import SHORT_PASS_PLACES, in_place_plan, natural_plan, pass_plan
 from pipeline.curves import curve_by_name
 
 METHOD = """sppark first: one harness call per curve (.anchors/bench_<curve>: shared/anchors/sppark's harness as
@@ -251,12 +251,17 @@ def time_fr(backend, curve, logs: list[int], values: np.ndarray, repeat: int = 5
                     variants["H", f"{QUOTIENT}, {pass_label(other, NTT_RADIX_LOG)}"] = time_ms(
                         backend.stream, quotient, repeat=repeat)
                 rt.ntt.pass_kernel = NTT_PASS_KERNEL
+                if pass_plan(log_n, False, short_pass="middle") != pass_plan(log_n, False, short_pass="top"):
+                    rt.ntt.radix_short_pass = "top" if NTT_RADIX_SHORT_PASS == "middle" else "middle"
+                    variants["H", f"{QUOTIENT}, the short pass at the {rt.ntt.radix_short_pass}"] = time_ms(
+                        backend.stream, quotient, repeat=repeat)
+                    rt.ntt.radix_short_pass = NTT_RADIX_SHORT_PASS
                 if NTT_DEPENDENT_BUILT:
                     rt.ntt.dependent_passes = not NTT_DEPENDENT_PASSES
                     variants["H", f"{QUOTIENT}, {DEPENDENT_FLIPPED}"] = time_ms(backend.stream, quotient, repeat=repeat)
             finally:
                 rt.ntt.stages_per_pass, rt.ntt.pass_kernel = STAGES_PER_PASS, NTT_PASS_KERNEL
-                rt.ntt.dependent_passes = NTT_DEPENDENT_PASSES
+                rt.ntt.dependent_passes, rt.ntt.radix_short_pass = NTT_DEPENDENT_PASSES, NTT_RADIX_SHORT_PASS
             yield log_n, ntt, radix, h, h_compact, variants
     finally:
         for buf in bufs:
@@ -312,11 +317,19 @@ def time_ntt_variants(backend, ntt, d_data: int, log_n: int, repeat: int,
         out["NTT", f"{RADIX_ONLY}, compact twiddles"] = time_ms(
             backend.stream, lambda: ntt.radix_passes(d_data, log_n, False, False), repeat=repeat)
         ntt.ensure_twiddles(ntt.log_max, compact=False)
-        if natural_plan(log_n, short_last=True) != natural_plan(log_n):  # the short pass last (session 38)
-            ntt.natural_short_last = not NTT_NATURAL_SHORT_LAST
-            moved = "the short pass first" if NTT_NATURAL_SHORT_LAST else "the short pass last"
-            out["NTT", f"{NATURAL}, {moved}"] = time_ms(backend.stream, lambda: ntt.ntt(d_data, log_n), repeat=repeat)
-            ntt.natural_short_last = NTT_NATURAL_SHORT_LAST
+        # where the short pass sits (session 38): the other places than the defaults', where they move it
+        for place in SHORT_PASS_PLACES:
+            if place != NTT_NATURAL_SHORT_PASS and natural_plan(log_n, short_pass=place) != natural_plan(
+                    log_n, short_pass=NTT_NATURAL_SHORT_PASS):
+                ntt.natural_short_pass = place
+                out["NTT", f"{NATURAL}, the short pass at the {place}"] = time_ms(
+                    backend.stream, lambda: ntt.ntt(d_data, log_n), repeat=repeat)
+            if place != NTT_RADIX_SHORT_PASS and place != "last" and pass_plan(log_n, False, short_pass=place) != \
+                    pass_plan(log_n, False, short_pass=NTT_RADIX_SHORT_PASS):
+                ntt.radix_short_pass = place
+                out["NTT", f"{RADIX_ONLY}, the short pass at the {place}"] = time_ms(
+                    backend.stream, lambda: ntt.radix_passes(d_data, log_n, False, False), repeat=repeat)
+            ntt.natural_short_pass, ntt.radix_short_pass = NTT_NATURAL_SHORT_PASS, NTT_RADIX_SHORT_PASS
         if in_place_plan(log_n) is not None:  # the last pass in place, no scratch array (session 36)
             ntt.natural_in_place = True
             out["NTT", f"{NATURAL}, that pass in place (no scratch array)"] = time_ms(
@@ -328,7 +341,8 @@ def time_ntt_variants(backend, ntt, d_data: int, log_n: int, repeat: int,
     finally:
         ntt.radix_log, ntt.tiled_bit_reverse, ntt.stages_per_pass = NTT_RADIX_LOG, True, STAGES_PER_PASS
         ntt.pass_kernel, ntt.fused_reversal, ntt.natural_in_place = NTT_PASS_KERNEL, True, NTT_NATURAL_IN_PLACE
-        ntt.dependent_passes, ntt.natural_short_last = NTT_DEPENDENT_PASSES, NTT_NATURAL_SHORT_LAST
+        ntt.dependent_passes = NTT_DEPENDENT_PASSES
+        ntt.natural_short_pass, ntt.radix_short_pass = NTT_NATURAL_SHORT_PASS, NTT_RADIX_SHORT_PASS
     return out
 
 

@@ -133,12 +133,13 @@ def test_transforms_read_a_larger_domains_table_in_either_layout(cuda_backend, r
 # plans; 2^20's three passes: test_ntt_round_trip_and_spot_values_at_2_20. With natural_in_place, in_place_plan's
 # sizes: kr = 3, 4, 5 at 2^11-2^13 (8-stage passes), 2^15 with 4-stage ones (three upper passes, kr = 3), 2^13 with 10
 # (kr = 3); 2^8, 2^10 (kr = 2) and 2^16 have no in-place plan (the scratch path, as before)
-# With natural_short_last (the short pass last where it has 3 stages or more): 3, 4, 5, 7 stages last after 8-stage
-# passes (2^11-2^13, 2^15), 3 after a 10- and a 9-stage pass.
+# With natural_short_pass "last" (where it has 3 stages or more): 3, 4, 5, 7 stages last after 8-stage passes
+# (2^11-2^13, 2^15), 3 after a 10- and a 9-stage pass; "middle" (three passes or more): 3, 1, 2, 3 stages.
 NATURAL_CASES = [(k, st, "scratch")
                  for k, st in [(1, 8), (5, 8), (8, 8), (9, 8), (13, 8), (14, 3), (11, 10), (12, 9)]] + \
     [(k, st, "in-place") for k, st in [(8, 8), (10, 8), (11, 8), (12, 8), (13, 8), (15, 4), (13, 10), (16, 8)]] + \
-    [(k, st, "short-last") for k, st in [(11, 8), (12, 8), (13, 8), (15, 8), (13, 10), (12, 9)]]
+    [(k, st, "short-last") for k, st in [(11, 8), (12, 8), (13, 8), (15, 8), (13, 10), (12, 9)]] + \
+    [(k, st, "short-middle") for k, st in [(11, 4), (13, 4), (14, 3), (15, 6)]]
 
 
 @pytest.mark.parametrize("log_n, stages, path", NATURAL_CASES, ids=str)
@@ -147,17 +148,19 @@ def test_the_natural_order_transform_with_the_reversal_in_its_last_pass_matches_
         cuda_backend, runtime, gpu_curve, log_n, stages, path, radix_log):
     """NttRunner.ntt's fused path (ntt_pass's REV form ends the DIF passes in natural order; a scratch array
     between passes; with natural_in_place, ntt_pass_rev_in_place: a block of a middle value and its reverse, no
-    scratch array; with natural_short_last, the short pass last), forward and inverse (n^-1 in the last pass's
-    stores), with every register-group size built, against the reference; the data's neighbours are left alone
-    (the scratch array is the transform's own)."""
+    scratch array; with natural_short_pass, the short pass in the middle or last), forward and inverse (n^-1 in
+    the last pass's stores), with every register-group size built, against the reference; the data's neighbours
+    are left alone (the scratch array is the transform's own)."""
     from pipeline.backends.cuda.ntt import NttRunner, natural_plan
 
     fr, n = gpu_curve.fr, 1 << log_n
     ntt = NttRunner(runtime.ntt.kernels, cuda_backend.allocator, cuda_backend.stream)
     ntt.natural_radix, ntt.stages_per_pass = radix_log, min(stages, log_n)
-    ntt.natural_in_place, ntt.natural_short_last = path == "in-place", path == "short-last"
-    if path == "short-last":
-        assert natural_plan(log_n, ntt.stages_per_pass, short_last=True)[-1][1] < ntt.stages_per_pass
+    ntt.natural_in_place = path == "in-place"
+    ntt.natural_short_pass = path.removeprefix("short-") if path.startswith("short-") else "top"
+    if path.startswith("short-"):
+        assert natural_plan(log_n, ntt.stages_per_pass, short_pass=ntt.natural_short_pass) != \
+            natural_plan(log_n, ntt.stages_per_pass)
     assert ntt.fused_reversal
     seed = f"fused{gpu_curve.name}{log_n}{stages}{radix_log}" + {"scratch": "", "in-place": "in place"}.get(path, path)
     values = _random_values(fr, random.Random(seed), n)
@@ -181,9 +184,9 @@ def test_the_other_natural_plans_equal_the_default_at_the_benchmarked_sizes(cuda
     from pipeline.backends.cuda.ntt import NttRunner, in_place_plan, natural_plan
 
     fr, n = gpu_curve.fr, 1 << log_n
-    others = (["natural_in_place"] if log_n <= 21 else []) + ["natural_short_last"]
+    others = (["in place"] if log_n <= 21 else []) + ["short pass last"]
     assert (in_place_plan(log_n) is not None) == (log_n <= 21)
-    assert natural_plan(log_n, short_last=True) != natural_plan(log_n)
+    assert natural_plan(log_n, short_pass="last") != natural_plan(log_n)
     ntt = NttRunner(runtime.ntt.kernels, cuda_backend.allocator, cuda_backend.stream)
     rng = np.random.default_rng(log_n)
     words = _random_words(fr, rng, n)
@@ -192,9 +195,8 @@ def test_the_other_natural_plans_equal_the_default_at_the_benchmarked_sizes(cuda
             for inverse in (False, True):
                 results = {}
                 for plan in ["default", *others]:
-                    ntt.natural_in_place = ntt.natural_short_last = False
-                    if plan != "default":
-                        setattr(ntt, plan, True)
+                    ntt.natural_in_place = plan == "in place"
+                    ntt.natural_short_pass = "last" if plan == "short pass last" else "top"
                     ntt.to_mont(d2.ptr, d.ptr, n)
                     ntt.ntt(d2.ptr, log_n, inverse=inverse)
                     results[plan] = np.zeros_like(words)
@@ -349,6 +351,53 @@ def test_other_pass_plans_equal_the_default_at_sizes_of_three_passes(cuda_backen
     for v in reversed(x):
         acc = (acc * w + v) % p
     assert fr.ints_from_limbs(outputs["other", "forward"][1:2])[0] == acc
+
+
+@pytest.mark.parametrize("log_n", [19, 20, 21, 22, 25])
+def test_the_short_pass_in_the_middle_gives_the_same_words(cuda_backend, runtime, gpu_curve, log_n):
+    """NttRunner.radix_short_pass and natural_short_pass "middle" (the short pass second from the top: 3-6
+    stages at 2^19-2^22, 1 at 2^25) against "top", word for word: the radix passes of both kernels both ways, the
+    fused quotient (H's last step) and the natural transform (the default's results are checked against the
+    reference above)."""
+    from pipeline.backends.cuda.ntt import NttRunner, natural_plan, pass_plan
+
+    assert pass_plan(log_n, False, short_pass="middle") != pass_plan(log_n, False)
+    assert natural_plan(log_n, short_pass="middle") != natural_plan(log_n)
+    fr, n = gpu_curve.fr, 1 << log_n
+    rng = np.random.default_rng(log_n + 200)
+    vectors = [_random_words(fr, rng, n) for _ in range(3)]
+    ntt = NttRunner(runtime.ntt.kernels, cuda_backend.allocator, cuda_backend.stream)
+
+    def radix(kernel, dit):
+        def run(d):
+            ntt.pass_kernel = kernel
+            try:
+                ntt.radix_passes(d[0], log_n, dit=dit, inverse=dit)
+            finally:
+                ntt.pass_kernel = NTT_PASS_KERNEL
+        return run
+
+    steps = {f"{kernel} {'DIT' if dit else 'DIF'}": radix(kernel, dit) for kernel in NTT_PASS_KERNELS
+             for dit in (False, True)}
+    steps["quotient"] = lambda d: ntt.quotient(*d, log_n)
+    steps["natural"] = lambda d: ntt.ntt(d[0], log_n)
+    try:
+        for name, step in steps.items():
+            results = []
+            for place in ("top", "middle"):
+                ntt.radix_short_pass = ntt.natural_short_pass = place
+                bufs = [cuda_backend.allocator.upload(v, f"short pass {i}") for i, v in enumerate(vectors)]
+                try:
+                    step([b.ptr for b in bufs])
+                    results.append(np.zeros_like(vectors[0]))
+                    bufs[0].download(results[-1], cuda_backend.stream)
+                finally:
+                    for b in bufs:
+                        b.free()
+            assert np.array_equal(results[0], results[1]), name
+            assert not np.array_equal(results[0], vectors[0]), name
+    finally:
+        ntt.close()
 
 
 @pytest.mark.parametrize("log_n", [1, 2, 8, 9, 17, 21])

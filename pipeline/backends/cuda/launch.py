@@ -167,12 +167,14 @@ NTT_NATURAL_IN_PLACE = False
 # NttRunner refuses that. Both off: built and CPU-tested in session 38, whose device time ran out before a GPU ran it
 # (bench/NOTES.md). The next device session: BUILT on, rebuild, the GPU test of both ways, kernels_vs_sppark's rows
 # of both, then PASSES where it wins.
-# The natural transform's short pass last (ntt.natural_plan's short_last, NttRunner.natural_short_last), where it has
-# NTT_SHORT_LAST_MIN_STAGES or more: at 2^20 (4 + 8 + 8) the short top pass reads its levels of the twiddle table,
-# as many bytes as the data, in half the 8-stage passes' work and 58% of their time (session 38's ncu reading); last,
-# it reads no large level and the full top pass carries those reads. The plan's kernels are the default's (any lo, k,
-# tl); built and model-tested in session 38, not yet GPU-run, so off.
-NTT_NATURAL_SHORT_LAST = False
+# Where a transform's short pass sits (ntt.pass_plan and natural_plan's short_pass; NttRunner.natural_short_pass for
+# ntt(), radix_short_pass for the radix passes, H's): "top" so far. At 2^20 (4 + 8 + 8) the short top pass reads its
+# levels of the twiddle table, as many bytes as the data, in half the 8-stage passes' work and 58% of their time
+# (session 38's ncu reading). "middle" (8 + 4 + 8) and, for the natural transform, "last" (8 + 8 + 4, the REV pass;
+# where it has NTT_SHORT_LAST_MIN_STAGES or more) leave it no large level and give those reads to a full pass. The
+# plans' kernels are the default's (any lo, k, tl); built and model-tested in session 38, not yet GPU-run, so "top".
+NTT_NATURAL_SHORT_PASS = "top"
+NTT_RADIX_SHORT_PASS = "top"
 NTT_SHORT_LAST_MIN_STAGES = 3
 NTT_DEPENDENT_BUILT = False
 NTT_DEPENDENT_PASSES = False

@@ -14,22 +14,31 @@ from ...curves.field import ScalarField
 from .kernels import CurveKernels, grid_for
 from .launch import (BIT_REVERSE_BLOCK, ELEMENTWISE_BLOCK, NTT_BR_TILE_LOG, NTT_DEPENDENT_BUILT, NTT_DEPENDENT_PASSES,
                      NTT_FUSE_COSET, NTT_FUSE_QUOTIENT, NTT_FUSE_SCALE, NTT_NATURAL_IN_PLACE, NTT_NATURAL_RADIX,
-                     NTT_NATURAL_SHORT_LAST, NTT_PASS_KERNEL, NTT_PASS_KERNELS, NTT_RADIX_BUILT, NTT_RADIX_LOG,
-                     NTT_REV_IN_PLACE_MIN_STAGES, NTT_REV_IN_PLACE_STAGES, NTT_SHORT_LAST_MIN_STAGES, PASS_ELEMENTS_LOG,
-                     STAGES_PER_PASS)
+                     NTT_NATURAL_SHORT_PASS, NTT_PASS_KERNEL, NTT_PASS_KERNELS, NTT_RADIX_BUILT, NTT_RADIX_LOG,
+                     NTT_RADIX_SHORT_PASS, NTT_REV_IN_PLACE_MIN_STAGES, NTT_REV_IN_PLACE_STAGES,
+                     NTT_SHORT_LAST_MIN_STAGES, PASS_ELEMENTS_LOG, STAGES_PER_PASS)
 
 
-def pass_plan(log_n: int, dit: bool, stages: int = STAGES_PER_PASS,
-              elements_log: int = PASS_ELEMENTS_LOG) -> list[tuple[int, int, int]]:
-    """(lo, k, tl) per launch, in launch order: passes of ``stages`` stages (the top one shorter),
-    each block 2^elements_log elements where the bits allow. The short pass sits at the top bits,
-    where there are many low bits to coalesce over; DIF runs top-down, DIT bottom-up."""
+SHORT_PASS_PLACES = ("top", "middle", "last")  # natural_plan's; pass_plan takes the first two
+
+
+def pass_plan(log_n: int, dit: bool, stages: int = STAGES_PER_PASS, elements_log: int = PASS_ELEMENTS_LOG,
+              short_pass: str = "top") -> list[tuple[int, int, int]]:
+    """(lo, k, tl) per launch, in launch order: passes of ``stages`` stages (one shorter), each block
+    2^elements_log elements where the bits allow; DIF runs top-down, DIT bottom-up. ``short_pass``, where the
+    short one sits: "top" (the top bits, where there are many low bits to coalesce over), or "middle" (second
+    from the top, where there are three passes or more: it still has low bits to coalesce over, and the top
+    pass is a full one, whose work can hide the reads of the twiddle table's largest levels; the short top pass
+    reads as many twiddle bytes as data and is bound by memory: session 38's ncu reading, bench/NOTES.md)."""
     if not 1 <= stages <= elements_log:
         raise ValueError(f"NTT pass of {stages} stages: 1 to {elements_log} (2^{elements_log} elements a block)")
+    if short_pass not in SHORT_PASS_PLACES[:2]:
+        raise ValueError(f"a radix plan's short pass sits at the top or in the middle, not {short_pass!r}")
     if log_n == 0:
         return []
     ks = [stages] * ((log_n - 1) // stages)
-    ks.insert(0, log_n - sum(ks))  # top pass, 1..stages stages
+    short = log_n - sum(ks)  # 1..stages stages
+    ks.insert(1 if short_pass == "middle" and len(ks) >= 2 else 0, short)
     plan = _top_down(log_n, ks, elements_log)
     return plan[::-1] if dit else plan
 
@@ -46,15 +55,16 @@ def _top_down(log_n: int, ks: list[int], elements_log: int) -> list[tuple[int, i
 
 
 def natural_plan(log_n: int, stages: int = STAGES_PER_PASS, elements_log: int = PASS_ELEMENTS_LOG,
-                 short_last: bool = False) -> list[tuple[int, int, int]]:
+                 short_pass: str = "top") -> list[tuple[int, int, int]]:
     """The DIF plan of ``pass_plan`` whose last pass (lo = 0) stores in natural order (ntt_pass's REV): its
     tl is the number of rows a block holds, 2^tl consecutive reversed indices to store in one run.
-    ``short_last``: pass_plan's short pass goes last, where it has NTT_SHORT_LAST_MIN_STAGES stages or more (a
-    REV pass's rows keep its blocks full at any k, where a short pass at lo = 0 of the radix plans has no low bits
-    to coalesce over): the top pass is then a full one, whose work can hide the largest twiddle levels' reads
-    that leave the short top pass bound by memory (session 38's ncu reading, bench/NOTES.md)."""
-    plan = pass_plan(log_n, False, stages, elements_log)
-    if short_last and len(plan) > 1 and NTT_SHORT_LAST_MIN_STAGES <= plan[0][1] < stages:
+    ``short_pass``: pass_plan's "top" or "middle", or "last", where the short pass has
+    NTT_SHORT_LAST_MIN_STAGES stages or more (else "top"): a REV pass's rows keep its blocks full at any k,
+    where a short radix pass at lo = 0 would have no low bits to coalesce over."""
+    if short_pass not in SHORT_PASS_PLACES:
+        raise ValueError(f"the natural plan's short pass sits at the top, in the middle or last, not {short_pass!r}")
+    plan = pass_plan(log_n, False, stages, elements_log, "middle" if short_pass == "middle" else "top")
+    if short_pass == "last" and len(plan) > 1 and NTT_SHORT_LAST_MIN_STAGES <= plan[0][1] < stages:
         plan = _top_down(log_n, [k for _, k, _ in plan[1:]] + [plan[0][1]], elements_log)
     if plan:
         _, k, _ = plan[-1]
@@ -141,7 +151,8 @@ class NttRunner:
         self.fused_reversal = True  # ntt(): the bit reversal in the last pass (False: a pass of its own)
         # ntt(): that last pass in place where in_place_plan has a plan (no scratch array); benches and tests set it
         self.natural_in_place = NTT_NATURAL_IN_PLACE
-        self.natural_short_last = NTT_NATURAL_SHORT_LAST  # ntt(): natural_plan's short_last (launch.py); benches too
+        # where the short pass sits (launch.py): ntt()'s natural_plan and radix_passes' pass_plan; benches compare
+        self.natural_short_pass, self.radix_short_pass = NTT_NATURAL_SHORT_PASS, NTT_RADIX_SHORT_PASS
         self.natural_radix = NTT_NATURAL_RADIX  # ntt()'s register groups (launch.py); benches and tests vary it
         # a transform's passes after its first as dependent launches (launch.py's NTT_DEPENDENT_PASSES says why;
         # benches compare; only over kernels built with the wait, _dependent): the first waits for whatever came
@@ -218,7 +229,7 @@ class NttRunner:
         self.ensure_twiddles(log_n)
         direction = 'true' if dit else 'false'
         n = 1 << log_n
-        plan = pass_plan(log_n, dit, self.stages_per_pass)
+        plan = pass_plan(log_n, dit, self.stages_per_pass, short_pass=self.radix_short_pass)
         consts = self._coset(log_n).consts.ptr if coset else 0
         dependent = self._dependent()
         for i, (lo, k, tl) in enumerate(plan):
@@ -300,7 +311,7 @@ class NttRunner:
         if self.natural_in_place and (in_place := in_place_plan(log_n, self.stages_per_pass)) is not None:
             self._natural_in_place(d_data, log_n, inverse, scale, *in_place, dependent)
             return
-        plan = natural_plan(log_n, self.stages_per_pass, short_last=self.natural_short_last)
+        plan = natural_plan(log_n, self.stages_per_pass, short_pass=self.natural_short_pass)
         last = len(plan) - 1
         scratch = None
         try:

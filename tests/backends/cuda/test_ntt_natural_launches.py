@@ -13,7 +13,7 @@ import pytest
 
 from pipeline.backends.cuda.launch import PASS_ELEMENTS_LOG
 from pipeline.backends.cuda import ntt as ntt_module
-from pipeline.backends.cuda.ntt import NttRunner, in_place_plan, natural_plan
+from pipeline.backends.cuda.ntt import NttRunner, in_place_plan, natural_plan, pass_plan
 from pipeline.curves import BN254
 from tests.backends.cuda.launch_recorder import Recorder
 
@@ -29,13 +29,13 @@ def runner(log_max: int) -> tuple[Recorder, NttRunner]:
 
 @pytest.mark.parametrize("log_n", [3, 8, 9, 16, 20, 27])
 @pytest.mark.parametrize("inverse", [False, True])
-@pytest.mark.parametrize("short_last", [False, True])
-def test_the_last_pass_alone_reads_the_scratch_array_and_reverses(log_n, inverse, short_last):
+@pytest.mark.parametrize("short_pass", ["top", "middle", "last"])
+def test_the_last_pass_alone_reads_the_scratch_array_and_reverses(log_n, inverse, short_pass):
     rec, ntt = runner(log_n)
-    ntt.natural_short_last = short_last
+    ntt.natural_short_pass = short_pass
     ntt.ntt(DATA, log_n, inverse=inverse)
-    plan = natural_plan(log_n, short_last=short_last)
-    assert (plan != natural_plan(log_n)) == (short_last and log_n in (20, 27))
+    plan = natural_plan(log_n, short_pass=short_pass)
+    assert (plan != natural_plan(log_n)) == (short_pass != "top" and log_n in (20, 27))
     launches = [e for e in rec.events if e[0] == "launch"]
     assert len(launches) == len(plan)
     allocs = [e for e in rec.events if e[0] == "alloc"]
@@ -147,3 +147,18 @@ def test_dependent_passes_over_kernels_built_without_the_wait_are_refused_before
     with pytest.raises(ValueError, match="NTT_DEPENDENT_BUILT"):
         ntt.ntt(DATA, 20) if path == "natural" else ntt.radix_passes(DATA, 20, dit=False, inverse=False)
     assert rec.events == []
+
+
+@pytest.mark.parametrize("short_pass", ["top", "middle"])
+@pytest.mark.parametrize("kernel", ["pairs", "groups"])
+def test_the_radix_passes_follow_their_short_pass_plan(short_pass, kernel):
+    """radix_short_pass: the radix passes launch pass_plan's plan with the short pass there, both directions."""
+    for dit in (False, True):
+        rec, ntt = runner(20)
+        ntt.radix_short_pass, ntt.pass_kernel = short_pass, kernel
+        ntt.radix_passes(DATA, 20, dit=dit, inverse=False)
+        launched = [args[3:6] if kernel == "groups" else args[2:5] for e, _, args, *_ in rec.events if e == "launch"]
+        assert launched == pass_plan(20, dit, short_pass=short_pass)
+    ntt.radix_short_pass = "last"
+    with pytest.raises(ValueError, match="top or in the middle"):
+        ntt.radix_passes(DATA, 20, dit=False, inverse=False)

@@ -163,9 +163,11 @@ def test_passes_in_register_groups_compute_the_transform(radix, log_n, compact):
 @pytest.mark.parametrize("stages, elements_log", [(8, 10), (3, 3), (4, 6), (10, 10)])
 @pytest.mark.parametrize("log_n", [1, 2, 5, 7, 11])
 @pytest.mark.parametrize("compact", [False, True], ids=["levels", "compact"])
-def test_passes_of_register_pairs_compute_the_transform(stages, elements_log, log_n, compact):
+@pytest.mark.parametrize("short_pass", ["top", "middle"])
+def test_passes_of_register_pairs_compute_the_transform(stages, elements_log, log_n, compact, short_pass):
     """ntt_pass_pairs (a thread's pair traded between stages) on the default plan and on plans with
-    passes at lo > 0 and tl = 0 or with many low bits, against the reference, both directions."""
+    passes at lo > 0 and tl = 0 or with many low bits, the short pass at the top or in the middle, against the
+    reference, both directions."""
     fr, p = BN254.fr, BN254.fr.modulus
     log_tw = log_n + 1
     table = twiddle_table(fr, log_tw, compact)
@@ -176,11 +178,11 @@ def test_passes_of_register_pairs_compute_the_transform(stages, elements_log, lo
         if inverse:
             expect = [v * (1 << log_n) % p for v in expect]
         dif = list(values)
-        for lo, k, tl in pass_plan(log_n, False, min(stages, max(log_n, 1)), elements_log):
+        for lo, k, tl in pass_plan(log_n, False, min(stages, max(log_n, 1)), elements_log, short_pass):
             model_pass_pairs(dif, table, p, lo, k, tl, log_tw, inverse, compact, False)
         assert [dif[rev(o, log_n)] for o in range(1 << log_n)] == expect, ("DIF", inverse)
         dit = [values[rev(i, log_n)] for i in range(1 << log_n)]
-        for lo, k, tl in pass_plan(log_n, True, min(stages, max(log_n, 1)), elements_log):
+        for lo, k, tl in pass_plan(log_n, True, min(stages, max(log_n, 1)), elements_log, short_pass):
             model_pass_pairs(dit, table, p, lo, k, tl, log_tw, inverse, compact, True)
         assert dit == expect, ("DIT", inverse)
 
@@ -189,7 +191,8 @@ def test_passes_of_register_pairs_compute_the_transform(stages, elements_log, lo
 @pytest.mark.parametrize("log_n", [1, 2, 3, 7, 11])
 @pytest.mark.parametrize("table_extra", [0, 1, 3])
 @pytest.mark.parametrize("compact", [False, True], ids=["levels", "compact"])
-def test_the_coset_twiddles_evaluate_on_the_odd_coset(stages, elements_log, log_n, table_extra, compact):
+@pytest.mark.parametrize("short_pass", ["top", "middle"])
+def test_the_coset_twiddles_evaluate_on_the_odd_coset(stages, elements_log, log_n, table_extra, compact, short_pass):
     """The forward DIT of ntt_pass_pairs with NTT_FUSE_COSET after the unscaled inverse DIF: the odd coset's
     evaluations, n times them without NTT_FUSE_SCALE; a table of the transform's size (the top stage's
     twiddle a product with w_2n) and of larger domains (every twiddle read)."""
@@ -202,24 +205,26 @@ def test_the_coset_twiddles_evaluate_on_the_odd_coset(stages, elements_log, log_
     expect = to_odd_coset(fr, values)
     for scale in (n_inv, None):
         data = list(values)
-        for lo, k, tl in pass_plan(log_n, False, min(stages, log_n), elements_log):
+        for lo, k, tl in pass_plan(log_n, False, min(stages, log_n), elements_log, short_pass):
             model_pass_pairs(data, table, p, lo, k, tl, log_tw, True, compact, False)
-        for lo, k, tl in pass_plan(log_n, True, min(stages, log_n), elements_log):
+        for lo, k, tl in pass_plan(log_n, True, min(stages, log_n), elements_log, short_pass):
             model_pass_pairs(data, table, p, lo, k, tl, log_tw, False, compact, True, (scale if lo == 0 else None, w2n))
         assert data == (expect if scale else [v * (1 << log_n) % p for v in expect]), scale
 
 
 @pytest.mark.parametrize("stages, elements_log", [(3, 3), (4, 4), (4, 6), (5, 5), (9, 10), (10, 10)])
 @pytest.mark.parametrize("log_n", [9, 11])
-def test_other_pass_plans_compute_the_transform(stages, elements_log, log_n):
+@pytest.mark.parametrize("short_pass", ["top", "middle"])
+def test_other_pass_plans_compute_the_transform(stages, elements_log, log_n, short_pass):
     """Plans of other stage counts and block sizes (NttRunner.stages_per_pass; PASS_ELEMENTS_LOG in
     small), full passes at lo > 0 with no low bits to coalesce (tl = 0) included."""
     fr, p = BN254.fr, BN254.fr.modulus
     table = twiddle_table(fr, log_n, False)
     rng = random.Random(stages * 100 + log_n)  # one generator: a value a draw, not one value n times
     values = [rng.randrange(p) for _ in range(1 << log_n)]
-    plans = [pass_plan(log_n, dit, stages, elements_log) for dit in (False, True)]
-    if (stages, elements_log) in ((3, 3), (4, 4)):  # the case of the 10-stage plan's middle passes at 2^21+
+    plans = [pass_plan(log_n, dit, stages, elements_log, short_pass) for dit in (False, True)]
+    # the case of the 10-stage plan's middle passes at 2^21+
+    if (stages, elements_log) in ((3, 3), (4, 4)) and short_pass == "top":
         assert any(lo > 0 and tl == 0 for lo, k, tl in plans[0]), plans[0]
     for inverse in (False, True):
         expect = reference_ntt(fr, values, inverse)
@@ -239,19 +244,19 @@ def test_other_pass_plans_compute_the_transform(stages, elements_log, log_n):
 @pytest.mark.parametrize("log_n", [1, 2, 3, 5, 7, 9, 11])
 @pytest.mark.parametrize("radix", NTT_RADIX_BUILT)
 @pytest.mark.parametrize("compact", [False, True], ids=["levels", "compact"])
-@pytest.mark.parametrize("short_last", [False, True], ids=["short-top", "short-last"])
+@pytest.mark.parametrize("short_pass", ["top", "middle", "last"])
 def test_the_natural_order_plan_stores_the_transform_in_natural_order(stages, elements_log, log_n, radix, compact,
-                                                                       short_last):
+                                                                       short_pass):
     """NttRunner.ntt's fused path: DIF passes (the first from the data into a scratch array, the middle ones in
     place there) and the REV pass from the scratch array back into the data, whose blocks hold 2^tl rows:
-    the natural-order transform, both directions (the inverse's n^-1 left out), with no bit-reversal pass; with
-    short_last, the plan's short pass last."""
+    the natural-order transform, both directions (the inverse's n^-1 left out), with no bit-reversal pass; the
+    plan's short pass at the top, in the middle or last."""
     fr, p = BN254.fr, BN254.fr.modulus
     log_tw = log_n + 1
     table = twiddle_table(fr, log_tw, compact)
     rng = random.Random(log_n * 31 + stages + radix)
     values = [rng.randrange(p) for _ in range(1 << log_n)]
-    plan = natural_plan(log_n, min(stages, log_n), elements_log, short_last)
+    plan = natural_plan(log_n, min(stages, log_n), elements_log, short_pass)
     assert sorted(k for _, k, _ in plan) == sorted(k for _, k, _ in natural_plan(log_n, min(stages, log_n),
                                                                                  elements_log))
     lo, k, tl = plan[-1]
@@ -383,16 +388,30 @@ def test_tiled_bit_reversal_is_the_permutation(log_n):
     assert out == [rev(i, log_n) for i in range(1 << log_n)]
 
 
-def test_the_short_pass_goes_last_where_it_has_three_stages_or_more():
-    """natural_plan(short_last=True): the same passes, the short one last (lo = 0, 2^tl rows filling its block)
-    where it has NTT_SHORT_LAST_MIN_STAGES to 7 stages; the default plan where it has fewer, or none is short."""
+def test_where_the_short_pass_goes():
+    """pass_plan's "middle": the same passes, the short one second from the top where there are three or more
+    (else at the top); natural_plan's "last": the short one last (lo = 0, 2^tl rows filling its block) where it
+    has NTT_SHORT_LAST_MIN_STAGES to 7 stages (else at the top); every plan's passes cover the bits once."""
     for log_n in range(1, 31):
-        plan, moved = natural_plan(log_n), natural_plan(log_n, short_last=True)
-        short = plan[0][1]
-        if len(plan) > 1 and 3 <= short < 8:
-            assert [k for _, k, _ in moved] == [k for _, k, _ in plan[1:]] + [short], log_n
-            assert moved[-1] == (0, short, min(10 - short, log_n - short)) and moved[0][0] + moved[0][1] == log_n
+        plan = natural_plan(log_n)
+        ks, short = [k for _, k, _ in plan], plan[0][1]
+        middle, last = natural_plan(log_n, short_pass="middle"), natural_plan(log_n, short_pass="last")
+        for moved in (middle, last, pass_plan(log_n, False, short_pass="middle")):
+            assert moved[0][0] + moved[0][1] == log_n and moved[-1][0] == 0
             assert all(lo == nxt_lo + nxt_k for (lo, _, _), (nxt_lo, nxt_k, _) in zip(moved, moved[1:]))
+        assert pass_plan(log_n, True, short_pass="middle") == pass_plan(log_n, False, short_pass="middle")[::-1]
+        if len(plan) >= 3 and short < 8:
+            assert [k for _, k, _ in middle] == [ks[1], short, *ks[2:]], log_n
         else:
-            assert moved == plan, log_n
-    assert natural_plan(20, short_last=True) == [(12, 8, 2), (4, 8, 2), (0, 4, 6)]
+            assert middle == plan, log_n
+        if len(plan) > 1 and 3 <= short < 8:
+            assert [k for _, k, _ in last] == [*ks[1:], short], log_n
+            assert last[-1] == (0, short, min(10 - short, log_n - short))
+        else:
+            assert last == plan, log_n
+    assert natural_plan(20, short_pass="last") == [(12, 8, 2), (4, 8, 2), (0, 4, 6)]
+    assert pass_plan(20, False, short_pass="middle") == [(12, 8, 2), (8, 4, 6), (0, 8, 0)]
+    with pytest.raises(ValueError, match="top or in the middle"):
+        pass_plan(20, False, short_pass="last")
+    with pytest.raises(ValueError, match="not 'bottom'"):
+        natural_plan(20, short_pass="bottom")
