@@ -159,14 +159,6 @@ NTT_NATURAL_RADIX = 2
 NTT_REV_IN_PLACE_STAGES = 5
 NTT_REV_IN_PLACE_MIN_STAGES = 3
 NTT_NATURAL_IN_PLACE = False
-# A transform's passes after its first as programmatic dependent launches (CurveKernels.launch's `dependent`): the
-# next pass's blocks take the SMs that the last wave of the one before leaves idle, and its launch no longer waits
-# for that pass to drain (session 38's ncu reading, results/ntt_ncu_s38_h100.md: 3 passes at 2^20, 2-4 waves each).
-# NTT_DEPENDENT_BUILT compiles the wait into ntt_pass and ntt_pass_pairs (ntt.cuh's ntt_after_prior_grid; an
-# ordinary launch passes through it); a dependent launch of a pass built without it would race the pass before, so
-# NttRunner refuses that. Both off: built and CPU-tested in session 38, whose device time ran out before a GPU ran it
-# (bench/NOTES.md). The next device session: BUILT on, rebuild, the GPU test of both ways, kernels_vs_sppark's rows
-# of both, then PASSES where it wins.
 # Where a transform's short pass sits (ntt.pass_plan and natural_plan's short_pass; NttRunner.natural_short_pass for
 # ntt(), radix_short_pass for the radix passes, H's): "top" so far. At 2^20 (4 + 8 + 8) the short top pass reads its
 # levels of the twiddle table, as many bytes as the data, in half the 8-stage passes' work and 58% of their time
@@ -176,6 +168,14 @@ NTT_NATURAL_IN_PLACE = False
 NTT_NATURAL_SHORT_PASS = "top"
 NTT_RADIX_SHORT_PASS = "top"
 NTT_SHORT_LAST_MIN_STAGES = 3
+# A transform's passes after its first as programmatic dependent launches (CurveKernels.launch's `dependent`): the
+# next pass's blocks take the SMs that the last wave of the one before leaves idle, and its launch no longer waits
+# for that pass to drain (session 38's ncu reading, results/ntt_ncu_s38_h100.md: 3 passes at 2^20, 2-4 waves each).
+# NTT_DEPENDENT_BUILT compiles the wait into ntt_pass and ntt_pass_pairs (ntt.cuh's ntt_after_prior_grid; an
+# ordinary launch passes through it); a dependent launch of a pass built without it would race the pass before, so
+# NttRunner refuses that. Both off: built and CPU-tested in session 38, whose device time ran out before a GPU ran it
+# (bench/NOTES.md). The next device session: BUILT on, rebuild, the GPU test of both ways, kernels_vs_sppark's rows
+# of both, then PASSES where it wins.
 NTT_DEPENDENT_BUILT = False
 NTT_DEPENDENT_PASSES = False
 IN_HEADER.update(NTT_DEPENDENT_BUILT=int(NTT_DEPENDENT_BUILT))
