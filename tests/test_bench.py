@@ -287,6 +287,72 @@ def test_kernels_vs_sppark_times_each_msm_variant_under_its_settings_and_restore
     assert {k: getattr(msm, k) for k in defaults} == defaults
 
 
+@pytest.mark.parametrize("log_n", [20, 24])
+@pytest.mark.parametrize("dependent_built", [False, True])
+def test_kernels_vs_sppark_times_each_ntt_variant_with_its_plan_and_restores_the_runner(monkeypatch, log_n,
+                                                                                        dependent_built):
+    """time_ntt_variants over a real NttRunner whose launches are recorded: the session-38 rows (the short pass in
+    the middle and last, the radix passes' short pass in the middle, two transforms in a row, compact twiddles,
+    and where the kernels are built for them the dependent launches') launch the plans their labels name, only
+    where those plans differ from the default (2^24 has no short pass), and the runner's settings are the
+    defaults again afterwards."""
+    from types import SimpleNamespace
+
+    from bench import kernels_vs_sppark as kvs
+    from pipeline.backends.cuda import ntt as ntt_module
+    from pipeline.backends.cuda.ntt import NttRunner, natural_plan, pass_plan
+    from pipeline.curves import BN254
+    from tests.backends.cuda.launch_recorder import Recorder
+
+    monkeypatch.setattr(kvs, "NTT_DEPENDENT_BUILT", dependent_built)
+    monkeypatch.setattr(ntt_module, "NTT_DEPENDENT_BUILT", dependent_built)
+    rec = Recorder()
+    ntt = NttRunner(SimpleNamespace(curve=BN254, launch=rec.launch), rec, SimpleNamespace(handle=0))
+    ntt.d_tw, ntt.log_max = SimpleNamespace(ptr=0x777), 22
+    ntt._coset_tables[log_n] = SimpleNamespace(consts=SimpleNamespace(ptr=0x555))  # the coset row's tables
+    layouts = []
+    monkeypatch.setattr(ntt, "ensure_twiddles", lambda log_n, compact=False: layouts.append(compact))
+    settings = ("pass_kernel", "radix_log", "stages_per_pass", "fused_reversal", "natural_in_place",
+                "natural_short_pass", "radix_short_pass", "dependent_passes", "tiled_bit_reverse")
+    defaults = {k: getattr(ntt, k) for k in settings}
+    launched = []
+
+    def fake_time_ms(stream, fn, warmup=1, repeat=5):
+        rec.events.clear()
+        rec.dependent.clear()
+        fn()
+        launched.append([e[2] for e in rec.events if e[0] == "launch"])
+        dependent.append(list(rec.dependent))
+        return 1.0
+    dependent = []
+    monkeypatch.setattr(kvs, "time_ms", fake_time_ms)
+    rows = kvs.time_ntt_variants(SimpleNamespace(stream=None), ntt, 0x900000, log_n, 1, stages_compared=())
+    labels = [label for _, label in rows]
+    by_label = dict(zip(labels, launched))
+
+    def planned(args_list, groups):  # (lo, k, tl) of each launch: ntt_pass's args[3:6], the pairs kernel's [2:5]
+        return [tuple(a[3:6]) if groups else tuple(a[2:5]) for a in args_list]
+    moved = [f"{kvs.NATURAL}, the short pass at the middle", f"{kvs.NATURAL}, the short pass at the last",
+             f"{kvs.RADIX_ONLY}, the short pass at the middle"]
+    if log_n == 24:
+        assert not any(m in labels for m in moved)
+    else:
+        assert all(m in labels for m in moved)
+        assert planned(by_label[moved[0]], True) == natural_plan(log_n, short_pass="middle")
+        assert planned(by_label[moved[1]], True) == natural_plan(log_n, short_pass="last")
+        assert planned(by_label[moved[2]], False) == pass_plan(log_n, False, short_pass="middle")
+    flipped = [f"{kvs.NATURAL}, {kvs.DEPENDENT_FLIPPED}", f"{kvs.RADIX_ONLY}, {kvs.DEPENDENT_FLIPPED}"]
+    assert all((label in labels) == dependent_built for label in flipped)
+    if dependent_built:  # off by default: the flipped rows launch every pass after the first as dependent
+        for label in flipped:
+            assert dict(zip(labels, dependent))[label] == [False, True, True]
+    assert not any(any(d) for label, d in zip(labels, dependent) if label not in flipped)
+    two = by_label[f"{kvs.NATURAL}, two in a row (time / 2)"]
+    assert planned(two, True) == natural_plan(log_n) * 2
+    assert f"{kvs.NATURAL}, compact twiddles" in labels and True in layouts and layouts[-1] is False
+    assert {k: getattr(ntt, k) for k in settings} == defaults
+
+
 def test_kernels_vs_sppark_table_keeps_our_rows_where_sppark_is_missing(tmp_path):
     from bench import kernels_vs_sppark as kvs
     from bench.plots.tables import read_tables
