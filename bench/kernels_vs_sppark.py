@@ -319,13 +319,12 @@ def time_ntt_variants(backend, ntt, d_data: int, log_n: int, repeat: int,
         ntt.ensure_twiddles(ntt.log_max, compact=False)
         # where the short pass sits (session 38): the other places than the defaults', where they move it
         for place in SHORT_PASS_PLACES:
-            if place != NTT_NATURAL_SHORT_PASS and natural_plan(log_n, short_pass=place) != natural_plan(
-                    log_n, short_pass=NTT_NATURAL_SHORT_PASS):
+            if natural_plan(log_n, short_pass=place) != natural_plan(log_n, short_pass=NTT_NATURAL_SHORT_PASS):
                 ntt.natural_short_pass = place
                 out["NTT", f"{NATURAL}, the short pass at the {place}"] = time_ms(
                     backend.stream, lambda: ntt.ntt(d_data, log_n), repeat=repeat)
-            if place != NTT_RADIX_SHORT_PASS and place != "last" and pass_plan(log_n, False, short_pass=place) != \
-                    pass_plan(log_n, False, short_pass=NTT_RADIX_SHORT_PASS):
+            if place != "last" and pass_plan(log_n, False, short_pass=place) != pass_plan(
+                    log_n, False, short_pass=NTT_RADIX_SHORT_PASS):  # "last" is the natural transform's alone
                 ntt.radix_short_pass = place
                 out["NTT", f"{RADIX_ONLY}, the short pass at the {place}"] = time_ms(
                     backend.stream, lambda: ntt.radix_passes(d_data, log_n, False, False), repeat=repeat)

@@ -217,42 +217,48 @@ def test_dependent_launches_of_the_later_passes_give_the_same_words(cuda_backend
     benchmarked sizes: the natural-order transform both ways, the radix passes of both kernels, the coset
     transform with the fused quotient (H's last step). The ordinary path is checked against the reference above,
     which runs with the default (dependent) too."""
+    _assert_settings_give_the_same_words(cuda_backend, runtime, gpu_curve.fr, log_n, log_n + 100,
+                                         "dependent_passes", (False, True))
+
+
+def _assert_settings_give_the_same_words(cuda_backend, runtime, fr, log_n, seed, attribute, values):
+    """Each of NttRunner's ``attribute`` ``values`` gives the first one's words, on the same three vectors, for: the
+    natural transform both ways, the radix passes of both kernels (DIF forward, DIT inverse) and the fused quotient
+    (H's last step); and each step changes its output vector."""
     from pipeline.backends.cuda.ntt import NttRunner
 
-    fr, n = gpu_curve.fr, 1 << log_n
-    rng = np.random.default_rng(log_n + 100)
-    vectors = [_random_words(fr, rng, n) for _ in range(3)]
+    rng = np.random.default_rng(seed)
+    vectors = [_random_words(fr, rng, 1 << log_n) for _ in range(3)]
     ntt = NttRunner(runtime.ntt.kernels, cuda_backend.allocator, cuda_backend.stream)
 
-    def groups_dit(d):
-        ntt.pass_kernel = "groups"
-        try:
-            ntt.radix_passes(d[0], log_n, dit=True, inverse=True)
-        finally:
-            ntt.pass_kernel = "pairs"
+    def radix(kernel, dit):
+        def run(d):
+            ntt.pass_kernel = kernel
+            try:
+                ntt.radix_passes(d[0], log_n, dit=dit, inverse=dit)
+            finally:
+                ntt.pass_kernel = NTT_PASS_KERNEL
+        return run
 
-    steps = {
-        "natural forward": lambda d: ntt.ntt(d[0], log_n),
-        "natural inverse": lambda d: ntt.ntt(d[0], log_n, inverse=True),
-        "radix pairs": lambda d: ntt.radix_passes(d[0], log_n, dit=False, inverse=False),
-        "radix groups DIT": groups_dit,
-        "quotient": lambda d: ntt.quotient(*d, log_n),
-    }
+    steps = {f"{kernel} {'DIT' if dit else 'DIF'}": radix(kernel, dit) for kernel in NTT_PASS_KERNELS
+             for dit in (False, True)}
+    steps["quotient"] = lambda d: ntt.quotient(*d, log_n)
+    steps["natural forward"] = lambda d: ntt.ntt(d[0], log_n)
+    steps["natural inverse"] = lambda d: ntt.ntt(d[0], log_n, inverse=True)
     try:
         for name, step in steps.items():
             results = []
-            for dependent in (False, True):
-                ntt.dependent_passes = dependent
-                bufs = [cuda_backend.allocator.upload(v, f"dependent {i}") for i, v in enumerate(vectors)]
+            for value in values:
+                setattr(ntt, attribute, value)
+                bufs = [cuda_backend.allocator.upload(v, f"{attribute} {i}") for i, v in enumerate(vectors)]
                 try:
                     step([b.ptr for b in bufs])
-                    out = np.zeros_like(vectors[0])
-                    bufs[0].download(out, cuda_backend.stream)
-                    results.append(out)
+                    results.append(np.zeros_like(vectors[0]))
+                    bufs[0].download(results[-1], cuda_backend.stream)
                 finally:
                     for b in bufs:
                         b.free()
-            assert np.array_equal(results[0], results[1]), name
+            assert all(np.array_equal(results[0], r) for r in results[1:]), (name, attribute)
             assert not np.array_equal(results[0], vectors[0]), name
     finally:
         ntt.close()
@@ -356,48 +362,16 @@ def test_other_pass_plans_equal_the_default_at_sizes_of_three_passes(cuda_backen
 @pytest.mark.parametrize("log_n", [17, 18, 19, 20, 21, 22])
 def test_the_short_pass_in_the_middle_gives_the_same_words(cuda_backend, runtime, gpu_curve, log_n):
     """NttRunner.radix_short_pass and natural_short_pass "middle" (the short pass second from the top: 1-6
-    stages at 2^17-2^22, as at 2^25-2^30) against "top", word for word: the radix passes of both kernels both ways, the
-    fused quotient (H's last step) and the natural transform (the default's results are checked against the
-    reference above)."""
-    from pipeline.backends.cuda.ntt import NttRunner, natural_plan, pass_plan
+    stages at 2^17-2^22, as at 2^25-2^30) against "top", each alone, word for word: the radix passes of both
+    kernels both ways, the fused quotient (H's last step) and the natural transform (the default's results are
+    checked against the reference above)."""
+    from pipeline.backends.cuda.ntt import natural_plan, pass_plan
 
     assert pass_plan(log_n, False, short_pass="middle") != pass_plan(log_n, False)
     assert natural_plan(log_n, short_pass="middle") != natural_plan(log_n)
-    fr, n = gpu_curve.fr, 1 << log_n
-    rng = np.random.default_rng(log_n + 200)
-    vectors = [_random_words(fr, rng, n) for _ in range(3)]
-    ntt = NttRunner(runtime.ntt.kernels, cuda_backend.allocator, cuda_backend.stream)
-
-    def radix(kernel, dit):
-        def run(d):
-            ntt.pass_kernel = kernel
-            try:
-                ntt.radix_passes(d[0], log_n, dit=dit, inverse=dit)
-            finally:
-                ntt.pass_kernel = NTT_PASS_KERNEL
-        return run
-
-    steps = {f"{kernel} {'DIT' if dit else 'DIF'}": radix(kernel, dit) for kernel in NTT_PASS_KERNELS
-             for dit in (False, True)}
-    steps["quotient"] = lambda d: ntt.quotient(*d, log_n)
-    steps["natural"] = lambda d: ntt.ntt(d[0], log_n)
-    try:
-        for name, step in steps.items():
-            results = []
-            for place in ("top", "middle"):
-                ntt.radix_short_pass = ntt.natural_short_pass = place
-                bufs = [cuda_backend.allocator.upload(v, f"short pass {i}") for i, v in enumerate(vectors)]
-                try:
-                    step([b.ptr for b in bufs])
-                    results.append(np.zeros_like(vectors[0]))
-                    bufs[0].download(results[-1], cuda_backend.stream)
-                finally:
-                    for b in bufs:
-                        b.free()
-            assert np.array_equal(results[0], results[1]), name
-            assert not np.array_equal(results[0], vectors[0]), name
-    finally:
-        ntt.close()
+    for attribute in ("radix_short_pass", "natural_short_pass"):
+        _assert_settings_give_the_same_words(cuda_backend, runtime, gpu_curve.fr, log_n, log_n + 200, attribute,
+                                             ("top", "middle"))
 
 
 @pytest.mark.parametrize("log_n", [1, 2, 8, 9, 17, 21])
