@@ -291,21 +291,24 @@ def test_kernels_vs_sppark_times_each_msm_variant_under_its_settings_and_restore
 @pytest.mark.parametrize("dependent_built", [False, True])
 def test_kernels_vs_sppark_times_each_ntt_variant_with_its_plan_and_restores_the_runner(monkeypatch, log_n,
                                                                                         dependent_built):
-    """time_ntt_variants over a real NttRunner whose launches are recorded: the session-38 rows (the short pass in
-    the middle and last, the radix passes' short pass in the middle, two transforms in a row, compact twiddles,
-    and where the kernels are built for them the dependent launches') launch the plans their labels name, only
-    where those plans differ from the default (2^24 has no short pass), and the runner's settings are the
-    defaults again afterwards."""
+    """time_ntt_variants over a real NttRunner whose launches are recorded: the session-38 rows (the short pass at
+    each place but the default's, two transforms in a row, compact twiddles, and where the kernels are built for
+    them the dependent launches the other way) launch the plans their labels name, only where those plans differ
+    from the default (2^24 has no short pass), and the runner's settings are the defaults again afterwards. Whatever
+    launch.py's defaults are: the next device session switches them where they win."""
     from types import SimpleNamespace
 
     from bench import kernels_vs_sppark as kvs
     from pipeline.backends.cuda import ntt as ntt_module
-    from pipeline.backends.cuda.ntt import NttRunner, natural_plan, pass_plan
+    from pipeline.backends.cuda.ntt import SHORT_PASS_PLACES, NttRunner, natural_plan, pass_plan
     from pipeline.curves import BN254
     from tests.backends.cuda.launch_recorder import Recorder
 
     monkeypatch.setattr(kvs, "NTT_DEPENDENT_BUILT", dependent_built)
     monkeypatch.setattr(ntt_module, "NTT_DEPENDENT_BUILT", dependent_built)
+    if not dependent_built:  # dependent by default only over kernels built with the wait
+        for module in (kvs, ntt_module):
+            monkeypatch.setattr(module, "NTT_DEPENDENT_PASSES", False)
     rec = Recorder()
     ntt = NttRunner(SimpleNamespace(curve=BN254, launch=rec.launch), rec, SimpleNamespace(handle=0))
     ntt.d_tw, ntt.log_max = SimpleNamespace(ptr=0x777), 22
@@ -332,23 +335,28 @@ def test_kernels_vs_sppark_times_each_ntt_variant_with_its_plan_and_restores_the
 
     def planned(args_list, groups):  # (lo, k, tl) of each launch: ntt_pass's args[3:6], the pairs kernel's [2:5]
         return [tuple(a[3:6]) if groups else tuple(a[2:5]) for a in args_list]
-    moved = [f"{kvs.NATURAL}, the short pass at the middle", f"{kvs.NATURAL}, the short pass at the last",
-             f"{kvs.RADIX_ONLY}, the short pass at the middle"]
-    if log_n == 24:
-        assert not any(m in labels for m in moved)
-    else:
-        assert all(m in labels for m in moved)
-        assert planned(by_label[moved[0]], True) == natural_plan(log_n, short_pass="middle")
-        assert planned(by_label[moved[1]], True) == natural_plan(log_n, short_pass="last")
-        assert planned(by_label[moved[2]], False) == pass_plan(log_n, False, short_pass="middle")
+    # 2^20 (4 + 8 + 8 stages): every place moves the short pass; 2^24 (8 + 8 + 8): none has one to move
+    natural_moved = {f"{kvs.NATURAL}, the short pass at the {p}": p for p in SHORT_PASS_PLACES
+                     if log_n == 20 and p != defaults["natural_short_pass"]}
+    radix_moved = {f"{kvs.RADIX_ONLY}, the short pass at the {p}": p for p in ("top", "middle")
+                   if log_n == 20 and p != defaults["radix_short_pass"]}
+    assert {label for label in labels if ", the short pass at the " in label} == {*natural_moved, *radix_moved}
+    assert len(natural_moved) == (2 if log_n == 20 else 0) and len(radix_moved) == (1 if log_n == 20 else 0)
+    for label, place in natural_moved.items():
+        assert planned(by_label[label], True) == natural_plan(log_n, short_pass=place)
+    for label, place in radix_moved.items():
+        assert planned(by_label[label], False) == pass_plan(log_n, False, short_pass=place)
     flipped = [f"{kvs.NATURAL}, {kvs.DEPENDENT_FLIPPED}", f"{kvs.RADIX_ONLY}, {kvs.DEPENDENT_FLIPPED}"]
     assert all((label in labels) == dependent_built for label in flipped)
-    if dependent_built:  # off by default: the flipped rows launch every pass after the first as dependent
-        for label in flipped:
-            assert dict(zip(labels, dependent))[label] == [False, True, True]
-    assert not any(any(d) for label, d in zip(labels, dependent) if label not in flipped)
+    for label, flags in zip(labels, dependent):
+        if (label in flipped) != defaults["dependent_passes"]:  # every pass after a transform's first dependent
+            assert not flags[0] and any(flags), label
+            if label in flipped:  # one transform of three passes
+                assert flags == [False, True, True]
+        else:
+            assert not any(flags), label
     two = by_label[f"{kvs.NATURAL}, two in a row (time / 2)"]
-    assert planned(two, True) == natural_plan(log_n) * 2
+    assert planned(two, True) == natural_plan(log_n, short_pass=defaults["natural_short_pass"]) * 2
     assert f"{kvs.NATURAL}, compact twiddles" in labels and True in layouts and layouts[-1] is False
     assert {k: getattr(ntt, k) for k in settings} == defaults
 
