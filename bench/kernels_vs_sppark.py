@@ -206,6 +206,16 @@ def g2_variant_name(field: str, blocks: int) -> str:
     return f"{field}, min_blocks {blocks}" if field == "fq2_pair_t" else f"{field} (one thread a point)"
 
 
+def moved_short_passes(log_n: int) -> tuple[list[str], list[str]]:
+    """The places of the short pass, other than launch.py's defaults, that change the natural transform's plan
+    and the radix passes' plan at 2^log_n ("last" is the natural transform's alone)."""
+    natural = [p for p in SHORT_PASS_PLACES
+               if natural_plan(log_n, short_pass=p) != natural_plan(log_n, short_pass=NTT_NATURAL_SHORT_PASS)]
+    radix = [p for p in SHORT_PASS_PLACES[:2]
+             if pass_plan(log_n, False, short_pass=p) != pass_plan(log_n, False, short_pass=NTT_RADIX_SHORT_PASS)]
+    return natural, radix
+
+
 def time_fr(backend, curve, logs: list[int], values: np.ndarray, repeat: int = 5,
             stages_compared: tuple[int, ...] = STAGES_PER_PASS_COMPARED
             ) -> Iterator[tuple[int, float, float, float, float, dict[tuple[str, str], float]]]:
@@ -251,11 +261,11 @@ def time_fr(backend, curve, logs: list[int], values: np.ndarray, repeat: int = 5
                     variants["H", f"{QUOTIENT}, {pass_label(other, NTT_RADIX_LOG)}"] = time_ms(
                         backend.stream, quotient, repeat=repeat)
                 rt.ntt.pass_kernel = NTT_PASS_KERNEL
-                if pass_plan(log_n, False, short_pass="middle") != pass_plan(log_n, False, short_pass="top"):
-                    rt.ntt.radix_short_pass = "top" if NTT_RADIX_SHORT_PASS == "middle" else "middle"
-                    variants["H", f"{QUOTIENT}, the short pass at the {rt.ntt.radix_short_pass}"] = time_ms(
+                for place in moved_short_passes(log_n)[1]:
+                    rt.ntt.radix_short_pass = place
+                    variants["H", f"{QUOTIENT}, the short pass at the {place}"] = time_ms(
                         backend.stream, quotient, repeat=repeat)
-                    rt.ntt.radix_short_pass = NTT_RADIX_SHORT_PASS
+                rt.ntt.radix_short_pass = NTT_RADIX_SHORT_PASS
                 if NTT_DEPENDENT_BUILT:
                     rt.ntt.dependent_passes = not NTT_DEPENDENT_PASSES
                     variants["H", f"{QUOTIENT}, {DEPENDENT_FLIPPED}"] = time_ms(backend.stream, quotient, repeat=repeat)
@@ -318,17 +328,17 @@ def time_ntt_variants(backend, ntt, d_data: int, log_n: int, repeat: int,
             backend.stream, lambda: ntt.radix_passes(d_data, log_n, False, False), repeat=repeat)
         ntt.ensure_twiddles(ntt.log_max, compact=False)
         # where the short pass sits (session 38): the other places than the defaults', where they move it
-        for place in SHORT_PASS_PLACES:
-            if natural_plan(log_n, short_pass=place) != natural_plan(log_n, short_pass=NTT_NATURAL_SHORT_PASS):
-                ntt.natural_short_pass = place
-                out["NTT", f"{NATURAL}, the short pass at the {place}"] = time_ms(
-                    backend.stream, lambda: ntt.ntt(d_data, log_n), repeat=repeat)
-            if place != "last" and pass_plan(log_n, False, short_pass=place) != pass_plan(
-                    log_n, False, short_pass=NTT_RADIX_SHORT_PASS):  # "last" is the natural transform's alone
-                ntt.radix_short_pass = place
-                out["NTT", f"{RADIX_ONLY}, the short pass at the {place}"] = time_ms(
-                    backend.stream, lambda: ntt.radix_passes(d_data, log_n, False, False), repeat=repeat)
-            ntt.natural_short_pass, ntt.radix_short_pass = NTT_NATURAL_SHORT_PASS, NTT_RADIX_SHORT_PASS
+        natural_places, radix_places = moved_short_passes(log_n)
+        for place in natural_places:
+            ntt.natural_short_pass = place
+            out["NTT", f"{NATURAL}, the short pass at the {place}"] = time_ms(
+                backend.stream, lambda: ntt.ntt(d_data, log_n), repeat=repeat)
+        ntt.natural_short_pass = NTT_NATURAL_SHORT_PASS
+        for place in radix_places:
+            ntt.radix_short_pass = place
+            out["NTT", f"{RADIX_ONLY}, the short pass at the {place}"] = time_ms(
+                backend.stream, lambda: ntt.radix_passes(d_data, log_n, False, False), repeat=repeat)
+        ntt.radix_short_pass = NTT_RADIX_SHORT_PASS
         if in_place_plan(log_n) is not None:  # the last pass in place, no scratch array (session 36)
             ntt.natural_in_place = True
             out["NTT", f"{NATURAL}, that pass in place (no scratch array)"] = time_ms(

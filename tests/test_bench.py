@@ -342,6 +342,7 @@ def test_kernels_vs_sppark_times_each_ntt_variant_with_its_plan_and_restores_the
                    if log_n == 20 and p != defaults["radix_short_pass"]}
     assert {label for label in labels if ", the short pass at the " in label} == {*natural_moved, *radix_moved}
     assert len(natural_moved) == (2 if log_n == 20 else 0) and len(radix_moved) == (1 if log_n == 20 else 0)
+    assert kvs.moved_short_passes(log_n) == (list(natural_moved.values()), list(radix_moved.values()))  # H's rows too
     for label, place in natural_moved.items():
         assert planned(by_label[label], True) == natural_plan(log_n, short_pass=place)
     for label, place in radix_moved.items():

@@ -216,7 +216,7 @@ def test_dependent_launches_of_the_later_passes_give_the_same_words(cuda_backend
     kernels waiting for the pass before them) against every pass an ordinary launch, word for word, at the
     benchmarked sizes: the natural-order transform both ways, the radix passes of both kernels, the coset
     transform with the fused quotient (H's last step). The ordinary path is checked against the reference above,
-    which runs with the default (dependent) too."""
+    which runs with the default setting too."""
     _assert_settings_give_the_same_words(cuda_backend, runtime, gpu_curve.fr, log_n, log_n + 100,
                                          "dependent_passes", (False, True))
 
