@@ -164,7 +164,10 @@ NTT_NATURAL_IN_PLACE = False
 # levels of the twiddle table, as many bytes as the data, in half the 8-stage passes' work and 58% of their time
 # (session 38's ncu reading). "middle" (8 + 4 + 8) and, for the natural transform, "last" (8 + 8 + 4, the REV pass;
 # where it has NTT_SHORT_LAST_MIN_STAGES or more) leave it no large level and give those reads to a full pass. The
-# plans' kernels are the default's (any lo, k, tl); built and model-tested in session 38, not yet GPU-run, so "top".
+# plans' kernels are the default's (any lo, k, tl). "top": session 40's H200 call (GPU-tested word for word; same call
+# as sppark, results/kernels_vs_sppark_s40_switches*.md) timed BLS12-381's natural transform top / middle / last ms at
+# 2^19 0.147/0.142/0.155, 2^20 0.264/0.275/0.280, 2^21 0.515/0.511/0.523, 2^27 37.77/37.72/39.14; H at 2^26 126.42 /
+# 126.07 (middle): within +-1% past 2^20 and worse at 2^20, not the -5 to -15 us predicted.
 NTT_NATURAL_SHORT_PASS = "top"
 NTT_RADIX_SHORT_PASS = "top"
 NTT_SHORT_LAST_MIN_STAGES = 3
@@ -173,9 +176,10 @@ NTT_SHORT_LAST_MIN_STAGES = 3
 # for that pass to drain (session 38's ncu reading, results/ntt_ncu_s38_h100.md: 3 passes at 2^20, 2-4 waves each).
 # NTT_DEPENDENT_BUILT compiles the wait into ntt_pass and ntt_pass_pairs (ntt.cuh's ntt_after_prior_grid; an
 # ordinary launch passes through it); a dependent launch of a pass built without it would race the pass before, so
-# NttRunner refuses that. Both off: built and CPU-tested in session 38, whose device time ran out before a GPU ran it
-# (bench/NOTES.md). The next device session: BUILT on, rebuild, the GPU test of both ways, kernels_vs_sppark's rows
-# of both, then PASSES where it wins.
+# NttRunner refuses that. Both off. Until session 40 ntt.cuh tested BUILT with a preprocessor #if, which reads the
+# header's constexpr as 0, so no build ever held the wait: session 40's H200 rows "passes after the first dependent"
+# (results/kernels_vs_sppark_s40_switches*.md) timed the launch attribute alone, +-3% with no direction (natural
+# 2^20 0.271 against 0.264 ms). With the wait in (`if constexpr`, tests/backends/cuda/test_launch.py) no GPU has run it.
 NTT_DEPENDENT_BUILT = False
 NTT_DEPENDENT_PASSES = False
 IN_HEADER.update(NTT_DEPENDENT_BUILT=int(NTT_DEPENDENT_BUILT))

@@ -6,7 +6,7 @@
 // xyzz_t: the accumulator, x = X/ZZ, y = Y/ZZZ with ZZ^3 = ZZZ^2; infinity is ZZ = 0.
 //   Formulas: https://hyperelliptic.org/EFD/g1p/auto-shortw-xyzz.html (a = 0).
 //
-// Inlining: add_affine (the MSM's inner loop) is inlined; add and the doublings are calls,
+// Inlining: add_stored and add_affine (the MSM's inner loop) are inlined; add and the doublings are calls,
 // which keeps each build unit's NVRTC time in seconds (bench/NOTES.md, build times).
 #pragma once
 
@@ -16,6 +16,9 @@ struct affine_t {
     F x, y;
     static __device__ __forceinline__ affine_t load(const mem_t& m) { return {F::load(m.x), F::load(m.y)}; }
     __device__ __forceinline__ bool is_inf() const { return x.is_zero() && y.is_zero(); }
+    // A point as loaded: its coordinates are canonical (the key's reader refuses any not below q, and every
+    // kernel's store makes them so), so infinity is all words zero: one compare a coordinate, not is_inf's two.
+    __device__ __forceinline__ bool is_inf_stored() const { return x.is_zero_stored() && y.is_zero_stored(); }
     __device__ __forceinline__ affine_t neg() const { return {x, -y}; }
 };
 
@@ -35,10 +38,6 @@ struct xyzz_t {
     }
 
     static __device__ __forceinline__ xyzz_t inf() { return {F::zero(), F::zero(), F::zero(), F::zero()}; }
-    static __device__ __forceinline__ xyzz_t from_affine(const affine_t<F>& p) {
-        if (p.is_inf()) return inf();
-        return {p.x, p.y, F::one(), F::one()};
-    }
     __device__ __forceinline__ bool is_inf() const { return ZZ.is_zero(); }
     __device__ __forceinline__ xyzz_t neg() const { return {X, -Y, ZZ, ZZZ}; }
 
@@ -75,17 +74,43 @@ struct xyzz_t {
         return r;
     }
 
+    // 2 q for the point stored at m, negated if neg: add_stored's rare doubling. Loading q again here lets the
+    // caller's q die after S2; kept for a call, it was spilled to the stack on every entry (NOTES, session 40).
+    static __device__ __noinline__ xyzz_t dbl_stored(const typename affine_t<F>::mem_t& m, bool neg) {
+        const typename affine_t<F>::mem_t* at = &m;
+        asm("" : "+l"(at));  // an address the compiler cannot trace to the caller's load, so it cannot forward q
+        const affine_t<F> q = affine_t<F>::load(*at);
+        return dbl_affine(neg ? q.neg() : q);
+    }
+
     // madd-2008-s: this + affine q, 8M + 2S. Handles infinity on either side, P == Q and P == -Q.
     __device__ __forceinline__ void add_affine(const affine_t<F>& q) {
         if (q.is_inf()) return;
-        if (is_inf()) { *this = from_affine(q); return; }
+        if (!add_finite_affine(q)) *this = dbl_affine(q);
+    }
+
+    // this += the point stored at m, negated if neg (the MSM's inner loop): infinity is skipped before any
+    // arithmetic, by add_finite_affine's canonical test.
+    __device__ __forceinline__ void add_stored(const typename affine_t<F>::mem_t& m, bool neg) {
+        const affine_t<F> q = affine_t<F>::load(m);
+        if (q.is_inf_stored()) return;
+        if (!add_finite_affine(neg ? q.neg() : q)) *this = dbl_stored(m, neg);
+    }
+
+    // this + q for a finite q. Where q == this it returns false and leaves this as it was: the caller doubles q.
+    __device__ __forceinline__ bool add_finite_affine(const affine_t<F>& q) {
+        if (is_inf()) {
+            *this = {q.x, q.y, F::one(), F::one()};
+            return true;
+        }
         const F U2 = q.x * ZZ;        // U2 = X2*ZZ1
         const F S2 = q.y * ZZZ;       // S2 = Y2*ZZZ1
         const F P = U2 - X;           // P = U2 - X1
         const F R = S2 - Y;           // R = S2 - Y1
         if (P.is_zero()) {
-            *this = R.is_zero() ? dbl_affine(q) : inf();
-            return;
+            if (R.is_zero()) return false;
+            *this = inf();            // q == -this
+            return true;
         }
         const F PP = P.sqr();         // PP = P^2
         const F PPP = P * PP;         // PPP = P*PP
@@ -94,6 +119,7 @@ struct xyzz_t {
         Y = F::dot(R, Q - X, -Y, PPP);  // Y3 = R*(Q - X3) - Y1*PPP, one reduction (F::dot)
         ZZ = ZZ * PP;                 // ZZ3 = ZZ1*PP
         ZZZ = ZZZ * PPP;              // ZZZ3 = ZZZ1*PPP
+        return true;
     }
 
     // add-2008-s: this + q, 12M + 2S. Handles infinity, P == Q and P == -Q.

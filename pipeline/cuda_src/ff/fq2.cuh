@@ -20,6 +20,7 @@ struct __align__(16) fp2_t {
     static __device__ __forceinline__ fp2_t one() { return {F::one(), F::zero()}; }
 
     __device__ __forceinline__ bool is_zero() const { return c0.is_zero() && c1.is_zero(); }
+    __device__ __forceinline__ bool is_zero_stored() const { return c0.is_zero_stored() && c1.is_zero_stored(); }
     __device__ __forceinline__ bool operator==(const fp2_t& b) const { return c0 == b.c0 && c1 == b.c1; }
     __device__ __forceinline__ bool operator!=(const fp2_t& b) const { return !(*this == b); }
 

@@ -54,6 +54,7 @@ struct __align__(16) fp2_pair_t {
     static __device__ __forceinline__ fp2_pair_t one() { return {odd() ? F::zero() : F::one()}; }
 
     __device__ __forceinline__ bool is_zero() const { return both(v.is_zero()); }
+    __device__ __forceinline__ bool is_zero_stored() const { return both(v.is_zero_stored()); }
     __device__ __forceinline__ bool operator==(const fp2_pair_t& b) const { return both(v == b.v); }
     __device__ __forceinline__ bool operator!=(const fp2_pair_t& b) const { return !(*this == b); }
 

@@ -77,6 +77,12 @@ struct __align__(16) mont_t {
         }
         return acc == 0 || (LAZY && at_p == 0);
     }
+    __device__ __forceinline__ bool is_zero_stored() const {  // a value as stored (canonical): all words 0
+        uint32_t acc = 0;
+#pragma unroll
+        for (int i = 0; i < N; i++) acc |= v[i];
+        return acc == 0;
+    }
     __device__ __forceinline__ bool operator==(const mont_t& b) const {
         if (LAZY) return (*this - b).is_zero();
         uint32_t acc = 0;

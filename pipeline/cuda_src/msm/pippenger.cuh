@@ -327,11 +327,7 @@ __device__ __forceinline__ void accumulate_items(typename xyzz_t<F>::mem_t* __re
         for (uint32_t e = start; e < end; e++) {
             if (AFFINE) {
                 const uint32_t entry = d_entries[e], point = entry & ~MSM_NEG_BIT;
-                if (point >= skip_below) {
-                    affine_t<F> p = affine_t<F>::load(d_points[point]);
-                    if (entry & MSM_NEG_BIT) p = p.neg();
-                    acc.add_affine(p);
-                }
+                if (point >= skip_below) acc.add_stored(d_points[point], entry & MSM_NEG_BIT);
             } else {
                 acc.add(xyzz_t<F>::load(d_partials_in[e]));
             }
@@ -488,7 +484,7 @@ __global__ void msm_table_step(typename xyzz_t<F>::mem_t* __restrict__ d_out,
     const msm_items<F> items;
     for (uint32_t i = items.first; i < n; i += items.step) {
         xyzz_t<F> acc = xyzz_t<F>::inf();
-        acc.add_affine(affine_t<F>::load(d_in[i]));
+        acc.add_stored(d_in[i], false);
         for (int k = 0; k < c; k++) acc = acc.dbl();
         acc.store(d_out[i]);
     }

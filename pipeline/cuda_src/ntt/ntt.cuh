@@ -122,10 +122,14 @@ __device__ __forceinline__ void ntt_stages(F* s, const F* __restrict__ d_tw, int
 // NTT_DEPENDENT_BUILT (launch.py): the stream's next kernel, launched as dependent, may place its blocks on the SMs
 // this grid's last wave leaves free, and this grid, so launched, waits here until the kernel before it has finished
 // and its writes are visible. A kernel launched the ordinary way passes straight through both.
+// NTT_DEPENDENT_BUILT is a constexpr of the generated header, which a preprocessor #if would read as 0 (so it did until
+// session 40): `if constexpr`.
 __device__ __forceinline__ void ntt_after_prior_grid() {
-#if NTT_DEPENDENT_BUILT && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-    asm volatile("griddepcontrol.wait;" ::: "memory");
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if constexpr (NTT_DEPENDENT_BUILT != 0) {
+        asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+        asm volatile("griddepcontrol.wait;" ::: "memory");
+    }
 #endif
 }
 

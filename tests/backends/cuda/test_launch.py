@@ -44,6 +44,47 @@ def test_cuda_src_declares_none_of_them():
     assert found == []
 
 
+def test_no_preprocessor_directive_reads_them():
+    """They are constexpr ints, not macros: an #if naming one reads 0 whatever its value (session 40 found the NTT's
+    dependent wait, behind `#if NTT_DEPENDENT_BUILT`, never compiled in)."""
+    pattern = re.compile(rf"^\s*#\s*(if|elif)\b.*\b({'|'.join(launch.IN_HEADER)})\b", re.M)
+    found = [f"{p.relative_to(CUDA_SRC)}: {m[0].strip()}" for p in CUDA_SRC.rglob("*.cu*")
+             for m in pattern.finditer(p.read_text())]
+    assert found == []
+
+
+def _ptx(program: str, header: str) -> str:
+    """``program`` compiled by NVRTC to sm_90 PTX, with the real headers and ``header`` as the generated one."""
+    from pipeline.backends.cuda import nvrtc_build
+    from pipeline.backends.cuda.errors import check
+
+    nvrtc = nvrtc_build.nvrtc_module()
+    prog = check(nvrtc.nvrtcCreateProgram(program.encode(), b"probe.cu", 1, [header.encode()], [HEADER_NAME.encode()]),
+                 "nvrtcCreateProgram")
+    try:
+        opts = ["--gpu-architecture=compute_90", f"--include-path={CUDA_SRC}", *nvrtc_build.DEFAULT_OPTIONS]
+        check(nvrtc.nvrtcCompileProgram(prog, len(opts), [o.encode() for o in opts]), "nvrtcCompileProgram")
+        buf = bytearray(check(nvrtc.nvrtcGetPTXSize(prog), "nvrtcGetPTXSize"))
+        check(nvrtc.nvrtcGetPTX(prog, buf), "nvrtcGetPTX")
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+    return buf.rstrip(b"\0").decode()
+
+
+@pytest.mark.parametrize("built", [0, 1])
+def test_the_ntt_passes_wait_for_the_grid_before_exactly_when_built(built):
+    """ntt_after_prior_grid (the head of ntt_pass and ntt_pass_pairs) holds griddepcontrol's trigger and wait when
+    launch.NTT_DEPENDENT_BUILT is set, and nothing otherwise."""
+    nvrtc_or_skip()
+    name = "NTT_DEPENDENT_BUILT"
+    header = curve_header(BN254).replace(f"{name} = {launch.IN_HEADER[name]};", f"{name} = {built};")
+    assert f"{name} = {built};" in header
+    ptx = _ptx('#include "curve_types.cuh"\n#include "ntt/ntt.cuh"\n'
+               'extern "C" __global__ void probe() { ntt_after_prior_grid(); }\n', header)
+    assert ptx.count("griddepcontrol.wait") == built
+    assert ptx.count("griddepcontrol.launch_dependents") == built
+
+
 def test_the_header_is_part_of_the_cache_key():
     from pipeline.backends.cuda.nvrtc_build import cache_key
 
