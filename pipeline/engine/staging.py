@@ -46,6 +46,33 @@ class StagingPool:
             self.pinned_bytes += nbytes
         return buffer
 
+    def reserve(self, nbytes: int, count: int) -> int:
+        """Pin idle buffers of ``nbytes`` until ``min(count, max_idle)`` of them are idle; blocking, run it off the
+        loop. Returns how many it pinned. Partitions of that size then take a buffer rather than pin one: a pin holds
+        the driver while it runs, and one beside another partition's gpu stage stalled that stage by ~1 s at 2^27
+        (bench/NOTES.md, session 40). Idle buffers of other sizes give way, oldest first, past ``max_idle``."""
+        if not self.enabled:
+            return 0
+        want, made = min(count, self.max_idle), 0
+        while True:
+            with self._lock:
+                if self._stopping or sum(b.nbytes == nbytes for b in self._idle) >= want:
+                    break
+            buffer = self._allocate(nbytes)
+            made += 1
+            with self._lock:
+                self._idle.append(buffer)
+                self.pinned += 1
+                self.pinned_bytes += nbytes
+        with self._lock:
+            others = [b for b in self._idle if b.nbytes != nbytes][: max(0, len(self._idle) - self.max_idle)]
+            for buffer in others:
+                self._idle.remove(buffer)
+                self.pinned_bytes -= buffer.nbytes
+        for buffer in others:
+            buffer.free()
+        return made
+
     def give_back(self, buffer: Any) -> None:
         with self._lock:
             self.taken -= 1

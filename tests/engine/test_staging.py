@@ -36,6 +36,26 @@ def test_pool_reuses_same_sized_buffers_and_unpins_beyond_max_idle():
 
 def test_a_pool_without_an_allocator_is_disabled():
     assert not StagingPool(None).enabled
+    assert StagingPool(None).reserve(64, 3) == 0
+
+
+def test_reserve_pins_ahead_up_to_the_kept_count_and_takes_then_reuse_them():
+    made: list[FakePinnedBuffer] = []
+    pool = StagingPool(lambda n: made.append(FakePinnedBuffer(n)) or made[-1], max_idle=3)
+    old = pool.take(16)
+    pool.give_back(old)
+    assert pool.reserve(64, 5) == 3  # capped at max_idle
+    assert pool.reserve(64, 2) == 0  # already there
+    assert old.freed and pool.snapshot()["idle"] == 3  # the other size gave way past max_idle
+    assert pool.snapshot()["pinned_bytes"] == 3 * 64
+    taken = [pool.take(64) for _ in range(3)]
+    assert len(made) == 4 and pool.snapshot()["reused_total"] == 3  # no pin for partitions of the reserved size
+    for buffer in taken:
+        pool.give_back(buffer)
+    pool.stopping()
+    assert pool.reserve(32, 3) == 0  # nothing is pinned while the engine stops
+    pool.close()
+    assert all(x.freed for x in made)
 
 
 def pinned_engine(backend, **overrides) -> Engine:
@@ -58,6 +78,20 @@ async def test_the_gpu_stage_reads_pinned_buffers_and_every_one_is_unpinned_at_s
     assert staging["in_use"] == 0 and staging["reused_total"] >= 30 - 6 - 2  # at most in-flight + kept were pinned
     assert len(backend.buffers) <= 6 + 2 and all(b.freed for b in backend.buffers)
     assert results[0][0].public_signals == results[-1][-1].public_signals  # read from the staged copy
+
+
+async def test_a_preload_pins_the_buffers_its_partitions_take_before_any_job():
+    backend = FakePinnedBackend(FakeDeviceAllocator(1500), key_bytes=1000, scratch=500, gpu_s=0.002)
+    async with pinned_engine(backend, max_partitions_in_flight=3, staging_buffers_kept=4) as engine:
+        engine.register_key("mult", **key_files("bn128", "multiplier"))
+        await engine.preload("mult")
+        assert len(backend.buffers) == 3 and engine.status()["staging"]["idle"] == 3  # min(in flight, kept)
+        results = await (await engine.submit("mult", [WTNS] * 3)).result()
+        await settle(engine)
+        staging = engine.status()["staging"]
+    assert len(results) == 3 and backend.staged_from_pinned == 3
+    assert len(backend.buffers) == 3 and staging["reused_total"] == 3  # the job pinned nothing
+    assert all(b.freed for b in backend.buffers)
 
 
 async def test_cancelled_and_failed_partitions_give_their_buffers_back():
