@@ -207,7 +207,7 @@ class Engine:
             await self._note_witness_like(key_id, host.zkey, witness_like)
             async with target.gpu_lock:
                 await self.keystore.adopt_device_copy(key_id, target, host, handle, self._runner_for(target))
-            await self._reserve_staging(host.zkey)
+            await self._reserve_staging(key_id, host.zkey)
         finally:
             self.keystore.release(key_id)
 
@@ -222,17 +222,21 @@ class Engine:
             for device in self._devices(devices):
                 async with device.gpu_lock:
                     await self.keystore.device_copy(key_id, device, host, self._runner_for(device))
-            await self._reserve_staging(host.zkey)
+            await self._reserve_staging(key_id, host.zkey)
         finally:
             self.keystore.release(key_id)
 
-    async def _reserve_staging(self, zkey: Groth16Zkey) -> None:
+    async def _reserve_staging(self, key_id: str, zkey: Groth16Zkey) -> None:
         """Pin the staging buffers the key's partitions will take (as many as can be in flight, up to the kept
-        ones) now, not while one of them holds the GPU (StagingPool.reserve says why)."""
+        ones) now, not while one of them holds the GPU (StagingPool.reserve says why). A failed pin only costs
+        time: the key stays loaded and its partitions pin for themselves."""
         nbytes = zkey.n_vars * zkey.curve.fr.limbs * 8  # a witness's values: (n_vars, limbs) uint64
         count = min(self.config.max_partitions_in_flight, self.config.staging_buffers_kept)
-        await asyncio.get_running_loop().run_in_executor(self._executors["prep_msm"], self.staging.reserve, nbytes,
-                                                         count)
+        try:
+            await asyncio.get_running_loop().run_in_executor(self._executors["prep_msm"], self.staging.reserve,
+                                                             nbytes, count)
+        except Exception as exc:  # e.g. the host's page-locked limit
+            log.warning("key %r: staging buffers not pinned ahead (%s); its partitions pin their own", key_id, exc)
 
     async def _note_witness_like(self, key_id: str, zkey: Groth16Zkey,
                                  witness_like: Witness | WitnessShape | None) -> None:

@@ -94,6 +94,26 @@ async def test_a_preload_pins_the_buffers_its_partitions_take_before_any_job():
     assert all(b.freed for b in backend.buffers)
 
 
+async def test_a_pin_ahead_that_fails_leaves_the_key_loaded_and_its_partitions_pin_their_own(caplog):
+    backend = FakePinnedBackend(FakeDeviceAllocator(1500), key_bytes=1000, scratch=500, gpu_s=0.002)
+    real, refusing = backend.pinned_host_buffer, [True]
+
+    def pin(nbytes):
+        if refusing[0]:
+            raise MemoryError("page-locked limit")
+        return real(nbytes)
+
+    backend.pinned_host_buffer = pin  # the pool takes it when the engine starts
+    async with pinned_engine(backend, max_partitions_in_flight=2) as engine:
+        engine.register_key("mult", **key_files("bn128", "multiplier"))
+        await engine.preload("mult")
+        assert "not pinned ahead (page-locked limit)" in caplog.text
+        assert engine.status()["keys"]["keys"]["mult"]["host_resident"] and not backend.buffers
+        refusing[0] = False
+        results = await (await engine.submit("mult", [WTNS] * 2)).result()
+    assert len(results) == 2 and backend.staged_from_pinned == 2
+
+
 async def test_cancelled_and_failed_partitions_give_their_buffers_back():
     backend = FakePinnedBackend(FakeDeviceAllocator(1500), key_bytes=1000, scratch=500, gpu_s=0.03)
     async with pinned_engine(backend, max_partitions_in_flight=4) as engine:

@@ -89,8 +89,8 @@ struct xyzz_t {
         if (!add_finite_affine(q)) *this = dbl_affine(q);
     }
 
-    // this += the point stored at m, negated if neg (the MSM's inner loop): infinity is skipped before any
-    // arithmetic, by add_finite_affine's canonical test.
+    // this += the point stored at m, negated if neg (the MSM's inner loop): infinity, tested on the stored words
+    // (is_inf_stored), is skipped before any arithmetic.
     __device__ __forceinline__ void add_stored(const typename affine_t<F>::mem_t& m, bool neg) {
         const affine_t<F> q = affine_t<F>::load(m);
         if (q.is_inf_stored()) return;
