@@ -230,11 +230,10 @@ class Engine:
         """Pin the staging buffers the key's partitions will take (as many as can be in flight, up to the kept
         ones) now, not while one of them holds the GPU (StagingPool.reserve says why). A failed pin only costs
         time: the key stays loaded and its partitions pin for themselves."""
-        nbytes = zkey.n_vars * zkey.curve.fr.limbs * 8  # a witness's values: (n_vars, limbs) uint64
         count = min(self.config.max_partitions_in_flight, self.config.staging_buffers_kept)
         try:
             await asyncio.get_running_loop().run_in_executor(self._executors["prep_msm"], self.staging.reserve,
-                                                             nbytes, count)
+                                                             stages.witness_nbytes(zkey), count)
         except Exception as exc:  # e.g. the host's page-locked limit
             log.warning("key %r: staging buffers not pinned ahead (%s); its partitions pin their own", key_id, exc)
 

@@ -95,10 +95,15 @@ class DeviceResult:
     device_index: int
 
 
+def witness_nbytes(zkey) -> int:
+    """A witness of the key in memory, (n_vars, limbs) uint64: the size of its pinned staged copy too."""
+    return zkey.n_vars * zkey.curve.fr.limbs * 8
+
+
 def partition_host_bytes(zkey, backend: Backend) -> int:
     """Host memory one partition holds while in flight: its witness and the staged copy, what
     the backend holds for it (``Backend.partition_host_bytes``), and slack."""
-    return 2 * zkey.n_vars * zkey.curve.fr.n_bytes + backend.partition_host_bytes(zkey) + 4096
+    return 2 * witness_nbytes(zkey) + backend.partition_host_bytes(zkey) + 4096
 
 
 def synthesize(key: HostKey, source: Any, check_r1cs: bool) -> Witness:

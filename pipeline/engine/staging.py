@@ -39,11 +39,9 @@ class StagingPool:
                     self.taken += 1
                     self.reused += 1
                     return self._idle.pop(i)
-        buffer = self._allocate(nbytes)
+        buffer = self._pin(nbytes)
         with self._lock:
             self.taken += 1
-            self.pinned += 1
-            self.pinned_bytes += nbytes
         return buffer
 
     def reserve(self, nbytes: int, count: int) -> int:
@@ -58,18 +56,13 @@ class StagingPool:
             with self._lock:
                 if self._stopping or sum(b.nbytes == nbytes for b in self._idle) >= want:
                     break
-            buffer = self._allocate(nbytes)
+            buffer = self._pin(nbytes)
             made += 1
             with self._lock:
                 self._idle.append(buffer)
-                self.pinned += 1
-                self.pinned_bytes += nbytes
         with self._lock:
-            others = [b for b in self._idle if b.nbytes != nbytes][: max(0, len(self._idle) - self.max_idle)]
-            for buffer in others:
-                self._idle.remove(buffer)
-                self.pinned_bytes -= buffer.nbytes
-        for buffer in others:
+            excess = self._past_max_idle(spare=nbytes)
+        for buffer in excess:
             buffer.free()
         return made
 
@@ -77,11 +70,27 @@ class StagingPool:
         with self._lock:
             self.taken -= 1
             self._idle.append(buffer)
-            if self._stopping or len(self._idle) <= self.max_idle:
+            if self._stopping:
                 return
-            oldest = self._idle.pop(0)
-            self.pinned_bytes -= oldest.nbytes
-        oldest.free()
+            excess = self._past_max_idle()
+        for buffer in excess:
+            buffer.free()
+
+    def _pin(self, nbytes: int) -> Any:
+        buffer = self._allocate(nbytes)
+        with self._lock:
+            self.pinned += 1
+            self.pinned_bytes += nbytes
+        return buffer
+
+    def _past_max_idle(self, spare: int | None = None) -> list[Any]:
+        """Under the lock: the oldest idle buffers beyond ``max_idle`` (none of ``spare`` bytes), out of the pool,
+        for the caller to unpin outside the lock."""
+        excess = [b for b in self._idle if b.nbytes != spare][: max(0, len(self._idle) - self.max_idle)]
+        gone = {id(b) for b in excess}
+        self._idle = [b for b in self._idle if id(b) not in gone]
+        self.pinned_bytes -= sum(b.nbytes for b in excess)
+        return excess
 
     def stopping(self) -> None:
         """From now on keep every buffer given back (a cancelled worker thread may still read one)."""
