@@ -74,7 +74,8 @@ def time_msms(backend, curve, g2: bool, logs: Iterable[int], points: np.ndarray,
               repeats: Callable[[int], int], profile_logs: Iterable[int] = (), split: bool = False,
               c: int | None = None) -> Iterator[MsmTiming]:
     """Our MSM over the first 2^log_n points, per size and kind of scalars: points resident, the
-    scalars copied from pinned memory (the prep stage's staging buffer) in every timed call.
+    scalars copied from pinned memory (the prep stage's staging buffer) in every timed call, in pieces whose
+    digits are counted as each arrives (MsmRunner.sort's h_scalars; the split rows copy them whole first).
     With ``split``, each bit-heavy kind once more the way the engine takes a bit-heavy witness
     (CudaBackend._enqueue_msms): classified and compacted on the device, the ones summed, the
     others through Pippenger, all inside the timed call (the host's counts are not). ``c``: the
@@ -94,9 +95,8 @@ def time_msms(backend, curve, g2: bool, logs: Iterable[int], points: np.ndarray,
             for kind, values in scalars.items():
                 h_scalars[:] = values[:n]
 
-                def call():
-                    d_s.upload(h_scalars, backend.stream)
-                    rt.msm.run_xyzz(g2, d_points.ptr, d_s.ptr, n, c)
+                def call():  # the copy in pieces, each counted as it arrives (MsmRunner.scalar_pieces)
+                    rt.msm.run_xyzz(g2, d_points.ptr, d_s.ptr, n, c, h_scalars=h_scalars)
                 ms = time_ms(backend.stream, call, warmup=1, repeat=repeats(log_n))
                 plan = rt.msm.last_plan
                 phases = _profiled(rt.msm, call) if log_n in profile_logs else None

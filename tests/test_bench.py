@@ -266,7 +266,8 @@ def test_kernels_vs_sppark_times_each_msm_variant_under_its_settings_and_restore
     from pipeline.curves import BLS12_381
 
     msm = MsmRunner(SimpleNamespace(curve=BLS12_381), allocator=None, stream=None)
-    defaults = {k: getattr(msm, k) for k in ("lazy", "g1_min_blocks", "g2_field", "g2_min_blocks", "level0_flat")}
+    defaults = {k: getattr(msm, k) for k in ("lazy", "g1_min_blocks", "g2_field", "g2_min_blocks", "level0_flat",
+                                              "scalar_pieces")}
     seen = []
 
     def fake_time_msms(backend, curve, g2_, logs, points, scalars, repeats, split=False):
@@ -279,7 +280,8 @@ def test_kernels_vs_sppark_times_each_msm_variant_under_its_settings_and_restore
     rows = list(kvs.msm_rows(backend, BLS12_381, g2, [20], None, scalars, "not run (test)"))
     variants = kvs.msm_variants(msm, g2)
     others = len(G2_VARIANTS_BUILT) - 1 if g2 else len(G1_LAZY_BUILT) - 1
-    assert len(variants) == 1 + others and variants[0] == (kvs.PLAIN_FIELD, {"lazy": False})
+    assert len(variants) == 2 + others and variants[0] == (kvs.PLAIN_FIELD, {"lazy": False})
+    assert variants[1] == (kvs.WHOLE_COPY, {"scalar_pieces": 1})
     assert [r.input for r in rows[2:]] == [f"random, {label}" for label, _ in variants]
     assert seen[0] == defaults  # the default rows under the defaults
     for settings, during in zip((s for _, s in variants), seen[1:]):

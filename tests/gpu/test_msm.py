@@ -168,6 +168,75 @@ def test_binned_digit_sort_matches_the_scatter_and_the_reference(cuda_backend, r
 
 
 @pytest.mark.parametrize("group_name", ["g1", "g2"])
+def test_scalars_from_the_host_in_pieces_match_the_reference(cuda_backend, runtime, gpu_curve, group_name):
+    """Scalars copied in from host memory piece by piece, each piece's digits counted as it arrives
+    (MsmRunner.sort's h_scalars, msm_count_digits over a piece with the whole MSM's rank stride): pieces of
+    uneven sizes, one piece (copied whole on the runner's stream) and no copy stream, under both digit sorts
+    (ranks and the scatter; binned), a tail MSM's point index, page-locked and pageable host memory; against
+    the reference and against the same scalars already on the device."""
+    from pipeline.backends.cuda.memory import PinnedHostBuffer
+
+    group = getattr(gpu_curve, group_name)
+    rng = random.Random(f"host pieces {gpu_curve.name} {group_name}")
+    points = _edge_points(group, 700)
+    enc = encode_points(gpu_curve, group, points)
+    order = list(range(len(points)))
+    rng.shuffle(order)
+    msm, alloc, g2 = runtime.msm, cuda_backend.allocator, group_name == "g2"
+    saved = (msm.scalar_pieces, msm.scalar_piece_min, msm.copy_stream, msm.binned_sort)
+    settings = [(16, 100, True, False), (3, 200, True, True), (7, 1, True, False), (1, 1, True, False),
+                (16, 100, False, False)]  # (most pieces, least scalars a piece, copy stream, binned)
+    try:
+        for kind, c in [("random", None), ("bit_heavy", 3), ("edges", 5)]:
+            scalars = _scalars(kind, gpu_curve.fr, rng, len(order))
+            expected = msm_ref(group, [points[j] for j in order], scalars)
+            words = scalar_words(gpu_curve.fr, scalars)
+            with alloc.upload(enc, "points") as d_p, alloc.alloc(words.nbytes, "s") as d_s, \
+                    alloc.upload(np.array(order, dtype=np.uint32), "point index") as d_idx, \
+                    alloc.alloc(msm.xyzz_bytes(g2), "result") as d_out, \
+                    PinnedHostBuffer(cuda_backend.device, words.nbytes) as h_pinned:
+                pinned = h_pinned.view(np.uint32, words.shape)
+                pinned[:] = words
+                for most, least, copies, binned in settings:
+                    for host in (pinned, words):
+                        msm.scalar_pieces, msm.scalar_piece_min, msm.binned_sort = most, least, binned
+                        msm.copy_stream = saved[2] if copies else None
+                        d_s.memset32(0, cuda_backend.stream)  # what the copy must overwrite
+                        msm.enqueue(g2, d_p.ptr, d_s.ptr, len(order), d_out.ptr, c, d_point_index=d_idx.ptr,
+                                    h_scalars=host)
+                        raw = np.zeros(msm.xyzz_bytes(g2) // 4, dtype=np.uint32)
+                        d_out.download(raw, cuda_backend.stream)
+                        got = xyzz_to_jacobian(group, gpu_curve.fq, raw)
+                        assert group.eq(got, expected), (kind, c, most, least, copies, binned, host is pinned)
+                        on_device = np.zeros_like(words)
+                        d_s.download(on_device, cuda_backend.stream)
+                        assert np.array_equal(on_device, words)
+    finally:
+        msm.scalar_pieces, msm.scalar_piece_min, msm.copy_stream, msm.binned_sort = saved
+
+
+def test_an_msm_g1_at_2_20_from_the_host_in_eight_pieces_by_folding(cuda_backend, runtime, gpu_curve):
+    """2^20 scalars from page-locked host memory in 8 pieces of 2^17 (grids of the size a 2^24 MSM's
+    pieces have), against the folded reference."""
+    from pipeline.backends.cuda.memory import PinnedHostBuffer
+
+    group, msm, alloc = gpu_curve.g1, runtime.msm, cuda_backend.allocator
+    tiled, scalars, base, folded = _folding_case(gpu_curve, 12, "bit_heavy")
+    words = scalar_words(gpu_curve.fr, scalars)
+    saved = (msm.scalar_pieces, msm.scalar_piece_min)
+    try:
+        msm.scalar_pieces, msm.scalar_piece_min = 8, 1 << 17
+        with alloc.upload(tiled, "points") as d_p, alloc.alloc(words.nbytes, "s") as d_s, \
+                PinnedHostBuffer(cuda_backend.device, words.nbytes) as h_pinned:
+            host = h_pinned.view(np.uint32, words.shape)
+            host[:] = words
+            got = msm.run(group, d_p.ptr, d_s.ptr, len(scalars), h_scalars=host)
+    finally:
+        msm.scalar_pieces, msm.scalar_piece_min = saved
+    assert group.eq(got, msm_ref(group, base, folded))
+
+
+@pytest.mark.parametrize("group_name", ["g1", "g2"])
 def test_both_level0_schemes_match_the_reference_at_any_entries_a_thread(cuda_backend, runtime, gpu_curve, group_name):
     """Level 0 flat (msm_accumulate_flat: ranges of T entries across bucket boundaries, pieces placed by
     msm_piece_counts) and chunked (at most T of one bucket): T from 2 to 64, windows that leave most

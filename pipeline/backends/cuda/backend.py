@@ -179,6 +179,7 @@ class CudaBackend(Backend):
             kernels = CurveKernels(self.device, curve, self.kernel_cache_dir, self.options.sync_after_launch)
             msm = MsmRunner(kernels, self.allocator, self.stream, self.options.msm_g1_min_blocks)
             msm.shared_sort = self.options.msm_shared_sort  # benches and tests flip it on the runner
+            msm.copy_stream = self.copy_stream("msm scalars")  # host scalars in pieces (MsmRunner.sort)
             self._runtimes[curve.name] = CurveRuntime(kernels, NttRunner(kernels, self.allocator, self.stream), msm)
         return self._runtimes[curve.name]
 

@@ -96,7 +96,7 @@ SIGNATURES: dict[str, tuple[str, ...]] = {
     "scan_tile_sums": (PTR, U64, PTR),
     "scan_tile_offsets": (PTR, U32),
     "scan_apply": (PTR, U64, PTR, PTR),
-    "msm_count_digits": (PTR, U32, I32, I32, PTR, PTR, I32),
+    "msm_count_digits": (PTR, U32, I32, I32, PTR, PTR, I32, U32),
     "msm_scatter_digits": (PTR, U32, I32, I32, PTR, PTR, PTR, PTR, U32, I32),
     "msm_bin_cursors": (PTR, U32, I32, PTR),
     "msm_bin_digits": (PTR, U32, I32, I32, I32, I32, PTR, PTR),

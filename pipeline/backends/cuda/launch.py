@@ -93,6 +93,13 @@ SPMV_BLOCK = 128  # spmv_ab: spmv_abc (which also wrote c) 3.9 / 4.2 ms at 2^24 
 SPMV_LONG_ROW = 16  # a SHA-256 packing row (32 terms) is long; a 12-term product row of the synth circuit is not
 SPMV_LONG_BLOCK = 256
 DIGIT_BLOCK = 256  # msm_count_digits, msm_scatter_digits: inside the 22 ms digit sort above
+# An MSM's scalars from host memory (MsmRunner.sort's h_scalars) are copied in up to SCALAR_PIECES pieces of at
+# least SCALAR_PIECE_MIN scalars, on a stream of their own, and each piece's digits are counted as soon as it has
+# arrived, while the next is still in flight: the count then hides under the copy (~10 ms for 2^24 scalars over
+# PCIe against a 4.6 ms count, BLS12-381 G2 c = 16, results/gpu_msm_g2_windows_s35_2e24.md) but for the last
+# piece's. A piece's count is a launch of 2^20 scalars or more, enough to fill the GPU.
+SCALAR_PIECES = 16
+SCALAR_PIECE_MIN = 1 << 20
 # msm_place_digits (the binned sort's second pass): digits a block's tile (MSM_PLACE_TILE in
 # pippenger.cuh: the two must agree) and its threads; not swept.
 PLACE_TILE = 4096

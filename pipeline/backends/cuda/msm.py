@@ -17,8 +17,10 @@ from .errors import check
 from .kernels import BUILT_KERNELS, CurveKernels, grid_for
 from .launch import (BATCH_INVERSE_THREADS, CHUNK_COUNT_BLOCK, DIGIT_BLOCK, G1_LEVEL0_CHUNKED_BUILT, G2_FIELD,
                      G2_LEVEL0_CHUNKED_BUILT, G2_MIN_BLOCKS, G1_MIN_BLOCKS, LAZY_FIELDS, LEVEL0_CHUNKED, PLAIN_SUMS,
-                     MSM_ACC_THREADS as ACC_BLOCK, PLACE_BLOCK, PLACE_TILE, REDUCE_BLOCK, SCAN_THREADS, SCAN_TILE)
+                     MSM_ACC_THREADS as ACC_BLOCK, PLACE_BLOCK, PLACE_TILE, REDUCE_BLOCK, SCALAR_PIECE_MIN,
+                     SCALAR_PIECES, SCAN_THREADS, SCAN_TILE)
 from .memory import PinnedHostBuffer
+from .streams import Event
 
 TARGET_CHUNKS = 1 << 18  # enough chunks to fill 132 SMs several times over
 # madds per thread at level 0; the partial sums above it cost ~1.4/MAX_CHUNK extra. G1 128 against 64
@@ -38,6 +40,7 @@ LEVEL_CHUNK = 16  # full additions per thread when combining partials
 # a whole window's buffer (6.4 GB for G2).
 TABLE_BUILD_ROWS = 1 << 22
 SEGMENT_THREADS = 1 << 16  # threads of the bucket-reduction step
+SCALAR_BYTES = 32  # a scalar's plain words on the device (8 x 32 bits)
 
 
 def level0_chunk(entries: int, g2: bool = False) -> int:
@@ -111,6 +114,22 @@ MEASURED_WIDTHS = {
     254: {12: 8, 13: 8, 14: 8, 15: 8, 16: 8, 17: 10, 18: 15, 19: 15, 20: 15, 21: 15, 22: 15, 23: 15, 24: 17, 25: 17,
           26: 20, 27: 20},
 }
+
+
+def scalar_pieces(n: int, most: int = SCALAR_PIECES, least: int = SCALAR_PIECE_MIN) -> list[tuple[int, int]]:
+    """(first, count) of the pieces ``n`` scalars from the host are copied in (launch.SCALAR_PIECES): at most
+    ``most``, of at least ``least`` scalars each, so one piece below 2 ``least``."""
+    k = max(1, min(most, n // least))
+    bounds = [j * n // k for j in range(k + 1)]  # sizes differ by one at most, each >= n // k >= least
+    return [(a, b - a) for a, b in zip(bounds, bounds[1:])]
+
+
+def host_scalars_address(h_scalars: np.ndarray, n: int) -> int:
+    """The address of ``n`` scalars in host memory, as their plain 32-byte words in a C-contiguous array."""
+    if not h_scalars.flags.c_contiguous or h_scalars.nbytes != n * SCALAR_BYTES:
+        raise ValueError(f"host scalars: {n} scalars need one C-contiguous array of {n * SCALAR_BYTES} bytes, got "
+                         f"{h_scalars.nbytes} bytes{'' if h_scalars.flags.c_contiguous else ', not contiguous'}")
+    return h_scalars.ctypes.data
 
 
 def measured_width(n: int, scalar_bits: int) -> int | None:
@@ -264,6 +283,12 @@ class MsmRunner:
         # One digit sort for a partition's A, B1, B2 and C MSMs (the same scalars), held until C's has read it
         # (CudaBackend._enqueue_msms, CudaOptions.msm_shared_sort); scratch_bytes counts it then.
         self.shared_sort = False
+        # Scalars given in host memory (sort's h_scalars) come in over copy_stream in up to scalar_pieces pieces, each
+        # counted as it arrives (launch.SCALAR_PIECES; CudaBackend.runtime sets the stream). None or 1: copied whole
+        # on the runner's stream, then counted (benches compare).
+        self.copy_stream = None
+        self.scalar_pieces = SCALAR_PIECES
+        self.scalar_piece_min = SCALAR_PIECE_MIN  # tests lower it: pieces at small sizes
         self.profile = False  # when set, last_phases_ms gets CUDA-event times per phase
         self.last_phases_ms: dict[str, float] = {}
         self._marks: list = []
@@ -393,16 +418,20 @@ class MsmRunner:
         """Room for one MSM's window sums (``enqueue``'s ``d_windows``), at any size."""
         return self.max_windows() * self.xyzz_bytes(g2)
 
-    def sort(self, d_scalars: int, n: int, d_point_index: int = 0, c: int | None = None) -> SortedDigits:
+    def sort(self, d_scalars: int, n: int, d_point_index: int = 0, c: int | None = None,
+             h_scalars: np.ndarray | None = None) -> SortedDigits:
         """Steps 1-3 for ``n`` > 0 scalars, queued: their digits grouped by bucket, for ``enqueue(...,
-        digits=)`` of every MSM over these scalars (the caller frees it after the last)."""
+        digits=)`` of every MSM over these scalars (the caller frees it after the last). With ``h_scalars``
+        (the same scalars in host memory, page-locked for the copy to overlap and kept until it is done)
+        they are first copied to ``d_scalars``, in pieces counted as they arrive (``_count_digits``)."""
         plan = self.plan(n, False, c)  # a plan does not depend on the group
         alloc = self.allocator
         d_offsets = alloc.alloc(4 * (plan.n_buckets + 1), "msm bucket offsets")
         try:
             with alloc.alloc(4 * plan.n_buckets, "msm bucket counts") as d_counts:
                 self._mark("start")
-                d_entries = self._sort_digits(plan, d_scalars, n, d_point_index, d_counts, d_offsets)
+                d_entries = self._sort_digits(plan, d_scalars, n, d_point_index, d_counts, d_offsets,
+                                              h_scalars=h_scalars)
         except BaseException:
             d_offsets.free()
             raise
@@ -410,7 +439,8 @@ class MsmRunner:
 
     def enqueue(self, g2: bool, d_points: int, d_scalars: int, n: int, d_out: int, c: int | None = None,
                 d_point_index: int = 0, d_windows: int = 0,
-                digits: SortedDigits | None = None, skip_below: int = 0) -> DeferredWindows | None:
+                digits: SortedDigits | None = None, skip_below: int = 0,
+                h_scalars: np.ndarray | None = None) -> DeferredWindows | None:
         """Queue sum scalars[i] points[i] on the stream; the XYZZ result (raw Montgomery words,
         ``xyzz_bytes(g2)``) is written to ``d_out``. With ``d_point_index``, scalar i multiplies
         point d_point_index[i] (the tail of a split witness). Nothing here waits for the device:
@@ -420,14 +450,17 @@ class MsmRunner:
         partition's MSMs then share one combination's latency (pippenger.cuh, step 6). With
         ``digits`` (``sort`` of these scalars and point indices, not freed here) the sort is skipped.
         Digits of points below ``skip_below`` add nothing and their points are never read (C's MSM over
-        A's digits, from a base shifted back past the public signals)."""
+        A's digits, from a base shifted back past the public signals). ``h_scalars``: the scalars in host
+        memory, copied to ``d_scalars`` as ``sort`` says (not with ``digits``)."""
+        if h_scalars is not None and digits is not None:
+            raise ValueError("host scalars given with digits sorted already: nothing would read them")
         if n == 0:
             self.last_plan = self.plan(n, g2, c)
             check_memset_zero(d_out, self.xyzz_bytes(g2), self.stream)  # ZZ = 0: the point at infinity
             return None
         own = digits is None
         if own:
-            digits = self.sort(d_scalars, n, d_point_index, c)
+            digits = self.sort(d_scalars, n, d_point_index, c, h_scalars=h_scalars)
         elif digits.n != n:
             raise ValueError(f"sorted digits of {digits.n} scalars given to an MSM of {n}")
         elif digits.stride:
@@ -543,13 +576,13 @@ class MsmRunner:
         return (pb, fb) if binned and fb >= 0 else None
 
     def _sort_digits(self, plan: MsmPlan, d_scalars: int, n: int, d_point_index: int, d_counts, d_offsets,
-                     table_stride: int = 0):
+                     table_stride: int = 0, h_scalars: np.ndarray | None = None):
         """Steps 1-3: the bucket counts, their offsets (``d_offsets``, total at [n_buckets]) and the
         entries (point index, sign in bit 31) grouped by bucket, returned as a new buffer. Binned
         (pippenger.cuh, msm_bin_digits: two passes whose writes stay near each other) where
         ``bin_bits`` allows, else ranks and one scatter (msm_scatter_digits). ``table_stride``: the keys
         and entries of a fixed-base table of that many points a window (``enqueue_fixed``; ranks and
-        the scatter only)."""
+        the scatter only). ``h_scalars``: copied in first (``_count_digits``)."""
         alloc, nb, s = self.allocator, plan.sort_buckets, self.stream
         table_sets = plan.table_sets if table_stride else 0  # the table's keys (pippenger.cuh, table_key) or plain
         entries_bound = n * plan.n_windows  # at most one nonzero digit per scalar and window
@@ -558,9 +591,8 @@ class MsmRunner:
         d_ranks = alloc.alloc(4 * entries_bound, "msm digit ranks") if bits is None else None
         try:
             d_counts.memset32(0, s)
-            self._launch("msm_count_digits", n, DIGIT_BLOCK, (d_scalars, n, plan.c, plan.n_windows, d_counts.ptr,
-                                                              d_ranks.ptr if d_ranks is not None else 0,
-                                                              table_sets))
+            self._count_digits(plan, d_scalars, n, d_counts.ptr, d_ranks.ptr if d_ranks is not None else 0,
+                               table_sets, h_scalars)
             self.exclusive_scan(d_counts.ptr, nb, d_offsets.ptr)
             self._mark("count digits")
             if bits is None:
@@ -588,6 +620,47 @@ class MsmRunner:
                 (d_binned.ptr, d_offsets.ptr, n_bins, pb, fb, d_counts.ptr, d, d_point_index), s))
             self._mark("place digits")
             return d_entries
+
+    def _count_digits(self, plan: MsmPlan, d_scalars: int, n: int, d_counts: int, d_ranks: int, table_sets: int,
+                      h_scalars: np.ndarray | None) -> None:
+        """Step 1: the bucket counts (and the ranks, where ``d_ranks``). With ``h_scalars`` the scalars are
+        copied to ``d_scalars`` first: over ``copy_stream`` in ``scalar_pieces``, each counted on the runner's
+        stream once it has arrived while the next is in flight, or, one piece or no copy stream, whole on
+        the runner's stream. The copies start after the work queued before on the runner's stream (which
+        may still read ``d_scalars``), and its later work (the scatter reads every scalar) follows the last."""
+        pieces = [(0, n)]
+        if h_scalars is not None:
+            src = host_scalars_address(h_scalars, n)
+            if self.copy_stream is not None:
+                pieces = scalar_pieces(n, self.scalar_pieces, self.scalar_piece_min)
+            if len(pieces) == 1:
+                check(driver.cuMemcpyHtoDAsync(d_scalars, src, n * SCALAR_BYTES, self.stream.handle),
+                      "cuMemcpyHtoDAsync")
+        if len(pieces) == 1:
+            self._launch("msm_count_digits", n, DIGIT_BLOCK,
+                         (d_scalars, n, plan.c, plan.n_windows, d_counts, d_ranks, table_sets, n))
+            return
+        copies, events = self.copy_stream, []
+        try:
+            events.append(Event(timing=False).record(self.stream))
+            copies.wait(events[-1])
+            for first, count in pieces:
+                at = first * SCALAR_BYTES
+                check(driver.cuMemcpyHtoDAsync(d_scalars + at, src + at, count * SCALAR_BYTES, copies.handle),
+                      "cuMemcpyHtoDAsync")
+                events.append(Event(timing=False).record(copies))
+                self.stream.wait(events[-1])
+                self._launch("msm_count_digits", count, DIGIT_BLOCK,
+                             (d_scalars + at, count, plan.c, plan.n_windows, d_counts,
+                              d_ranks + 4 * first if d_ranks else 0, table_sets, n))
+        except BaseException:
+            # the caller frees d_scalars in the runner's stream order: not before a copy queued here is done
+            events.append(Event(timing=False).record(copies))
+            self.stream.wait(events[-1])
+            raise
+        finally:
+            for event in events:  # a queued wait holds what it waits for; destroying the handle frees it after
+                event.close()
 
     def _new_entries(self, entries_bound: int, launch) -> object:
         """A new buffer for the sorted entries, written by ``launch(its address)``; freed if that fails."""
@@ -820,19 +893,21 @@ class MsmRunner:
         self._collect_marks()
         return xyzz_to_jacobian(group, self.curve.fq, out)
 
-    def run_xyzz(self, g2: bool, d_points: int, d_scalars: int, n: int, c: int | None = None) -> np.ndarray:
+    def run_xyzz(self, g2: bool, d_points: int, d_scalars: int, n: int, c: int | None = None,
+                 h_scalars: np.ndarray | None = None) -> np.ndarray:
         """Blocking form of ``enqueue``: the XYZZ point as raw Montgomery words (4 coordinates)."""
         out = np.zeros(self.xyzz_bytes(g2) // 4, dtype=np.uint32)
         with self.allocator.alloc(self.xyzz_bytes(g2), "msm result") as d_result:
-            self.enqueue(g2, d_points, d_scalars, n, d_result.ptr, c)
+            self.enqueue(g2, d_points, d_scalars, n, d_result.ptr, c, h_scalars=h_scalars)
             d_result.download(out, self.stream)
         self._collect_marks()
         return out
 
-    def run(self, group: CurveGroup, d_points: int, d_scalars: int, n: int, c: int | None = None) -> tuple:
+    def run(self, group: CurveGroup, d_points: int, d_scalars: int, n: int, c: int | None = None,
+            h_scalars: np.ndarray | None = None) -> tuple:
         """The MSM as a Jacobian point of Python ints (``pipeline.curves.points`` form)."""
         g2 = group.ops.degree == 2
-        raw = self.run_xyzz(g2, d_points, d_scalars, n, c)
+        raw = self.run_xyzz(g2, d_points, d_scalars, n, c, h_scalars)
         return xyzz_to_jacobian(group, self.curve.fq, raw)
 
 

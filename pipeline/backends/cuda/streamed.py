@@ -39,13 +39,12 @@ from ..placement import (SECTIONS, WITNESS_SECTIONS, Chunk, HostSplit, KeyPlacem
 from ._bindings import driver
 from .errors import DeviceBudgetError, check
 from .memory import ADDRESS_MASK, DeviceAddress, HostRegistration, PinnedHostBuffer
-from .msm import PairTables, PointSum, xyzz_to_jacobian
+from .msm import SCALAR_BYTES, PairTables, PointSum, xyzz_to_jacobian
 from .split import enqueue_gather_rows, enqueue_split, split_scratch_bytes, split_worth_it
 from .streams import Event, PhaseClock, Stream, event_ready
 from .work import MSM_SLOTS, results_bytes
 
 HOT_ORDER = ("h", "a", "b1", "c", "b2")  # which sections stay on the device first when some must go
-SCALAR_BYTES = 32
 
 
 # A partition's gathered tail points go through page-locked staging (an asynchronous copy at the

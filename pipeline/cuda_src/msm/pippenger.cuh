@@ -133,15 +133,19 @@ __device__ __forceinline__ uint32_t table_key(uint32_t key, int w, int c, int se
     return key - ((uint32_t)(w - w % sets) << (c - 1));
 }
 
-// d_ranks[w n + i]: the rank of scalar i's digit of window w in its bucket (unset for zero digits); a
-// null d_ranks: the counts only (the binned sort below). `table_sets` > 0: the keys over a fixed-base
-// table of that many bucket sets (table_key).
+// d_ranks[w ranks_stride + i]: the rank of scalar i's digit of window w in its bucket (unset for zero digits);
+// a null d_ranks: the counts only (the binned sort below). `table_sets` > 0: the keys over a fixed-base
+// table of that many bucket sets (table_key). The n scalars may be one piece of an MSM's (scalars arriving
+// from the host piece by piece, msm.py's scalar_pieces): d_scalars and d_ranks then point at the piece's
+// first, and ranks_stride is the whole MSM's count (n where they are all of it), so that every piece's
+// ranks land where msm_scatter_digits reads them; the counts add up across the pieces.
 __global__ void msm_count_digits(const uint32_t* __restrict__ d_scalars, uint32_t n, int c, int n_windows,
-                                 uint32_t* __restrict__ d_counts, uint32_t* __restrict__ d_ranks, int table_sets) {
+                                 uint32_t* __restrict__ d_counts, uint32_t* __restrict__ d_ranks, int table_sets,
+                                 uint32_t ranks_stride) {
     msm_each_digit(d_scalars, n, c, n_windows, [&](uint32_t i, int w, uint32_t key, bool) {
         if (table_sets) key = table_key(key, w, c, table_sets);
         const uint32_t rank = warp_aggregated_inc(d_counts, key);
-        if (key != MSM_NO_BUCKET && d_ranks != nullptr) d_ranks[(size_t)w * n + i] = rank;  // key set: i < n
+        if (key != MSM_NO_BUCKET && d_ranks != nullptr) d_ranks[(size_t)w * ranks_stride + i] = rank;  // set: i < n
     });
 }
 
