@@ -63,6 +63,10 @@
 #   kernels  bench.kernels_vs_sppark (issue 16): our G1/G2 MSM, Fr NTT and H against sppark's from the same call,
 #            both curves (the harness first: carry .anchors); [KERNELS_ARGS: e.g. "--curves bn128 --g1 20 22"],
 #            [KERNELS_TIMEOUT=300] s                                              -> bench/results/kernels_vs_sppark.md + .png
+#   depntt   the NTT with the dependent launches' wait built in (launch.NTT_DEPENDENT_BUILT set on this copy of the tree,
+#            put back after): kernels_vs_sppark [DEPNTT_ARGS="--g1 --g2 --ntt 19 22"], then tests/gpu/test_ntt.py -k
+#            dependent. Its kernels: .anchors/kcache_dep.tar.xz where carried (the NVRTC cache of a dev-box build of
+#            every unit with the header so set), else NVRTC here   -> bench/results/kernels_vs_sppark_dependent.md
 #   fixedbase bench.gpu_msm_fixed_base (issue 16, fixed bases): plain MSM, MSM over a fixed-base table and sppark, same
 #            call, G1 and G2 at [FIXED_ARGS: e.g. "--curves bls12381 --g1 24"] (carry .anchors)
 #                                                                                     -> bench/results/gpu_msm_fixed_base.md
@@ -221,6 +225,18 @@ ab() {
   timeout "${AB_TIMEOUT:-300}" python3 -m bench.kernel_ab /tmp/ab_before/pipeline/cuda_src ${AB_ARGS:-} \
     --out bench/results/kernel_ab.md 2>&1 | tee "$OUT/kernel_ab.log" | tail -n 20
 }
+depntt() {
+  local launch=pipeline/backends/cuda/launch.py
+  sed -i 's/^NTT_DEPENDENT_BUILT = False$/NTT_DEPENDENT_BUILT = True/' $launch
+  grep -q "^NTT_DEPENDENT_BUILT = True$" $launch || { echo "depntt: launch.py has no NTT_DEPENDENT_BUILT = False line"; rc=2; return; }
+  mkdir -p "$HOME/.cache/zkpipe/kernels"
+  [ -f .anchors/kcache_dep.tar.xz ] && tar -xJf .anchors/kcache_dep.tar.xz -C "$HOME/.cache/zkpipe/kernels"
+  timeout "${DEPNTT_TIMEOUT:-240}" python3 -m bench.kernels_vs_sppark ${DEPNTT_ARGS:---g1 --g2 --ntt 19 22} \
+    --out bench/results/kernels_vs_sppark_dependent.md 2>&1 | tee "$OUT/depntt.log" | tail -n 30
+  timeout 200 python3 -m pytest -m gpu -q -p no:cacheprovider -k dependent tests/gpu/test_ntt.py 2>&1 \
+    | tee "$OUT/depntt_tests.log" | tail -n 4
+  sed -i 's/^NTT_DEPENDENT_BUILT = True$/NTT_DEPENDENT_BUILT = False/' $launch
+}
 seam() {
   local n counts=1 version dir log
   n=$(nvidia-smi -L | wc -l); [ "$n" -gt 1 ] && counts="1,$n"
@@ -241,7 +257,7 @@ seam() {
 
 for section in ${@:-tests demo prove stage msm engine server}; do
   case $section in
-    tests|demo|prove|ntt|msm|overlap|stage|memory|blocks|build|engine|scaling|server|cluster|seam|ab|devsetup|seed|streamed|keyprep|profile|nodeenv|oneshot|kernels|fixedbase|g2points)
+    tests|demo|prove|ntt|msm|overlap|stage|memory|blocks|build|engine|scaling|server|cluster|seam|ab|devsetup|seed|streamed|keyprep|profile|nodeenv|oneshot|kernels|depntt|fixedbase|g2points)
       echo "== $section"; $section ;;
     *) echo "bench/device.sh: unknown section '$section'" >&2; rc=2 ;;
   esac
