@@ -97,7 +97,9 @@ DIGIT_BLOCK = 256  # msm_count_digits, msm_scatter_digits: inside the 22 ms digi
 # least SCALAR_PIECE_MIN scalars, on a stream of their own, and each piece's digits are counted as soon as it has
 # arrived, while the next is still in flight: the count then hides under the copy (~10 ms for 2^24 scalars over
 # PCIe against a 4.6 ms count, BLS12-381 G2 c = 16, results/gpu_msm_g2_windows_s35_2e24.md) but for the last
-# piece's. A piece's count is a launch of 2^20 scalars or more, enough to fill the GPU.
+# piece's. A piece's count is a launch of 2^20 scalars or more, enough to fill the GPU. Session 41 (H100, one process,
+# against the whole copy; results/kernels_vs_sppark_s41_pieces_h100.md): G1 2^22-2^26 -2.6 to -5.6%, G2 2^24 -1.1%
+# (BLS12-381) and -2.1% (BN254), 2^20 (one piece) unchanged.
 SCALAR_PIECES = 16
 SCALAR_PIECE_MIN = 1 << 20
 # msm_place_digits (the binned sort's second pass): digits a block's tile (MSM_PLACE_TILE in
@@ -186,7 +188,10 @@ NTT_SHORT_LAST_MIN_STAGES = 3
 # NttRunner refuses that. Both off. Until session 40 ntt.cuh tested BUILT with a preprocessor #if, which reads the
 # header's constexpr as 0, so no build ever held the wait: session 40's H200 rows "passes after the first dependent"
 # (results/kernels_vs_sppark_s40_switches*.md) timed the launch attribute alone, +-3% with no direction (natural
-# 2^20 0.271 against 0.264 ms). With the wait in (`if constexpr`, tests/backends/cuda/test_launch.py) no GPU has run it.
+# 2^20 0.271 against 0.264 ms). With the wait in (`if constexpr`, tests/backends/cuda/test_launch.py), session 41's
+# H100 call (results/kernels_vs_sppark_s41_dependent_h100.md; word for word against ordinary launches in
+# tests/gpu/test_ntt.py): H -5% at 2^19, -2% at 2^20, -0.3% at 2^22 (both curves); one natural transform within its
+# spread either way (BLS12-381 2^20 0.275 -> 0.293 ms, BN254 0.290 -> 0.281). Off: the prover's H runs at 2^22 and up.
 NTT_DEPENDENT_BUILT = False
 NTT_DEPENDENT_PASSES = False
 IN_HEADER.update(NTT_DEPENDENT_BUILT=int(NTT_DEPENDENT_BUILT))
