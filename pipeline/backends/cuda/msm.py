@@ -628,35 +628,32 @@ class MsmRunner:
         stream once it has arrived while the next is in flight, or, one piece or no copy stream, whole on
         the runner's stream. The copies start after the work queued before on the runner's stream (which
         may still read ``d_scalars``), and its later work (the scatter reads every scalar) follows the last."""
-        pieces = [(0, n)]
+        pieces, src = [(0, n)], None
         if h_scalars is not None:
             src = host_scalars_address(h_scalars, n)
             if self.copy_stream is not None:
                 pieces = scalar_pieces(n, self.scalar_pieces, self.scalar_piece_min)
-            if len(pieces) == 1:
-                check(driver.cuMemcpyHtoDAsync(d_scalars, src, n * SCALAR_BYTES, self.stream.handle),
-                      "cuMemcpyHtoDAsync")
-        if len(pieces) == 1:
-            self._launch("msm_count_digits", n, DIGIT_BLOCK,
-                         (d_scalars, n, plan.c, plan.n_windows, d_counts, d_ranks, table_sets, n))
-            return
-        copies, events = self.copy_stream, []
+        beside = len(pieces) > 1  # the copies on copy_stream, each piece's count waiting for its own
+        copies, events = self.copy_stream if beside else self.stream, []
         try:
-            events.append(Event(timing=False).record(self.stream))
-            copies.wait(events[-1])
+            if beside:
+                events.append(Event(timing=False).record(self.stream))
+                copies.wait(events[-1])
             for first, count in pieces:
                 at = first * SCALAR_BYTES
-                check(driver.cuMemcpyHtoDAsync(d_scalars + at, src + at, count * SCALAR_BYTES, copies.handle),
-                      "cuMemcpyHtoDAsync")
-                events.append(Event(timing=False).record(copies))
-                self.stream.wait(events[-1])
+                if src is not None:
+                    check(driver.cuMemcpyHtoDAsync(d_scalars + at, src + at, count * SCALAR_BYTES, copies.handle),
+                          "cuMemcpyHtoDAsync")
+                if beside:
+                    events.append(Event(timing=False).record(copies))
+                    self.stream.wait(events[-1])
                 self._launch("msm_count_digits", count, DIGIT_BLOCK,
                              (d_scalars + at, count, plan.c, plan.n_windows, d_counts,
                               d_ranks + 4 * first if d_ranks else 0, table_sets, n))
         except BaseException:
-            # the caller frees d_scalars in the runner's stream order: not before a copy queued here is done
-            events.append(Event(timing=False).record(copies))
-            self.stream.wait(events[-1])
+            if beside:  # the caller frees d_scalars in the runner's stream order: not before a copy queued here
+                events.append(Event(timing=False).record(copies))
+                self.stream.wait(events[-1])
             raise
         finally:
             for event in events:  # a queued wait holds what it waits for; destroying the handle frees it after
