@@ -86,6 +86,14 @@ def runner(monkeypatch):
     return rec, msm
 
 
+class _Any:
+    def __eq__(self, other) -> bool:
+        return True
+
+
+ANY = _Any()  # the counts' buffer: allocated inside sort
+
+
 def counts_and_copies(rec) -> list[tuple]:
     return [e for e in rec.events if e[0] in ("copy", "record", "wait", "close")
             or (e[0] == "launch" and e[1] == "msm_count_digits")]
@@ -115,14 +123,6 @@ def test_each_piece_is_counted_on_the_runners_stream_after_its_copy_has_arrived(
     # the scatter comes after the last count, on the runner's stream: it reads every scalar
     order = [e[1] for e in rec.events if e[0] == "launch"]
     assert order.index("msm_scatter_digits") > max(i for i, name in enumerate(order) if name == "msm_count_digits")
-
-
-class _Any:
-    def __eq__(self, other) -> bool:
-        return True
-
-
-ANY = _Any()  # the counts' buffer: allocated inside sort
 
 
 @pytest.mark.parametrize("why", ["one piece", "no copy stream", "a single piece asked for"])
