@@ -78,6 +78,9 @@
 #            ~150 KB; carry .anchors) compiled by NVRTC on the host (~1-2 min a unit) beside this tree's prebuilt ones,
 #            timed in alternating rounds [AB_ARGS: e.g. "--curves bls12381 --g1 24 26 --g2 22"] [AB_TIMEOUT=300] s
 #                                                                                     -> bench/results/kernel_ab.md
+#   pipes    bench.pipe_rates: IMAD.WIDE, DFMA and both a clock, and our Fq / Fr Montgomery products with DFMAs
+#            beside them (is the FP64 pipe free room for a hybrid product?) [PIPES_ARGS: e.g. "--curves bls12381"]
+#            (compiles its probe unit with NVRTC, ~10 s a curve)                   -> bench/results/pipe_rates.md
 #   seam     before/after of the backend seam (issue 9): engine at 2^14 and 2^20 (1 and all devices)
 #            and the GPU stage at 2^14/20/24, in this tree and in the tree of .anchors/before.tar;
 #            sppark's MSM bench if .anchors/bench_bls12381 is there. Carry .anchors.
@@ -225,6 +228,9 @@ ab() {
   timeout "${AB_TIMEOUT:-300}" python3 -m bench.kernel_ab /tmp/ab_before/pipeline/cuda_src ${AB_ARGS:-} \
     --out bench/results/kernel_ab.md 2>&1 | tee "$OUT/kernel_ab.log" | tail -n 20
 }
+pipes() {
+  timeout "${PIPES_TIMEOUT:-180}" python3 -m bench.pipe_rates ${PIPES_ARGS:-} 2>&1 | tee "$OUT/pipe_rates.log" | tail -n 40
+}
 depntt() {
   local launch=pipeline/backends/cuda/launch.py
   sed -i 's/^NTT_DEPENDENT_BUILT = False$/NTT_DEPENDENT_BUILT = True/' $launch
@@ -257,7 +263,7 @@ seam() {
 
 for section in ${@:-tests demo prove stage msm engine server}; do
   case $section in
-    tests|demo|prove|ntt|msm|overlap|stage|memory|blocks|build|engine|scaling|server|cluster|seam|ab|devsetup|seed|streamed|keyprep|profile|nodeenv|oneshot|kernels|depntt|fixedbase|g2points)
+    tests|demo|prove|ntt|msm|overlap|stage|memory|blocks|build|engine|scaling|server|cluster|seam|ab|devsetup|seed|streamed|keyprep|profile|nodeenv|oneshot|kernels|depntt|fixedbase|g2points|pipes)
       echo "== $section"; $section ;;
     *) echo "bench/device.sh: unknown section '$section'" >&2; rc=2 ;;
   esac

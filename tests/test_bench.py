@@ -437,3 +437,22 @@ def test_seed_report_shows_a_split_sections_ones_beside_it():
     assert names[names.index("A") + 1] == "A: ones" and names[names.index("B2 (G2)") + 1] == "B2: ones"
     plain = {"gpu_total_ms": 100.0, "gpu_msm_a_ms": 8.0}
     assert "ones" not in partition_table([[SimpleNamespace(timings_ms=plain)]])
+
+
+@pytest.mark.parametrize("curve_name", ["bn128", "bls12381"])
+def test_pipe_rates_probe_builds_every_kernel_from_a_copy_of_the_sources(tmp_path, curve_name):
+    from tests.conftest import nvrtc_or_skip
+
+    nvrtc_or_skip()
+    from bench.pipe_rates import ProbeKernels, probe_source_root
+    from pipeline.backends.cuda.kernel_sources import CUDA_SRC
+    from pipeline.backends.cuda.kernels import build_units
+    from pipeline.curves import curve_by_name
+
+    root = probe_source_root(tmp_path)
+    assert not (CUDA_SRC / "programs" / "pipe_probe.cu").exists()  # the package's sources stay as shipped
+    built = build_units(curve_by_name(curve_name), "sm_90", None, tmp_path / "cache", table=ProbeKernels.units,
+                        source_root=root)
+    (unit,) = built.values()
+    assert sorted(unit.lowered) == sorted(ProbeKernels.units["pipe_probe"])
+    assert unit.cubin[:4] == b"\x7fELF"
