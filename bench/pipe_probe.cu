@@ -3,10 +3,27 @@
 // 32x32->64 multiply-adds (IMAD.WIDE) and double FMAs (DFMA) an SM retires a clock, alone and interleaved, and
 // how much DFMA work fits beside a Montgomery product without slowing it.
 // Every kernel: CHAINS independent chains a thread (latency hidden by ILP and warps), runtime operands (nothing
-// folds), a result stored (nothing is dead), and thread 0's clock64() span of the timed loop per block.
+// folds), a result stored (nothing is dead), and the block's clock64() and global-timer readings at both ends of
+// the timed loop (bench/pipe_rates.py takes the grid's span in ns and the SMs' clock from them).
 #include "curve_types.cuh"
 
 #define CHAINS 8
+
+__device__ __forceinline__ uint64_t global_ns() {
+    uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+// Thread 0 writes the block's clock64 and global-timer (ns) readings at both ends of the timed loop.
+__device__ __forceinline__ void record_span(uint64_t* d_times, uint64_t clk0, uint64_t ns0) {
+    __syncthreads();  // the block's span: a warp scheduler favouring old warps lets warp 0 finish first
+    const uint64_t clk1 = clock64(), ns1 = global_ns();
+    if (threadIdx.x == 0) {
+        uint64_t* t = d_times + 4 * blockIdx.x;
+        t[0] = clk0, t[1] = clk1, t[2] = ns0, t[3] = ns1;
+    }
+}
 
 __device__ __forceinline__ uint64_t mad_wide(uint32_t a, uint32_t b, uint64_t c) {
     uint64_t r;
@@ -24,7 +41,7 @@ __device__ __forceinline__ void dfma_work(double (&x)[CHAINS], double y, double 
 // IMADS multiply-adds and DFMAS double FMAs an iteration.
 template <int IMADS, int DFMAS>
 __global__ void probe_pipes(uint64_t* __restrict__ d_out, const uint32_t* __restrict__ d_in,
-                            const double* __restrict__ d_din, uint64_t* __restrict__ d_cycles, uint32_t iters) {
+                            const double* __restrict__ d_din, uint64_t* __restrict__ d_times, uint32_t iters) {
     const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
     const uint32_t m = d_in[t & 1023] | 1;
     const double y = d_din[0], z = d_din[1];
@@ -36,7 +53,7 @@ __global__ void probe_pipes(uint64_t* __restrict__ d_out, const uint32_t* __rest
         x[c] = d_din[2 + c];
     }
     __syncthreads();
-    const uint64_t t0 = clock64();
+    const uint64_t clk0 = clock64(), ns0 = global_ns();
     for (uint32_t k = 0; k < iters; ++k) {
 #pragma unroll
         for (int j = 0; j < IMADS; ++j) {
@@ -45,38 +62,39 @@ __global__ void probe_pipes(uint64_t* __restrict__ d_out, const uint32_t* __rest
         }
         dfma_work<DFMAS>(x, y, z);
     }
-    const uint64_t t1 = clock64();
+    record_span(d_times, clk0, ns0);
     uint64_t r = 0;
 #pragma unroll
     for (int c = 0; c < CHAINS; ++c) r ^= acc[c] ^ __double_as_longlong(x[c]);
     d_out[t] = r;
-    if (threadIdx.x == 0) d_cycles[blockIdx.x] = t1 - t0;
 }
 
-// Two independent Montgomery products an iteration (a *= c, b *= c) with DFMAS double FMAs beside them.
-template <class F, int DFMAS>
+// PRODUCTS independent Montgomery products an iteration (v[i] *= c) with DFMAS double FMAs beside them. More
+// products a thread (ILP) at the same rate: bound by a pipe or issue; a higher rate: the chains' latency bound.
+template <class F, int DFMAS, int PRODUCTS>
 __global__ void probe_field_mul(typename F::mem_t* __restrict__ d_io, const double* __restrict__ d_din,
-                                uint64_t* __restrict__ d_out, uint64_t* __restrict__ d_cycles, uint32_t iters) {
+                                uint64_t* __restrict__ d_out, uint64_t* __restrict__ d_times, uint32_t iters) {
     const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
-    F a = F::load(d_io[3 * t]), b = F::load(d_io[3 * t + 1]);
-    const F c = F::load(d_io[3 * t + 2]);
+    F v[PRODUCTS];
+#pragma unroll
+    for (int i = 0; i < PRODUCTS; ++i) v[i] = F::load(d_io[(PRODUCTS + 1) * t + i]);
+    const F c = F::load(d_io[(PRODUCTS + 1) * t + PRODUCTS]);
     const double y = d_din[0], z = d_din[1];
     double x[CHAINS];
 #pragma unroll
     for (int i = 0; i < CHAINS; ++i) x[i] = d_din[2 + i];
     __syncthreads();
-    const uint64_t t0 = clock64();
+    const uint64_t clk0 = clock64(), ns0 = global_ns();
     for (uint32_t k = 0; k < iters; ++k) {
-        a = a * c;
-        b = b * c;
+#pragma unroll
+        for (int i = 0; i < PRODUCTS; ++i) v[i] = v[i] * c;
         dfma_work<DFMAS>(x, y, z);
     }
-    const uint64_t t1 = clock64();
-    a.store(d_io[3 * t]);
-    b.store(d_io[3 * t + 1]);
+    record_span(d_times, clk0, ns0);
+#pragma unroll
+    for (int i = 0; i < PRODUCTS; ++i) v[i].store(d_io[(PRODUCTS + 1) * t + i]);
     uint64_t r = 0;
 #pragma unroll
     for (int i = 0; i < CHAINS; ++i) r ^= __double_as_longlong(x[i]);
     d_out[t] = r;
-    if (threadIdx.x == 0) d_cycles[blockIdx.x] = t1 - t0;
 }

@@ -1,24 +1,25 @@
-"""Is the FP64 pipe free room beside our field products? (issue 11/16: a lever for fewer multiply-pipe cycles).
+"""Is the FP64 pipe free room beside our field products? (issues 11/16: a lever for fewer multiply-pipe cycles).
 
-    python3 -m bench.pipe_rates [--curves bls12381 bn128] [--iters 4096] [--out bench/results/pipe_rates.md]
+    python3 -m bench.pipe_rates [--curves bls12381 bn128] [--iters 16384] [--out bench/results/pipe_rates.md]
 
-Hopper retires 64 IMADs and 64 DFMAs an SM a clock on separate pipes, and issues 4 warp instructions an SM a clock
-(one a sub-partition). A Montgomery product done partly in 52-bit limbs on the DFMA pipe could run beside the
-IMAD.WIDE rows, but only if the kernels are bound by the multiply pipe and not by issue: session 33 found the G1
-bucket sums follow the instruction count. This probe measures it directly (bench/pipe_probe.cu, one wave of
-resident blocks, cycles from clock64 on the SM):
+Hopper's data sheet gives 64 INT32 and 64 FP64 lanes an SM, on separate pipes, and it issues 4 warp
+instructions an SM a clock (one a sub-partition). A Montgomery product done partly in 52-bit limbs on the DFMA
+pipe could run beside the IMAD.WIDE rows, but only if the kernels are bound by the multiply pipe and not by
+issue: session 33 found the G1 bucket sums follow the instruction count. This probe measures it directly
+(bench/pipe_probe.cu: every SM full of resident blocks; the rate over the grid's span at the SMs' own clock):
 
-- IMAD.WIDE alone, DFMA alone, and interleaved: each pipe's warp instructions a sub-partition a clock, and
-  whether both together reach the sum (separate pipes) or the issue limit of 1;
-- two Montgomery products an iteration (fq_t, fr_t) with 0..D DFMAs beside them: the products' rate as DFMA
-  work is added. DFMAs that leave it unchanged are free room; a hybrid product could use that much.
+- mad.wide steps alone, DFMAs alone, and interleaved: each pipe's warp instructions a sub-partition a clock,
+  and whether both together reach the sum (separate pipes) or the issue limit of 1;
+- two Montgomery products an iteration (fq_t, fr_t) with 0..128 DFMAs beside them: the products' rate as DFMA
+  work is added. DFMAs that leave it unchanged are free room; a hybrid product could use that much;
+- four products a thread, and two at fewer blocks an SM: whether the products are bound by a pipe (more
+  independent work, same rate) or by their carry chains' latency (more work, higher rate).
 
 Every number comes from one process on one GPU; the ratios compare rows of that run.
 """
 from __future__ import annotations
 
 import shutil
-import statistics
 import tempfile
 from pathlib import Path
 
@@ -35,13 +36,19 @@ from pipeline.curves import curve_by_name
 PROBE_SOURCE = Path(__file__).with_name("pipe_probe.cu")
 BLOCK = 256
 PIPE_MIXES = ((8, 0), (0, 8), (8, 8), (16, 8), (8, 16))  # (IMADs, DFMAs) an iteration
-FIELD_DFMAS = (0, 8, 16, 32, 64, 128)  # DFMAs beside two Montgomery products
+FIELD_DFMAS = (0, 8, 16, 32, 64, 128)  # DFMAs beside two Montgomery products an iteration
+FIELD_ILP = 4  # one more row: this many independent products a thread, no DFMAs
 FIELDS = ("fq_t", "fr_t")
+
+
+def field_expr(field: str, dfmas: int, products: int) -> str:
+    return f"probe_field_mul<{field}, {dfmas}, {products}>"
 
 
 def probe_units() -> dict[str, tuple[str, ...]]:
     return {"pipe_probe": (*(f"probe_pipes<{i}, {d}>" for i, d in PIPE_MIXES),
-                           *(f"probe_field_mul<{f}, {d}>" for f in FIELDS for d in FIELD_DFMAS))}
+                           *(field_expr(f, d, 2) for f in FIELDS for d in FIELD_DFMAS),
+                           *(field_expr(f, 0, FIELD_ILP) for f in FIELDS))}
 
 
 class ProbeKernels(CurveKernels):
@@ -63,19 +70,49 @@ def probe_source_root(into: Path) -> Path:
     return root
 
 
-def run_probe(backend, kernels, expr: str, args_of, iters: int, per_iter: int) -> dict:
-    """One wave (every block resident at once): ops an SM a clock from the blocks' median clock64 span."""
-    per_sm = kernels.resident_blocks(expr)
+def run_probe(backend, kernels, expr: str, args_of, iters: int, per_iter: int, per_sm: int | None = None) -> dict:
+    """A grid of ``per_sm`` blocks on every SM (default: as many as an SM holds at once): ops an SM a clock over
+    the grid's whole span (first block's start to last block's end, global timer), at the SMs' clock (clock64
+    against the timer)."""
+    per_sm = per_sm or kernels.resident_blocks(expr)
     grid = per_sm * backend.device.sm_count
-    with backend.allocator.alloc(8 * grid, "probe cycles") as d_cycles:
+    with backend.allocator.alloc(32 * grid, "probe spans") as d_times:
         def launch():
-            kernels.launch(expr, grid, BLOCK, (*args_of(grid), int(d_cycles), iters), backend.stream)
+            kernels.launch(expr, grid, BLOCK, (*args_of(grid), int(d_times), iters), backend.stream)
         ms = time_ms(backend.stream, launch, warmup=1, repeat=3)
-        cycles = d_cycles.download(np.empty(grid, dtype=np.uint64), backend.stream)
-    span = float(statistics.median(cycles.tolist()))
+        times = d_times.download(np.empty((grid, 4), dtype=np.uint64), backend.stream).astype(np.float64)
+    block_ns = times[:, 3] - times[:, 2]
+    ghz = float(np.median((times[:, 1] - times[:, 0]) / block_ns))
+    span_ns = float(times[:, 3].max() - times[:, 2].min())
     ops_per_sm = per_sm * BLOCK * iters * per_iter
-    return {"blocks_per_sm": per_sm, "ms": ms, "cycles": span, "per_sm_clk": ops_per_sm / span,
-            "mhz": span / (ms * 1e3)}
+    return {"blocks_per_sm": per_sm, "ms": ms, "per_sm_clk": ops_per_sm / (span_ns * ghz), "mhz": ghz * 1e3,
+            "overlap": float(np.median(block_ns)) / span_ns}
+
+
+def field_table(backend, kernels, curve, rng, d_din, d_out, iters: int) -> str:
+    """Per field: two products a thread with 0..128 DFMAs beside, then FIELD_ILP products a thread, then two
+    products at fewer blocks an SM (fewer warps to hide the carry chains' latency)."""
+    rows = []
+    for field in FIELDS:
+        limbs, bits = (curve.fq.limbs, curve.fq.bits) if field == "fq_t" else (curve.fr.limbs, curve.fr.bits)
+        most = kernels.resident_blocks(field_expr(field, 0, 2))
+        shapes = [(d, 2, None) for d in FIELD_DFMAS] + [(0, FIELD_ILP, None)] + [(0, 2, b) for b in range(1, most)]
+        base = None
+        for dfmas, products, per_sm in shapes:
+            expr = field_expr(field, dfmas, products)
+            blocks = per_sm or kernels.resident_blocks(expr)
+            values = random_below(rng, (products + 1) * blocks * backend.device.sm_count * BLOCK, limbs, bits)
+            with backend.allocator.upload(values, "probe field values") as d_io:
+                r = run_probe(backend, kernels, expr, lambda g: (int(d_io), int(d_din), int(d_out)), iters,
+                              products, per_sm)
+            rate = r["per_sm_clk"]
+            base = base or rate
+            rows.append([field, products, dfmas // products, r["blocks_per_sm"], r["blocks_per_sm"] * BLOCK // 128,
+                         f"{rate:.4f}", f"{rate / base:.3f}", f"{128 / rate:.0f}",
+                         f"{rate * dfmas / products / 128:.3f}", f"{r['mhz']:.0f}", f"{r['overlap']:.3f}"])
+    return markdown_table(["field", "products a thread", "DFMAs a product", "blocks/SM", "warps/SMSP",
+                           "products /SM/clk", "vs first row", "SMSP clk a warp product", "DFMA /SMSP/clk", "SM MHz",
+                           "block / grid span"], rows)
 
 
 def main(curves: list[str], iters: int, out: Path | None) -> str:
@@ -83,8 +120,10 @@ def main(curves: list[str], iters: int, out: Path | None) -> str:
     rng = np.random.default_rng(7)
     lines = [f"# Pipe rates: IMAD.WIDE, DFMA and the field product ({backend.device.name}, {backend.device.sm_count} "
              f"SMs)\n", "Warp instructions a sub-partition a clock (an SM issues at most 4, one a sub-partition; "
-             "Hopper's IMAD and DFMA pipes take 16 lanes a clock each: 0.5 a pipe). One wave of resident blocks of "
-             f"{BLOCK} threads, {iters} iterations, cycles from clock64.\n"]
+             "Hopper's IMAD and DFMA pipes take 16 lanes a clock each: 0.5 a pipe). A grid of the blocks of "
+             f"{BLOCK} threads an SM holds at once, on every SM, {iters} iterations; the rate is over the grid's span "
+             "(global timer) at the SMs' clock (clock64 against it); block / grid span near 1: the blocks ran "
+             "side by side. A 'mad.wide' step compiles to IMAD.WIDE.U32 + IADD3 + IMAD.X.\n"]
     with tempfile.TemporaryDirectory() as tmp:
         root = probe_source_root(Path(tmp))
         for name in curves:
@@ -101,29 +140,14 @@ def main(curves: list[str], iters: int, out: Path | None) -> str:
                 r = run_probe(backend, kernels, f"probe_pipes<{imads}, {dfmas}>",
                               lambda g: (int(d_out), int(d_in), int(d_din)), iters, 1)
                 warp_ops = r["per_sm_clk"] / 128  # thread ops -> warp instructions a sub-partition
-                rows.append([f"{imads} IMAD.WIDE + {dfmas} DFMA", r["blocks_per_sm"],
+                rows.append([f"{imads} mad.wide + {dfmas} DFMA", r["blocks_per_sm"],
                              f"{warp_ops * imads:.3f}", f"{warp_ops * dfmas:.3f}", f"{warp_ops * (imads + dfmas):.3f}",
-                             f"{r['mhz']:.0f}"])
+                             f"{r['mhz']:.0f}", f"{r['overlap']:.3f}"])
             lines += [f"## {curve.name}: the pipes\n", markdown_table(
-                ["an iteration", "blocks/SM", "IMAD.WIDE /SMSP/clk", "DFMA /SMSP/clk", "both", "SM MHz"], rows), ""]
-            rows = []
-            for field in FIELDS:
-                limbs = curve.fq.limbs if field == "fq_t" else curve.fr.limbs
-                bits = curve.fq.bits if field == "fq_t" else curve.fr.bits
-                base = None
-                for dfmas in FIELD_DFMAS:
-                    expr = f"probe_field_mul<{field}, {dfmas}>"
-                    grid_max = kernels.resident_blocks(expr) * backend.device.sm_count
-                    values = random_below(rng, 3 * grid_max * BLOCK, limbs, bits)
-                    with backend.allocator.upload(values, "probe field values") as d_io:
-                        r = run_probe(backend, kernels, expr, lambda g: (int(d_io), int(d_din), int(d_out)), iters, 2)
-                    muls = r["per_sm_clk"]
-                    base = base or muls
-                    rows.append([field, dfmas // 2, r["blocks_per_sm"], f"{muls:.4f}", f"{muls / base:.3f}",
-                                 f"{muls * dfmas / 2 / 128:.3f}", f"{r['mhz']:.0f}"])
-            lines += [f"## {curve.name}: Montgomery products with DFMAs beside\n", markdown_table(
-                ["field", "DFMAs a product", "blocks/SM", "products /SM/clk", "vs none", "DFMA /SMSP/clk", "SM MHz"],
-                rows), ""]
+                ["an iteration", "blocks/SM", "mad.wide /SMSP/clk", "DFMA /SMSP/clk", "both", "SM MHz",
+                 "block / grid span"], rows), ""]
+            lines += [f"## {curve.name}: Montgomery products with DFMAs beside\n", field_table(
+                backend, kernels, curve, rng, d_din, d_out, iters), ""]
             for buf in (d_in, d_din, d_out):
                 buf.free()
             kernels.close()
@@ -136,7 +160,7 @@ def main(curves: list[str], iters: int, out: Path | None) -> str:
 if __name__ == "__main__":
     p = arg_parser(__doc__)
     add_curves(p)
-    p.add_argument("--iters", type=int, default=4096)
+    p.add_argument("--iters", type=int, default=16384)
     p.add_argument("--out", type=Path, default=Path("bench/results/pipe_rates.md"))
     a = p.parse_args()
     main(a.curves, a.iters, a.out)
