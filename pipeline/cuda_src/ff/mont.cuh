@@ -389,6 +389,12 @@ public:
         }
         asm volatile("madc.lo.cc.u32 %0, %1, %1, %0;" : "+r"(t[2 * N - 2]) : "r"(v[N - 1]));
         asm volatile("madc.hi.u32 %0, %1, %1, %0;" : "+r"(t[2 * N - 1]) : "r"(v[N - 1]));
+        return from_wide(t);
+    }
+    // T / R mod p for a 2N-word T = a b with a, b below p (2p for a LAZY field), as redc(T_lo) + T_hi:
+    // redc(T_lo) <= p and T_hi < 4p^2 / R, so the sum is below 2p where 4p < R (as above). The square's
+    // tail, and the reduction of a product whose 2N words come from elsewhere (bench/pipe_probe.cu).
+    static __device__ __forceinline__ mont_t from_wide(const uint32_t* t) {
         // redc(T_lo): the product's steps and sum, the arrays swapping roles each step
         uint32_t p[N], lo[N], hi[N];
 #pragma unroll
