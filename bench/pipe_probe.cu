@@ -168,17 +168,107 @@ __device__ __forceinline__ void product(const uint32_t* a, const uint32_t* b, ui
 }
 }  // namespace fp64_wide
 
-template <class F>
-__device__ __forceinline__ F fp64_hybrid_mul(const F& a, const F& b) {
-    uint32_t t[2 * F::N];
-    fp64_wide::product<F::N>(a.v, b.v, t);
-    return F::from_wide(t);
+// -- the same wide product on the IMAD pipe: schoolbook, and one level of Karatsuba ---------------------------
+namespace int_wide {
+// t = a b (2N words), row by row as mont_t's rows are: the products of a's even words go to e, of its odd words
+// to o, so each row is two carry chains of adjacent lo/hi pairs (IMAD.WIDE in SASS); then t = e + o. Each array
+// holds a part of a b < w^(2N) exactly, so a row's carry lands in a word no earlier row wrote.
+template <int N>
+__device__ __forceinline__ void schoolbook(const uint32_t* a, const uint32_t* b, uint32_t* t) {
+    static_assert(N % 2 == 0, "even/odd split needs an even word count");
+    uint32_t e[2 * N + 1], o[2 * N + 1];
+#pragma unroll
+    for (int j = 0; j <= 2 * N; j++) e[j] = o[j] = 0;
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+#pragma unroll
+        for (int odd = 0; odd < 2; odd++) {
+            uint32_t* x = odd ? o : e;
+            asm volatile("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(x[i + odd]) : "r"(a[odd]), "r"(b[i]));
+            asm volatile("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(x[i + odd + 1]) : "r"(a[odd]), "r"(b[i]));
+#pragma unroll
+            for (int k = 1; k < N / 2; k++) {
+                const int j = 2 * k + odd;
+                asm volatile("madc.lo.cc.u32 %0, %1, %2, %0;" : "+r"(x[i + j]) : "r"(a[j]), "r"(b[i]));
+                asm volatile("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(x[i + j + 1]) : "r"(a[j]), "r"(b[i]));
+            }
+            asm volatile("addc.u32 %0, %0, 0;" : "+r"(x[i + N + odd]));
+        }
+    }
+    asm volatile("add.cc.u32 %0, %1, %2;" : "=r"(t[0]) : "r"(e[0]), "r"(o[0]));
+#pragma unroll
+    for (int j = 1; j < 2 * N - 1; j++) asm volatile("addc.cc.u32 %0, %1, %2;" : "=r"(t[j]) : "r"(e[j]), "r"(o[j]));
+    asm volatile("addc.u32 %0, %1, %2;" : "=r"(t[2 * N - 1]) : "r"(e[2 * N - 1]), "r"(o[2 * N - 1]));
 }
 
-// The hybrid product's rate: as probe_field_mul with no DFMAs beside.
-template <class F, int PRODUCTS>
-__global__ void probe_hybrid_mul(typename F::mem_t* __restrict__ d_io, const double* __restrict__ d_din,
-                                 uint64_t* __restrict__ d_out, uint64_t* __restrict__ d_times, uint32_t iters) {
+// d = |x - y| (H words); returns all ones where x < y, else 0
+template <int H>
+__device__ __forceinline__ uint32_t abs_diff(const uint32_t* x, const uint32_t* y, uint32_t* d) {
+    uint32_t borrow, junk;
+    asm volatile("sub.cc.u32 %0, %1, %2;" : "=r"(d[0]) : "r"(x[0]), "r"(y[0]));
+#pragma unroll
+    for (int k = 1; k < H; k++) asm volatile("subc.cc.u32 %0, %1, %2;" : "=r"(d[k]) : "r"(x[k]), "r"(y[k]));
+    asm volatile("subc.u32 %0, 0, 0;" : "=r"(borrow));
+    // negate where it borrowed: (d ^ borrow) + (borrow & 1), the 1 entering as the first carry
+    asm volatile("add.cc.u32 %0, %1, 0xffffffff;" : "=r"(junk) : "r"(borrow & 1));
+#pragma unroll
+    for (int k = 0; k < H; k++) asm volatile("addc.cc.u32 %0, %1, 0;" : "=r"(d[k]) : "r"(d[k] ^ borrow));
+    return borrow;
+}
+
+// t = a b with three H-word products (H = N / 2): z0 = a0 b0, z2 = a1 b1, and
+// z1 = a0 b1 + a1 b0 = z0 + z2 - (a0 - a1)(b0 - b1), the last from |a0 - a1| |b0 - b1| and the signs.
+template <int N>
+__device__ __forceinline__ void karatsuba(const uint32_t* a, const uint32_t* b, uint32_t* t) {
+    static_assert(N % 2 == 0, "halves of equal size");
+    constexpr int H = N / 2;
+    uint32_t da[H], db[H], zm[2 * H], z1[2 * H + 1], junk;
+    const uint32_t sa = abs_diff<H>(a, a + H, da), sb = abs_diff<H>(b, b + H, db);
+    schoolbook<H>(a, b, t);
+    schoolbook<H>(a + H, b + H, t + 2 * H);
+    schoolbook<H>(da, db, zm);
+    asm volatile("add.cc.u32 %0, %1, %2;" : "=r"(z1[0]) : "r"(t[0]), "r"(t[2 * H]));
+#pragma unroll
+    for (int k = 1; k < 2 * H; k++)
+        asm volatile("addc.cc.u32 %0, %1, %2;" : "=r"(z1[k]) : "r"(t[k]), "r"(t[2 * H + k]));
+    asm volatile("addc.u32 %0, 0, 0;" : "=r"(z1[2 * H]));
+    // (a0 - a1)(b0 - b1) = +zm where the signs agree: z1 -= zm, as z1 + ~zm + 1; else z1 += zm
+    const uint32_t m = ~(sa ^ sb);  // all ones: subtract
+    asm volatile("add.cc.u32 %0, %1, 0xffffffff;" : "=r"(junk) : "r"(m & 1));
+#pragma unroll
+    for (int k = 0; k < 2 * H; k++) asm volatile("addc.cc.u32 %0, %0, %1;" : "+r"(z1[k]) : "r"(zm[k] ^ m));
+    asm volatile("addc.u32 %0, %0, %1;" : "+r"(z1[2 * H]) : "r"(m));
+    // t += z1 w^H; the sum is a b < w^(2N), so nothing carries out of the top word
+    asm volatile("add.cc.u32 %0, %0, %1;" : "+r"(t[H]) : "r"(z1[0]));
+#pragma unroll
+    for (int k = 1; k <= 2 * H; k++) asm volatile("addc.cc.u32 %0, %0, %1;" : "+r"(t[H + k]) : "r"(z1[k]));
+#pragma unroll
+    for (int k = 3 * H + 1; k < 2 * N - 1; k++) asm volatile("addc.cc.u32 %0, %0, 0;" : "+r"(t[k]));
+    asm volatile("addc.u32 %0, %0, 0;" : "+r"(t[2 * N - 1]));
+}
+}  // namespace int_wide
+
+// The products the probe compares: ours (mont_t's interleaved CIOS), and three whose 2N-word a b comes first and
+// is reduced by mont_t::from_wide: on the FP64 pipe, schoolbook on the IMAD pipe, Karatsuba on the IMAD pipe.
+enum { PRODUCT_OURS = 0, PRODUCT_FP64 = 1, PRODUCT_SCHOOLBOOK = 2, PRODUCT_KARATSUBA = 3 };
+
+template <int KIND, class F>
+__device__ __forceinline__ F probe_product(const F& a, const F& b) {
+    if constexpr (KIND == PRODUCT_OURS) {
+        return a * b;
+    } else {
+        uint32_t t[2 * F::N];
+        if constexpr (KIND == PRODUCT_FP64) fp64_wide::product<F::N>(a.v, b.v, t);
+        else if constexpr (KIND == PRODUCT_SCHOOLBOOK) int_wide::schoolbook<F::N>(a.v, b.v, t);
+        else int_wide::karatsuba<F::N>(a.v, b.v, t);
+        return F::from_wide(t);
+    }
+}
+
+// A product kind's rate: as probe_field_mul with no DFMAs beside.
+template <class F, int KIND, int PRODUCTS>
+__global__ void probe_product_rate(typename F::mem_t* __restrict__ d_io, const double* __restrict__ d_din,
+                                   uint64_t* __restrict__ d_out, uint64_t* __restrict__ d_times, uint32_t iters) {
     const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
     F v[PRODUCTS];
 #pragma unroll
@@ -188,7 +278,7 @@ __global__ void probe_hybrid_mul(typename F::mem_t* __restrict__ d_io, const dou
     const uint64_t clk0 = clock64(), ns0 = global_ns();
     for (uint32_t k = 0; k < iters; ++k) {
 #pragma unroll
-        for (int i = 0; i < PRODUCTS; ++i) v[i] = fp64_hybrid_mul(v[i], c);
+        for (int i = 0; i < PRODUCTS; ++i) v[i] = probe_product<KIND>(v[i], c);
     }
     record_span(d_times, clk0, ns0);
 #pragma unroll
@@ -196,14 +286,14 @@ __global__ void probe_hybrid_mul(typename F::mem_t* __restrict__ d_io, const dou
     d_out[t] = d_din[0] != 0.0;
 }
 
-// Both products of a[i] and b[i], for the bench's bit-for-bit check: d_ref the field's, d_hyb the hybrid's.
-template <class F>
-__global__ void probe_hybrid_check(typename F::mem_t* __restrict__ d_ref, typename F::mem_t* __restrict__ d_hyb,
-                                   const typename F::mem_t* __restrict__ d_a, const typename F::mem_t* __restrict__ d_b,
-                                   uint32_t n) {
+// Ours and a product kind's results for a[i] b[i], for the bench's word-for-word check.
+template <class F, int KIND>
+__global__ void probe_product_check(typename F::mem_t* __restrict__ d_ref, typename F::mem_t* __restrict__ d_other,
+                                    const typename F::mem_t* __restrict__ d_a,
+                                    const typename F::mem_t* __restrict__ d_b, uint32_t n) {
     for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
         const F a = F::load(d_a[i]), b = F::load(d_b[i]);
         (a * b).store(d_ref[i]);
-        fp64_hybrid_mul(a, b).store(d_hyb[i]);
+        probe_product<KIND>(a, b).store(d_other[i]);
     }
 }

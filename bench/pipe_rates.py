@@ -12,6 +12,8 @@ issue: session 33 found the G1 bucket sums follow the instruction count. This pr
   and whether both together reach the sum (separate pipes) or the issue limit of 1;
 - two Montgomery products an iteration (fq_t, fr_t) with 0..128 DFMAs beside them: the products' rate as DFMA
   work is added. DFMAs that leave it unchanged are free room; a hybrid product could use that much;
+- other products, checked word for word against ours and timed alike: a b as 2N words on the FP64 pipe,
+  schoolbook and one level of Karatsuba on the IMAD pipe, each reduced by mont_t::from_wide;
 - four products a thread, and two at fewer blocks an SM: whether the products are bound by a pipe (more
   independent work, same rate) or by their carry chains' latency (more work, higher rate).
 
@@ -42,9 +44,14 @@ FIELD_ILP = 4  # one more row: this many independent products a thread, no DFMAs
 FIELDS = ("fq_t", "fr_t")
 
 
-def field_expr(field: str, dfmas: int, products: int, hybrid: bool = False) -> str:
-    if hybrid:  # the multiply half on the FP64 pipe (pipe_probe.cu's fp64_wide), no DFMAs beside
-        return f"probe_hybrid_mul<{field}, {products}>"
+# pipe_probe.cu's product kinds past ours: a b as 2N words first (on the FP64 pipe; schoolbook and one level of
+# Karatsuba on the IMAD pipe), then mont_t::from_wide
+OTHER_PRODUCTS = {1: "FP64 hybrid", 2: "wide schoolbook", 3: "wide Karatsuba"}
+
+
+def field_expr(field: str, dfmas: int, products: int, kind: int = 0) -> str:
+    if kind:
+        return f"probe_product_rate<{field}, {kind}, {products}>"
     return f"probe_field_mul<{field}, {dfmas}, {products}>"
 
 
@@ -52,14 +59,14 @@ def probe_units() -> dict[str, tuple[str, ...]]:
     return {"pipe_probe": (*(f"probe_pipes<{i}, {d}>" for i, d in PIPE_MIXES),
                            *(field_expr(f, d, 2) for f in FIELDS for d in FIELD_DFMAS),
                            *(field_expr(f, 0, FIELD_ILP) for f in FIELDS),
-                           *(field_expr(f, 0, p, True) for f in FIELDS for p in (2, FIELD_ILP)),
-                           *(f"probe_hybrid_check<{f}>" for f in FIELDS))}
+                           *(field_expr(f, 0, p, k) for f in FIELDS for k in OTHER_PRODUCTS for p in (2, FIELD_ILP)),
+                           *(f"probe_product_check<{f}, {k}>" for f in FIELDS for k in OTHER_PRODUCTS))}
 
 
 class ProbeKernels(CurveKernels):
     units = probe_units()
     signatures = {"probe_pipes": (PTR, PTR, PTR, PTR, U32), "probe_field_mul": (PTR, PTR, PTR, PTR, U32),
-                  "probe_hybrid_mul": (PTR, PTR, PTR, PTR, U32), "probe_hybrid_check": (PTR, PTR, PTR, PTR, U32)}
+                  "probe_product_rate": (PTR, PTR, PTR, PTR, U32), "probe_product_check": (PTR, PTR, PTR, PTR, U32)}
     default_units = None
 
     def resident_blocks(self, expr: str) -> int:
@@ -101,17 +108,18 @@ def field_of(curve, field: str):
 
 def field_table(backend, kernels, curve, rng, d_din, d_out, iters: int) -> str:
     """Per field: two products a thread with 0..128 DFMAs beside, then FIELD_ILP products a thread, then two
-    products at fewer blocks an SM (fewer warps to hide the carry chains' latency), then the FP64 hybrid."""
+    products at fewer blocks an SM (fewer warps to hide the carry chains' latency), then the other product kinds."""
     rows = []
     for field in FIELDS:
         f = field_of(curve, field)
         limbs, bits = f.limbs, f.bits
         most = kernels.resident_blocks(field_expr(field, 0, 2))
-        shapes = ([(False, d, 2, None) for d in FIELD_DFMAS] + [(False, 0, FIELD_ILP, None)]
-                  + [(False, 0, 2, b) for b in range(1, most)] + [(True, 0, p, None) for p in (2, FIELD_ILP)])
+        shapes = ([(0, d, 2, None) for d in FIELD_DFMAS] + [(0, 0, FIELD_ILP, None)]
+                  + [(0, 0, 2, b) for b in range(1, most)]
+                  + [(k, 0, p, None) for k in OTHER_PRODUCTS for p in (2, FIELD_ILP)])
         base = None
-        for hybrid, dfmas, products, per_sm in shapes:
-            expr = field_expr(field, dfmas, products, hybrid)
+        for kind, dfmas, products, per_sm in shapes:
+            expr = field_expr(field, dfmas, products, kind)
             blocks = per_sm or kernels.resident_blocks(expr)
             values = random_below(rng, (products + 1) * blocks * backend.device.sm_count * BLOCK, limbs, bits)
             with backend.allocator.upload(values, "probe field values") as d_io:
@@ -119,7 +127,7 @@ def field_table(backend, kernels, curve, rng, d_din, d_out, iters: int) -> str:
                               products, per_sm)
             rate = r["per_sm_clk"]
             base = base or rate
-            rows.append([field, "FP64 hybrid" if hybrid else "ours", products, dfmas // products, r["blocks_per_sm"],
+            rows.append([field, OTHER_PRODUCTS.get(kind, "ours"), products, dfmas // products, r["blocks_per_sm"],
                          r["blocks_per_sm"] * BLOCK // 128, f"{rate:.4f}", f"{rate / base:.3f}", f"{128 / rate:.0f}",
                          f"{rate * dfmas / products / 128:.3f}", f"{r['mhz']:.0f}", f"{r['overlap']:.3f}"])
     return markdown_table(["field", "product", "products a thread", "DFMAs a product", "blocks/SM", "warps/SMSP",
@@ -127,9 +135,9 @@ def field_table(backend, kernels, curve, rng, d_din, d_out, iters: int) -> str:
                            "block / grid span"], rows)
 
 
-def hybrid_check(backend, kernels, curve, rng, n: int = 1 << 16) -> list[str]:
-    """The hybrid product against the field's own (itself checked against the Python reference in tests/gpu),
-    word for word: random operands below p, and the edges 0, 1, p - 1 against each other."""
+def product_check(backend, kernels, curve, rng, n: int = 1 << 16) -> list[str]:
+    """Each other product kind against ours (itself checked against the Python reference in tests/gpu), word for
+    word: random operands below p, and the edges 0, 1, p - 2, p - 1 against each other."""
     lines = []
     for field in FIELDS:
         f = field_of(curve, field)
@@ -137,16 +145,17 @@ def hybrid_check(backend, kernels, curve, rng, n: int = 1 << 16) -> list[str]:
         edges = [0, 1, f.modulus - 1, f.modulus - 2]
         for i, (x, y) in enumerate((x, y) for x in edges for y in edges):
             a[i], b[i] = ([(v >> (64 * k)) & (2**64 - 1) for k in range(f.limbs)] for v in (x, y))
-        with backend.allocator.upload(a, "check a") as d_a, backend.allocator.upload(b, "check b") as d_b, \
-                backend.allocator.alloc(a.nbytes, "check ref") as d_ref, \
-                backend.allocator.alloc(a.nbytes, "check hybrid") as d_hyb:
-            kernels.launch(f"probe_hybrid_check<{field}>", 256, BLOCK, (int(d_ref), int(d_hyb), int(d_a), int(d_b), n),
-                           backend.stream)
-            ref = d_ref.download(np.empty_like(a), backend.stream)
-            hyb = d_hyb.download(np.empty_like(a), backend.stream)
-        bad = int(np.count_nonzero((ref != hyb).any(axis=1)))
-        lines.append(f"- {field}: the FP64 hybrid product equals ours on {n - bad} of {n} operand pairs "
-                     f"({len(edges) ** 2} edge pairs among them){'' if bad == 0 else ': MISMATCH'}")
+        for kind, label in OTHER_PRODUCTS.items():
+            with backend.allocator.upload(a, "check a") as d_a, backend.allocator.upload(b, "check b") as d_b, \
+                    backend.allocator.alloc(a.nbytes, "check ours") as d_ref, \
+                    backend.allocator.alloc(a.nbytes, "check other") as d_other:
+                kernels.launch(f"probe_product_check<{field}, {kind}>", 256, BLOCK,
+                               (int(d_ref), int(d_other), int(d_a), int(d_b), n), backend.stream)
+                ref = d_ref.download(np.empty_like(a), backend.stream)
+                other = d_other.download(np.empty_like(a), backend.stream)
+            bad = int(np.count_nonzero((ref != other).any(axis=1)))
+            lines.append(f"- {field}, {label}: equals ours on {n - bad} of {n} operand pairs ({len(edges) ** 2} edge "
+                         f"pairs among them){'' if bad == 0 else ': MISMATCH'}")
     return lines
 
 
@@ -181,8 +190,8 @@ def main(curves: list[str], iters: int, out: Path | None) -> str:
             lines += [f"## {curve.name}: the pipes\n", markdown_table(
                 ["an iteration", "blocks/SM", "mad.wide /SMSP/clk", "DFMA /SMSP/clk", "both", "SM MHz",
                  "block / grid span"], rows), ""]
-            lines += [f"## {curve.name}: Montgomery products with DFMAs beside, and the FP64 hybrid\n",
-                      *hybrid_check(backend, kernels, curve, rng), "",
+            lines += [f"## {curve.name}: Montgomery products with DFMAs beside, and other products\n",
+                      *product_check(backend, kernels, curve, rng), "",
                       field_table(backend, kernels, curve, rng, d_din, d_out, iters), ""]
             for buf in (d_in, d_din, d_out):
                 buf.free()
