@@ -1,7 +1,9 @@
 // Pipe-rate probes for bench/pipe_rates.py (not shipped; compiled from a copy of pipeline/cuda_src with this file
 // as programs/pipe_probe.cu). They ask whether the FP64 pipe is free room beside our field products: how many
 // 32x32->64 multiply-adds (IMAD.WIDE) and double FMAs (DFMA) an SM retires a clock, alone and interleaved, and
-// how much DFMA work fits beside a Montgomery product without slowing it.
+// how much DFMA work fits beside a Montgomery product without slowing it. Then three other products, timed and
+// checked word for word against ours: a b formed whole (on the FP64 pipe, schoolbook, one level of Karatsuba) and
+// reduced by mont_t::from_wide (bench/NOTES.md, session 43: all three slower than ours on an H100).
 // Every kernel: CHAINS independent chains a thread (latency hidden by ILP and warps), runtime operands (nothing
 // folds), a result stored (nothing is dead), and the block's clock64() and global-timer readings at both ends of
 // the timed loop (bench/pipe_rates.py takes the grid's span in ns and the SMs' clock from them).
