@@ -71,36 +71,6 @@ __global__ void probe_pipes(uint64_t* __restrict__ d_out, const uint32_t* __rest
     d_out[t] = r;
 }
 
-// PRODUCTS independent Montgomery products an iteration (v[i] *= c) with DFMAS double FMAs beside them. More
-// products a thread (ILP) at the same rate: bound by a pipe or issue; a higher rate: the chains' latency bound.
-template <class F, int DFMAS, int PRODUCTS>
-__global__ void probe_field_mul(typename F::mem_t* __restrict__ d_io, const double* __restrict__ d_din,
-                                uint64_t* __restrict__ d_out, uint64_t* __restrict__ d_times, uint32_t iters) {
-    const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
-    F v[PRODUCTS];
-#pragma unroll
-    for (int i = 0; i < PRODUCTS; ++i) v[i] = F::load(d_io[(PRODUCTS + 1) * t + i]);
-    const F c = F::load(d_io[(PRODUCTS + 1) * t + PRODUCTS]);
-    const double y = d_din[0], z = d_din[1];
-    double x[CHAINS];
-#pragma unroll
-    for (int i = 0; i < CHAINS; ++i) x[i] = d_din[2 + i];
-    __syncthreads();
-    const uint64_t clk0 = clock64(), ns0 = global_ns();
-    for (uint32_t k = 0; k < iters; ++k) {
-#pragma unroll
-        for (int i = 0; i < PRODUCTS; ++i) v[i] = v[i] * c;
-        dfma_work<DFMAS>(x, y, z);
-    }
-    record_span(d_times, clk0, ns0);
-#pragma unroll
-    for (int i = 0; i < PRODUCTS; ++i) v[i].store(d_io[(PRODUCTS + 1) * t + i]);
-    uint64_t r = 0;
-#pragma unroll
-    for (int i = 0; i < CHAINS; ++i) r ^= __double_as_longlong(x[i]);
-    d_out[t] = r;
-}
-
 // -- a Montgomery product whose multiply half runs on the FP64 pipe (NOTES session 43) -------------------------
 // a b as 2N words from 52-bit limbs: each limb product x y < 2^104 splits exactly into
 //   hi = fma_rz(x, y, 2^104)                = 2^104 + H 2^52  (H = floor(x y / 2^52): the sum's ulp is 2^52)
@@ -267,25 +237,34 @@ __device__ __forceinline__ F probe_product(const F& a, const F& b) {
     }
 }
 
-// A product kind's rate: as probe_field_mul with no DFMAs beside.
-template <class F, int KIND, int PRODUCTS>
-__global__ void probe_product_rate(typename F::mem_t* __restrict__ d_io, const double* __restrict__ d_din,
-                                   uint64_t* __restrict__ d_out, uint64_t* __restrict__ d_times, uint32_t iters) {
+// PRODUCTS independent products of one kind an iteration (v[i] = v[i] c) with DFMAS double FMAs beside them.
+// More products a thread (ILP) at the same rate: bound by a pipe or issue; a higher rate: the chains' latency.
+template <class F, int KIND, int DFMAS, int PRODUCTS>
+__global__ void probe_field_mul(typename F::mem_t* __restrict__ d_io, const double* __restrict__ d_din,
+                                uint64_t* __restrict__ d_out, uint64_t* __restrict__ d_times, uint32_t iters) {
     const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
     F v[PRODUCTS];
 #pragma unroll
     for (int i = 0; i < PRODUCTS; ++i) v[i] = F::load(d_io[(PRODUCTS + 1) * t + i]);
     const F c = F::load(d_io[(PRODUCTS + 1) * t + PRODUCTS]);
+    const double y = d_din[0], z = d_din[1];
+    double x[CHAINS];  // live only where DFMAS > 0: a row without DFMAs carries none of their registers
+#pragma unroll
+    for (int i = 0; i < CHAINS; ++i) x[i] = DFMAS > 0 ? d_din[2 + i] : 0.0;
     __syncthreads();
     const uint64_t clk0 = clock64(), ns0 = global_ns();
     for (uint32_t k = 0; k < iters; ++k) {
 #pragma unroll
         for (int i = 0; i < PRODUCTS; ++i) v[i] = probe_product<KIND>(v[i], c);
+        dfma_work<DFMAS>(x, y, z);
     }
     record_span(d_times, clk0, ns0);
 #pragma unroll
     for (int i = 0; i < PRODUCTS; ++i) v[i].store(d_io[(PRODUCTS + 1) * t + i]);
-    d_out[t] = d_din[0] != 0.0;
+    uint64_t r = 0;
+#pragma unroll
+    for (int i = 0; i < CHAINS; ++i) r ^= __double_as_longlong(x[i]);
+    d_out[t] = r;
 }
 
 // Ours and a product kind's results for a[i] b[i], for the bench's word-for-word check.

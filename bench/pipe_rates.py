@@ -27,8 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.common import (add_curves, arg_parser, markdown_table, random_below, time_ms, uniform_below_modulus,
-                          write_result)
+from bench.common import add_curves, arg_parser, markdown_table, random_below, uniform_below_modulus, write_result
 from pipeline.backends.cuda._bindings import driver
 from pipeline.backends.cuda.backend import CudaBackend
 from pipeline.backends.cuda.errors import check
@@ -50,9 +49,7 @@ OTHER_PRODUCTS = {1: "FP64 hybrid", 2: "wide schoolbook", 3: "wide Karatsuba"}
 
 
 def field_expr(field: str, dfmas: int, products: int, kind: int = 0) -> str:
-    if kind:
-        return f"probe_product_rate<{field}, {kind}, {products}>"
-    return f"probe_field_mul<{field}, {dfmas}, {products}>"
+    return f"probe_field_mul<{field}, {kind}, {dfmas}, {products}>"
 
 
 def probe_units() -> dict[str, tuple[str, ...]]:
@@ -66,7 +63,7 @@ def probe_units() -> dict[str, tuple[str, ...]]:
 class ProbeKernels(CurveKernels):
     units = probe_units()
     signatures = {"probe_pipes": (PTR, PTR, PTR, PTR, U32), "probe_field_mul": (PTR, PTR, PTR, PTR, U32),
-                  "probe_product_rate": (PTR, PTR, PTR, PTR, U32), "probe_product_check": (PTR, PTR, PTR, PTR, U32)}
+                  "probe_product_check": (PTR, PTR, PTR, PTR, U32)}
     default_units = None
 
     def resident_blocks(self, expr: str) -> int:
@@ -83,22 +80,21 @@ def probe_source_root(into: Path) -> Path:
     return root
 
 
-def run_probe(backend, kernels, expr: str, args_of, iters: int, per_iter: int, per_sm: int | None = None) -> dict:
-    """A grid of ``per_sm`` blocks on every SM (default: as many as an SM holds at once): ops an SM a clock over
-    the grid's whole span (first block's start to last block's end, global timer), at the SMs' clock (clock64
-    against the timer)."""
+def run_probe(backend, kernels, expr: str, args: tuple, iters: int, per_iter: int, per_sm: int | None = None) -> dict:
+    """A grid of ``per_sm`` blocks on every SM (default: as many as an SM holds at once), after a warm-up launch:
+    ops an SM a clock over the grid's whole span (first block's start to last block's end, global timer), at the
+    SMs' clock (clock64 against the timer)."""
     per_sm = per_sm or kernels.resident_blocks(expr)
     grid = per_sm * backend.device.sm_count
     with backend.allocator.alloc(32 * grid, "probe spans") as d_times:
-        def launch():
-            kernels.launch(expr, grid, BLOCK, (*args_of(grid), int(d_times), iters), backend.stream)
-        ms = time_ms(backend.stream, launch, warmup=1, repeat=3)
+        for _ in range(2):
+            kernels.launch(expr, grid, BLOCK, (*args, int(d_times), iters), backend.stream)
         times = d_times.download(np.empty((grid, 4), dtype=np.uint64), backend.stream).astype(np.float64)
     block_ns = times[:, 3] - times[:, 2]
     ghz = float(np.median((times[:, 1] - times[:, 0]) / block_ns))
     span_ns = float(times[:, 3].max() - times[:, 2].min())
     ops_per_sm = per_sm * BLOCK * iters * per_iter
-    return {"blocks_per_sm": per_sm, "ms": ms, "per_sm_clk": ops_per_sm / (span_ns * ghz), "mhz": ghz * 1e3,
+    return {"blocks_per_sm": per_sm, "per_sm_clk": ops_per_sm / (span_ns * ghz), "mhz": ghz * 1e3,
             "overlap": float(np.median(block_ns)) / span_ns}
 
 
@@ -123,7 +119,7 @@ def field_table(backend, kernels, curve, rng, d_din, d_out, iters: int) -> str:
             blocks = per_sm or kernels.resident_blocks(expr)
             values = random_below(rng, (products + 1) * blocks * backend.device.sm_count * BLOCK, limbs, bits)
             with backend.allocator.upload(values, "probe field values") as d_io:
-                r = run_probe(backend, kernels, expr, lambda g: (int(d_io), int(d_din), int(d_out)), iters,
+                r = run_probe(backend, kernels, expr, (int(d_io), int(d_din), int(d_out)), iters,
                               products, per_sm)
             rate = r["per_sm_clk"]
             base = base or rate
@@ -182,7 +178,7 @@ def main(curves: list[str], iters: int, out: Path | None) -> str:
             rows = []
             for imads, dfmas in PIPE_MIXES if name == curves[0] else ():  # the same instructions for every curve
                 r = run_probe(backend, kernels, f"probe_pipes<{imads}, {dfmas}>",
-                              lambda g: (int(d_out), int(d_in), int(d_din)), iters, 1)
+                              (int(d_out), int(d_in), int(d_din)), iters, 1)
                 warp_ops = r["per_sm_clk"] / 128  # thread ops -> warp instructions a sub-partition
                 rows.append([f"{imads} mad.wide + {dfmas} DFMA", r["blocks_per_sm"],
                              f"{warp_ops * imads:.3f}", f"{warp_ops * dfmas:.3f}", f"{warp_ops * (imads + dfmas):.3f}",
