@@ -456,3 +456,16 @@ def test_pipe_rates_probe_builds_every_kernel_from_a_copy_of_the_sources(tmp_pat
     (unit,) = built.values()
     assert sorted(unit.lowered) == sorted(ProbeKernels.units["pipe_probe"])
     assert unit.cubin[:4] == b"\x7fELF"
+
+
+def test_ntt_switch_ab_reports_each_values_median_and_its_ratio_range_to_the_first():
+    """bench.ntt_switch_ab's table: a value's ms is the median over the rounds, its ratio the median of the rounds'
+    own ratios to the first value, with their smallest and largest; values read as Python reads them."""
+    from bench.ntt_switch_ab import markdown, parse_value
+
+    assert [parse_value(t) for t in ("None", "1", "top")] == [None, 1, "top"]
+    rounds = [[1.0, 0.9, 1.1], [2.0, 1.6, 2.0], [1.0, 0.95, 1.2]]  # ratios of 1: 0.9, 0.8, 0.95; of 0: 1.1, 1.0, 1.2
+    text = markdown("gpu", "natural_rev_rows_log", [None, 1, 0], {"bls12381": {20: rounds}}, 3, 5)
+    row = next(line for line in text.splitlines() if line.startswith("| bls12381 | 2^20 |"))
+    assert row == "| bls12381 | 2^20 | 1.0000 | 0.9500 | 1.2000 | 0.900 (0.800-0.950) | 1.100 (1.000-1.200) |"
+    assert "| curve | n | None ms | 1 ms | 0 ms | 1 ratio (range) | 0 ratio (range) |" in text

@@ -374,6 +374,17 @@ def test_the_short_pass_in_the_middle_gives_the_same_words(cuda_backend, runtime
                                              ("top", "middle"))
 
 
+@pytest.mark.parametrize("log_n", [11, 17, 20, 21])
+def test_fewer_rows_in_the_reversing_pass_give_the_same_words(cuda_backend, runtime, gpu_curve, log_n):
+    """NttRunner.natural_rev_rows_log 0 and 1 (the natural transform's last pass in blocks of 1 or 2 rows, runs of
+    1 or 2 reversed indices) against as many rows as fill a block, word for word, both directions."""
+    from pipeline.backends.cuda.ntt import natural_plan
+
+    assert natural_plan(log_n, rev_rows_log=0) != natural_plan(log_n)
+    _assert_settings_give_the_same_words(cuda_backend, runtime, gpu_curve.fr, log_n, log_n + 300,
+                                         "natural_rev_rows_log", (None, 0, 1))
+
+
 @pytest.mark.parametrize("log_n", [1, 2, 8, 9, 17, 21])
 def test_the_fused_quotient_equals_the_elementwise_kernels(cuda_backend, runtime, gpu_curve, log_n):
     """The pairs kernel's forward DIT onto the odd coset by its twiddles (a's scaled by n^-1 in its first

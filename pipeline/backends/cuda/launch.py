@@ -180,6 +180,14 @@ NTT_NATURAL_IN_PLACE = False
 NTT_NATURAL_SHORT_PASS = "top"
 NTT_RADIX_SHORT_PASS = "top"
 NTT_SHORT_LAST_MIN_STAGES = 3
+# The REV pass's rows (natural_plan): a block of the last pass of ntt() holds at most 2^NTT_NATURAL_REV_ROWS_LOG rows
+# whose reversed indices are consecutive, so it stores runs of that many elements (None: as many rows as fill the
+# block's 2^PASS_ELEMENTS_LOG elements, tl = 2 at k = 8: 1024 blocks of 256 threads at 2^20, where the radix passes'
+# last pass has 4096 blocks of 64). 1: session 44's alternating rounds in one process (bench.ntt_switch_ab, an H100,
+# results/ntt_rev_rows_ab_s44_h100*.md; GPU-tested word for word against None) timed 2 rows / as many as fill
+# 0.983-0.990 at 2^19-2^27, both curves, every round under 1 from 2^20 up; 1 row 0.99-1.007. Before it the natural
+# transform ran 10-14 us behind the radix passes alone at 2^20-2^21 on both cards.
+NTT_NATURAL_REV_ROWS_LOG = 1
 # A transform's passes after its first as programmatic dependent launches (CurveKernels.launch's `dependent`): the
 # next pass's blocks take the SMs that the last wave of the one before leaves idle, and its launch no longer waits
 # for that pass to drain (session 38's ncu reading, results/ntt_ncu_s38_h100.md: 3 passes at 2^20, 2-4 waves each).

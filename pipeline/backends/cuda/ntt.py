@@ -14,7 +14,7 @@ from ...curves.field import ScalarField
 from .kernels import CurveKernels, grid_for
 from .launch import (BIT_REVERSE_BLOCK, ELEMENTWISE_BLOCK, NTT_BR_TILE_LOG, NTT_DEPENDENT_BUILT, NTT_DEPENDENT_PASSES,
                      NTT_FUSE_COSET, NTT_FUSE_QUOTIENT, NTT_FUSE_SCALE, NTT_NATURAL_IN_PLACE, NTT_NATURAL_RADIX,
-                     NTT_NATURAL_SHORT_PASS, NTT_PASS_KERNEL, NTT_PASS_KERNELS, NTT_RADIX_BUILT, NTT_RADIX_LOG,
+                     NTT_NATURAL_REV_ROWS_LOG, NTT_NATURAL_SHORT_PASS, NTT_PASS_KERNEL, NTT_PASS_KERNELS, NTT_RADIX_BUILT, NTT_RADIX_LOG,
                      NTT_RADIX_SHORT_PASS, NTT_REV_IN_PLACE_MIN_STAGES, NTT_REV_IN_PLACE_STAGES,
                      NTT_SHORT_LAST_MIN_STAGES, PASS_ELEMENTS_LOG, STAGES_PER_PASS)
 
@@ -55,9 +55,11 @@ def _top_down(log_n: int, ks: list[int], elements_log: int) -> list[tuple[int, i
 
 
 def natural_plan(log_n: int, stages: int = STAGES_PER_PASS, elements_log: int = PASS_ELEMENTS_LOG,
-                 short_pass: str = "top") -> list[tuple[int, int, int]]:
+                 short_pass: str = "top", rev_rows_log: int | None = NTT_NATURAL_REV_ROWS_LOG) -> list[tuple[int, int, int]]:
     """The DIF plan of ``pass_plan`` whose last pass (lo = 0) stores in natural order (ntt_pass's REV): its
-    tl is the number of rows a block holds, 2^tl consecutive reversed indices to store in one run.
+    tl is the number of rows a block holds, 2^tl consecutive reversed indices to store in one run: as many as
+    fill the block's 2^elements_log elements, or at most 2^``rev_rows_log`` (launch.NTT_NATURAL_REV_ROWS_LOG) where
+    that pass has all ``stages`` (a short last pass keeps its blocks full: its rows are most of them).
     ``short_pass``: pass_plan's "top" or "middle", or "last", where the short pass has
     NTT_SHORT_LAST_MIN_STAGES stages or more (else "top"): a REV pass's rows keep its blocks full at any k,
     where a short radix pass at lo = 0 would have no low bits to coalesce over."""
@@ -68,7 +70,8 @@ def natural_plan(log_n: int, stages: int = STAGES_PER_PASS, elements_log: int = 
         plan = _top_down(log_n, [k for _, k, _ in plan[1:]] + [plan[0][1]], elements_log)
     if plan:
         _, k, _ = plan[-1]
-        plan[-1] = (0, k, min(elements_log - k, log_n - k))
+        tl = min(elements_log - k, log_n - k)
+        plan[-1] = (0, k, tl if rev_rows_log is None or k < stages else min(tl, rev_rows_log))
     return plan
 
 
@@ -154,6 +157,7 @@ class NttRunner:
         # where the short pass sits (launch.py): ntt()'s natural_plan and radix_passes' pass_plan; benches compare
         self.natural_short_pass, self.radix_short_pass = NTT_NATURAL_SHORT_PASS, NTT_RADIX_SHORT_PASS
         self.natural_radix = NTT_NATURAL_RADIX  # ntt()'s register groups (launch.py); benches and tests vary it
+        self.natural_rev_rows_log = NTT_NATURAL_REV_ROWS_LOG  # ntt()'s last pass's rows (launch.py); benches compare
         # a transform's passes after its first as dependent launches (launch.py's NTT_DEPENDENT_PASSES says why;
         # benches compare; only over kernels built with the wait, _dependent): the first waits for whatever came
         # before it the ordinary way
@@ -311,7 +315,8 @@ class NttRunner:
         if self.natural_in_place and (in_place := in_place_plan(log_n, self.stages_per_pass)) is not None:
             self._natural_in_place(d_data, log_n, inverse, scale, *in_place, dependent)
             return
-        plan = natural_plan(log_n, self.stages_per_pass, short_pass=self.natural_short_pass)
+        plan = natural_plan(log_n, self.stages_per_pass, short_pass=self.natural_short_pass,
+                            rev_rows_log=self.natural_rev_rows_log)
         last = len(plan) - 1
         scratch = None
         try:

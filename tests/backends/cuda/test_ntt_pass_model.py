@@ -245,22 +245,24 @@ def test_other_pass_plans_compute_the_transform(stages, elements_log, log_n, sho
 @pytest.mark.parametrize("radix", NTT_RADIX_BUILT)
 @pytest.mark.parametrize("compact", [False, True], ids=["levels", "compact"])
 @pytest.mark.parametrize("short_pass", ["top", "middle", "last"])
+@pytest.mark.parametrize("rev_rows_log", [None, 0, 1])
 def test_the_natural_order_plan_stores_the_transform_in_natural_order(stages, elements_log, log_n, radix, compact,
-                                                                       short_pass):
+                                                                       short_pass, rev_rows_log):
     """NttRunner.ntt's fused path: DIF passes (the first from the data into a scratch array, the middle ones in
-    place there) and the REV pass from the scratch array back into the data, whose blocks hold 2^tl rows:
-    the natural-order transform, both directions (the inverse's n^-1 left out), with no bit-reversal pass; the
-    plan's short pass at the top, in the middle or last."""
+    place there) and the REV pass from the scratch array back into the data, whose blocks hold 2^tl rows (as
+    many as fill a block, or at most 2^rev_rows_log): the natural-order transform, both directions (the
+    inverse's n^-1 left out), with no bit-reversal pass; the plan's short pass at the top, in the middle or last."""
     fr, p = BN254.fr, BN254.fr.modulus
     log_tw = log_n + 1
     table = twiddle_table(fr, log_tw, compact)
     rng = random.Random(log_n * 31 + stages + radix)
     values = [rng.randrange(p) for _ in range(1 << log_n)]
-    plan = natural_plan(log_n, min(stages, log_n), elements_log, short_pass)
+    plan = natural_plan(log_n, min(stages, log_n), elements_log, short_pass, rev_rows_log)
     assert sorted(k for _, k, _ in plan) == sorted(k for _, k, _ in natural_plan(log_n, min(stages, log_n),
                                                                                  elements_log))
     lo, k, tl = plan[-1]
-    assert lo == 0 and tl == min(elements_log - k, log_n - k)
+    full = min(elements_log - k, log_n - k)
+    assert lo == 0 and tl == (full if rev_rows_log is None or k < min(stages, log_n) else min(full, rev_rows_log))
     for inverse in (False, True):
         expect = reference_ntt(fr, values, inverse)
         if inverse:
