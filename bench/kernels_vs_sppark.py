@@ -343,9 +343,9 @@ def time_ntt_variants(backend, ntt, d_data: int, log_n: int, repeat: int,
             out["NTT", f"{RADIX_ONLY}, the short pass at the {place}"] = time_ms(
                 backend.stream, lambda: ntt.radix_passes(d_data, log_n, False, False), repeat=repeat)
         ntt.radix_short_pass = NTT_RADIX_SHORT_PASS
-        # the reversing pass's rows a block (session 44): the other counts than the default's, where they change its plan
+        # the reversing pass's rows a block (session 44): the counts other than the default's that change its plan
         for rows_log in (None, 0, 1):
-            if natural_plan(log_n, rev_rows_log=rows_log) != natural_plan(log_n, rev_rows_log=NTT_NATURAL_REV_ROWS_LOG):
+            if natural_plan(log_n, rev_rows_log=rows_log) != natural_plan(log_n):
                 ntt.natural_rev_rows_log = rows_log
                 rows = "as many rows as fill them" if rows_log is None else f"{1 << rows_log} row(s)"
                 out["NTT", f"{NATURAL}, its last pass in blocks of {rows}"] = time_ms(

@@ -14,9 +14,9 @@ from ...curves.field import ScalarField
 from .kernels import CurveKernels, grid_for
 from .launch import (BIT_REVERSE_BLOCK, ELEMENTWISE_BLOCK, NTT_BR_TILE_LOG, NTT_DEPENDENT_BUILT, NTT_DEPENDENT_PASSES,
                      NTT_FUSE_COSET, NTT_FUSE_QUOTIENT, NTT_FUSE_SCALE, NTT_NATURAL_IN_PLACE, NTT_NATURAL_RADIX,
-                     NTT_NATURAL_REV_ROWS_LOG, NTT_NATURAL_SHORT_PASS, NTT_PASS_KERNEL, NTT_PASS_KERNELS, NTT_RADIX_BUILT, NTT_RADIX_LOG,
-                     NTT_RADIX_SHORT_PASS, NTT_REV_IN_PLACE_MIN_STAGES, NTT_REV_IN_PLACE_STAGES,
-                     NTT_SHORT_LAST_MIN_STAGES, PASS_ELEMENTS_LOG, STAGES_PER_PASS)
+                     NTT_NATURAL_REV_ROWS_LOG, NTT_NATURAL_SHORT_PASS, NTT_PASS_KERNEL, NTT_PASS_KERNELS,
+                     NTT_RADIX_BUILT, NTT_RADIX_LOG, NTT_RADIX_SHORT_PASS, NTT_REV_IN_PLACE_MIN_STAGES,
+                     NTT_REV_IN_PLACE_STAGES, NTT_SHORT_LAST_MIN_STAGES, PASS_ELEMENTS_LOG, STAGES_PER_PASS)
 
 
 SHORT_PASS_PLACES = ("top", "middle", "last")  # natural_plan's; pass_plan takes the first two
@@ -55,7 +55,8 @@ def _top_down(log_n: int, ks: list[int], elements_log: int) -> list[tuple[int, i
 
 
 def natural_plan(log_n: int, stages: int = STAGES_PER_PASS, elements_log: int = PASS_ELEMENTS_LOG,
-                 short_pass: str = "top", rev_rows_log: int | None = NTT_NATURAL_REV_ROWS_LOG) -> list[tuple[int, int, int]]:
+                 short_pass: str = "top",
+                 rev_rows_log: int | None = NTT_NATURAL_REV_ROWS_LOG) -> list[tuple[int, int, int]]:
     """The DIF plan of ``pass_plan`` whose last pass (lo = 0) stores in natural order (ntt_pass's REV): its
     tl is the number of rows a block holds, 2^tl consecutive reversed indices to store in one run: as many as
     fill the block's 2^elements_log elements, or at most 2^``rev_rows_log`` (launch.NTT_NATURAL_REV_ROWS_LOG) where
