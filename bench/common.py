@@ -160,6 +160,19 @@ def time_ms(stream, fn: Callable[[], object], warmup: int = 1, repeat: int = 5) 
     return statistics.median(times)
 
 
+def alternating_rounds(count: int, rounds: int, time_one: Callable[[int], float]) -> list[list[float]]:
+    """Per round, ``time_one(i)`` of each of ``count`` settings (in index order), timed in an order that rotates
+    from round to round (0, 1, ..., then 1, 2, ..., 0): an A/B in one process whose ratios do not carry which
+    setting ran first."""
+    per_round = []
+    for r in range(rounds):
+        times = [0.0] * count
+        for i in ((j + r) % count for j in range(count)):
+            times[i] = time_one(i)
+        per_round.append(times)
+    return per_round
+
+
 def random_below(rng, n: int, limbs: int, bits: int) -> np.ndarray:
     """(n, limbs) uint64 uniformly random values < 2^(bits - 1) (so below the modulus)."""
     words = rng.integers(0, 2**64 - 1, size=(n, limbs), dtype=np.uint64, endpoint=True)  # one draw a word: 13x faster

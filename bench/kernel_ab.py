@@ -24,7 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.common import add_curves, arg_parser, markdown_table, time_ms, uniform_below_modulus, write_result
+from bench.common import (add_curves, alternating_rounds, arg_parser, markdown_table, time_ms, uniform_below_modulus,
+                          write_result)
 from bench.gpu_msm import random_msm_data
 from pipeline.backends.cuda.backend import CudaBackend
 from pipeline.backends.cuda.kernels import CurveKernels
@@ -66,18 +67,16 @@ def ab_rows(backend: CudaBackend, curve, before_root: Path, g2: bool, logs: list
             for kind, values in scalars.items():
                 h_scalars[:] = values[:n]
                 d_s.upload(h_scalars, backend.stream)
-                times = {"before": [], "after": []}
-                for r in range(rounds):
-                    order = ("before", "after") if r % 2 == 0 else ("after", "before")
-                    for name in order:
-                        runner = before if name == "before" else after
+                def timed(i: int) -> float:
+                    runner = (before, after)[i]
 
-                        def call(runner=runner):
-                            d_s.upload(h_scalars, backend.stream)
-                            runner.run_xyzz(g2, d_points.ptr, d_s.ptr, n)
-                        times[name].append(time_ms(backend.stream, call, warmup=1, repeat=repeat))
-                b, a = statistics.median(times["before"]), statistics.median(times["after"])
-                ratios = " ".join(f"{x / y:.3f}" for x, y in zip(times["after"], times["before"]))
+                    def call():
+                        d_s.upload(h_scalars, backend.stream)
+                        runner.run_xyzz(g2, d_points.ptr, d_s.ptr, n)
+                    return time_ms(backend.stream, call, warmup=1, repeat=repeat)
+                per_round = alternating_rounds(2, rounds, timed)  # before, after; after, before; ...
+                b, a = (statistics.median(r[i] for r in per_round) for i in (0, 1))
+                ratios = " ".join(f"{r[1] / r[0]:.3f}" for r in per_round)
                 rows.append([curve.name, "G2" if g2 else "G1", f"2^{log_n}", kind, f"{b:.3f}", f"{a:.3f}",
                              f"{a / b:.3f}", ratios])
                 print(rows[-1], flush=True)

@@ -38,8 +38,8 @@ bench/results/sppark_g2_points.md), before this process makes its CUDA context. 
 - G1 and G2 MSM: points resident, scalars copied from pinned memory in every call (bench/gpu_msm.py,
   `time_msms`; in pieces, each piece's digits counted while the next is copied: launch.SCALAR_PIECES; the
   "copied whole" rows copy all of them before counting), random and 80% {0,1} scalars, and the 80% {0,1}
-  ones once more through the engine's 0/1 split (classified and compacted on the device inside the timed call). sppark: wall clock of
-  `msm_t::invoke` with scalars from pageable memory; it has no split, so the split row is compared
+  ones once more through the engine's 0/1 split (classified and compacted on the device inside the timed call).
+  sppark: wall clock of `msm_t::invoke` with scalars from pageable memory; it has no split, so the split row is compared
   with its 80% {0,1} row. The default bucket sums run over the lazy form of Fq (values in [0, 2p)
   inside a thread, launch.LAZY_FIELDS); the "plain field" rows time them over the reduced one.
 - Fr NTT, data resident: ours natural order in and out (DIF radix passes whose last one stores at the

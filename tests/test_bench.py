@@ -469,3 +469,20 @@ def test_ntt_switch_ab_reports_each_values_median_and_its_ratio_range_to_the_fir
     row = next(line for line in text.splitlines() if line.startswith("| bls12381 | 2^20 |"))
     assert row == "| bls12381 | 2^20 | 1.0000 | 0.9500 | 1.2000 | 0.900 (0.800-0.950) | 1.100 (1.000-1.200) |"
     assert "| curve | n | None ms | 1 ms | 0 ms | 1 ratio (range) | 0 ratio (range) |" in text
+
+
+def test_alternating_rounds_rotate_which_setting_runs_first_and_keep_each_time_in_its_place():
+    """bench.common.alternating_rounds (kernel_ab, ntt_switch_ab): round r times the settings from r on, wrapping;
+    each round's list holds the times in the settings' order."""
+    from bench.common import alternating_rounds
+
+    calls = []
+
+    def time_one(i: int) -> float:
+        calls.append(i)
+        return 10.0 * i + len(calls)
+
+    per_round = alternating_rounds(3, 4, time_one)
+    assert calls == [0, 1, 2, 1, 2, 0, 2, 0, 1, 0, 1, 2]
+    assert per_round[1] == [6.0, 14.0, 25.0]  # round 1 ran 1 (4th call), 2 (5th), then 0 (6th)
+    assert [len(r) for r in per_round] == [3, 3, 3, 3]
