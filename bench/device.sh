@@ -76,7 +76,8 @@
 #   ab       bench.kernel_ab: a kernel change against the kernels before it, same process: the MSM kernels of
 #            .anchors/cuda_src_before.tar (`git archive <commit> pipeline/cuda_src > .anchors/cuda_src_before.tar`,
 #            ~150 KB; carry .anchors) compiled by NVRTC on the host (~1-2 min a unit) beside this tree's prebuilt ones,
-#            timed in alternating rounds [AB_ARGS: e.g. "--curves bls12381 --g1 24 26 --g2 22"] [AB_TIMEOUT=300] s
+#            timed in alternating rounds [AB_ARGS: e.g. "--curves bls12381 --g1 24 26 --g2 22", "--g1 --ntt 20 21"]
+#            [AB_TIMEOUT=300] s; .anchors/kcache_before.tar.xz, where carried: the earlier tree's NVRTC cache (dev box)
 #                                                                                     -> bench/results/kernel_ab.md
 #   pipes    bench.pipe_rates: IMAD.WIDE, DFMA and both a clock, and our Fq / Fr Montgomery products with DFMAs
 #            beside them (is the FP64 pipe free room for a hybrid product?) [PIPES_ARGS: e.g. "--curves bls12381"]
@@ -225,6 +226,9 @@ bench_in() {
 }
 ab() {
   mkdir -p /tmp/ab_before && tar -C /tmp/ab_before -xf .anchors/cuda_src_before.tar
+  # the earlier tree's units built by NVRTC on the dev box (~10 s there a unit, 1-2 min here), where carried
+  mkdir -p "$HOME/.cache/zkpipe/kernels"
+  [ -f .anchors/kcache_before.tar.xz ] && tar -xJf .anchors/kcache_before.tar.xz -C "$HOME/.cache/zkpipe/kernels"
   timeout "${AB_TIMEOUT:-300}" python3 -m bench.kernel_ab /tmp/ab_before/pipeline/cuda_src ${AB_ARGS:-} \
     --out bench/results/kernel_ab.md 2>&1 | tee "$OUT/kernel_ab.log" | tail -n 20
 }

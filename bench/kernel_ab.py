@@ -7,8 +7,12 @@ loads a second set of the MSM kernels, compiled by NVRTC from an earlier source 
 times both on the same points and scalars in alternating rounds (before, after, after, before, ...), so
 clock and thermal drift fall on both alike.
 
-    python3 -m bench.kernel_ab BEFORE [--curves bls12381 bn128] [--g1 20 24 26] [--g2 20 24]
+    python3 -m bench.kernel_ab BEFORE [--curves bls12381 bn128] [--g1 20 24 26] [--g2 20 24] [--ntt 20 21]
         [--rounds 4] [--repeat 3] [--out bench/results/kernel_ab.md]             (GPU host)
+
+``--ntt``: the same for the Fr transform in natural order (NttRunner.ntt, forward and inverse, data resident),
+the NTT kernels of BEFORE beside the package's. A transform is deterministic, so these rows also say whether
+before and after give the same words on the same input.
 
 For changes inside the kernels: the earlier tree is compiled with this package's generated headers and
 name expressions, and launched with its argument layouts, so a change of a kernel's name, arguments or
@@ -28,9 +32,10 @@ from bench.common import (add_curves, alternating_rounds, arg_parser, markdown_t
                           write_result)
 from bench.gpu_msm import random_msm_data
 from pipeline.backends.cuda.backend import CudaBackend
-from pipeline.backends.cuda.kernels import CurveKernels
+from pipeline.backends.cuda.kernels import UNITS, CurveKernels
 from pipeline.backends.cuda.memory import PinnedHostBuffer
 from pipeline.backends.cuda.msm import MsmRunner
+from pipeline.backends.cuda.ntt import NttRunner
 from pipeline.curves import curve_by_name
 
 UNIFORM = "uniform < r"
@@ -40,6 +45,14 @@ HEADER = ["curve", "group", "n", "scalars", "before ms", "after ms", "after ÷ b
 class MsmKernels(CurveKernels):
     """A curve's kernels loaded unit by unit as first launched (an MSM needs msm_g1 or msm_g2 only)."""
     default_units = ("msm_g1",)
+
+
+class NttKernels(CurveKernels):
+    """The kernels of a natural-order transform on the groups kernel (NttRunner.ntt's passes and twiddle tables), as
+    one unit: an earlier tree may lack other kernels of the package's NTT unit (the pairs kernel's REVERSE
+    fusion)."""
+    units = {"ntt": tuple(e for e in UNITS["ntt"] if e.startswith(("ntt_pass<", "ntt_twiddle")))}
+    default_units = ("ntt",)
 
 
 def ab_rows(backend: CudaBackend, curve, before_root: Path, g2: bool, logs: list[int], rounds: int,
@@ -84,8 +97,47 @@ def ab_rows(backend: CudaBackend, curve, before_root: Path, g2: bool, logs: list
     return rows
 
 
+def ntt_ab_rows(backend: CudaBackend, curve, before_root: Path, logs: list[int], rounds: int, repeat: int,
+                rng) -> list[list]:
+    """Rows of one curve's natural-order transform, forward and inverse, before and after in alternating rounds,
+    and whether both give the same words on the same input (the column "same words")."""
+    if not logs:
+        return []
+    after = backend.runtime(curve).ntt
+    before = NttRunner(NttKernels(backend.device, curve, source_root=before_root), backend.allocator, backend.stream)
+    before.natural_kernel = "groups"
+    n_max, limbs = 1 << max(logs), curve.fr.limbs
+    for runner in (before, after):
+        runner.ensure_twiddles(max(logs))
+    values = uniform_below_modulus(rng, n_max, curve.fr)  # any value below r is some element's Montgomery form
+    rows = []
+    with backend.allocator.upload(values, "ab transform") as d_data:
+        for log_n in logs:
+            n = 1 << log_n
+            for inverse in (False, True):
+                outputs = []
+                for runner in (before, after):
+                    d_data.upload(values[:n], backend.stream)
+                    runner.ntt(d_data.ptr, log_n, inverse)
+                    outputs.append(d_data.download(np.empty((n, limbs), np.uint64), backend.stream))
+                same = bool(np.array_equal(*outputs))
+
+                def timed(i: int) -> float:
+                    runner = (before, after)[i]
+                    return time_ms(backend.stream, lambda: runner.ntt(d_data.ptr, log_n, inverse), warmup=1,
+                                   repeat=repeat)
+                per_round = alternating_rounds(2, rounds, timed)
+                b, a = (statistics.median(r[i] for r in per_round) for i in (0, 1))
+                ratios = " ".join(f"{r[1] / r[0]:.3f}" for r in per_round)
+                rows.append([curve.name, "NTT inverse" if inverse else "NTT", f"2^{log_n}", f"same words: {same}",
+                             f"{b:.4f}", f"{a:.4f}", f"{a / b:.3f}", ratios])
+                print(rows[-1], flush=True)
+    before.kernels.close()
+    return rows
+
+
 def main(before_root: Path, curves: list[str], g1: list[int], g2: list[int], rounds: int, repeat: int,
-         out: str | None, uniform: bool = False) -> str:
+         out: str | None, uniform: bool = False, ntt: list[int] = ()) -> str:
     if not (before_root / "programs").is_dir():
         raise SystemExit(f"bench.kernel_ab: {before_root} is not a cuda_src folder (no programs/ in it)")
     backend = CudaBackend()
@@ -95,11 +147,13 @@ def main(before_root: Path, curves: list[str], g1: list[int], g2: list[int], rou
         curve = curve_by_name(name)
         rows += ab_rows(backend, curve, before_root, False, g1, rounds, repeat, rng, uniform)
         rows += ab_rows(backend, curve, before_root, True, g2, rounds, repeat, rng, uniform)
+        rows += ntt_ab_rows(backend, curve, before_root, list(ntt), rounds, repeat, rng)
     device = backend.device.name
     backend.close()
     text = (f"# Kernels before and after, same process ({device})\n\n"
-            f"Before: the MSM kernels compiled by NVRTC from `{before_root}`; after: this package's. Same points and "
-            f"scalars (points resident, scalars from pinned memory in each timed call); {rounds} rounds alternating "
+            f"Before: the MSM and NTT kernels compiled by NVRTC from `{before_root}`; after: this package's. Same "
+            f"points and scalars (points resident, scalars from pinned memory in each timed call; the transforms' "
+            f"data resident, \"scalars\" says whether both gave the same words); {rounds} rounds alternating "
             f"which goes first, each the median of {repeat} CUDA-event timings after a warm-up; the columns are "
             f"the medians over the rounds and each round's ratio.\n\n{markdown_table(HEADER, rows)}\n")
     write_result(out, text)
@@ -112,9 +166,10 @@ if __name__ == "__main__":
     add_curves(parser)
     parser.add_argument("--g1", type=int, nargs="*", default=[20, 24])
     parser.add_argument("--g2", type=int, nargs="*", default=[])
+    parser.add_argument("--ntt", type=int, nargs="*", default=[], help="natural-order transform sizes (log2)")
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--out", default=None, help="markdown file (default: print only)")
     parser.add_argument("--uniform", action="store_true", help=f'rows of scalars "{UNIFORM}" too')
     args = parser.parse_args()
-    main(args.before, args.curves, args.g1, args.g2, args.rounds, args.repeat, args.out, args.uniform)
+    main(args.before, args.curves, args.g1, args.g2, args.rounds, args.repeat, args.out, args.uniform, args.ntt)

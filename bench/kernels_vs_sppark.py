@@ -24,8 +24,8 @@ from bench.gpu_msm import SPLIT, random_msm_data, time_msms
 from pipeline import progress
 from pipeline.backends.cuda.backend import CudaBackend  # the import makes no CUDA context
 from pipeline.backends.cuda.launch import (G1_LAZY_BUILT, G2_VARIANTS_BUILT, NTT_DEPENDENT_BUILT, NTT_DEPENDENT_PASSES,
-                                          NTT_NATURAL_IN_PLACE, NTT_NATURAL_RADIX, NTT_NATURAL_REV_ROWS_LOG,
-                                          NTT_NATURAL_SHORT_PASS,
+                                          NTT_NATURAL_IN_PLACE, NTT_NATURAL_KERNEL, NTT_NATURAL_KERNELS,
+                                          NTT_NATURAL_RADIX, NTT_NATURAL_REV_ROWS_LOG, NTT_NATURAL_SHORT_PASS,
                                           NTT_PASS_KERNEL, NTT_PASS_KERNELS, NTT_PASS_VARIANTS, NTT_RADIX_LOG,
                                           NTT_RADIX_SHORT_PASS, STAGES_PER_PASS, STAGES_PER_PASS_COMPARED)
 from pipeline.backends.cuda.ntt import SHORT_PASS_PLACES, in_place_plan, natural_plan, pass_plan
@@ -351,6 +351,12 @@ def time_ntt_variants(backend, ntt, d_data: int, log_n: int, repeat: int,
                 out["NTT", f"{NATURAL}, its last pass in blocks of {rows}"] = time_ms(
                     backend.stream, lambda: ntt.ntt(d_data, log_n), repeat=repeat)
         ntt.natural_rev_rows_log = NTT_NATURAL_REV_ROWS_LOG
+        for kernel in NTT_NATURAL_KERNELS:  # the last pass's kernel (session 45): the other than the default
+            if kernel != NTT_NATURAL_KERNEL:
+                ntt.natural_kernel = kernel
+                out["NTT", f"{NATURAL}, its last pass on the {kernel} kernel"] = time_ms(
+                    backend.stream, lambda: ntt.ntt(d_data, log_n), repeat=repeat)
+        ntt.natural_kernel = NTT_NATURAL_KERNEL
         if in_place_plan(log_n) is not None:  # the last pass in place, no scratch array (session 36)
             ntt.natural_in_place = True
             out["NTT", f"{NATURAL}, that pass in place (no scratch array)"] = time_ms(
@@ -364,7 +370,7 @@ def time_ntt_variants(backend, ntt, d_data: int, log_n: int, repeat: int,
         ntt.pass_kernel, ntt.fused_reversal, ntt.natural_in_place = NTT_PASS_KERNEL, True, NTT_NATURAL_IN_PLACE
         ntt.dependent_passes = NTT_DEPENDENT_PASSES
         ntt.natural_short_pass, ntt.radix_short_pass = NTT_NATURAL_SHORT_PASS, NTT_RADIX_SHORT_PASS
-        ntt.natural_rev_rows_log = NTT_NATURAL_REV_ROWS_LOG
+        ntt.natural_rev_rows_log, ntt.natural_kernel = NTT_NATURAL_REV_ROWS_LOG, NTT_NATURAL_KERNEL
     return out
 
 

@@ -385,6 +385,15 @@ def test_fewer_rows_in_the_reversing_pass_give_the_same_words(cuda_backend, runt
                                          "natural_rev_rows_log", (None, 0, 1))
 
 
+@pytest.mark.parametrize("log_n", [2, 9, 11, 17, 20, 21])
+def test_the_pairs_kernels_reversing_pass_gives_the_same_words(cuda_backend, runtime, gpu_curve, log_n):
+    """NttRunner.natural_kernel "pairs" (the natural transform's last pass on ntt_pass_pairs with NTT_FUSE_REVERSE,
+    the inverse's n^-1 from the coset constants) against "groups" (ntt_pass's REV), word for word, both directions:
+    2^2 is one pass (the groups kernel's either way), 2^9 a 1-stage pass above an 8-stage one."""
+    _assert_settings_give_the_same_words(cuda_backend, runtime, gpu_curve.fr, log_n, log_n + 400,
+                                         "natural_kernel", ("groups", "pairs"))
+
+
 @pytest.mark.parametrize("log_n", [1, 2, 8, 9, 17, 21])
 def test_the_fused_quotient_equals_the_elementwise_kernels(cuda_backend, runtime, gpu_curve, log_n):
     """The pairs kernel's forward DIT onto the odd coset by its twiddles (a's scaled by n^-1 in its first

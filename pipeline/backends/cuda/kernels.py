@@ -19,7 +19,8 @@ from .errors import CudaError, check
 from .kernel_binaries import PREBUILT_DIR, find_prebuilt
 from .launch_args import I32, PTR, U32, U64, ArgLayout
 from .launch import (G1_LAZY_BUILT, G1_LEVEL0_CHUNKED_BUILT, G1_MIN_BLOCKS_BUILT, G2_FIELDS_BUILT, G2_LAZY_BUILT,
-                     G2_LEVEL0_CHUNKED_BUILT, G2_VARIANTS_BUILT, LAZY_FIELDS, NTT_FUSED, NTT_RADIX_BUILT)
+                     G2_LEVEL0_CHUNKED_BUILT, G2_VARIANTS_BUILT, LAZY_FIELDS, NTT_FUSED, NTT_RADIX_BUILT,
+                     NTT_REVERSED)
 from .nvrtc_build import BuiltUnit, compile_unit, load_cached_unit
 
 
@@ -35,6 +36,7 @@ UNITS: dict[str, tuple[str, ...]] = {
         *(f"ntt_pass_rev_in_place<fr_t, {r}>" for r in NTT_RADIX_BUILT),
         *(f"ntt_pass_pairs<fr_t, {d}, {i}, 0>" for d in ("false", "true") for i in ("false", "true")),
         *(f"ntt_pass_pairs<fr_t, true, false, {fuse}>" for fuse in NTT_FUSED),
+        *(f"ntt_pass_pairs<fr_t, false, {'true' if inv else 'false'}, {fuse}>" for inv, fuse in NTT_REVERSED),
         "ntt_bit_reverse<fr_t>", "ntt_bit_reverse_tiles<fr_t>", "ntt_coset_scale<fr_t>",
         "ntt_quotient<fr_t>", "ntt_twiddles<fr_t>", "ntt_twiddle_lower<fr_t>",
         "ff_to_mont<fr_t>", "ff_from_mont<fr_t>", "ff_mul<fr_t>", "spmv_ab<fr_t>", "spmv_ab_table<fr_t>",

@@ -147,7 +147,12 @@ NTT_PASS_KERNEL = "pairs"
 NTT_FUSE_COSET, NTT_FUSE_SCALE, NTT_FUSE_QUOTIENT = 1, 2, 4
 # The fused variants built (a forward DIT transform's first, middle and last passes; one pass does all it needs)
 NTT_FUSED = (NTT_FUSE_COSET, NTT_FUSE_COSET | NTT_FUSE_SCALE, NTT_FUSE_COSET | NTT_FUSE_QUOTIENT)
-IN_HEADER.update(NTT_FUSE_COSET=NTT_FUSE_COSET, NTT_FUSE_SCALE=NTT_FUSE_SCALE, NTT_FUSE_QUOTIENT=NTT_FUSE_QUOTIENT)
+# The DIF pairs pass's one fusion: the natural-order transform's last pass, storing at bit-reversed indices (with
+# NTT_FUSE_SCALE: times n^-1, the inverse's); built as (inverse, FUSE) pairs: the forward's and the scaled inverse's
+NTT_FUSE_REVERSE = 8
+NTT_REVERSED = ((False, NTT_FUSE_REVERSE), (True, NTT_FUSE_REVERSE | NTT_FUSE_SCALE))
+IN_HEADER.update(NTT_FUSE_COSET=NTT_FUSE_COSET, NTT_FUSE_SCALE=NTT_FUSE_SCALE, NTT_FUSE_QUOTIENT=NTT_FUSE_QUOTIENT,
+                 NTT_FUSE_REVERSE=NTT_FUSE_REVERSE)
 # Every pass built, as (NttRunner.pass_kernel, NttRunner.radix_log): the register-group sizes are the
 # "groups" kernel's alone
 NTT_PASS_VARIANTS = tuple((k, r) for k in NTT_PASS_KERNELS for r in (NTT_RADIX_BUILT if k == "groups" else (1,)))
@@ -156,6 +161,13 @@ NTT_PASS_VARIANTS = tuple((k, r) for k in NTT_PASS_KERNELS for r in (NTT_RADIX_B
 # transform's size. Session 28 (results/kernels_vs_sppark_s28_m0.md, BLS12-381's Fr reduction mended): radix passes
 # alone, groups of 2 / pairs 0.92-0.97 at 2^20-2^27 on both curves; the pairs kernel stays H's (its fusions).
 NTT_NATURAL_RADIX = 2
+# The kernel of the natural transform's last pass (NttRunner.natural_kernel): "groups" (ntt_pass's REV, the passes
+# before it's kernel) or "pairs" (ntt_pass_pairs with NTT_FUSE_REVERSE: a thread's pair in registers for the whole
+# pass, as H's passes). Why "pairs" might win there: session 38's ncu reading (results/ntt_ncu_s38_h100.md) timed
+# the pairs kernel's last radix pass at 2^20 at 89 us against the groups REV pass's 99 (45% of warps active against
+# 33%), where the groups kernel's middle pass beat the pairs one's (100 against 108 us).
+NTT_NATURAL_KERNELS = ("groups", "pairs")
+NTT_NATURAL_KERNEL = "groups"
 # Its last pass in place (ntt_pass_rev_in_place; NttRunner.natural_in_place, ntt.in_place_plan): no scratch array
 # doubles the working set (2^20 Fr fit an H200's 50 MB L2; with a scratch array they do not). The plan's short pass
 # moves to the bottom where it has 3 to 5 stages: a block holds two sets of 2^2k elements, 64 KiB at k = 5 for 32-byte

@@ -13,7 +13,8 @@ import numpy as np
 from ...curves.field import ScalarField
 from .kernels import CurveKernels, grid_for
 from .launch import (BIT_REVERSE_BLOCK, ELEMENTWISE_BLOCK, NTT_BR_TILE_LOG, NTT_DEPENDENT_BUILT, NTT_DEPENDENT_PASSES,
-                     NTT_FUSE_COSET, NTT_FUSE_QUOTIENT, NTT_FUSE_SCALE, NTT_NATURAL_IN_PLACE, NTT_NATURAL_RADIX,
+                     NTT_FUSE_COSET, NTT_FUSE_QUOTIENT, NTT_FUSE_REVERSE, NTT_FUSE_SCALE, NTT_NATURAL_IN_PLACE,
+                     NTT_NATURAL_KERNEL, NTT_NATURAL_KERNELS, NTT_NATURAL_RADIX,
                      NTT_NATURAL_REV_ROWS_LOG, NTT_NATURAL_SHORT_PASS, NTT_PASS_KERNEL, NTT_PASS_KERNELS,
                      NTT_RADIX_BUILT, NTT_RADIX_LOG, NTT_RADIX_SHORT_PASS, NTT_REV_IN_PLACE_MIN_STAGES,
                      NTT_REV_IN_PLACE_STAGES, NTT_SHORT_LAST_MIN_STAGES, PASS_ELEMENTS_LOG, STAGES_PER_PASS)
@@ -159,6 +160,7 @@ class NttRunner:
         self.natural_short_pass, self.radix_short_pass = NTT_NATURAL_SHORT_PASS, NTT_RADIX_SHORT_PASS
         self.natural_radix = NTT_NATURAL_RADIX  # ntt()'s register groups (launch.py); benches and tests vary it
         self.natural_rev_rows_log = NTT_NATURAL_REV_ROWS_LOG  # ntt()'s last pass's rows (launch.py); benches compare
+        self.natural_kernel = NTT_NATURAL_KERNEL  # ntt()'s last pass's kernel (launch.py); benches and tests compare
         # a transform's passes after its first as dependent launches (launch.py's NTT_DEPENDENT_PASSES says why;
         # benches compare; only over kernels built with the wait, _dependent): the first waits for whatever came
         # before it the ordinary way
@@ -266,6 +268,20 @@ class NttRunner:
         self.kernels.launch(expr, (1 << log_n) // elems, max(elems >> radix_log, 1), args, self.stream,
                             elems * self.elem_bytes, dependent=dependent)
 
+    def _pairs_reversing_pass(self, src: int, dst: int, k: int, tl: int, log_n: int, inverse: bool,
+                              dependent: bool) -> None:
+        """The natural transform's last pass (lo = 0, 2^tl rows a block) on the pairs kernel (NTT_FUSE_REVERSE):
+        src -> dst at bit-reversed indices; the inverse's n^-1 is the coset constants' first."""
+        if log_n > 31:
+            raise ValueError(f"the pairs pass indexes in 32 bits: 2^{log_n} elements is past 2^31")
+        elems = 1 << (k + tl)
+        fuse = NTT_FUSE_REVERSE | (NTT_FUSE_SCALE if inverse else 0)
+        expr = f"ntt_pass_pairs<fr_t, false, {'true' if inverse else 'false'}, {fuse}>"
+        consts = self._coset(log_n).consts.ptr if inverse else 0
+        args = (dst, self.d_tw.ptr, 0, k, tl, self.log_max, int(not self.compact), consts, 0, src)
+        self.kernels.launch(expr, (1 << log_n) // elems, max(elems >> 1, 1), args, self.stream,
+                            elems * self.elem_bytes, dependent=dependent)
+
     def _dependent(self) -> bool:
         """``dependent_passes``, refused over kernels built without the wait (it would race the pass before)."""
         if self.dependent_passes and not NTT_DEPENDENT_BUILT:
@@ -297,7 +313,8 @@ class NttRunner:
     def ntt(self, d_data: int, log_n: int, inverse: bool = False) -> None:
         """In place, natural order in and out; the inverse includes 1/n (ffjavascript's fft/ifft). Fused
         (``fused_reversal``, the default): DIF passes of the groups kernel (``natural_radix``), the last one
-        storing each element at its bit-reversed index. That pass reads a scratch array of n elements
+        storing each element at its bit-reversed index (on the pairs kernel where ``natural_kernel`` says so and
+        the plan has two passes or more). That pass reads a scratch array of n elements
         (stream-ordered), which the pass before it fills; the passes before that run in place, so that with
         three passes or more the scratch array is allocated after the first launch (at 2^20 a transform takes
         ~0.3 ms, and the host's work ahead of its first launch counts in its latency). With ``natural_in_place``
@@ -311,6 +328,9 @@ class NttRunner:
             return
         if self.natural_radix not in NTT_RADIX_BUILT:
             raise ValueError(f"NttRunner.natural_radix must be one of {NTT_RADIX_BUILT}, got {self.natural_radix!r}")
+        if self.natural_kernel not in NTT_NATURAL_KERNELS:
+            raise ValueError(f"NttRunner.natural_kernel must be one of {NTT_NATURAL_KERNELS}, "
+                             f"got {self.natural_kernel!r}")
         self.ensure_twiddles(log_n)
         dependent = self._dependent()
         if self.natural_in_place and (in_place := in_place_plan(log_n, self.stages_per_pass)) is not None:
@@ -327,6 +347,9 @@ class NttRunner:
                     scratch = self.allocator.alloc((1 << log_n) * self.elem_bytes, "ntt natural order")
                 src = scratch.ptr if i == last and last else d_data
                 dst = scratch.ptr if i == last - 1 else d_data
+                if i == last and last and self.natural_kernel == "pairs":
+                    self._pairs_reversing_pass(src, dst, k, tl, log_n, inverse, dependent)
+                    continue
                 self._groups_pass(src, dst, lo, k, tl, log_n, False, inverse, self.natural_radix,
                                   reversed_out=i == last, scale_mont=scale if i == last else None,
                                   dependent=i > 0 and dependent)

@@ -68,10 +68,12 @@ __device__ __forceinline__ void ntt_butterfly(F& x, F& y, const F& w, bool neg) 
 // only in those bits (its other bits: u, and lt), runs the G x 2^(G-1) butterflies, stores them
 // back: one shared-memory round trip and one barrier per G stages instead of per stage.
 // ROWS: the 2^tl values of lt are rows of the transform (ntt_pass's REV), not low bits of the index: the
-// twiddles leave them out.
-template <class F, bool DIT, int G, bool ROWS>
+// twiddles leave them out. INV: the inverse (the twiddle's folded sign) as a template argument, so that the forward
+// carries no sign selects (ntt_pass picks one of the two once per block). A twiddle's j < h <= n/2 indexes in 32
+// bits: Fr's two-adicity (32 for BLS12-381, 28 for BN254) bounds n.
+template <class F, bool DIT, int G, bool ROWS, bool INV>
 __device__ __forceinline__ void ntt_group(F* s, const F* __restrict__ d_tw, int n_elems, int t0, int tl, int lo,
-                                          uint64_t lw_base, int log_tw, int inverse, int levels) {
+                                          uint64_t lw_base, int log_tw, int levels) {
     const uint32_t tl_mask = (1u << tl) - 1;
     for (int b = threadIdx.x; b < (n_elems >> G); b += blockDim.x) {
         const uint32_t lt = b & tl_mask;
@@ -88,9 +90,9 @@ __device__ __forceinline__ void ntt_group(F* s, const F* __restrict__ d_tw, int 
             for (int q = 0; q < (1 << (G - 1)); q++) {
                 const int m0 = ((q >> i) << (i + 1)) | (q & ((1 << i) - 1)), m1 = m0 | (1 << i);
                 const uint32_t v0 = vbase | ((uint32_t)m0 << t0);
-                const uint64_t j = ((uint64_t)(v0 & ((1u << t) - 1)) << lo) | (ROWS ? 0 : lw_base | lt);
+                const uint32_t j = ((v0 & ((1u << t) - 1)) << lo) | (ROWS ? 0u : (uint32_t)lw_base | lt);
                 bool neg;
-                const F w = ntt_twiddle(d_tw, j, lo + t, log_tw, levels, inverse, neg);
+                const F w = ntt_twiddle(d_tw, j, lo + t, log_tw, levels, INV, neg);
                 ntt_butterfly<F, DIT>(x[m0], x[m1], w, neg);
             }
         }
@@ -101,21 +103,32 @@ __device__ __forceinline__ void ntt_group(F* s, const F* __restrict__ d_tw, int 
 
 // A pass's k stages over the block's elements in shared memory, in register groups of up to R stages (ntt_group),
 // a barrier after each: ntt_pass and ntt_pass_rev_in_place. The caller has loaded s and synchronised.
-template <class F, bool DIT, int R, bool ROWS>
-__device__ __forceinline__ void ntt_stages(F* s, const F* __restrict__ d_tw, int n_elems, int k, int tl, int lo,
-                                           uint64_t lw_base, int log_tw, int inverse, int levels) {
+template <class F, bool DIT, int R, bool ROWS, bool INV>
+__device__ __forceinline__ void ntt_stages_of(F* s, const F* __restrict__ d_tw, int n_elems, int k, int tl, int lo,
+                                              uint64_t lw_base, int log_tw, int levels) {
     for (int done = 0; done < k;) {
         const int g = k - done < R ? k - done : R;
         const int t0 = DIT ? done : k - done - g;  // DIF: the top group first
         if (g >= 3 && R >= 3)
-            ntt_group<F, DIT, (R >= 3 ? 3 : 1), ROWS>(s, d_tw, n_elems, t0, tl, lo, lw_base, log_tw, inverse, levels);
+            ntt_group<F, DIT, (R >= 3 ? 3 : 1), ROWS, INV>(s, d_tw, n_elems, t0, tl, lo, lw_base, log_tw, levels);
         else if (g == 2 && R >= 2)
-            ntt_group<F, DIT, (R >= 2 ? 2 : 1), ROWS>(s, d_tw, n_elems, t0, tl, lo, lw_base, log_tw, inverse, levels);
+            ntt_group<F, DIT, (R >= 2 ? 2 : 1), ROWS, INV>(s, d_tw, n_elems, t0, tl, lo, lw_base, log_tw, levels);
         else
-            ntt_group<F, DIT, 1, ROWS>(s, d_tw, n_elems, t0, tl, lo, lw_base, log_tw, inverse, levels);
+            ntt_group<F, DIT, 1, ROWS, INV>(s, d_tw, n_elems, t0, tl, lo, lw_base, log_tw, levels);
         done += g;
         __syncthreads();
     }
+}
+
+// The same with the direction from a kernel argument: one branch per block, uniform, to the forward's code or the
+// inverse's (each compiled with its sign handling fixed: the forward's butterflies have no selects).
+template <class F, bool DIT, int R, bool ROWS>
+__device__ __forceinline__ void ntt_stages(F* s, const F* __restrict__ d_tw, int n_elems, int k, int tl, int lo,
+                                           uint64_t lw_base, int log_tw, int inverse, int levels) {
+    if (inverse)
+        ntt_stages_of<F, DIT, R, ROWS, true>(s, d_tw, n_elems, k, tl, lo, lw_base, log_tw, levels);
+    else
+        ntt_stages_of<F, DIT, R, ROWS, false>(s, d_tw, n_elems, k, tl, lo, lw_base, log_tw, levels);
 }
 
 // Programmatic dependent launch (sm_90 and up; CurveKernels.launch's `dependent`, NttRunner.dependent_passes), where
@@ -248,18 +261,28 @@ __device__ __forceinline__ F ntt_trade(const F& send, int p, F* s, int& buf) {
 //     Montgomery product leaves plain form) into q_a instead of y_i: snarkjs's quotient when q_a holds the
 //     scaled coset of a and q_b, y the unscaled ones of b and c (n a b - n c, NttRunner.quotient).
 // Each saves an elementwise pass over the array and the multiplications by g^j that one made.
+// REVERSE (DIF, either direction; the natural-order transform's last pass, lo = 0, NttRunner.natural_kernel): as
+//   ntt_pass's REV, the block holds 2^tl rows (bits [0, tl) of the thread), i = (lt << (log_n - k - tl) | blockIdx.x)
+//   << k | v, whose reversed indices are consecutive; it reads q_b (the scratch array the pass before filled) and
+//   stores each element at its bit-reversed index in d_data, times consts[0] (n^-1) with SCALE. log_n is
+//   k + tl + log2 of the grid.
 // Two blocks of 2^9 threads an SM (blocks of 2^10 elements): 64 registers at most.
 template <class F, bool DIT, bool INV, int FUSE>
 __global__ void __launch_bounds__(512, 2) ntt_pass_pairs(F* __restrict__ d_data, const F* __restrict__ d_tw, int lo, int k, int tl, int log_tw,
                                int levels, const F* __restrict__ consts, F* __restrict__ q_a, const F* __restrict__ q_b) {
-    constexpr bool COSET = FUSE & NTT_FUSE_COSET, SCALE = FUSE & NTT_FUSE_SCALE, QUOTIENT = FUSE & NTT_FUSE_QUOTIENT;
-    static_assert(FUSE == 0 || (DIT && !INV && COSET), "fusions of the forward DIT transform on the coset only");
+    constexpr bool COSET = FUSE & NTT_FUSE_COSET, QUOTIENT = FUSE & NTT_FUSE_QUOTIENT, REVERSE = FUSE & NTT_FUSE_REVERSE;
+    constexpr bool SCALE = (FUSE & NTT_FUSE_SCALE) && COSET, REVERSE_SCALE = (FUSE & NTT_FUSE_SCALE) && REVERSE;
+    static_assert(FUSE == 0 || (DIT && !INV && COSET && !REVERSE) ||
+                  (!DIT && REVERSE && (FUSE & ~(NTT_FUSE_REVERSE | NTT_FUSE_SCALE)) == 0),
+                  "fusions of the forward DIT transform on the coset, or the DIF's store in natural order");
     extern __shared__ __align__(16) unsigned char smem_raw[];
     F* s = reinterpret_cast<F*>(smem_raw);
     const uint32_t b = threadIdx.x, vb = b >> tl;
-    const uint32_t lw_blocks_log = lo - tl;
-    const uint32_t hi = blockIdx.x >> lw_blocks_log;
-    const uint32_t lw = ((blockIdx.x & ((1u << lw_blocks_log) - 1)) << tl) | (b & ((1u << tl) - 1));
+    const uint32_t lw_blocks_log = REVERSE ? 0 : lo - tl;  // REVERSE: lo = 0, tl row bits
+    const uint32_t rows_log = REVERSE ? 31 - __clz(gridDim.x) : 0;  // log_n - k - tl
+    const uint32_t hi = REVERSE ? ((b & ((1u << tl) - 1)) << rows_log) | blockIdx.x : blockIdx.x >> lw_blocks_log;
+    // the twiddles' low bits (REVERSE: none, the rows are not index bits below the pass's)
+    const uint32_t lw = REVERSE ? 0 : ((blockIdx.x & ((1u << lw_blocks_log) - 1)) << tl) | (b & ((1u << tl) - 1));
     const uint32_t base = (hi << (lo + k)) | lw;
     // DIF loads pairs that differ in v's top bit (b holds v_0..v_(k-2)), DIT pairs that differ in v_0
     const uint32_t in0 = base | ((DIT ? vb << 1 : vb) << lo);
@@ -292,8 +315,9 @@ __global__ void __launch_bounds__(512, 2) ntt_pass_pairs(F* __restrict__ d_data,
         y = s[2 * b + 1];
         __syncthreads();  // the trades' buffers are the staging's
     } else {
-        x = d_data[in0];
-        y = d_data[in1];
+        const F* src = REVERSE ? q_b : d_data;
+        x = src[in0];
+        y = src[in1];
     }
     int buf = 0;
     for (int st = 0; st < k; st++) {
@@ -330,6 +354,10 @@ __global__ void __launch_bounds__(512, 2) ntt_pass_pairs(F* __restrict__ d_data,
         const F n_inv = consts[3];
         q_a[out0] = (q_a[out0] * q_b[out0] - x) * n_inv;
         q_a[out1] = (q_a[out1] * q_b[out1] - y) * n_inv;
+    } else if (REVERSE) {
+        const int log_n = k + tl + rows_log;
+        d_data[bit_reverse(out0, log_n)] = REVERSE_SCALE ? x * consts[0] : x;
+        d_data[bit_reverse(out1, log_n)] = REVERSE_SCALE ? y * consts[0] : y;
     } else {
         d_data[out0] = x;
         d_data[out1] = y;

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from pipeline.backends.cuda.launch import NTT_BR_TILE_LOG, NTT_RADIX_BUILT
+from pipeline.backends.cuda.launch import NTT_BR_TILE_LOG, NTT_NATURAL_RADIX, NTT_RADIX_BUILT
 from pipeline.backends.cpu.ntt import ntt as reference_ntt
 from pipeline.backends.cpu.ntt import to_odd_coset
 from pipeline.backends.cuda.ntt import (coset_twiddle_index, in_place_plan, natural_plan, pass_plan, twiddle_count,
@@ -77,19 +77,24 @@ def model_pass(data, table, p, lo, k, tl, log_tw, inverse, compact, dit, radix, 
                 data[gidx(e)] = s[e]
 
 
-def model_pass_pairs(data, table, p, lo, k, tl, log_tw, inverse, compact, dit, coset=None):
+def model_pass_pairs(data, table, p, lo, k, tl, log_tw, inverse, compact, dit, coset=None, out=None):
     """ntt_pass_pairs<F, DIT> over every block of one launch: every thread's pair in its "registers",
     the trades between stages done for all threads at once (a shuffle or a shared-memory round).
     ``coset``: (n^-1 or None, w_2n): the forward DIT onto the odd coset (NTT_FUSE_COSET), scaled by
-    n^-1 in its half-size-1 stage when given (NTT_FUSE_SCALE)."""
+    n^-1 in its half-size-1 stage when given (NTT_FUSE_SCALE). ``out``: NTT_FUSE_REVERSE (a DIF transform's last
+    pass, lo = 0, 2^tl rows a block): from data into out at reversed indices."""
     n, threads = len(data), 1 << (k + tl - 1)
-    lw_blocks_log = lo - tl
+    log_n = n.bit_length() - 1
+    rows = out is not None
+    lw_blocks_log = 0 if rows else lo - tl
+    rows_log = (n // (threads * 2)).bit_length() - 1  # log2 of the grid: log_n - k - tl
     for block in range(n // (threads * 2)):
-        hi = block >> lw_blocks_log
-        lws = [((block & ((1 << lw_blocks_log) - 1)) << tl) | (b & ((1 << tl) - 1)) for b in range(threads)]
+        his = [((b & ((1 << tl) - 1)) << rows_log) | block if rows else block >> lw_blocks_log for b in range(threads)]
+        lws = [0 if rows else ((block & ((1 << lw_blocks_log) - 1)) << tl) | (b & ((1 << tl) - 1))
+               for b in range(threads)]
         x, y = [0] * threads, [0] * threads
         for b in range(threads):
-            vb, base = b >> tl, (hi << (lo + k)) | lws[b]
+            vb, base = b >> tl, (his[b] << (lo + k)) | lws[b]
             in0 = base | ((vb << 1 if dit else vb) << lo)
             x[b], y[b] = data[in0], data[in0 | ((1 if dit else 1 << (k - 1)) << lo)]
         for st in range(k):
@@ -123,9 +128,13 @@ def model_pass_pairs(data, table, p, lo, k, tl, log_tw, inverse, compact, dit, c
                 else:
                     x[b], y[b] = (a + c) % p, (a - c) * w % p
         for b in range(threads):
-            vb, base = b >> tl, (hi << (lo + k)) | lws[b]
+            vb, base = b >> tl, (his[b] << (lo + k)) | lws[b]
             out0 = base | ((vb if dit else vb << 1) << lo)
-            data[out0], data[out0 | ((1 << (k - 1) if dit else 1) << lo)] = x[b], y[b]
+            out1 = out0 | ((1 << (k - 1) if dit else 1) << lo)
+            if rows:
+                out[rev(out0, log_n)], out[rev(out1, log_n)] = x[b], y[b]
+            else:
+                data[out0], data[out1] = x[b], y[b]
 
 
 def twiddle_table(fr, log_tw, compact):
@@ -240,8 +249,12 @@ def test_other_pass_plans_compute_the_transform(stages, elements_log, log_n, sho
         assert dit == expect, ("DIT", inverse)
 
 
-@pytest.mark.parametrize("stages, elements_log", [(8, 10), (3, 3), (4, 6), (3, 5), (10, 10)])
-@pytest.mark.parametrize("log_n", [1, 2, 3, 5, 7, 9, 11])
+NATURAL_PLAN_CASES = [(8, 10), (3, 3), (4, 6), (3, 5), (10, 10)]
+NATURAL_PLAN_SIZES = [1, 2, 3, 5, 7, 9, 11]
+
+
+@pytest.mark.parametrize("stages, elements_log", NATURAL_PLAN_CASES)
+@pytest.mark.parametrize("log_n", NATURAL_PLAN_SIZES)
 @pytest.mark.parametrize("radix", NTT_RADIX_BUILT)
 @pytest.mark.parametrize("compact", [False, True], ids=["levels", "compact"])
 @pytest.mark.parametrize("short_pass", ["top", "middle", "last"])
@@ -252,6 +265,21 @@ def test_the_natural_order_plan_stores_the_transform_in_natural_order(stages, el
     place there) and the REV pass from the scratch array back into the data, whose blocks hold 2^tl rows (as
     many as fill a block, or at most 2^rev_rows_log): the natural-order transform, both directions (the
     inverse's n^-1 left out), with no bit-reversal pass; the plan's short pass at the top, in the middle or last."""
+    check_natural_plan(stages, elements_log, log_n, radix, compact, short_pass, rev_rows_log, "groups")
+
+
+@pytest.mark.parametrize("stages, elements_log", NATURAL_PLAN_CASES)
+@pytest.mark.parametrize("log_n", NATURAL_PLAN_SIZES)
+@pytest.mark.parametrize("short_pass", ["top", "middle", "last"])
+@pytest.mark.parametrize("rev_rows_log", [None, 0, 1])
+def test_the_pairs_kernels_reversing_pass_stores_the_transform_in_natural_order(stages, elements_log, log_n,
+                                                                                 short_pass, rev_rows_log):
+    """The same with the last pass on the pairs kernel (NttRunner.natural_kernel "pairs", NTT_FUSE_REVERSE): its
+    blocks' rows as the thread's low bits; a one-pass plan stays the groups kernel's (one block, in place)."""
+    check_natural_plan(stages, elements_log, log_n, NTT_NATURAL_RADIX, False, short_pass, rev_rows_log, "pairs")
+
+
+def check_natural_plan(stages, elements_log, log_n, radix, compact, short_pass, rev_rows_log, last_kernel):
     fr, p = BN254.fr, BN254.fr.modulus
     log_tw = log_n + 1
     table = twiddle_table(fr, log_tw, compact)
@@ -271,7 +299,9 @@ def test_the_natural_order_plan_stores_the_transform_in_natural_order(stages, el
         for i, (lo, k, tl) in enumerate(plan):
             src = data if i == 0 else scratch
             last = i == len(plan) - 1
-            if last:
+            if last and last_kernel == "pairs" and i > 0:
+                model_pass_pairs(src, table, p, lo, k, tl, log_tw, inverse, compact, False, out=data)
+            elif last:
                 model_pass(src, table, p, lo, k, tl, log_tw, inverse, compact, False, radix, out=data)
             else:
                 if i == 0:
