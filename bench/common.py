@@ -160,6 +160,18 @@ def time_ms(stream, fn: Callable[[], object], warmup: int = 1, repeat: int = 5) 
     return statistics.median(times)
 
 
+def warm(stream, fn: Callable[[], object], seconds: float = 0.1) -> None:
+    """Run ``fn()`` over and over for ``seconds`` of wall time (synchronised every few calls): a row timed right
+    after the GPU idled (a harness call, a new curve's setup) ran its first sub-millisecond transforms 2-10% behind
+    the same ones timed later in the call (sessions 44-45), where a timing's one warm-up call is far too short for
+    the clocks to come back up."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        for _ in range(8):
+            fn()
+        stream.synchronize()
+
+
 def alternating_rounds(count: int, rounds: int, time_one: Callable[[int], float]) -> list[list[float]]:
     """Per round, ``time_one(i)`` of each of ``count`` settings (in index order), timed in an order that rotates
     from round to round (0, 1, ..., then 1, 2, ..., 0): an A/B in one process whose ratios do not carry which

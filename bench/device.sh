@@ -78,6 +78,9 @@
 #            ~150 KB; carry .anchors) compiled by NVRTC on the host (~1-2 min a unit) beside this tree's prebuilt ones,
 #            timed in alternating rounds [AB_ARGS: e.g. "--curves bls12381 --g1 24 26 --g2 22", "--g1 --ntt 20 21"]
 #            [AB_TIMEOUT=300] s; .anchors/kcache_before.tar.xz, where carried: the earlier tree's NVRTC cache (dev box)
+#   nttab    bench.ntt_switch_ab: one NttRunner setting's values in alternating rounds, same process [NTTAB_ARGS=
+#            "--attribute natural_kernel --values groups pairs"; e.g. add "--sizes 20 21 --curves bls12381"]
+#            [NTTAB_TIMEOUT=200] s                                                   -> bench/results/ntt_switch_ab.md
 #                                                                                     -> bench/results/kernel_ab.md
 #   pipes    bench.pipe_rates: IMAD.WIDE, DFMA and both a clock, and our Fq / Fr Montgomery products with DFMAs
 #            beside them (is the FP64 pipe free room for a hybrid product?) [PIPES_ARGS: e.g. "--curves bls12381"]
@@ -232,6 +235,10 @@ ab() {
   timeout "${AB_TIMEOUT:-300}" python3 -m bench.kernel_ab /tmp/ab_before/pipeline/cuda_src ${AB_ARGS:-} \
     --out bench/results/kernel_ab.md 2>&1 | tee "$OUT/kernel_ab.log" | tail -n 20
 }
+nttab() {
+  timeout "${NTTAB_TIMEOUT:-200}" python3 -m bench.ntt_switch_ab ${NTTAB_ARGS:---attribute natural_kernel --values groups pairs} \
+    --out bench/results/ntt_switch_ab.md 2>&1 | tee "$OUT/ntt_switch_ab.log" | tail -n 20
+}
 pipes() {
   timeout "${PIPES_TIMEOUT:-180}" python3 -m bench.pipe_rates ${PIPES_ARGS:-} 2>&1 | tee "$OUT/pipe_rates.log" | tail -n 40
 }
@@ -267,7 +274,7 @@ seam() {
 
 for section in ${@:-tests demo prove stage msm engine server}; do
   case $section in
-    tests|demo|prove|ntt|msm|overlap|stage|memory|blocks|build|engine|scaling|server|cluster|seam|ab|devsetup|seed|streamed|keyprep|profile|nodeenv|oneshot|kernels|depntt|fixedbase|g2points|pipes)
+    tests|demo|prove|ntt|msm|overlap|stage|memory|blocks|build|engine|scaling|server|cluster|seam|ab|nttab|devsetup|seed|streamed|keyprep|profile|nodeenv|oneshot|kernels|depntt|fixedbase|g2points|pipes)
       echo "== $section"; $section ;;
     *) echo "bench/device.sh: unknown section '$section'" >&2; rc=2 ;;
   esac

@@ -486,3 +486,26 @@ def test_alternating_rounds_rotate_which_setting_runs_first_and_keep_each_time_i
     assert calls == [0, 1, 2, 1, 2, 0, 2, 0, 1, 0, 1, 2]
     assert per_round[1] == [6.0, 14.0, 25.0]  # round 1 ran 1 (4th call), 2 (5th), then 0 (6th)
     assert [len(r) for r in per_round] == [3, 3, 3, 3]
+
+
+def test_warm_runs_the_call_for_its_seconds_and_synchronises_between_bursts():
+    """bench.common.warm (kernels_vs_sppark's first row of a size): calls in bursts of 8, a stream synchronise
+    after each burst, until the wall time is spent; none for no time."""
+    import time
+
+    from bench.common import warm
+
+    events = []
+
+    class Stream:
+        def synchronize(self):
+            events.append("sync")
+
+    start = time.perf_counter()
+    warm(Stream(), lambda: events.append("call"), seconds=0.02)
+    assert time.perf_counter() - start >= 0.02
+    assert events[:9] == ["call"] * 8 + ["sync"] and events[-1] == "sync"
+    assert events.count("call") == 8 * events.count("sync")
+    events.clear()
+    warm(Stream(), lambda: events.append("call"), seconds=0.0)
+    assert events == []  # no time: nothing run
