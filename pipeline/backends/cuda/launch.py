@@ -165,7 +165,9 @@ NTT_NATURAL_RADIX = 2
 # before it's kernel) or "pairs" (ntt_pass_pairs with NTT_FUSE_REVERSE: a thread's pair in registers for the whole
 # pass, as H's passes). Why "pairs" might win there: session 38's ncu reading (results/ntt_ncu_s38_h100.md) timed
 # the pairs kernel's last radix pass at 2^20 at 89 us against the groups REV pass's 99 (45% of warps active against
-# 33%), where the groups kernel's middle pass beat the pairs one's (100 against 108 us).
+# 33%), where the groups kernel's middle pass beat the pairs one's (100 against 108 us). "groups": session 45's
+# alternating rounds on an H100 (bench.ntt_switch_ab, results/ntt_natural_kernel_ab_s45_h100.md; GPU-tested word for
+# word against "groups") timed pairs / groups 0.998-1.004 at 2^20-2^21 and 1.010-1.013 at 2^22-2^24, both curves.
 NTT_NATURAL_KERNELS = ("groups", "pairs")
 NTT_NATURAL_KERNEL = "groups"
 # Its last pass in place (ntt_pass_rev_in_place; NttRunner.natural_in_place, ntt.in_place_plan): no scratch array

@@ -71,14 +71,10 @@ __device__ __forceinline__ void ntt_butterfly(F& x, F& y, const F& w, bool neg) 
 // twiddles leave them out. INV: the inverse (the twiddle's folded sign) as a template argument, so that the forward
 // carries no sign selects (ntt_pass picks one of the two once per block). A twiddle's j < h <= n/2 indexes in 32
 // bits: Fr's two-adicity (32 for BLS12-381, 28 for BN254) bounds n.
-// The bottom group of the transform (lo = 0, t0 = 0; then tl = 0 or ROWS, and vbase's low G bits are 0): stage i's
-// j is m0's low i bits, known at compile time, and where it is 0 the twiddle is 1: a butterfly without its product
-// (every one of stage 0, half of stage 1, ...: 3 of the 4 products of a group of 2 stages).
 template <class F, bool DIT, int G, bool ROWS, bool INV>
 __device__ __forceinline__ void ntt_group(F* s, const F* __restrict__ d_tw, int n_elems, int t0, int tl, int lo,
                                           uint64_t lw_base, int log_tw, int levels) {
     const uint32_t tl_mask = (1u << tl) - 1;
-    const bool bottom = lo == 0 && t0 == 0;  // uniform over the block
     for (int b = threadIdx.x; b < (n_elems >> G); b += blockDim.x) {
         const uint32_t lt = b & tl_mask;
         const uint32_t u = b >> tl;  // the k - G bits of v outside the group
@@ -93,12 +89,6 @@ __device__ __forceinline__ void ntt_group(F* s, const F* __restrict__ d_tw, int 
 #pragma unroll
             for (int q = 0; q < (1 << (G - 1)); q++) {
                 const int m0 = ((q >> i) << (i + 1)) | (q & ((1 << i) - 1)), m1 = m0 | (1 << i);
-                if ((m0 & ((1 << i) - 1)) == 0 && bottom) {  // w = w^0 = 1 (j = 0: no folded sign either)
-                    const F x0 = x[m0];
-                    x[m0] = x0 + x[m1];
-                    x[m1] = x0 - x[m1];
-                    continue;
-                }
                 const uint32_t v0 = vbase | ((uint32_t)m0 << t0);
                 const uint32_t j = ((v0 & ((1u << t) - 1)) << lo) | (ROWS ? 0u : (uint32_t)lw_base | lt);
                 bool neg;
