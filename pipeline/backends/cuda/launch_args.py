@@ -57,7 +57,8 @@ class ArgLayout:
         packed = []
         for kind, value in zip(self.signature, args):
             if kind == FR:
-                value = np.ascontiguousarray(value, dtype=np.uint64).tobytes()
+                if not isinstance(value, bytes):  # bytes: limbs packed once by the caller (NttRunner._fr_arg)
+                    value = np.ascontiguousarray(value, dtype=np.uint64).tobytes()
                 if len(value) != self.fr_bytes:
                     raise ValueError(f"Fr argument of {len(value)} bytes, {self.fr_bytes} expected")
                 packed.append(value)

@@ -165,7 +165,8 @@ class NttRunner:
         # benches compare; only over kernels built with the wait, _dependent): the first waits for whatever came
         # before it the ordinary way
         self.dependent_passes = NTT_DEPENDENT_PASSES
-        self._fr_args: dict[int, np.ndarray] = {}  # _fr_arg: the scales' limbs (0, 1, n^-1 per size)
+        self._fr_args: dict[int, bytes] = {}  # _fr_arg: the scales' limbs (0, 1, n^-1 per size)
+        self._natural_plans: dict[tuple, tuple] = {}  # _natural_plan, per size and settings
         self._n_inverses: dict[int, int] = {}  # _n_inverse_mont, per log2 n
 
     @property
@@ -289,13 +290,24 @@ class NttRunner:
                              "(launch.NTT_DEPENDENT_BUILT)")
         return self.dependent_passes
 
-    def _fr_arg(self, value: int):
-        """An Fr kernel argument's limbs, kept per value: a transform of 2^20 takes ~0.3 ms on the device,
-        and converting its scale for each of its launches took ~10 us of the host's time ahead of them."""
+    def _fr_arg(self, value: int) -> bytes:
+        """An Fr kernel argument's limbs as the packer takes them, kept per value: a transform of 2^20 takes ~0.3 ms
+        on the device, and converting its scale for each of its launches took ~10 us of the host's time ahead of
+        them."""
         limbs = self._fr_args.get(value)
         if limbs is None:
-            limbs = self._fr_args[value] = self.fr.limbs_from_ints([value])[0]
+            limbs = self._fr_args[value] = self.fr.limbs_from_ints([value])[0].tobytes()
         return limbs
+
+    def _natural_plan(self, log_n: int) -> tuple:
+        """``natural_plan`` with this runner's settings, kept per size and settings: 2.4 us of the host's ~5 us ahead
+        of a transform's first launch (session 45), which a lone 2^20 transform's latency counts."""
+        key = (log_n, self.stages_per_pass, self.natural_short_pass, self.natural_rev_rows_log)
+        plan = self._natural_plans.get(key)
+        if plan is None:
+            plan = self._natural_plans[key] = tuple(natural_plan(log_n, self.stages_per_pass, short_pass=key[2],
+                                                                 rev_rows_log=key[3]))
+        return plan
 
     def fusible(self, log_n: int) -> bool:
         """Whether the coset scaling and the quotient step ride in the transform's passes (the "pairs"
@@ -336,8 +348,7 @@ class NttRunner:
         if self.natural_in_place and (in_place := in_place_plan(log_n, self.stages_per_pass)) is not None:
             self._natural_in_place(d_data, log_n, inverse, scale, *in_place, dependent)
             return
-        plan = natural_plan(log_n, self.stages_per_pass, short_pass=self.natural_short_pass,
-                            rev_rows_log=self.natural_rev_rows_log)
+        plan = self._natural_plan(log_n)
         last = len(plan) - 1
         scratch = None
         try:

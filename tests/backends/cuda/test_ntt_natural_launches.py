@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from pipeline.backends.cuda.launch import PASS_ELEMENTS_LOG
+from pipeline.backends.cuda.launch import NTT_FUSE_REVERSE, NTT_FUSE_SCALE, PASS_ELEMENTS_LOG
 from pipeline.backends.cuda import ntt as ntt_module
 from pipeline.backends.cuda.ntt import NttRunner, in_place_plan, natural_plan, pass_plan
 from pipeline.curves import BN254
@@ -57,7 +57,7 @@ def test_the_last_pass_alone_reads_the_scratch_array_and_reverses(log_n, inverse
         assert args[3:6] == (lo, k, tl) and args[7] == int(inverse) and args[9] == log_n
         assert args[11] == int(last and inverse)
         if last and inverse:
-            assert list(args[10]) == list(one_over_n)
+            assert args[10] == one_over_n.tobytes()
         assert grid * (1 << (k + tl)) == 1 << log_n and shared == (1 << (k + tl)) * elem
         assert block == max((1 << (k + tl)) >> ntt.natural_radix, 1)
 
@@ -94,7 +94,7 @@ def test_the_in_place_plan_runs_every_pass_on_the_data_with_no_scratch_array(log
     assert args[8] == int(inverse)
     if inverse:
         one_over_n = ntt.fr.limbs_from_ints([ntt.fr.to_mont(pow(1 << log_n, -1, ntt.fr.modulus))])[0]
-        assert list(args[7]) == list(one_over_n)
+        assert args[7] == one_over_n.tobytes()
     elems = 1 << (2 * kr + 1)
     assert grid == 1 << (log_n - 2 * kr) and shared == elems * ntt.elem_bytes
     assert block == max(min(elems, 1 << PASS_ELEMENTS_LOG) >> ntt.natural_radix, 1)
@@ -162,3 +162,43 @@ def test_the_radix_passes_follow_their_short_pass_plan(short_pass, kernel):
     ntt.radix_short_pass = "last"
     with pytest.raises(ValueError, match="top or in the middle"):
         ntt.radix_passes(DATA, 20, dit=False, inverse=False)
+
+
+@pytest.mark.parametrize("log_n", [2, 9, 20, 27])
+@pytest.mark.parametrize("inverse", [False, True])
+def test_the_last_pass_on_the_pairs_kernel_reads_the_scratch_array(log_n, inverse):
+    """natural_kernel "pairs": the passes before the last as with "groups", the last on ntt_pass_pairs with
+    NTT_FUSE_REVERSE (and NTT_FUSE_SCALE, n^-1 the coset constants' first, for the inverse) from the scratch array
+    (q_b) into the data, a thread a pair; a one-pass plan stays the groups kernel's."""
+    rec, ntt = runner(log_n)
+    ntt._coset_tables[log_n] = SimpleNamespace(consts=SimpleNamespace(ptr=0x555))
+    ntt.natural_kernel = "pairs"
+    ntt.ntt(DATA, log_n, inverse=inverse)
+    plan = natural_plan(log_n)
+    launches = [e for e in rec.events if e[0] == "launch"]
+    assert len(launches) == len(plan)
+    if len(plan) == 1:
+        assert launches[0][1] == f"ntt_pass<fr_t, false, {ntt.natural_radix}, true>"
+        return
+    assert all(e[1] == f"ntt_pass<fr_t, false, {ntt.natural_radix}, false>" for e in launches[:-1])
+    scratch = next(e[2] for e in rec.events if e[0] == "alloc")
+    _, expr, args, grid, block, shared = launches[-1]
+    _, k, tl = plan[-1]
+    fuse = NTT_FUSE_REVERSE | (NTT_FUSE_SCALE if inverse else 0)
+    assert expr == f"ntt_pass_pairs<fr_t, false, {'true' if inverse else 'false'}, {fuse}>"
+    assert args == (DATA, 0x777, 0, k, tl, log_n, 1, 0x555 if inverse else 0, 0, scratch)
+    assert grid * (1 << (k + tl)) == 1 << log_n and block == 1 << (k + tl - 1)
+    assert shared == (1 << (k + tl)) * ntt.elem_bytes
+    assert rec.events[-1] == ("free", "ntt natural order", scratch)
+
+
+def test_the_plan_is_kept_per_size_and_settings():
+    """The plan a transform runs is natural_plan's for the runner's settings at the time, also after a setting
+    changes between two transforms of one size."""
+    rec, ntt = runner(20)
+    ntt.ntt(DATA, 20)
+    ntt.natural_rev_rows_log = None
+    ntt.ntt(DATA, 20)
+    tls = [e[2][5] for e in rec.events if e[0] == "launch"]
+    assert tls[2] == natural_plan(20)[-1][2] and tls[5] == natural_plan(20, rev_rows_log=None)[-1][2]
+    assert tls[2] != tls[5]
