@@ -63,6 +63,17 @@ def test_edge_values_and_numpy_scalars_pack_exactly():
                                                             [1, 0, 0, 2**63]]
 
 
+def test_an_fr_argument_packed_ahead_as_bytes_is_taken_as_it_is():
+    """NttRunner._fr_arg keeps a scale's limbs as bytes: they pack as the limbs would, and bytes of the wrong
+    length are refused as a wrong limb count is."""
+    signature = (PTR, FR)
+    layout = ArgLayout(signature, 32)
+    limbs = np.array([5, 0, 2**63, 7], dtype=np.uint64)
+    assert _read_back(signature, layout.pack((1, limbs.tobytes())), 32) == [1, [5, 0, 2**63, 7]]
+    with pytest.raises(ValueError, match="24 bytes, 32 expected"):
+        layout.pack((1, limbs[:3].tobytes()))
+
+
 @pytest.mark.parametrize("args, error", [
     ((1, 2), TypeError),                          # too few
     ((1, 2, 3, 4), TypeError),                    # too many
