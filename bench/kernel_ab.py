@@ -55,6 +55,13 @@ class NttKernels(CurveKernels):
     default_units = ("ntt",)
 
 
+def before_after_cells(per_round: list[list[float]], digits: int) -> list[str]:
+    """A row's "before ms", "after ms", "after ÷ before" and "rounds' ratios" cells from alternating_rounds' times
+    (each round: before, after): the medians over the rounds (``digits`` decimals), their ratio, each round's."""
+    b, a = (statistics.median(r[i] for r in per_round) for i in (0, 1))
+    return [f"{b:.{digits}f}", f"{a:.{digits}f}", f"{a / b:.3f}", " ".join(f"{r[1] / r[0]:.3f}" for r in per_round)]
+
+
 def ab_rows(backend: CudaBackend, curve, before_root: Path, g2: bool, logs: list[int], rounds: int,
             repeat: int, rng, uniform: bool = False) -> list[list]:
     """Rows of one curve and group: each size and kind of scalars, before and after in alternating rounds;
@@ -87,11 +94,8 @@ def ab_rows(backend: CudaBackend, curve, before_root: Path, g2: bool, logs: list
                         d_s.upload(h_scalars, backend.stream)
                         runner.run_xyzz(g2, d_points.ptr, d_s.ptr, n)
                     return time_ms(backend.stream, call, warmup=1, repeat=repeat)
-                per_round = alternating_rounds(2, rounds, timed)  # before, after; after, before; ...
-                b, a = (statistics.median(r[i] for r in per_round) for i in (0, 1))
-                ratios = " ".join(f"{r[1] / r[0]:.3f}" for r in per_round)
-                rows.append([curve.name, "G2" if g2 else "G1", f"2^{log_n}", kind, f"{b:.3f}", f"{a:.3f}",
-                             f"{a / b:.3f}", ratios])
+                rows.append([curve.name, "G2" if g2 else "G1", f"2^{log_n}", kind,
+                             *before_after_cells(alternating_rounds(2, rounds, timed), 3)])
                 print(rows[-1], flush=True)
     before.kernels.close()
     return rows
@@ -126,11 +130,8 @@ def ntt_ab_rows(backend: CudaBackend, curve, before_root: Path, logs: list[int],
                     runner = (before, after)[i]
                     return time_ms(backend.stream, lambda: runner.ntt(d_data.ptr, log_n, inverse), warmup=1,
                                    repeat=repeat)
-                per_round = alternating_rounds(2, rounds, timed)
-                b, a = (statistics.median(r[i] for r in per_round) for i in (0, 1))
-                ratios = " ".join(f"{r[1] / r[0]:.3f}" for r in per_round)
                 rows.append([curve.name, "NTT inverse" if inverse else "NTT", f"2^{log_n}", f"same words: {same}",
-                             f"{b:.4f}", f"{a:.4f}", f"{a / b:.3f}", ratios])
+                             *before_after_cells(alternating_rounds(2, rounds, timed), 4)])
                 print(rows[-1], flush=True)
     before.kernels.close()
     return rows

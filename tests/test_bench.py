@@ -509,3 +509,13 @@ def test_warm_runs_the_call_for_its_seconds_and_synchronises_between_bursts():
     events.clear()
     warm(Stream(), lambda: events.append("call"), seconds=0.0)
     assert events == []  # no time: nothing run
+
+
+def test_kernel_ab_cells_are_the_medians_over_the_rounds_and_each_rounds_ratio():
+    """bench.kernel_ab.before_after_cells (its MSM and NTT rows): before and after as medians over the rounds, their
+    ratio, and each round's after ÷ before."""
+    from bench.kernel_ab import before_after_cells
+
+    per_round = [[2.0, 1.8], [2.2, 2.2], [1.9, 1.71]]
+    assert before_after_cells(per_round, 4) == ["2.0000", "1.8000", "0.900", "0.900 1.000 0.900"]
+    assert before_after_cells(per_round, 3)[:2] == ["2.000", "1.800"]

@@ -96,6 +96,12 @@ def in_place_plan(log_n: int, stages: int = STAGES_PER_PASS, elements_log: int =
     return upper, kr
 
 
+def _check_pairs_size(log_n: int) -> None:
+    """ntt_pass_pairs indexes in 32 bits: a transform past 2^31 elements is refused before any launch."""
+    if log_n > 31:
+        raise ValueError(f"the pairs pass indexes in 32 bits: 2^{log_n} elements is past 2^31")
+
+
 def twiddle_count(log_n: int, compact: bool) -> int:
     """Entries of the twiddle table that serves transforms up to 2^log_n, both directions: the
     level table (every stage's powers contiguous) or the compact one (the top stage's only)."""
@@ -228,8 +234,8 @@ class NttRunner:
         if self.radix_log not in NTT_RADIX_BUILT:
             raise ValueError(f"NttRunner.radix_log must be one of {NTT_RADIX_BUILT}, got {self.radix_log!r}")
         pairs = self.pass_kernel == "pairs"
-        if pairs and log_n > 31:
-            raise ValueError(f"the pairs pass indexes in 32 bits: 2^{log_n} elements is past 2^31")
+        if pairs:
+            _check_pairs_size(log_n)
         if (scale or quotient) and not coset or scale and quotient:
             raise ValueError("scale or quotient (one of them) rides on the coset transform")
         if coset and not (self.fusible(log_n) and dit and not inverse):
@@ -273,8 +279,6 @@ class NttRunner:
                               dependent: bool) -> None:
         """The natural transform's last pass (lo = 0, 2^tl rows a block) on the pairs kernel (NTT_FUSE_REVERSE):
         src -> dst at bit-reversed indices; the inverse's n^-1 is the coset constants' first."""
-        if log_n > 31:
-            raise ValueError(f"the pairs pass indexes in 32 bits: 2^{log_n} elements is past 2^31")
         elems = 1 << (k + tl)
         fuse = NTT_FUSE_REVERSE | (NTT_FUSE_SCALE if inverse else 0)
         expr = f"ntt_pass_pairs<fr_t, false, {'true' if inverse else 'false'}, {fuse}>"
@@ -343,6 +347,8 @@ class NttRunner:
         if self.natural_kernel not in NTT_NATURAL_KERNELS:
             raise ValueError(f"NttRunner.natural_kernel must be one of {NTT_NATURAL_KERNELS}, "
                              f"got {self.natural_kernel!r}")
+        if self.natural_kernel == "pairs":
+            _check_pairs_size(log_n)  # before the first pass: the last one is the pairs kernel's
         self.ensure_twiddles(log_n)
         dependent = self._dependent()
         if self.natural_in_place and (in_place := in_place_plan(log_n, self.stages_per_pass)) is not None:

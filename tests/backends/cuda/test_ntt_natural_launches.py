@@ -202,3 +202,20 @@ def test_the_plan_is_kept_per_size_and_settings():
     tls = [e[2][5] for e in rec.events if e[0] == "launch"]
     assert tls[2] == natural_plan(20)[-1][2] and tls[5] == natural_plan(20, rev_rows_log=None)[-1][2]
     assert tls[2] != tls[5]
+
+
+@pytest.mark.parametrize("path", ["radix pairs", "natural pairs"])
+def test_a_pairs_pass_past_2_31_elements_is_refused_before_any_launch(path):
+    """The pairs kernel indexes in 32 bits: H's radix passes and the natural transform whose last pass is the pairs
+    kernel's refuse 2^32 with nothing launched or allocated; the groups kernel's natural transform takes it."""
+    rec, ntt = runner(32)
+    with pytest.raises(ValueError, match="indexes in 32 bits"):
+        if path == "radix pairs":
+            ntt.radix_passes(DATA, 32, dit=False, inverse=False)
+        else:
+            ntt.natural_kernel = "pairs"
+            ntt.ntt(DATA, 32)
+    assert rec.events == []
+    ntt.natural_kernel = "groups"
+    ntt.ntt(DATA, 32)
+    assert [e[1] for e in rec.events if e[0] == "launch"][-1] == f"ntt_pass<fr_t, false, {ntt.natural_radix}, true>"
