@@ -142,8 +142,11 @@ def best_of_s(repeat: int, fn: Callable[[], object]) -> float:
     return best
 
 
-def time_ms(stream, fn: Callable[[], object], warmup: int = 1, repeat: int = 5) -> float:
-    """Median over ``repeat`` runs of ``fn()`` between CUDA events on ``stream`` (after warm-up)."""
+def time_ms(stream, fn: Callable[[], object], warmup: int = 1, repeat: int = 5,
+            ahead: Callable[[], object] | None = None) -> float:
+    """Median over ``repeat`` runs of ``fn()`` between CUDA events on ``stream`` (after warm-up). ``ahead``: work
+    queued before the first event each run, so that the GPU is still busy with it while the host queues ``fn()``'s
+    launches: the events then time ``fn()``'s work on the device alone."""
     from pipeline.backends.cuda.streams import Event  # CUDA only where a GPU benchmark runs
 
     for _ in range(warmup):
@@ -152,6 +155,8 @@ def time_ms(stream, fn: Callable[[], object], warmup: int = 1, repeat: int = 5) 
     times = []
     for _ in range(repeat):
         with Event() as start, Event() as end:
+            if ahead is not None:
+                ahead()
             start.record(stream)
             fn()
             end.record(stream)
@@ -183,6 +188,13 @@ def alternating_rounds(count: int, rounds: int, time_one: Callable[[int], float]
             times[i] = time_one(i)
         per_round.append(times)
     return per_round
+
+
+def ratio_cell(per_round: list[list[float]], i: int) -> str:
+    """Setting ``i``'s time ÷ setting 0's: the median over the rounds of each round's own ratio, with the rounds'
+    smallest and largest ("0.950 (0.900-1.010)")."""
+    ratios = [r[i] / r[0] for r in per_round]
+    return f"{statistics.median(ratios):.3f} ({min(ratios):.3f}-{max(ratios):.3f})"
 
 
 def random_below(rng, n: int, limbs: int, bits: int) -> np.ndarray:

@@ -60,6 +60,9 @@
 #   oneshot  bench.oneshot_prove (issue 17): snarkjs, cold, warm and via-server `zkpipe prove` per new process, sizes
 #            [ONESHOT_SIZES=bn128:15:30000,bls12381:15:30000,bn128:20,bls12381:20] x [ONESHOT_RUNS=2]; node + snarkjs unpacked from .snarkjs/
 #            (carry it: shared/anchors/snarkjs/*.xz)                                  -> bench/results/oneshot_prove_cuda*.md
+#   latency  bench.ntt_latency in [LATENCY_PROCESSES=3] processes one after another: a lone natural NTT's device time
+#            and host queueing, plain and from a CUDA graph [LATENCY_ARGS: e.g. "--sizes 20 21 --curves bn128"]
+#            [LATENCY_TIMEOUT=120] s a process                        -> bench/results/ntt_latency[LATENCY_TAG]_p<i>.md
 #   kernels  bench.kernels_vs_sppark (issue 16): our G1/G2 MSM, Fr NTT and H against sppark's from the same call,
 #            both curves (the harness first: carry .anchors); [KERNELS_ARGS: e.g. "--curves bn128 --g1 20 22"],
 #            [KERNELS_TIMEOUT=300] s                                              -> bench/results/kernels_vs_sppark.md + .png
@@ -215,6 +218,12 @@ g2points() {
   timeout "${G2POINTS_TIMEOUT:-400}" python3 -m bench.sppark_g2_points --binaries .anchors/shared .anchors ${G2POINTS_ARGS:-} \
     2>&1 | tee "$OUT/g2points.log" | tail -n 40
 }
+latency() {
+  for i in $(seq "${LATENCY_PROCESSES:-3}"); do
+    timeout "${LATENCY_TIMEOUT:-120}" python3 -m bench.ntt_latency ${LATENCY_ARGS:-} \
+      --out "bench/results/ntt_latency${LATENCY_TAG:-}_p$i.md" 2>&1 | tee -a "$OUT/latency.log" | grep -E "^\| (bls|bn)"
+  done
+}
 kernels() {
   timeout "${KERNELS_TIMEOUT:-300}" python3 -m bench.kernels_vs_sppark ${KERNELS_ARGS:-} 2>&1 | tee "$OUT/kernels.log" \
     | tail -n 30
@@ -274,7 +283,7 @@ seam() {
 
 for section in ${@:-tests demo prove stage msm engine server}; do
   case $section in
-    tests|demo|prove|ntt|msm|overlap|stage|memory|blocks|build|engine|scaling|server|cluster|seam|ab|nttab|devsetup|seed|streamed|keyprep|profile|nodeenv|oneshot|kernels|depntt|fixedbase|g2points|pipes)
+    tests|demo|prove|ntt|msm|overlap|stage|memory|blocks|build|engine|scaling|server|cluster|seam|ab|nttab|latency|devsetup|seed|streamed|keyprep|profile|nodeenv|oneshot|kernels|depntt|fixedbase|g2points|pipes)
       echo "== $section"; $section ;;
     *) echo "bench/device.sh: unknown section '$section'" >&2; rc=2 ;;
   esac

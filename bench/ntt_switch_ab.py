@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.common import (add_curves, alternating_rounds, arg_parser, markdown_table, random_below, result_path,
-                          time_ms, write_result)
+from bench.common import (add_curves, alternating_rounds, arg_parser, markdown_table, random_below, ratio_cell,
+                          result_path, time_ms, write_result)
 
 
 def parse_value(text: str):
@@ -56,11 +56,7 @@ def markdown(device: str, attribute: str, values: list, results: dict[str, dict[
     for curve, by_size in results.items():
         for log_n, per_round in by_size.items():
             ms = [f"{statistics.median(r[i] for r in per_round):.4f}" for i in range(len(values))]
-            cells = []
-            for i in range(1, len(values)):
-                ratios = [r[i] / r[0] for r in per_round]
-                cells.append(f"{statistics.median(ratios):.3f} ({min(ratios):.3f}-{max(ratios):.3f})")
-            rows.append([curve, f"2^{log_n}", *ms, *cells])
+            rows.append([curve, f"2^{log_n}", *ms, *(ratio_cell(per_round, i) for i in range(1, len(values)))])
     return (f"# NttRunner.{attribute}: {', '.join(map(repr, values))} in alternating rounds ({device})\n\n"
             f"{rounds} rounds, each value once a round (the first value of a round rotates); a value's time in a "
             f"round is the median of {repeat} forward natural-order transforms between CUDA events. ms: the median "

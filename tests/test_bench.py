@@ -519,3 +519,27 @@ def test_kernel_ab_cells_are_the_medians_over_the_rounds_and_each_rounds_ratio()
     per_round = [[2.0, 1.8], [2.2, 2.2], [1.9, 1.71]]
     assert before_after_cells(per_round, 4) == ["2.0000", "1.8000", "0.900", "0.900 1.000 0.900"]
     assert before_after_cells(per_round, 3)[:2] == ["2.000", "1.800"]
+
+
+def test_ntt_latency_reports_each_modes_median_its_ratio_to_the_lone_transform_and_the_hosts_queueing():
+    """bench.ntt_latency's table: per mode the median over the rounds, the rounds' own ratios to the lone
+    transform (common.ratio_cell), and the host's queueing time where measured (the lone modes); host_us times the
+    call alone, the stream synchronised around each."""
+    from bench.ntt_latency import MODES, host_us, markdown
+
+    rounds = [[0.30, 0.28, 0.27, 0.26, 0.26], [0.28, 0.27, 0.27, 0.25, 0.25], [0.32, 0.28, 0.28, 0.26, 0.26]]
+    host = {MODES[0]: 12.34, MODES[1]: 3.21}
+    text = markdown("gpu", {"bn128": {20: {"rounds": rounds, "host": host}}}, 3, 11)
+    rows = [line for line in text.splitlines() if line.startswith("| bn128 | 2^20 |")]
+    assert len(rows) == len(MODES)
+    assert rows[0] == f"| bn128 | 2^20 | {MODES[0]} | 0.3000 | 1 | 12.3 |"
+    assert rows[1] == f"| bn128 | 2^20 | {MODES[1]} | 0.2800 | 0.933 (0.875-0.964) | 3.2 |"
+    assert rows[3].endswith("| 0.867 (0.812-0.893) |  |")
+    events = []
+
+    class Stream:
+        def synchronize(self):
+            events.append("sync")
+
+    assert host_us(Stream(), lambda: events.append("call"), 3) >= 0
+    assert events == ["sync", "call", "sync", "call", "sync", "call", "sync"]

@@ -394,6 +394,41 @@ def test_the_pairs_kernels_reversing_pass_gives_the_same_words(cuda_backend, run
                                          "natural_kernel", ("groups", "pairs"))
 
 
+@pytest.mark.parametrize("log_n, in_place", [(1, False), (8, False), (9, False), (17, False), (20, False),
+                                             (21, False), (20, True)], ids=str)
+def test_transforms_replayed_from_graphs_give_the_plain_launches_words(cuda_backend, runtime, gpu_curve, log_n,
+                                                                        in_place):
+    """natural_graph_max_log: two buffers transformed in turn, three times forward, three times inverse, three times
+    forward again (each buffer, size and direction queued plainly, then captured, then replayed; the two buffers'
+    graphs share the size's scratch array), against a runner without graphs doing the same, word for word."""
+    from pipeline.backends.cuda.ntt import NttRunner
+
+    fr = gpu_curve.fr
+    rng = np.random.default_rng(log_n + 500)
+    vectors = [_random_words(fr, rng, 1 << log_n) for _ in range(2)]
+    results = []
+    for graph_max_log in (-1, log_n):
+        ntt = NttRunner(runtime.ntt.kernels, cuda_backend.allocator, cuda_backend.stream)
+        ntt.natural_graph_max_log, ntt.natural_in_place = graph_max_log, in_place
+        bufs = [cuda_backend.allocator.upload(v, f"graphs {i}") for i, v in enumerate(vectors)]
+        try:
+            for inverse in (False, True, False):
+                for _ in range(3):
+                    for b in bufs:
+                        ntt.ntt(b.ptr, log_n, inverse=inverse)
+            assert len(ntt._graphs) == (4 if graph_max_log >= 0 else 0)
+            out = [np.zeros_like(v) for v in vectors]
+            for b, o in zip(bufs, out):
+                b.download(o, cuda_backend.stream)
+            results.append(out)
+        finally:
+            for b in bufs:
+                b.free()
+            ntt.close()
+    assert all(np.array_equal(a, b) for a, b in zip(*results))
+    assert not np.array_equal(results[0][0], vectors[0])
+
+
 @pytest.mark.parametrize("log_n", [1, 2, 8, 9, 17, 21])
 def test_the_fused_quotient_equals_the_elementwise_kernels(cuda_backend, runtime, gpu_curve, log_n):
     """The pairs kernel's forward DIT onto the odd coset by its twiddles (a's scaled by n^-1 in its first

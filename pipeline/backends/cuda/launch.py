@@ -170,6 +170,14 @@ NTT_NATURAL_RADIX = 2
 # word against "groups") timed pairs / groups 0.998-1.004 at 2^20-2^21 and 1.010-1.013 at 2^22-2^24, both curves.
 NTT_NATURAL_KERNELS = ("groups", "pairs")
 NTT_NATURAL_KERNEL = "groups"
+# ntt() as a CUDA graph (NttRunner.natural_graph_max_log, graphs.GraphCache): up to 2^NTT_NATURAL_GRAPH_MAX_LOG, the
+# second call of a buffer, size and direction captures its launches, and the calls after it replay them in one
+# driver call (-1: never). Why: a lone transform's CUDA events count the host's time ahead of and between its
+# launches (Python packs each launch's arguments), and at 2^20 issue 16's cell against sppark moved 0.97-1.10 from
+# one process to the next (session 45), while two transforms between one pair of events ran 0.94-1.00. A size's
+# graphs share one scratch array, held while they are kept (2^21 BLS12-381 Fr: 64 MB). Off until measured.
+NTT_NATURAL_GRAPH_MAX_LOG = -1
+NTT_GRAPHS_KEPT = 16
 # Its last pass in place (ntt_pass_rev_in_place; NttRunner.natural_in_place, ntt.in_place_plan): no scratch array
 # doubles the working set (2^20 Fr fit an H200's 50 MB L2; with a scratch array they do not). The plan's short pass
 # moves to the bottom where it has 3 to 5 stages: a block holds two sets of 2^2k elements, 64 KiB at k = 5 for 32-byte

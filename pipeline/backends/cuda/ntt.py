@@ -11,10 +11,12 @@ from typing import NamedTuple
 import numpy as np
 
 from ...curves.field import ScalarField
+from .graphs import GraphCache
 from .kernels import CurveKernels, grid_for
 from .launch import (BIT_REVERSE_BLOCK, ELEMENTWISE_BLOCK, NTT_BR_TILE_LOG, NTT_DEPENDENT_BUILT, NTT_DEPENDENT_PASSES,
-                     NTT_FUSE_COSET, NTT_FUSE_QUOTIENT, NTT_FUSE_REVERSE, NTT_FUSE_SCALE, NTT_NATURAL_IN_PLACE,
-                     NTT_NATURAL_KERNEL, NTT_NATURAL_KERNELS, NTT_NATURAL_RADIX,
+                     NTT_FUSE_COSET, NTT_FUSE_QUOTIENT, NTT_FUSE_REVERSE, NTT_FUSE_SCALE, NTT_GRAPHS_KEPT,
+                     NTT_NATURAL_GRAPH_MAX_LOG, NTT_NATURAL_IN_PLACE, NTT_NATURAL_KERNEL, NTT_NATURAL_KERNELS,
+                     NTT_NATURAL_RADIX,
                      NTT_NATURAL_REV_ROWS_LOG, NTT_NATURAL_SHORT_PASS, NTT_PASS_KERNEL, NTT_PASS_KERNELS,
                      NTT_RADIX_BUILT, NTT_RADIX_LOG, NTT_RADIX_SHORT_PASS, NTT_REV_IN_PLACE_MIN_STAGES,
                      NTT_REV_IN_PLACE_STAGES, NTT_SHORT_LAST_MIN_STAGES, PASS_ELEMENTS_LOG, STAGES_PER_PASS)
@@ -171,6 +173,11 @@ class NttRunner:
         # benches compare; only over kernels built with the wait, _dependent): the first waits for whatever came
         # before it the ordinary way
         self.dependent_passes = NTT_DEPENDENT_PASSES
+        # ntt() up to 2^natural_graph_max_log replays a CUDA graph of its launches per buffer, size and direction
+        # (launch.NTT_NATURAL_GRAPH_MAX_LOG says why; -1: never), its scratch array held per size meanwhile
+        self.natural_graph_max_log = NTT_NATURAL_GRAPH_MAX_LOG
+        self._graphs = GraphCache(NTT_GRAPHS_KEPT)
+        self._graph_scratch: dict[int, object] = {}  # log2 n -> the scratch array the graphs of that size share
         self._fr_args: dict[int, bytes] = {}  # _fr_arg: the scales' limbs (0, 1, n^-1 per size)
         self._natural_plans: dict[tuple, tuple] = {}  # _natural_plan, per size and settings
         self._n_inverses: dict[int, int] = {}  # _n_inverse_mont, per log2 n
@@ -212,6 +219,7 @@ class NttRunner:
             self.stream.synchronize()
         self.d_tw = d_tw
         if old is not None:
+            self._graphs.close()  # their launches read the old table
             old.free()
         self.log_max, self.compact = log_n, compact
 
@@ -335,7 +343,9 @@ class NttRunner:
         three passes or more the scratch array is allocated after the first launch (at 2^20 a transform takes
         ~0.3 ms, and the host's work ahead of its first launch counts in its latency). With ``natural_in_place``
         and a plan from ``in_place_plan``, every pass runs on the data and the last is ntt_pass_rev_in_place: no
-        scratch array. Else the radix passes of ``pass_kernel`` and a bit-reversal pass."""
+        scratch array. Else the radix passes of ``pass_kernel`` and a bit-reversal pass. Up to
+        2^``natural_graph_max_log`` the fused launches of a buffer are replayed from a CUDA graph from their second
+        call on (``GraphCache``; not with the kernels' ``sync_after_launch``)."""
         fr = self.fr
         scale = self._n_inverse_mont(log_n) if inverse else None
         if not self.fused_reversal or log_n == 0:
@@ -351,28 +361,54 @@ class NttRunner:
             _check_pairs_size(log_n)  # before the first pass: the last one is the pairs kernel's
         self.ensure_twiddles(log_n)
         dependent = self._dependent()
-        if self.natural_in_place and (in_place := in_place_plan(log_n, self.stages_per_pass)) is not None:
-            self._natural_in_place(d_data, log_n, inverse, scale, *in_place, dependent)
+        in_place = in_place_plan(log_n, self.stages_per_pass) if self.natural_in_place else None
+        plan = None if in_place is not None else self._natural_plan(log_n)
+        if log_n > self.natural_graph_max_log or getattr(self.kernels, "sync_after_launch", False):
+            self._natural_launches(d_data, log_n, inverse, scale, dependent, in_place, plan)
             return
-        plan = self._natural_plan(log_n)
+        # a graph's launches keep their pointers: its scratch array is held, one per size
+        scratch = self._held_scratch(log_n) if plan is not None and len(plan) > 1 else None
+        key = (d_data, log_n, inverse, self.d_tw.ptr, self.log_max, self.compact, self.natural_radix,
+               self.natural_kernel, dependent, in_place and (tuple(in_place[0]), in_place[1]), plan)
+        self._graphs.run(key, self.stream,
+                         lambda: self._natural_launches(d_data, log_n, inverse, scale, dependent, in_place, plan,
+                                                        scratch))
+
+    def _natural_launches(self, d_data: int, log_n: int, inverse: bool, scale_mont: int | None, dependent: bool,
+                          in_place: tuple | None, plan: tuple | None, held_scratch=None) -> None:
+        """ntt()'s launches: ``in_place``'s (in_place_plan) where given, else ``plan``'s (natural_plan) over
+        ``held_scratch`` or a scratch array of their own (allocated after the first launch where there are three
+        passes or more, freed in stream order after the last)."""
+        if in_place is not None:
+            self._natural_in_place(d_data, log_n, inverse, scale_mont, *in_place, dependent)
+            return
         last = len(plan) - 1
         scratch = None
         try:
             for i, (lo, k, tl) in enumerate(plan):
-                if i == last - 1:  # the reversing pass reads what other blocks overwrite unless it reads
-                    # another array, which this pass fills (a one-pass plan is one block: in place)
+                if i == last - 1 and held_scratch is None:  # the reversing pass reads what other blocks overwrite
+                    # unless it reads another array, which this pass fills (a one-pass plan is one block: in place)
                     scratch = self.allocator.alloc((1 << log_n) * self.elem_bytes, "ntt natural order")
-                src = scratch.ptr if i == last and last else d_data
-                dst = scratch.ptr if i == last - 1 else d_data
+                buf = held_scratch if held_scratch is not None else scratch
+                src = buf.ptr if i == last and last else d_data
+                dst = buf.ptr if i == last - 1 else d_data
                 if i == last and last and self.natural_kernel == "pairs":
                     self._pairs_reversing_pass(src, dst, k, tl, log_n, inverse, dependent)
                     continue
                 self._groups_pass(src, dst, lo, k, tl, log_n, False, inverse, self.natural_radix,
-                                  reversed_out=i == last, scale_mont=scale if i == last else None,
+                                  reversed_out=i == last, scale_mont=scale_mont if i == last else None,
                                   dependent=i > 0 and dependent)
         finally:
             if scratch is not None:
                 scratch.free()  # stream-ordered: after the last pass
+
+    def _held_scratch(self, log_n: int):
+        """The scratch array of ntt()'s graphs of 2^log_n, allocated once (stream-ordered, as the graphs run)."""
+        buf = self._graph_scratch.get(log_n)
+        if buf is None:
+            buf = self._graph_scratch[log_n] = self.allocator.alloc((1 << log_n) * self.elem_bytes,
+                                                                    "ntt natural order (graphs)")
+        return buf
 
     def _natural_in_place(self, d_data: int, log_n: int, inverse: bool, scale_mont: int | None,
                           upper: list[tuple[int, int, int]], kr: int, dependent: bool) -> None:
@@ -457,6 +493,10 @@ class NttRunner:
         self._launch("ff_from_mont<fr_t>", n, (d_out, d_in, n))
 
     def close(self) -> None:
+        self._graphs.close()
+        for buf in self._graph_scratch.values():
+            buf.free()
+        self._graph_scratch.clear()
         if self.d_tw is not None:
             self.d_tw.free()
         for tables in self._coset_tables.values():
