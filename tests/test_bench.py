@@ -543,3 +543,39 @@ def test_ntt_latency_reports_each_modes_median_its_ratio_to_the_lone_transform_a
 
     assert host_us(Stream(), lambda: events.append("call"), 3) >= 0
     assert events == ["sync", "call", "sync", "call", "sync", "call", "sync"]
+
+
+def test_time_ms_queues_the_work_ahead_before_its_start_event(monkeypatch):
+    """bench.common.time_ms's ``ahead`` (ntt_latency's "behind another"): queued before each run's start event, so
+    the events hold ``fn()``'s work alone; without it nothing comes before the start event."""
+    from bench.common import time_ms
+    from pipeline.backends.cuda import streams
+
+    events = []
+
+    class FakeEvent:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return None
+
+        def record(self, stream):
+            events.append("record")
+
+        def synchronize(self):
+            events.append("sync")
+
+        def elapsed_ms(self, start):
+            return 1.0
+
+    class Stream:
+        def synchronize(self):
+            events.append("stream sync")
+
+    monkeypatch.setattr(streams, "Event", FakeEvent)
+    assert time_ms(Stream(), lambda: events.append("fn"), warmup=1, repeat=2, ahead=lambda: events.append("ahead")) == 1
+    assert events == ["fn", "stream sync"] + ["ahead", "record", "fn", "record", "sync"] * 2
+    events.clear()
+    time_ms(Stream(), lambda: events.append("fn"), warmup=0, repeat=1)
+    assert events == ["stream sync", "record", "fn", "record", "sync"]
