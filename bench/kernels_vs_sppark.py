@@ -45,7 +45,8 @@ bench/results/sppark_g2_points.md), before this process makes its CUDA context. 
 - Fr NTT, data resident: ours natural order in and out (DIF radix passes whose last one stores at the
   bit-reversed index, through a scratch array; the older rows: a bit-reversal pass after the passes) against
   sppark's NR transform (natural in, bit-reversed out: less work), and our radix passes alone
-  (natural in, bit-reversed out) as the like-for-like row.
+  (natural in, bit-reversed out) as the like-for-like row. Up to 2^22 the natural transform's launches are
+  replayed from a CUDA graph from a buffer's second call on (launch.NTT_NATURAL_GRAPH_MAX_LOG).
 - H: our whole quotient step (3 inverse + 3 coset forward transforms + the pointwise step, a, b
   and c overwritten) against 7 x one sppark NTT of that size.
 

@@ -314,6 +314,7 @@ def test_kernels_vs_sppark_times_each_ntt_variant_with_its_plan_and_restores_the
     rec = Recorder()
     ntt = NttRunner(SimpleNamespace(curve=BN254, launch=rec.launch), rec, SimpleNamespace(handle=0))
     ntt.d_tw, ntt.log_max = SimpleNamespace(ptr=0x777), 22
+    ntt.natural_graph_max_log = -1  # every call's launches queued as they are (graphs: test_ntt_graphs.py)
     ntt._coset_tables[log_n] = SimpleNamespace(consts=SimpleNamespace(ptr=0x555))  # the coset row's tables
     layouts = []
     monkeypatch.setattr(ntt, "ensure_twiddles", lambda log_n, compact=False: layouts.append(compact))

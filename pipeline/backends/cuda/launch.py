@@ -175,8 +175,12 @@ NTT_NATURAL_KERNEL = "groups"
 # driver call (-1: never). Why: a lone transform's CUDA events count the host's time ahead of and between its
 # launches (Python packs each launch's arguments), and at 2^20 issue 16's cell against sppark moved 0.97-1.10 from
 # one process to the next (session 45), while two transforms between one pair of events ran 0.94-1.00. A size's
-# graphs share one scratch array, held while they are kept (2^21 BLS12-381 Fr: 64 MB). Off until measured.
-NTT_NATURAL_GRAPH_MAX_LOG = -1
+# graphs share one scratch array, held while they are kept (2^22 BLS12-381 Fr: 128 MB). 22: session 46's
+# bench.ntt_latency on an H100, three processes (results/ntt_latency_s46_h100_p*.md, alternating rounds): the host's
+# queueing of a lone transform 30-68 us plainly, 4-20 us from a graph; from a graph / plainly 0.947-0.966 at 2^20,
+# 0.978-0.981 at 2^21, 0.983-0.990 at 2^22, both curves, every process; the graph's lone transform took the time the
+# device's work alone takes (a transform queued ahead of the start event). The GPU test compares it word for word.
+NTT_NATURAL_GRAPH_MAX_LOG = 22
 NTT_GRAPHS_KEPT = 16
 # Its last pass in place (ntt_pass_rev_in_place; NttRunner.natural_in_place, ntt.in_place_plan): no scratch array
 # doubles the working set (2^20 Fr fit an H200's 50 MB L2; with a scratch array they do not). The plan's short pass

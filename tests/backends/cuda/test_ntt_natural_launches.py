@@ -24,6 +24,7 @@ def runner(log_max: int) -> tuple[Recorder, NttRunner]:
     rec = Recorder()
     ntt = NttRunner(SimpleNamespace(curve=BN254, launch=rec.launch), rec, SimpleNamespace(handle=0))
     ntt.d_tw, ntt.log_max = SimpleNamespace(ptr=0x777), log_max  # a table already there: no launches for it
+    ntt.natural_graph_max_log = -1  # the launches as queued one by one (graphs: test_ntt_graphs.py)
     return rec, ntt
 
 
