@@ -175,7 +175,7 @@ NTT_NATURAL_KERNEL = "groups"
 # driver call (-1: never). Why: a lone transform's CUDA events count the host's time ahead of and between its
 # launches (Python packs each launch's arguments), and at 2^20 issue 16's cell against sppark moved 0.97-1.10 from
 # one process to the next (session 45), while two transforms between one pair of events ran 0.94-1.00. A size's
-# graphs share one scratch array, held while they are kept (2^22 BLS12-381 Fr: 128 MB). 22: session 46's
+# graphs share one scratch array, held until the runner closes (2^22 BLS12-381 Fr: 128 MB). 22: session 46's
 # bench.ntt_latency on an H100, three processes (results/ntt_latency_s46_h100_p*.md, alternating rounds): the host's
 # queueing of a lone transform 30-68 us plainly, 4-20 us from a graph; from a graph / plainly 0.947-0.966 at 2^20,
 # 0.978-0.981 at 2^21, 0.983-0.990 at 2^22, both curves, every process; the graph's lone transform took the time the
