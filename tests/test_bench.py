@@ -302,19 +302,15 @@ def test_kernels_vs_sppark_times_each_ntt_variant_with_its_plan_and_restores_the
 
     from bench import kernels_vs_sppark as kvs
     from pipeline.backends.cuda import ntt as ntt_module
-    from pipeline.backends.cuda.ntt import SHORT_PASS_PLACES, NttRunner, natural_plan, pass_plan
-    from pipeline.curves import BN254
-    from tests.backends.cuda.launch_recorder import Recorder
+    from pipeline.backends.cuda.ntt import SHORT_PASS_PLACES, natural_plan, pass_plan
+    from tests.backends.cuda.launch_recorder import recorded_ntt_runner
 
     monkeypatch.setattr(kvs, "NTT_DEPENDENT_BUILT", dependent_built)
     monkeypatch.setattr(ntt_module, "NTT_DEPENDENT_BUILT", dependent_built)
     if not dependent_built:  # dependent by default only over kernels built with the wait
         for module in (kvs, ntt_module):
             monkeypatch.setattr(module, "NTT_DEPENDENT_PASSES", False)
-    rec = Recorder()
-    ntt = NttRunner(SimpleNamespace(curve=BN254, launch=rec.launch), rec, SimpleNamespace(handle=0))
-    ntt.d_tw, ntt.log_max = SimpleNamespace(ptr=0x777), 22
-    ntt.natural_graph_max_log = -1  # every call's launches queued as they are (graphs: test_ntt_graphs.py)
+    rec, ntt = recorded_ntt_runner(22)  # every call's launches queued as they are
     ntt._coset_tables[log_n] = SimpleNamespace(consts=SimpleNamespace(ptr=0x555))  # the coset row's tables
     layouts = []
     monkeypatch.setattr(ntt, "ensure_twiddles", lambda log_n, compact=False: layouts.append(compact))

@@ -363,7 +363,7 @@ class NttRunner:
         dependent = self._dependent()
         in_place = in_place_plan(log_n, self.stages_per_pass) if self.natural_in_place else None
         plan = None if in_place is not None else self._natural_plan(log_n)
-        if log_n > self.natural_graph_max_log or getattr(self.kernels, "sync_after_launch", False):
+        if log_n > self.natural_graph_max_log or self.kernels.sync_after_launch:
             self._natural_launches(d_data, log_n, inverse, scale, dependent, in_place, plan)
             return
         # a graph's launches keep their pointers: its scratch array is held, one per size

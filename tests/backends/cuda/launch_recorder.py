@@ -2,6 +2,8 @@
 every launch, allocation, memset and free recorded in order, buffers at made-up addresses."""
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 
 class Recorder:
     """events: ("launch", expr, args, grid, block, shared_bytes), ("alloc", what, ptr, nbytes),
@@ -41,3 +43,18 @@ class RecordedBuffer:
 
     def free(self) -> None:
         self._rec.events.append(("free", self.what, self.ptr))
+
+
+def recorded_ntt_runner(log_max: int, graph_max_log: int = -1):
+    """(Recorder, NttRunner of BN254 over it): its twiddle table already there up to 2^log_max (no launches for it),
+    the kernels not synchronised after each launch; ``graph_max_log`` -1: every call's launches queued as they are
+    (graphs: test_ntt_graphs.py)."""
+    from pipeline.backends.cuda.ntt import NttRunner
+    from pipeline.curves import BN254
+
+    rec = Recorder()
+    kernels = SimpleNamespace(curve=BN254, launch=rec.launch, sync_after_launch=False)
+    ntt = NttRunner(kernels, rec, SimpleNamespace(handle=0))
+    ntt.d_tw, ntt.log_max = RecordedBuffer(rec, 0x777, 8, "twiddles"), log_max
+    ntt.natural_graph_max_log = graph_max_log
+    return rec, ntt

@@ -10,8 +10,7 @@ import pytest
 
 from pipeline.backends.cuda.graphs import GraphCache
 from pipeline.backends.cuda.ntt import NttRunner, natural_plan
-from pipeline.curves import BN254
-from tests.backends.cuda.launch_recorder import RecordedBuffer, Recorder
+from tests.backends.cuda.launch_recorder import Recorder, recorded_ntt_runner
 
 DATA = 0x900000
 
@@ -39,10 +38,7 @@ def recorded_cache(rec: Recorder, capacity: int = 16) -> GraphCache:
 
 
 def runner(log_max: int, graph_max_log: int = 21) -> tuple[Recorder, NttRunner]:
-    rec = Recorder()
-    ntt = NttRunner(SimpleNamespace(curve=BN254, launch=rec.launch), rec, SimpleNamespace(handle=0))
-    ntt.d_tw, ntt.log_max = RecordedBuffer(rec, 0x777, 8, "twiddles"), log_max  # a table already there
-    ntt.natural_graph_max_log = graph_max_log
+    rec, ntt = recorded_ntt_runner(log_max, graph_max_log)
     ntt._graphs = recorded_cache(rec)
     return rec, ntt
 

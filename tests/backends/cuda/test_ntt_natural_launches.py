@@ -14,18 +14,13 @@ import pytest
 from pipeline.backends.cuda.launch import NTT_FUSE_REVERSE, NTT_FUSE_SCALE, PASS_ELEMENTS_LOG
 from pipeline.backends.cuda import ntt as ntt_module
 from pipeline.backends.cuda.ntt import NttRunner, in_place_plan, natural_plan, pass_plan
-from pipeline.curves import BN254
-from tests.backends.cuda.launch_recorder import Recorder
+from tests.backends.cuda.launch_recorder import Recorder, recorded_ntt_runner
 
 DATA = 0x900000
 
 
 def runner(log_max: int) -> tuple[Recorder, NttRunner]:
-    rec = Recorder()
-    ntt = NttRunner(SimpleNamespace(curve=BN254, launch=rec.launch), rec, SimpleNamespace(handle=0))
-    ntt.d_tw, ntt.log_max = SimpleNamespace(ptr=0x777), log_max  # a table already there: no launches for it
-    ntt.natural_graph_max_log = -1  # the launches as queued one by one (graphs: test_ntt_graphs.py)
-    return rec, ntt
+    return recorded_ntt_runner(log_max)
 
 
 @pytest.mark.parametrize("log_n", [3, 8, 9, 16, 20, 27])
