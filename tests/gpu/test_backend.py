@@ -149,6 +149,20 @@ def test_gpu_proof_equals_cpu_proof_for_fixed_blinding(cuda_backend, gpu_curve):
         (p_cpu.pi_a, p_cpu.pi_b, p_cpu.pi_c, p_cpu.public_signals)
 
 
+def test_a_step_by_step_proof_reports_h_as_timed_on_the_device(cuda_backend, gpu_curve):
+    """compute_h returns once H is queued, so its host time read 0.0 ms (and H's device time fell
+    into the first MSM's): msms reports the phases of H that compute_h's events timed."""
+    zkey, wtns = _fixture(gpu_curve, "chain_2e8")
+    key = cuda_backend.load_key(zkey)
+    try:
+        timings = prove(cuda_backend, key, zkey, wtns).timings_ms
+    finally:
+        cuda_backend.unload_key(key)
+    assert timings["upload_ms"] >= 0 and timings["spmv_ms"] > 0 and timings["ntt_ms"] > 0
+    assert timings["h_ms"] == pytest.approx(timings["upload_ms"] + timings["spmv_ms"] + timings["ntt_ms"])
+    assert timings["msm_ms"] > 0 and timings["msm_a_ms"] > 0
+
+
 def test_proofs_give_back_every_scratch_byte(cuda_backend, gpu_curve):
     """H and the witness copy live from compute_h to the end of msms, then go (a persistent
     daemon proving 2^24 keys would otherwise lose 512 MiB of VRAM per proof)."""

@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import time
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -43,18 +42,20 @@ from .fixed_base import build_tables, choose_fixed_bases, plain_points, table_bu
 from .staged_upload import staged_upload
 from .witness_prefetch import WitnessPrefetches
 from .streamed import CudaStreamedPass, pass_scratch_bytes, place_streamed, prologue_scratch_bytes, witness_bytes
-from .work import MSM_SLOTS, ONES_SUFFIX, CudaPartitionWork, PhaseEvents, PinnedResultPool, results_bytes
+from .work import MSM_SLOTS, ONES_SUFFIX, CudaPartitionWork, PhaseEvents, PinnedResultPool, h_time_ms, results_bytes
 
 
 @dataclass(eq=False)
 class DeviceH:
     """H scalars on the device: (domain_size, 8) uint32 words, plain form. It also keeps the
     witness ``compute_h`` uploaded, so that ``msms`` of the same witness array does not upload
-    it again. ``msms`` frees both (the handle is consumed); ``free`` is for callers that stop early."""
+    it again. ``msms`` frees both (the handle is consumed); ``free`` is for callers that stop early.
+    ``events`` time its phases on the device (H_PHASES): ``compute_h`` returns before they run, so only
+    ``msms``, after its own wait, can read them."""
 
     buffer: DeviceBuffer
     n: int
-    timings_ms: dict[str, float] = field(default_factory=dict)
+    events: PhaseEvents
     d_witness: DeviceBuffer | None = None
     witness_host: np.ndarray | None = None  # the array d_witness was uploaded from (identity check)
 
@@ -63,6 +64,7 @@ class DeviceH:
         if self.d_witness is not None:
             self.d_witness.free()
         self.witness_host = None
+        self.events.close()
 
 
 class WindowSums:
@@ -518,14 +520,20 @@ class CudaBackend(Backend):
     # -- the step-by-step API (the reference prover and the tests) ---------------------------------
     def compute_h(self, key: CudaKey, witness: np.ndarray) -> DeviceH:
         self.device.activate()
-        t0 = time.perf_counter()
-        d_w = self._upload_witness(witness)
+        events = PhaseEvents(self.stream)
         try:
-            d_h = self._enqueue_h(key, d_w)
+            d_w = self._upload_witness(witness)
+            events.mark("upload_ms")
+        except BaseException:
+            events.close()
+            raise
+        try:
+            d_h = self._enqueue_h(key, d_w, events)
         except BaseException:
             d_w.free()
+            events.close()
             raise
-        return DeviceH(d_h, key.zkey.domain_size, {"compute_h_ms": (time.perf_counter() - t0) * 1e3}, d_w, witness)
+        return DeviceH(d_h, key.zkey.domain_size, events, d_w, witness)
 
     def h_to_host(self, h: DeviceH) -> np.ndarray:
         out = np.zeros((h.n, 4), dtype=np.uint64)
@@ -560,8 +568,12 @@ class CudaBackend(Backend):
                 self._results.give_back(h_results)
                 events.close()
                 raise
-        return CudaPartitionWork(key.zkey.curve, self.device, events, h_results, self._results, slot,
-                                 with_b_g2, keep_alive=(witness,)).result()
+        results = CudaPartitionWork(key.zkey.curve, self.device, events, h_results, self._results, slot,
+                                    with_b_g2, keep_alive=(witness,)).result()
+        if isinstance(h, DeviceH):  # its work ran before this call's: its events have fired
+            h_phases = h.events.elapsed_ms()
+            results.timings_ms.update(h_phases, h_ms=h_time_ms(h_phases))
+        return results
 
     def msm_b_g2(self, key: CudaKey, witness: np.ndarray) -> G2Jacobian:
         self.device.activate()

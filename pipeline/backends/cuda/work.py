@@ -58,6 +58,14 @@ class PinnedResultPool:
 ONES_SUFFIX = "_ones_ms"
 
 
+H_PHASES = ("upload_ms", "spmv_ms", "ntt_ms")  # the witness's copy, the sparse products, the transforms
+
+
+def h_time_ms(phases: dict[str, float]) -> float:
+    """H's device time: its phases' sum (those present)."""
+    return sum(phases.get(k, 0.0) for k in H_PHASES)
+
+
 def partition_timings(phases: dict[str, float]) -> dict[str, float]:
     """A partition's timings from its phases between events (``PhaseEvents.elapsed_ms``), with h_ms and
     msm_ms, its H and its MSMs (the 0/1 split included). A split section's time is two phases, its ones'
@@ -68,7 +76,7 @@ def partition_timings(phases: dict[str, float]) -> dict[str, float]:
         if key.startswith("msm_") and key.endswith(ONES_SUFFIX):
             whole = key[:-len(ONES_SUFFIX)] + "_ms"
             timings[whole] = timings.get(whole, 0.0) + ones
-    timings["h_ms"] = sum(timings.get(k, 0.0) for k in ("upload_ms", "spmv_ms", "ntt_ms"))
+    timings["h_ms"] = h_time_ms(phases)
     timings["msm_ms"] = timings.get("split_ms", 0.0) + sum(
         v for k, v in phases.items() if k.startswith("msm_"))
     return timings
