@@ -8,7 +8,7 @@
 #            its exit status is the script's                                          -> $OUT/pytest.log
 #   demo     `zkpipe demo` on the CUDA backend (prints VALID / INVALID)
 #   prove    GPU proofs of the circuits in .extra/*/ (ones the tests never saw)       -> $OUT/proofs.tar
-#            (verify them back on the dev machine with snarkjs)
+#            (verify them back on the dev machine: tools/verify_device_proofs.sh DIR [.extra])
 #   ntt      bench.gpu_ntt [NTT_ARGS=16 27]                                           -> bench/results/gpu_ntt.md
 #   msm      bench.gpu_msm [MSM_ARGS=16 24 22] [MSM_OUT=bench/results/gpu_msm.md] (e.g. MSM_ARGS="16 16 16 --no-variants
 #            --window-sweep 16,18,20,22": the G1 window sweep below 2^24; --level0 20,22,24: flat against chunked
