@@ -520,17 +520,14 @@ class CudaBackend(Backend):
     # -- the step-by-step API (the reference prover and the tests) ---------------------------------
     def compute_h(self, key: CudaKey, witness: np.ndarray) -> DeviceH:
         self.device.activate()
-        events = PhaseEvents(self.stream)
+        events, d_w = PhaseEvents(self.stream), None
         try:
             d_w = self._upload_witness(witness)
             events.mark("upload_ms")
-        except BaseException:
-            events.close()
-            raise
-        try:
             d_h = self._enqueue_h(key, d_w, events)
         except BaseException:
-            d_w.free()
+            if d_w is not None:
+                d_w.free()
             events.close()
             raise
         return DeviceH(d_h, key.zkey.domain_size, events, d_w, witness)
