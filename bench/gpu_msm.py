@@ -31,6 +31,7 @@ from pipeline.backends.cuda.launch import G1_MIN_BLOCKS_BUILT
 from pipeline.backends.cuda.memory import PinnedHostBuffer
 from pipeline.backends.cuda.msm import ADDITIONS_WINDOW_MODEL, BALANCED_WINDOW_MODEL, MsmPlan, MsmRunner, plan_msm
 from pipeline.backends.cuda.split import enqueue_split
+from pipeline.backends.cuda.streams import Event
 from pipeline.backends.protocol import WitnessShape
 from pipeline.curves import BLS12_381, BN254
 
@@ -130,6 +131,90 @@ def _enqueue_split_msm(msm: MsmRunner, g2: bool, d_points: int, d_scalars: int, 
                     d_point_index=parts.d_other_idx.ptr)
     finally:
         parts.free()  # stream-ordered: after the work queued above
+
+
+@dataclass(frozen=True)
+class TableTiming:
+    """An MSM over a fixed-base table (issue 16's first lever: a key's points never change), with the
+    table's build time and size; ``timing.plan`` is the table's plan. Where the table would not fit the free
+    device memory: ``timing`` None and ``skipped`` says why."""
+
+    log_n: int
+    timing: MsmTiming | None
+    build_ms: float = 0.0
+    table_gb: float = 0.0
+    skipped: str | None = None
+
+    def describe(self) -> str:
+        """The table as a row or note names it: width, windows, bucket sets, size and build time."""
+        if self.timing is None:
+            return f"2^{self.log_n}: no table ({self.skipped})"
+        plan = self.timing.plan
+        sets = f"{plan.table_sets} bucket set{'s' if plan.table_sets > 1 else ''}"
+        return (f"2^{self.log_n}: c = {plan.c}, {plan.n_windows} windows, {sets}, {plan.table_windows} in the table, "
+                f"{self.table_gb:.1f} GB, built in {self.build_ms:.0f} ms")
+
+
+TABLE_MARGIN = 1 << 30  # device bytes left free beside a table, its build and its MSM's scratch
+
+
+def table_room(backend, msm: MsmRunner, g2: bool, n: int, c: int | None = None, table_sets: int = 1) -> str | None:
+    """None where the table of ``n`` points, its build's scratch and one MSM over it fit the device's free
+    memory now; else why not (the pool's unused memory given back first)."""
+    backend.allocator.trim()
+    need = (msm.table_bytes(g2, n, c, table_sets) + msm.table_build_bytes(g2, n)
+            + msm.scratch_bytes(n, g2, c=c, fixed=True, table_sets=table_sets) + TABLE_MARGIN)
+    free = backend.device.free_bytes()
+    return None if need <= free else f"needs {need / 1e9:.1f} GB, {free / 1e9:.1f} GB free"
+
+
+def time_table_msms(backend, curve, g2: bool, logs: Iterable[int], points: np.ndarray,
+                    scalars: dict[str, np.ndarray], repeats: Callable[[int], int], c: int | None = None,
+                    table_sets: int = 1, profile: bool = False) -> Iterator[TableTiming]:
+    """Our MSM over a fixed-base table of the first 2^log_n points (``MsmRunner.build_table`` once a size,
+    timed by events, then ``enqueue_fixed``), per size and kind of scalars: the scalars copied whole from
+    pinned memory in every timed call, then sorted for the table. ``c`` and ``table_sets``: the table's width
+    (None: its plan's) and bucket sets. ``profile``: one profiled call a row (``MsmTiming.phases_ms``). A size
+    whose table does not fit the free device memory yields a skipped timing."""
+    msm, group, fr = backend.runtime(curve).msm, ("G2" if g2 else "G1"), curve.fr
+    logs = list(logs)
+    n_max = 1 << max(logs)
+    nbytes = n_max * fr.limbs * 8
+    with backend.allocator.upload(points[:n_max], "bench points") as d_points, \
+            backend.allocator.alloc(nbytes, "bench scalars") as d_s, \
+            backend.allocator.alloc(msm.xyzz_bytes(g2), "bench result") as d_out, \
+            PinnedHostBuffer(backend.device, nbytes) as h_pinned:
+        for log_n in progress.iterate(logs, f"{curve.name} {group} fixed-base MSM sizes"):
+            n = 1 << log_n
+            why_not = table_room(backend, msm, g2, n, c, table_sets)
+            if why_not is not None:
+                yield TableTiming(log_n, None, skipped=why_not)
+                continue
+            start, end = Event(), Event()
+            try:
+                start.record(backend.stream)
+                table = msm.build_table(g2, d_points.ptr, n, c=c, table_sets=table_sets)
+                end.record(backend.stream)
+                end.synchronize()
+                build_ms = end.elapsed_ms(start)
+            finally:
+                start.close()
+                end.close()
+            try:
+                h_scalars = h_pinned.view(np.uint64, (n, fr.limbs))
+                for kind, values in scalars.items():
+                    h_scalars[:] = values[:n]
+
+                    def call():
+                        d_s.upload(h_scalars, backend.stream)
+                        msm.enqueue_fixed(table, d_s.ptr, n, d_out.ptr)
+                    ms = time_ms(backend.stream, call, warmup=1, repeat=repeats(log_n))
+                    # enqueue_fixed leaves its marks to the caller (run_fixed collects them)
+                    phases_ms = _profiled(msm, lambda: (call(), msm._collect_marks())) if profile else None
+                    timing = MsmTiming(curve.name, group, log_n, kind, ms, table.plan, phases_ms)
+                    yield TableTiming(log_n, timing, build_ms, table.d_table.nbytes / 1e9)
+            finally:
+                table.free()
 
 
 def bench_group(backend, curve, g2: bool, logs, rng, rows, repeat=5, c: int | None = None, label: str | None = None,

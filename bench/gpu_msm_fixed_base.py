@@ -4,9 +4,11 @@
     python3 -m bench.gpu_msm_fixed_base --curves bls12381 --g1 26 --g2 --tables plan plan/2 24 --phases
 
 sppark first (one harness call per curve, before this process makes its CUDA context; carry .anchors),
-then per curve, group and size: our plain MSM (``MsmRunner.run_xyzz``) and the MSM over a fixed-base
-table (``MsmRunner.build_table`` once, then ``enqueue_fixed``), both with the scalars copied from pinned
-memory inside every timed call, random and 80% {0,1} scalars; the table's build time and size beside.
+then per curve, group and size: our plain MSM (bench.gpu_msm's ``time_msms``: the scalars copied in pieces,
+each counted as it arrives) and the MSM over a fixed-base table (``time_table_msms``: ``MsmRunner.build_table``
+once, then ``enqueue_fixed``, the scalars copied whole), both copying the scalars from pinned memory inside
+every timed call, random and 80% {0,1} scalars; the table's build time and size beside (a table that does not
+fit the free device memory is skipped, and says so).
 Medians of 5 CUDA-event timings after a warm-up (3 at 2^24 G2). Random field elements as points (the
 kernels' cost does not depend on the values, bench/common.py); the results are checked in
 tests/gpu/test_msm.py. Writes bench/results/gpu_msm_fixed_base.md and .png. ``--tables``: table variants at
@@ -18,12 +20,10 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.common import REPO, arg_parser, markdown_table, time_ms, write_result
-from bench.gpu_msm import phase_table, random_msm_data
+from bench.common import REPO, arg_parser, markdown_table, write_result
+from bench.gpu_msm import phase_table, random_msm_data, time_msms, time_table_msms
 from bench.kernels_vs_sppark import SPPARK_MSM_ROWS, harness_args, run_sppark, sppark_ms
 from pipeline.backends.cuda.backend import CudaBackend
-from pipeline.backends.cuda.memory import PinnedHostBuffer
-from pipeline.backends.cuda.streams import Event
 from pipeline.curves import curve_by_name
 
 GOAL = 0.8  # issue 16: ours / sppark, at most
@@ -37,72 +37,34 @@ def parse_variant(spec: str) -> tuple[int | None, int]:
 
 
 def rows_for(backend, curve, g2: bool, logs: list[int], sppark, variants=("plan",), phases=None) -> list[list]:
-    rt, fr = backend.runtime(curve), curve.fr
-    msm, group = rt.msm, "G2" if g2 else "G1"
-    n_max = 1 << max(logs)
-    points, scalars = random_msm_data(np.random.default_rng(7), curve, g2, n_max)
+    """The table rows of one group: per table variant, size and kind of scalars, the plain MSM (bench.gpu_msm's
+    time_msms, timed once a size and kind) beside the MSM over the table (time_table_msms) and sppark's row."""
+    group = "G2" if g2 else "G1"
+    points, scalars = random_msm_data(np.random.default_rng(7), curve, g2, 1 << max(logs))
+    repeats = lambda log_n: 3 if g2 and log_n >= 24 else 5  # noqa: E731
+    plain = {(t.log_n, t.scalars): t for t in time_msms(backend, curve, g2, logs, points, scalars, repeats)}
     rows = []
-    nbytes = n_max * fr.limbs * 8
-    with backend.allocator.upload(points, "bench points") as d_points, \
-            backend.allocator.alloc(nbytes, "bench scalars") as d_s, \
-            backend.allocator.alloc(msm.xyzz_bytes(g2), "bench result") as d_out, \
-            PinnedHostBuffer(backend.device, nbytes) as h_pinned:
-        for log_n in logs:
-            n = 1 << log_n
-            repeat = 3 if g2 and log_n >= 24 else 5
-            h_scalars = h_pinned.view(np.uint64, (n, fr.limbs))
-            plain_ms: dict[str, tuple[float, int]] = {}
-            for spec in variants:
-                c, sets = parse_variant(spec)
-                start, end = Event(), Event()
-                start.record(backend.stream)
-                table = msm.build_table(g2, d_points.ptr, n, c=c, table_sets=sets)
-                end.record(backend.stream)
-                end.synchronize()
-                build_ms = end.elapsed_ms(start)
-                start.close()
-                end.close()
-                try:
-                    table_gb = table.d_table.nbytes / 1e9
-                    plan = table.plan
-                    sets = f"{plan.table_sets} bucket set{'s' if plan.table_sets > 1 else ''}"
-                    keys = f"{sets}, {plan.table_windows} in the table"
-                    for kind, values in scalars.items():
-                        h_scalars[:] = values[:n]
-
-                        def plain():
-                            d_s.upload(h_scalars, backend.stream)
-                            msm.run_xyzz(g2, d_points.ptr, d_s.ptr, n)
-
-                        def fixed():
-                            d_s.upload(h_scalars, backend.stream)
-                            msm.enqueue_fixed(table, d_s.ptr, n, d_out.ptr)
-                        if kind not in plain_ms:  # once a size and kind, for every variant
-                            plain_ms[kind] = (time_ms(backend.stream, plain, warmup=1, repeat=repeat), msm.last_plan.c)
-                        base_ms, plain_c = plain_ms[kind]
-                        fixed_ms = time_ms(backend.stream, fixed, warmup=1, repeat=repeat)
-                        if phases is not None:
-                            msm.profile = True
-                            try:
-                                fixed()
-                                msm._collect_marks()
-                            finally:
-                                msm.profile = False
-                            phases.append((curve.name, group, f"2^{log_n}", f"{kind}, c = {plan.c}, {keys}",
-                                           dict(msm.last_phases_ms)))
-                        against = sppark_ms(sppark, f"{group} {SPPARK_MSM_ROWS[kind]}", log_n)
-                        ratio = lambda ms: f"{ms / against:.2f}" if isinstance(against, float) else "-"  # noqa: E731
-                        met = isinstance(against, float) and fixed_ms / against <= GOAL
-                        rows.append([curve.name, group, f"2^{log_n}", kind, f"{base_ms:.2f} (c = {plain_c})",
-                                     f"{fixed_ms:.2f} (c = {plan.c}, {plan.n_windows} windows, {keys})",
-                                     f"{fixed_ms / base_ms:.2f}",
-                                     f"{against:.2f}" if isinstance(against, float) else against, ratio(base_ms),
-                                     ratio(fixed_ms),
-                                     ("met" if met else "not met") if isinstance(against, float) else "-",
-                                     f"{build_ms:.0f}", f"{table_gb:.1f}"])
-                        print(rows[-1], flush=True)
-                finally:
-                    table.free()
+    for spec in variants:
+        c, sets = parse_variant(spec)
+        for fixed in time_table_msms(backend, curve, g2, logs, points, scalars, repeats, c, sets, phases is not None):
+            if fixed.timing is None:
+                print(f"{curve.name} {group} {fixed.describe()}", flush=True)
+                continue
+            t = fixed.timing
+            base = plain[t.log_n, t.scalars]
+            plan = t.plan
+            keys = f"{plan.table_sets} bucket set{'s' if plan.table_sets > 1 else ''}, {plan.table_windows} in the table"
+            if t.phases_ms is not None:
+                phases.append((curve.name, group, f"2^{t.log_n}", f"{t.scalars}, c = {plan.c}, {keys}", t.phases_ms))
+            against = sppark_ms(sppark, f"{group} {SPPARK_MSM_ROWS[t.scalars]}", t.log_n)
+            ratio = lambda ms: f"{ms / against:.2f}" if isinstance(against, float) else "-"  # noqa: E731
+            met = isinstance(against, float) and t.ms / against <= GOAL
+            rows.append([curve.name, group, f"2^{t.log_n}", t.scalars, f"{base.ms:.2f} (c = {base.plan.c})",
+                         f"{t.ms:.2f} (c = {plan.c}, {plan.n_windows} windows, {keys})", f"{t.ms / base.ms:.2f}",
+                         f"{against:.2f}" if isinstance(against, float) else against, ratio(base.ms), ratio(t.ms),
+                         ("met" if met else "not met") if isinstance(against, float) else "-",
+                         f"{fixed.build_ms:.0f}", f"{fixed.table_gb:.1f}"])
+            print(rows[-1], flush=True)
     return rows
 
 

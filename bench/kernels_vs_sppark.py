@@ -20,7 +20,7 @@ import numpy as np
 
 from bench import sppark_stage
 from bench.common import REPO, Stopwatch, arg_parser, markdown_table, time_ms, warm, write_result
-from bench.gpu_msm import SPLIT, random_msm_data, time_msms
+from bench.gpu_msm import SPLIT, random_msm_data, time_msms, time_table_msms
 from pipeline import progress
 from pipeline.backends.cuda.backend import CudaBackend  # the import makes no CUDA context
 from pipeline.backends.cuda.launch import (G1_LAZY_BUILT, G2_VARIANTS_BUILT, NTT_DEPENDENT_BUILT, NTT_DEPENDENT_PASSES,
@@ -38,7 +38,10 @@ bench/results/sppark_g2_points.md), before this process makes its CUDA context. 
 - G1 and G2 MSM: points resident, scalars copied from pinned memory in every call (bench/gpu_msm.py,
   `time_msms`; in pieces, each piece's digits counted while the next is copied: launch.SCALAR_PIECES; the
   "copied whole" rows copy all of them before counting), random and 80% {0,1} scalars, and the 80% {0,1}
-  ones once more through the engine's 0/1 split (classified and compacted on the device inside the timed call).
+  ones once more through the engine's 0/1 split (classified and compacted on the device inside the timed call);
+  and both kinds over a fixed-base table of the points (issue 16's first lever, what a proving key's MSMs
+  run over where the VRAM holds the tables: bench.gpu_msm's `time_table_msms`, the scalars copied whole;
+  each table's width, size and build time in the notes, a table that does not fit the free VRAM skipped).
   sppark: wall clock of `msm_t::invoke` with scalars from pageable memory; it has no split, so the split row is compared
   with its 80% {0,1} row. The default bucket sums run over the lazy form of Fq (values in [0, 2p)
   inside a thread, launch.LAZY_FIELDS); the "plain field" rows time them over the reduced one.
@@ -62,6 +65,7 @@ SPPARK_MSM_ROWS = {"random": "MSM", "80% {0,1}": "MSM 80%{0,1}"}  # the harness'
 SPPARK_NTT = "NTT Fr (NR)"
 PLAIN_FIELD = "bucket sums over the plain field (not lazy)"
 WHOLE_COPY = "scalars copied whole, then counted"
+FIXED_BASE = "over a fixed-base table (the points' window multiples, built once: a proving key's)"
 H_NTTS = 7  # the issue's goal: H in at most the time of 7 sppark NTTs of its size
 
 
@@ -169,7 +173,10 @@ def sppark_ms(sppark: SpparkRows | str, what: str, log_n: int, times: int = 1) -
 
 # -- ours --------------------------------------------------------------------------------------------
 def msm_rows(backend, curve, g2: bool, logs: list[int], points: np.ndarray, scalars: dict,
-             sppark: SpparkRows | str) -> Iterator[Row]:
+             sppark: SpparkRows | str, notes: list[str] | None = None, tables: bool = False) -> Iterator[Row]:
+    """The defaults' rows (with the 0/1 split's), each of msm_variants' rows, and with ``tables`` the MSM over
+    a fixed-base table of the points (random and 80% {0,1}; each table's width, windows, size and build time,
+    or why there is none, appended to ``notes``)."""
     group = "G2" if g2 else "G1"
     largest = 24 if g2 else 26  # the sizes timed 3 times, the others 5
     repeats = lambda k: 3 if k >= largest else 5  # noqa: E731
@@ -189,6 +196,15 @@ def msm_rows(backend, curve, g2: bool, logs: list[int], points: np.ndarray, scal
         finally:
             for name, value in saved.items():
                 setattr(msm, name, value)
+    if tables:
+        for fixed in time_table_msms(backend, curve, g2, logs, points, scalars, repeats):
+            if notes is not None and (fixed.timing is None or fixed.timing.scalars == "random"):  # one note a table
+                notes.append(f"{curve.name} {group} fixed-base table {fixed.describe()}")
+            if fixed.timing is not None:
+                t = fixed.timing
+                against = f"{group} {SPPARK_MSM_ROWS[t.scalars]}"
+                yield Row(curve.name, f"{group} MSM", t.log_n, f"{t.scalars}, {FIXED_BASE}", t.ms, against,
+                          sppark_ms(sppark, against, t.log_n))
 
 
 def msm_variants(msm, g2: bool) -> list[tuple[str, dict]]:
@@ -376,14 +392,16 @@ def time_ntt_variants(backend, ntt, d_data: int, log_n: int, repeat: int,
     return out
 
 
-def curve_rows(backend, curve, args, sppark: SpparkRows | str, rng) -> Iterator[Row]:
-    """G1 MSM, G2 MSM, then NTT and H rows of one curve, each group's device buffers freed after it."""
+def curve_rows(backend, curve, args, sppark: SpparkRows | str, rng, notes: list[str]) -> Iterator[Row]:
+    """G1 MSM, G2 MSM, then NTT and H rows of one curve, each group's device buffers freed after it; the
+    fixed-base tables' notes in ``notes``."""
     n = 1 << max([*args.g1, *(k + 1 for k in args.g2), args.ntt[0]])  # a G2 point is two G1 points' words
     points, scalars = random_msm_data(rng, curve, False, n)
     if args.g1:
-        yield from msm_rows(backend, curve, False, args.g1, points, scalars, sppark)
+        yield from msm_rows(backend, curve, False, args.g1, points, scalars, sppark, notes, args.tables)
     if args.g2:
-        yield from msm_rows(backend, curve, True, args.g2, points.reshape(n // 2, 4, -1), scalars, sppark)
+        yield from msm_rows(backend, curve, True, args.g2, points.reshape(n // 2, 4, -1), scalars, sppark, notes,
+                            args.tables)
     del points
     for log_n, ntt, radix, h, h_compact, variants in time_fr(
             backend, curve, list(range(args.ntt[0], args.ntt[1] + 1)), scalars["random"],
@@ -450,6 +468,8 @@ def main() -> None:
                         help="transform sizes; MAX_LOG below MIN_LOG: no NTT or H rows")
     parser.add_argument("--ntt-stages", type=int, nargs="*", default=list(STAGES_PER_PASS_COMPARED), metavar="K",
                         help=f"the other stages-per-launch plans timed beside the default {STAGES_PER_PASS}")
+    parser.add_argument("--no-tables", dest="tables", action="store_false",
+                        help="no MSM rows over fixed-base tables (a table takes up to 13-16x its points' VRAM)")
     parser.add_argument("--anchors", type=Path, default=REPO / ".anchors", help="folder of the sppark harness binaries")
     parser.add_argument("--timeout", type=float, default=150.0, help="seconds per harness call")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "kernels_vs_sppark.md")
@@ -471,7 +491,7 @@ def main() -> None:
     for name in args.curves:
         with Stopwatch() as t:
             try:
-                for row in curve_rows(backend, curve_by_name(name), args, sppark[name], rng):
+                for row in curve_rows(backend, curve_by_name(name), args, sppark[name], rng, notes):
                     rows.append(row)
                     print(markdown_table(HEADER, [row.cells()]).splitlines()[-1], flush=True)
                 backend.allocator.trim()

@@ -257,10 +257,12 @@ def test_kernels_vs_sppark_ratios_and_goals():
 @pytest.mark.parametrize("g2", [False, True], ids=["G1", "G2"])
 def test_kernels_vs_sppark_times_each_msm_variant_under_its_settings_and_restores_the_runner(monkeypatch, g2):
     """msm_rows: the default rows, then each of msm_variants' rows (random scalars) timed with the runner set
-    as the variant says, labelled by it, and the runner's settings back as they were after each."""
+    as the variant says, labelled by it, and the runner's settings back as they were after each; asked for, the
+    rows over a fixed-base table last, and each table's note."""
     from types import SimpleNamespace
 
     from bench import kernels_vs_sppark as kvs
+    from bench.gpu_msm import MsmTiming, TableTiming
     from pipeline.backends.cuda.launch import G1_LAZY_BUILT, G2_VARIANTS_BUILT
     from pipeline.backends.cuda.msm import MsmRunner
     from pipeline.curves import BLS12_381
@@ -274,19 +276,61 @@ def test_kernels_vs_sppark_times_each_msm_variant_under_its_settings_and_restore
         seen.append({k: getattr(msm, k) for k in defaults})
         for kind in scalars:
             yield SimpleNamespace(log_n=logs[0], scalars=kind, ms=1.0)
+    plan = SimpleNamespace(c=20, n_windows=13, table_sets=1, table_windows=13)
+
+    def fake_time_table_msms(backend, curve, g2_, logs, points, scalars, repeats):
+        seen_tables.append({k: getattr(msm, k) for k in defaults})
+        yield TableTiming(19, None, skipped="needs 90.0 GB, 70.0 GB free")
+        for kind in scalars:
+            yield TableTiming(logs[0], MsmTiming(curve.name, "G", logs[0], kind, 0.5, plan), 4391.2, 41.94)
+    seen_tables = []
     monkeypatch.setattr(kvs, "time_msms", fake_time_msms)
+    monkeypatch.setattr(kvs, "time_table_msms", fake_time_table_msms)
     backend = SimpleNamespace(runtime=lambda curve: SimpleNamespace(msm=msm))
     scalars = {"random": None, "80% {0,1}": None}
     rows = list(kvs.msm_rows(backend, BLS12_381, g2, [20], None, scalars, "not run (test)"))
+    assert not seen_tables  # no table rows unless asked for
     variants = kvs.msm_variants(msm, g2)
     others = len(G2_VARIANTS_BUILT) - 1 if g2 else len(G1_LAZY_BUILT) - 1
     assert len(variants) == 2 + others and variants[0] == (kvs.PLAIN_FIELD, {"lazy": False})
     assert variants[1] == (kvs.WHOLE_COPY, {"scalar_pieces": 1})
     assert [r.input for r in rows[2:]] == [f"random, {label}" for label, _ in variants]
+    # with the tables: both kinds over the table, after the variants, under the defaults; one note a table
+    notes = []
+    with_tables = list(kvs.msm_rows(backend, BLS12_381, g2, [20], None, scalars, "not run (test)", notes, True))
+    assert with_tables[:len(rows)] == rows and seen_tables == [defaults]
+    group = "G2" if g2 else "G1"
+    assert [(r.input, r.ours_ms, r.against) for r in with_tables[len(rows):]] == [
+        (f"random, {kvs.FIXED_BASE}", 0.5, f"{group} MSM"), (f"80% {{0,1}}, {kvs.FIXED_BASE}", 0.5, f"{group} MSM 80%{{0,1}}")]
+    assert notes == [f"bls12381 {group} fixed-base table 2^19: no table (needs 90.0 GB, 70.0 GB free)",
+                     f"bls12381 {group} fixed-base table 2^20: c = 20, 13 windows, 1 bucket set, 13 in the table, "
+                     "41.9 GB, built in 4391 ms"]
     assert seen[0] == defaults  # the default rows under the defaults
     for settings, during in zip((s for _, s in variants), seen[1:]):
         assert during == {**defaults, **settings}
     assert {k: getattr(msm, k) for k in defaults} == defaults
+
+
+def test_a_fixed_base_table_is_timed_only_where_it_fits_the_free_device_memory():
+    """bench.gpu_msm.table_room: the table, its build's scratch, one MSM's scratch and the margin against the
+    device's free bytes, read after the pool's unused memory is given back."""
+    from types import SimpleNamespace
+
+    from bench import gpu_msm
+    from pipeline.backends.cuda.msm import MsmRunner
+    from pipeline.curves import BLS12_381
+
+    msm = MsmRunner(SimpleNamespace(curve=BLS12_381), allocator=None, stream=None)
+    n = 1 << 24
+    need = (msm.table_bytes(True, n) + msm.table_build_bytes(True, n) + msm.scratch_bytes(n, True, fixed=True)
+            + gpu_msm.TABLE_MARGIN)
+    assert msm.table_bytes(True, n) == 96 * 2 * msm.plan_fixed(n).table_windows * n  # affine G2: 4 Fq of 48 bytes
+    trims = []
+    for free, expected in ((need, None), (need - 1, f"needs {need / 1e9:.1f} GB, {(need - 1) / 1e9:.1f} GB free")):
+        backend = SimpleNamespace(allocator=SimpleNamespace(trim=lambda: trims.append(1)),
+                                  device=SimpleNamespace(free_bytes=lambda free=free: free))
+        assert gpu_msm.table_room(backend, msm, True, n) == expected
+    assert len(trims) == 2
 
 
 @pytest.mark.parametrize("log_n", [20, 24])
