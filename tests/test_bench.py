@@ -311,6 +311,41 @@ def test_kernels_vs_sppark_times_each_msm_variant_under_its_settings_and_restore
     assert {k: getattr(msm, k) for k in defaults} == defaults
 
 
+def test_fixed_base_rows_put_each_table_timing_beside_the_plain_msm_and_sppark(monkeypatch):
+    """bench.gpu_msm_fixed_base.rows_for: per table variant (width, bucket sets) a row per size and kind, the plain
+    MSM of that size and kind beside it, sppark's row of that kind, the goal; a table without room leaves no row."""
+    from types import SimpleNamespace
+
+    from bench import gpu_msm_fixed_base as fb
+    from bench.gpu_msm import MsmTiming, TableTiming
+    from pipeline.curves import BN254
+
+    calls = []
+
+    def fake_plain(backend, curve, g2, logs, points, scalars, repeats):
+        for k in logs:
+            for kind in scalars:
+                yield MsmTiming(curve.name, "G2", k, kind, 10.0 * k, SimpleNamespace(c=15))
+
+    def fake_tables(backend, curve, g2, logs, points, scalars, repeats, c, sets, profile):
+        calls.append((c, sets, profile))
+        yield TableTiming(logs[0], None, skipped="needs 1.0 GB, 0.5 GB free")
+        for k in logs[1:]:
+            for kind in scalars:
+                plan = SimpleNamespace(c=c or 17, n_windows=15, table_sets=sets, table_windows=-(-15 // sets))
+                yield TableTiming(k, MsmTiming(curve.name, "G2", k, kind, 6.0 * k, plan), 133.4, 2.04)
+    monkeypatch.setattr(fb, "time_msms", fake_plain)
+    monkeypatch.setattr(fb, "time_table_msms", fake_tables)
+    sppark = {("G2 MSM", 22): 300.0, ("G2 MSM 80%{0,1}", 22): 100.0}
+    rows = fb.rows_for(None, BN254, True, [20, 22], sppark, ("plan", "18/2"))
+    assert calls == [(None, 1, False), (18, 2, False)]
+    assert rows[0] == ["bn128", "G2", "2^22", "random", "220.00 (c = 15)",
+                       "132.00 (c = 17, 15 windows, 1 bucket set, 15 in the table)", "0.60", "300.00", "0.73", "0.44",
+                       "met", "133", "2.0"]
+    assert rows[1][3] == "80% {0,1}" and rows[1][7:11] == ["100.00", "2.20", "1.32", "not met"]
+    assert rows[2][5] == "132.00 (c = 18, 15 windows, 2 bucket sets, 8 in the table)" and len(rows) == 4
+
+
 def test_a_fixed_base_table_is_timed_only_where_it_fits_the_free_device_memory():
     """bench.gpu_msm.table_room: the table, its build's scratch, one MSM's scratch and the margin against the
     device's free bytes, read after the pool's unused memory is given back."""
