@@ -14,6 +14,7 @@ import numpy as np
 
 from bench.common import add_log_sizes, arg_parser, bit_heavy, markdown_table, random_below, result_path, time_ms, write_result
 from pipeline.backends.cuda import CudaBackend
+from pipeline.backends.cuda.device import CudaDevice
 from pipeline.backends.protocol import WitnessShape
 from pipeline.backends.cuda.kernels import grid_for
 from pipeline.backends.cuda.launch import SPMV_BLOCK
@@ -198,16 +199,16 @@ def main() -> None:
         for curve in (c for c in CURVES if c.name in args.curves):
             rows += bench(curve, log_n, profiles, args.batched_windows, args.shared_sort, args.window_model,
                           args.fixed_base, args.model_widths)
-            write_table(sizes, header, rows, profiles)  # after every curve: a time limit keeps the rows so far
+            write_table(sizes, header, rows, profiles, CudaDevice().name)  # after every curve: a time limit keeps the rows so far
 
 
-def write_table(sizes: list[int], header: list[str], rows: list, profiles: dict | None) -> None:
+def write_table(sizes: list[int], header: list[str], rows: list, profiles: dict | None, device: str) -> None:
     table = markdown_table(header, rows)
     note = (f"\nWhole GPU stage of one proof (wall clock around `start_partition` + its wait + `result`, "
             f"the host-side conversions included; the phase split from CUDA events), median of {REPEAT} "
             f"after one warm-up; key resident, witness uploaded each call from page-locked memory (the engine's "
             f"prep_msm stage stages it there; before session 14 this bench uploaded from pageable memory, which "
-            f"cost ~0.3 s of H at 2^26). Machine: one H200.\n")
+            f"cost ~0.3 s of H at 2^26). Device: {device}.\n")
     profiled = "".join(f"\n## Host profile: {what}\n\n```\n{text.strip()}\n```\n" for what, text in (profiles or {}).items())
     write_result(result_path(f"gpu_stage_{'_'.join(map(str, sizes))}.md"),
                  "# GPU stage\n" + note + "\n" + table + "\n" + profiled, show=table)

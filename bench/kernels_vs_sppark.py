@@ -451,12 +451,29 @@ def markdown(rows: list[Row], device: str, notes: list[str]) -> str:
             "\n".join(sections) + f"\n## Summary\n\n{markdown_table(SUMMARY_HEADER, summary(rows))}\n")
 
 
+def headlines() -> dict[tuple[str, str], str]:
+    """{(kernel, input): legend label} of the rows the plot draws: the defaults, the 0/1 split and the fixed-base
+    tables for the MSMs, the natural and the radix-only transform and H's defaults."""
+    out = {}
+    for group in ("G1", "G2"):
+        for kind in SPPARK_MSM_ROWS:
+            out[f"{group} MSM", kind] = kind
+            out[f"{group} MSM", f"{kind}, {FIXED_BASE}"] = f"{kind}, over a fixed-base table"
+        out[f"{group} MSM", "80% {0,1}" + SPLIT] = "80% {0,1}" + SPLIT
+    out["NTT", NATURAL] = "NTT, natural order in and out"
+    out["NTT", RADIX_ONLY] = "NTT, radix passes only (bit-reversed out)"
+    out["H", QUOTIENT] = f"H ({QUOTIENT})"
+    return out
+
+
 def write_plot(table: Path) -> Path | None:
-    """``<table>.png`` beside the table (bench.plots.plot_beside)."""
+    """``<table>.png`` beside the table (bench.plots.plot_beside): the headline rows (``headlines``)."""
+    from functools import partial
+
     from bench.plots import plot_beside
     from bench.plots.kernels import plot_vs_sppark
 
-    return plot_beside(table, plot_vs_sppark)
+    return plot_beside(table, partial(plot_vs_sppark, headlines=headlines()))
 
 
 def main() -> None:

@@ -69,6 +69,13 @@ def test_kernels_vs_sppark_plot_draws_a_small_result_set_with_sppark_missing_on_
     table.write_text(kvs.markdown(rows, "NVIDIA H200", ["a note"]))
     png = plot_vs_sppark(table, tmp_path / "kernels_vs_sppark.png", plt)
     assert png == tmp_path / "kernels_vs_sppark.png" and png.stat().st_size > 10_000
+    # the grid's own plot draws the headline rows only (the defaults, the split, the tables), under short labels
+    heads = kvs.headlines()
+    assert all((r.kernel, r.input) in heads for r in rows)
+    assert heads["G2 MSM", f"random, {kvs.FIXED_BASE}"] == "random, over a fixed-base table"
+    assert ("G1 MSM", f"random, {kvs.PLAIN_FIELD}") not in heads and ("NTT", kvs.TILED_REVERSE) not in heads
+    drawn = plot_vs_sppark(table, tmp_path / "headlines.png", plt, heads)
+    assert drawn.stat().st_size > 10_000
     g1 = [r for r in read_tables(table)[0] if r["input"] == "random"]
     assert table_series(g1, lambda r: r["curve"], "sppark ms") == {"bn128": [(20, 12.5), (22, 31.0)]}  # no 12381
     assert table_series(g1, lambda r: r["curve"], "ours ms")["bls12381"] == [(20, 8.0), (22, 32.0)]

@@ -50,7 +50,9 @@ def make_all(out: Path) -> list[Path]:
     with progress.bar("plotting bench/results", total=2 + len(tables), unit="table") as bar:
         written += [kernels.plot_msm(out, plt), kernels.plot_ntt(out, plt)]
         if (vs_sppark := RESULTS / "kernels_vs_sppark.md").exists():
-            written.append(kernels.plot_vs_sppark(vs_sppark, out / "kernels_vs_sppark.png", plt))
+            from bench.kernels_vs_sppark import headlines
+
+            written.append(kernels.plot_vs_sppark(vs_sppark, out / "kernels_vs_sppark.png", plt, headlines()))
         if (fixed := RESULTS / "gpu_msm_fixed_base.md").exists():
             written.append(kernels.plot_fixed_base(fixed, out / "gpu_msm_fixed_base.png", plt))
         bar.update(2)

@@ -150,12 +150,17 @@ def plot_fixed_base(table: Path, out: Path, plt) -> Path:
     return _save_titled(fig, table, out, plt)
 
 
-def plot_vs_sppark(table: Path, out: Path, plt) -> Path:
+def plot_vs_sppark(table: Path, out: Path, plt, headlines: dict[tuple[str, str], str] | None = None) -> Path:
     """A bench/kernels_vs_sppark.py table: ours as lines, sppark's rows they are compared with as black
-    markers, a row of panels per curve (G1 MSM, G2 MSM, Fr NTT and H)."""
+    markers, a row of panels per curve (G1 MSM, G2 MSM, Fr NTT and H). ``headlines``: {(kernel, input): legend
+    label} of the rows drawn (the defaults and the fixed-base rows: the variants' rows stay in the table, where
+    their dozens of lines would bury the plot); None draws every row under its input."""
     rows = [r for t in read_tables(table) for r in t if "ours ms" in r]
+    if headlines is not None:
+        rows = [{**r, "label": headlines[r["kernel"], r["input"]]} for r in rows
+                if (r["kernel"], r["input"]) in headlines]
     curves = list(dict.fromkeys(r["curve"] for r in rows))
-    fig, axes = plt.subplots(len(curves), len(VS_SPPARK_PANELS), figsize=(16, 4.8 * len(curves)),
+    fig, axes = plt.subplots(len(curves), len(VS_SPPARK_PANELS), figsize=(16, 5.4 * len(curves)),
                              layout="constrained", squeeze=False)
     for row_axes, curve in zip(axes, curves):
         for ax, (title, kernels) in zip(row_axes, VS_SPPARK_PANELS.items()):
@@ -163,8 +168,8 @@ def plot_vs_sppark(table: Path, out: Path, plt) -> Path:
             if not mine:
                 ax.set_visible(False)
                 continue
-            ours = table_series(mine, lambda r: r["input"] if len(kernels) == 1 else f"{r['kernel']}: {r['input']}",
-                           "ours ms")
+            ours = table_series(mine, lambda r: r.get("label") or (
+                r["input"] if len(kernels) == 1 else f"{r['kernel']}: {r['input']}"), "ours ms")
             for i, (label, points) in enumerate(ours.items()):
                 ax.plot(*zip(*points), OURS_STYLES[i % len(OURS_STYLES)], color=f"C{i}", label=f"zkpipe, {label}")
             for i, (label, points) in enumerate(table_series(mine, lambda r: r["sppark row"], "sppark ms").items()):
