@@ -7,6 +7,7 @@ bench/results/gpu_stage_<sizes>.md.
 """
 from __future__ import annotations
 
+import dataclasses
 import statistics
 import time
 
@@ -17,7 +18,7 @@ from pipeline.backends.cuda import CudaBackend
 from pipeline.backends.cuda.device import CudaDevice
 from pipeline.backends.protocol import WitnessShape
 from pipeline.backends.cuda.kernels import grid_for
-from pipeline.backends.cuda.launch import SPMV_BLOCK
+from pipeline.backends.cuda.launch import SPMV_BLOCK, TABLE_SETS
 from pipeline.curves import BLS12_381, BN254
 from pipeline.formats.types import Groth16Zkey
 from pipeline.formats.zkey_writer import random_limbs
@@ -89,7 +90,8 @@ def profile_text(backend, key, witness, shape, runs: int = 20, top: int = 30) ->
 
 def bench(curve, log_n: int, profiles: dict[str, str] | None = None, batched_windows: bool = False,
           shared_sort: bool = False, window_model: tuple[float, float] | None = None,
-          fixed_base: bool = False, model_widths: bool = False) -> list[list]:
+          fixed_base: bool = False, model_widths: bool = False, table_sets: tuple[tuple[int, ...], ...] = ()
+          ) -> list[list]:
     t1 = time.perf_counter()
     zkey = random_key(curve, log_n, np.random.default_rng(log_n))
     t2 = time.perf_counter()
@@ -119,15 +121,20 @@ def bench(curve, log_n: int, profiles: dict[str, str] | None = None, batched_win
     if model_widths:  # the model's widths where msm.MEASURED_WIDTHS has others
         others.append(("measured", False, "the model's widths, not the measured ones"))
     if fixed_base:  # last: the key reloaded with the tables place_key gives it under the whole budget
-        others.append(("tables", True, "fixed-base tables"))
+        others.append(("tables", TABLE_SETS, "fixed-base tables"))
+    for tried in table_sets:  # again, each table with the first of these bucket-set counts that fits
+        others.append(("tables", tried, "fixed-base tables"))
     for option, value, says in others:
         cases += [(f"{label}, {says}", bits, split, {option: value}) for label, bits, split in base if split or not bits]
     load_s = t3 - t2
+    loaded_sets = None  # the bucket sets the key's tables were chosen from (None: loaded plain)
     for label, bits, split, flipped in cases:
         settings = {**defaults, **flipped}
-        if settings.get("tables") and not key.tables:
+        if settings.get("tables") and settings["tables"] != loaded_sets:
+            loaded_sets = settings["tables"]
             backend.unload_key(key)
             backend.fixed_base = True
+            backend.options = dataclasses.replace(backend.options, msm_fixed_base_sets=settings["tables"])
             t4 = time.perf_counter()
             placement = backend.place_key(zkey, backend.memory_budget_bytes())
             key = backend.load_key(zkey, placement)
@@ -136,7 +143,8 @@ def bench(curve, log_n: int, profiles: dict[str, str] | None = None, batched_win
             print(f"  tables for {placement.fixed_base}: key {placement.device_bytes / 1e9:.1f} GB, "
                   f"loaded in {load_s:.1f} s", flush=True)
         if settings.get("tables"):
-            label = label.replace("fixed-base tables", f"tables of {'+'.join(key.tables) or 'none'}")
+            label = label.replace("fixed-base tables", "tables of " + ("+".join(
+                s if n == 1 else f"{s}/{n}" for s, n in key.placement.tables.items()) or "none"))  # b2/2: two sets
         witness = bit_heavy(np.random.default_rng(log_n + int(100 * bits)), random_witness, bits)
         witness[0] = [1, 0, 0, 0]
         # staged in page-locked memory, as the engine's prep_msm stage hands it to the GPU stage
@@ -184,6 +192,10 @@ def main() -> None:
     parser.add_argument("--fixed-base", action="store_true",
                         help="the same rows once more with the key reloaded with the fixed-base tables place_key "
                              "gives it under the whole budget (CudaOptions.msm_fixed_base)")
+    parser.add_argument("--fixed-base-sets", nargs="+", default=[], metavar="S,S",
+                        help="after those rows, once more per value with each table of the first of those bucket-set "
+                             "counts that fits (CudaOptions.msm_fixed_base_sets), e.g. 2 or 2,1; a row names a two-set "
+                             "table b2/2")
     parser.add_argument("--window-model", type=lambda v: tuple(float(x) for x in v.split(",")), default=None,
                         metavar="SPREAD,BUCKET_COST",
                         help="the same rows with the MSMs' windows planned by this cost model (e.g. 2.2,6.5, the "
@@ -198,7 +210,8 @@ def main() -> None:
     for log_n in sizes:
         for curve in (c for c in CURVES if c.name in args.curves):
             rows += bench(curve, log_n, profiles, args.batched_windows, args.shared_sort, args.window_model,
-                          args.fixed_base, args.model_widths)
+                          args.fixed_base, args.model_widths,
+                          tuple(tuple(int(n) for n in v.split(",")) for v in args.fixed_base_sets))
             write_table(sizes, header, rows, profiles, CudaDevice().name)  # after every curve: a time limit keeps the rows so far
 
 

@@ -241,7 +241,7 @@ class CudaBackend(Backend):
                                f"{room / 2**30:.1f} GiB")
             return needed <= room
 
-        fixed = choose_fixed_bases(msm, zkey, fits, order)
+        fixed = choose_fixed_bases(msm, zkey, fits, order, self.options.msm_fixed_base_sets)
         return KeyPlacement(device_bytes=full + tables_extra_bytes(msm, zkey, fixed), fixed_base=tuple(fixed),
                             fixed_base_sets=tuple(fixed.values()), tables_refused=tuple(refused),
                             fixed_base_order=order)

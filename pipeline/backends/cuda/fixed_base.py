@@ -12,12 +12,9 @@ from __future__ import annotations
 from ..placement import FIXED_BASE_ORDER, WITNESS_SECTIONS, is_g2, point_bytes, section_bytes, section_span
 from ._bindings import driver
 from .errors import check
+from .launch import TABLE_SETS
 from .msm import FixedBaseTable, MsmRunner
 
-# Bucket sets a section's table may have, tried in this order while the room lasts: one set (every window's
-# entries in it) is the fastest, two halve the table (a 2^26 BLS12-381 key's H table, 13 windows of 6.4 GB,
-# does not fit beside it; 7 do).
-TABLE_SETS = (1, 2)
 
 
 def table_rows(zkey, section: str) -> tuple[int, int]:
@@ -53,14 +50,15 @@ def table_fits_indices(msm: MsmRunner, rows: int, sets: int) -> bool:
     return msm.plan_fixed(rows, table_sets=sets).table_windows * rows < 1 << 31
 
 
-def choose_fixed_bases(msm: MsmRunner, zkey, fits, order: tuple[str, ...] = FIXED_BASE_ORDER) -> dict[str, int]:
+def choose_fixed_bases(msm: MsmRunner, zkey, fits, order: tuple[str, ...] = FIXED_BASE_ORDER,
+                       tried: tuple[int, ...] = TABLE_SETS) -> dict[str, int]:
     """Tables (section -> bucket sets) for the sections of ``order``, taken in that order while
     ``fits(tables)`` says the key with those tables still fits (a later, smaller one may fit where an
-    earlier did not), each with the fewest bucket sets of TABLE_SETS that fit."""
+    earlier did not), each with the first bucket-set count of ``tried`` that fits (TABLE_SETS: the fewest)."""
     chosen: dict[str, int] = {}
     for section in order:
         lead, n = table_rows(zkey, section)
-        for sets in TABLE_SETS if n else ():
+        for sets in tried if n else ():
             if table_fits_indices(msm, lead + n, sets) and fits({**chosen, section: sets}):
                 chosen[section] = sets
                 break

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..placement import SECTIONS
-from .launch import G1_MIN_BLOCKS_BUILT
+from .launch import G1_MIN_BLOCKS_BUILT, MAX_TABLE_SETS, TABLE_SETS
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ class CudaOptions:
     # A resident key's sections also kept as fixed-base tables (2^(c S j) P for its windows j, fixed_base.py)
     # where the VRAM no other key holds has room for them beside the key, a partition's scratch and a
     # prefetched witness; the key store drops them back to plain points before it evicts a key for room.
-    # 13-16x a section's points with one bucket set, about half with two (fixed_base.TABLE_SETS: the fewest
+    # 13-16x a section's points with one bucket set, about half with two (msm_fixed_base_sets below: the fewest
     # sets that fit); built at load (a 2^24 BLS12-381 key: 5.1 -> 16.2 s). Session 23, same call as sppark
     # (bench/results/gpu_stage_24_s23_fixed_base.md), 2^24 random witness, all five tables: BLS12-381 914 -> 784 ms,
     # BN254 414 -> 369 ms; the seed-shaped 2^24 stream 2.81 -> 2.69 s/proof.
@@ -100,6 +100,11 @@ class CudaOptions:
     # measured so far (placement.table_order: placement.FIXED_BASE_ORDER, b2 first, for a random witness or before
     # any is seen; h first for a bit-heavy one, whose B2 is mostly a sum of ones that a table does not speed up).
     msm_fixed_base_order: tuple[str, ...] | str = "auto"
+    # The bucket sets a section's table may have, tried in this order for each section while the room lasts
+    # (launch.TABLE_SETS: one set, the fastest, then two, half its bytes). On a GPU too small for every
+    # section's one-set table, (2,) gives more sections a half-size table instead (a 2^24 BLS12-381 key on an
+    # H100: B2 and H at one set, 805 ms a stage, session 48; all five at two sets: ~68 GB, unmeasured).
+    msm_fixed_base_sets: tuple[int, ...] = TABLE_SETS
     # With no explicit VRAM budget (the backend's ``vram_budget_bytes``), the device allocator's budget is
     # this share of the device's free memory when the backend starts; the rest is left to the driver, the
     # kernels' modules and other processes. A seed-shaped 2^26 BLS12-381 key with H's one-set table: place_key
@@ -141,6 +146,12 @@ class CudaOptions:
                 raise ValueError(f"CudaOptions.msm_fixed_base_order must be \"auto\" or list distinct key sections "
                                  f"of {SECTIONS}, got {order!r}")
             object.__setattr__(self, "msm_fixed_base_order", tuple(order))  # a TOML list
+        sets = self.msm_fixed_base_sets
+        if not isinstance(sets, (tuple, list)) or not sets or len(set(sets)) != len(sets) \
+                or not all(isinstance(n, int) and not isinstance(n, bool) and 1 <= n <= MAX_TABLE_SETS for n in sets):
+            raise ValueError(f"CudaOptions.msm_fixed_base_sets must list distinct bucket-set counts from 1 to "
+                             f"{MAX_TABLE_SETS}, tried in that order, got {sets!r}")
+        object.__setattr__(self, "msm_fixed_base_sets", tuple(sets))  # a TOML list
         share = self.vram_free_share
         if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share <= 1:
             raise ValueError(f"CudaOptions.vram_free_share must be a share of the free VRAM in (0, 1], got {share!r}")

@@ -65,6 +65,11 @@ def test_sections_are_taken_in_order_while_they_fit_with_the_fewest_sets_that_do
         "h": 1}
     assert choose_fixed_bases(msm, zkey, lambda t: sum(cost[s, n] for s, n in t.items()) <= 15) == {"b2": 2}
     assert choose_fixed_bases(msm, zkey, lambda tables: True, ("c",)) == {"c": 1}
+    # other bucket sets tried (CudaOptions.msm_fixed_base_sets): two sets only gives every section a half table
+    # where one set would have taken B2 and H whole
+    two = lambda tables: sum(cost[s, n] for s, n in tables.items()) <= 45  # noqa: E731
+    assert choose_fixed_bases(msm, zkey, two) == {"b2": 1, "h": 1}
+    assert choose_fixed_bases(msm, zkey, two, FIXED_BASE_ORDER, (2,)) == dict.fromkeys(FIXED_BASE_ORDER, 2)
 
 
 def test_a_table_scratch_bound_covers_its_sort_and_its_bucket_sets():
@@ -171,6 +176,9 @@ def test_a_placement_names_the_tables_it_left_out_with_their_need_and_the_room()
     assert place(int(h_one) + 1, ("h", "b2", "a", "b1", "c")).tables == {"h": 1}
     assert place(int(h_one) + 1, ("h",)).tables_refused == ()
     assert place(1000, ()).tables == {}  # an empty order: no tables, not the default order
+    backend.options = CudaOptions(msm_fixed_base_sets=(2,))  # the placement tries the sets the options name
+    assert backend._with_fixed_bases(zkey, msm, 40 << 30, 1000 << 30, FIXED_BASE_ORDER).tables == dict.fromkeys(
+        FIXED_BASE_ORDER, 2)
 
 
 def test_auto_takes_h_first_for_a_seed_witness_where_b2_first_would_leave_h_none():

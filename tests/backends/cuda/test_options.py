@@ -33,6 +33,7 @@ def test_defaults_are_the_behaviour_without_settings():
     assert options.msm_split_min_bits == 0.5 and options.stream_chunk_bytes == 1 << 30
     assert options.stream_tails == "prologue" and options.stream_queue_depth == 2
     assert options.msm_batched_window_combination is True
+    assert options.msm_fixed_base_sets == (1, 2) and CudaOptions(msm_fixed_base_sets=[2, 1]).msm_fixed_base_sets == (2, 1)
     assert nvrtc_build.default_cache_dir() == Path.home() / ".cache" / "zkpipe" / "kernels"
     fake = SimpleNamespace(curve=BLS12_381)
     assert MsmRunner(fake, None, None).g1_min_blocks == 3  # launch.G1_MIN_BLOCKS
@@ -48,7 +49,9 @@ def test_defaults_are_the_behaviour_without_settings():
     {"stream_tails": "host"}, {"msm_batched_window_combination": 1}, {"stream_queue_depth": 0},
     {"stream_queue_depth": 2.0}, {"stream_queue_depth": True},
     {"msm_fixed_base_order": "h"}, {"msm_fixed_base_order": ("h", "h")}, {"msm_fixed_base_order": ("h", "z")},
-    {"msm_fixed_base_order": 3}, {"vram_free_share": 0}, {"vram_free_share": 1.01}, {"vram_free_share": True}, {"vram_free_share": "most"},
+    {"msm_fixed_base_order": 3}, {"msm_fixed_base_sets": ()}, {"msm_fixed_base_sets": (2, 2)},
+    {"msm_fixed_base_sets": (0,)}, {"msm_fixed_base_sets": (5,)}, {"msm_fixed_base_sets": (True,)},
+    {"msm_fixed_base_sets": 2}, {"vram_free_share": 0}, {"vram_free_share": 1.01}, {"vram_free_share": True}, {"vram_free_share": "most"},
 ])
 def test_bad_values_are_refused_by_name(bad):
     with pytest.raises(ValueError, match=next(iter(bad))):
