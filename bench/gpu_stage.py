@@ -144,7 +144,8 @@ def bench(curve, log_n: int, profiles: dict[str, str] | None = None, batched_win
                   f"loaded in {load_s:.1f} s", flush=True)
         if settings.get("tables"):
             label = label.replace("fixed-base tables", "tables of " + ("+".join(
-                s if n == 1 else f"{s}/{n}" for s, n in key.placement.tables.items()) or "none"))  # b2/2: two sets
+                s if t.plan.table_sets == 1 else f"{s}/{t.plan.table_sets}" for s, t in key.tables.items())
+                or "none"))  # b2/2: B2's table of two bucket sets
         witness = bit_heavy(np.random.default_rng(log_n + int(100 * bits)), random_witness, bits)
         witness[0] = [1, 0, 0, 0]
         # staged in page-locked memory, as the engine's prep_msm stage hands it to the GPU stage
