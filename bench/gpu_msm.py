@@ -146,13 +146,17 @@ class TableTiming:
     skipped: str | None = None
 
     def describe(self) -> str:
-        """The table as a row or note names it: width, windows, bucket sets, size and build time."""
+        """The table as a note names it: width, windows, bucket sets, size and build time."""
         if self.timing is None:
             return f"2^{self.log_n}: no table ({self.skipped})"
         plan = self.timing.plan
-        sets = f"{plan.table_sets} bucket set{'s' if plan.table_sets > 1 else ''}"
-        return (f"2^{self.log_n}: c = {plan.c}, {plan.n_windows} windows, {sets}, {plan.table_windows} in the table, "
+        return (f"2^{self.log_n}: c = {plan.c}, {plan.n_windows} windows, {table_layout(plan)}, "
                 f"{self.table_gb:.1f} GB, built in {self.build_ms:.0f} ms")
+
+
+def table_layout(plan: MsmPlan) -> str:
+    """A table plan's bucket sets and the windows it holds, as the rows and notes say them."""
+    return f"{plan.table_sets} bucket set{'s' if plan.table_sets > 1 else ''}, {plan.table_windows} in the table"
 
 
 TABLE_MARGIN = 1 << 30  # device bytes left free beside a table, its build and its MSM's scratch

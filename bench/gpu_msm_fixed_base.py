@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.common import REPO, arg_parser, markdown_table, write_result
-from bench.gpu_msm import phase_table, random_msm_data, time_msms, time_table_msms
+from bench.gpu_msm import phase_table, random_msm_data, table_layout, time_msms, time_table_msms
 from bench.kernels_vs_sppark import SPPARK_MSM_ROWS, harness_args, run_sppark, sppark_ms
 from pipeline.backends.cuda.backend import CudaBackend
 from pipeline.curves import curve_by_name
@@ -53,7 +53,7 @@ def rows_for(backend, curve, g2: bool, logs: list[int], sppark, variants=("plan"
             t = fixed.timing
             base = plain[t.log_n, t.scalars]
             plan = t.plan
-            keys = f"{plan.table_sets} bucket set{'s' if plan.table_sets > 1 else ''}, {plan.table_windows} in the table"
+            keys = table_layout(plan)
             if t.phases_ms is not None:
                 phases.append((curve.name, group, f"2^{t.log_n}", f"{t.scalars}, c = {plan.c}, {keys}", t.phases_ms))
             against = sppark_ms(sppark, f"{group} {SPPARK_MSM_ROWS[t.scalars]}", t.log_n)

@@ -16,7 +16,6 @@ from .launch import TABLE_SETS
 from .msm import FixedBaseTable, MsmRunner
 
 
-
 def table_rows(zkey, section: str) -> tuple[int, int]:
     """(lead, points) of a section's table: rows of infinity before its points, so that row i goes
     with scalar i (C's points start at signal n_public + 1)."""
