@@ -38,6 +38,13 @@ FIXED_BASE_ORDER = ("b2", "h", "a", "b1", "c")
 # A G2 table's milliseconds saved a byte over a G1 table's, for the same scalars: 61 ms for 39 GB against 18 ms
 # for 19 GB at 2^24 BLS12-381 (session 22, above).
 G2_TABLE_MS_A_BYTE = 1.65
+# A G2 mixed addition's time over a G1 one's at level 0 of the bucket sums: 1.24 against 0.39 ns (BLS12-381,
+# docs/seed_scale.md): the weight of B2's additions in fixed_base.table_gain.
+G2_ADDITION_COST = 3.2
+# The least saving, as a share of the plain MSM's modelled price, for which a table is worth its VRAM
+# (fixed_base.table_pays): the model priced B2's one-set table over a seed witness's tail at 2^24 4% below plain,
+# and it measured 7.5% above (session 49).
+MIN_TABLE_GAIN = 0.05
 # Nonzero digits of a random scalar (BLS12-381's 255 bits in 20-bit windows); a scalar 1 has one, a 0 none.
 RANDOM_SCALAR_DIGITS = 13
 

@@ -23,7 +23,7 @@ from ...curves import CURVES, Curve
 from ...formats.types import Groth16Zkey
 from ...formats.coeff_table import CoefficientTable, coefficient_table
 from ...keycache.csr import csr_matrices
-from ..placement import SECTIONS, WITNESS_SECTIONS, KeyPlacement, table_order
+from ..placement import SECTIONS, WITNESS_SECTIONS, KeyPlacement, table_order, table_share
 from ..protocol import Backend, G2Jacobian, MsmResults, WitnessShape
 from ._bindings import driver
 from .device import CudaDevice
@@ -207,7 +207,7 @@ class CudaBackend(Backend):
             room = min(b for b in (budget_bytes, room_bytes) if b is not None)
             if not self.fixed_base:
                 return KeyPlacement(device_bytes=full)
-            return self._with_fixed_bases(zkey, msm, full, room, self.fixed_base_order(witness))
+            return self._with_fixed_bases(zkey, msm, full, room, witness)
         table = self.coefficient_table(zkey)
         return place_streamed(msm, zkey, budget_bytes, self._csr_device_bytes(zkey), self.options.stream_chunk_bytes,
                               0 if table is None else table.table.nbytes, self._ntt_table_bytes(zkey, compact=True),
@@ -223,27 +223,27 @@ class CudaBackend(Backend):
         return table_order(witness, split_worth_it(witness, self.msm_split_min_bits))
 
     def _with_fixed_bases(self, zkey: Groth16Zkey, msm: MsmRunner, full: int, room: int,
-                          order: tuple[str, ...]) -> KeyPlacement:
-        """All resident, with the tables (sections taken in ``order``) for which the key, its tables, a
+                          witness: WitnessShape | None = None) -> KeyPlacement:
+        """All resident, with the tables (sections in ``fixed_base_order``'s order) that save the most
+        (``choose_fixed_bases``, for the share of the witness sections' rows that witnesses shaped like
+        ``witness`` leave to Pippenger; None: a random witness's) among those for which the key, its tables, a
         partition's scratch (or a table's build) and a prefetched witness fit ``room``."""
+        order = self.fixed_base_order(witness)
+        share = table_share(witness, split_worth_it(witness, self.msm_split_min_bits))
         def need(fixed: dict[str, int]) -> int:
             scratch = max([self._resident_scratch_bytes(zkey, msm, fixed)]
                           + [table_build_bytes(msm, zkey, s) for s in fixed])
             return full + tables_extra_bytes(msm, zkey, fixed) + scratch + witness_bytes(zkey)
 
-        refused = []
+        def refusal(tables: dict[str, int]) -> str:  # the candidate is the last section of ``tables``
+            section, sets = list(tables.items())[-1]
+            return (f"{section} ({sets} set{'s' if sets > 1 else ''}): {need(tables) / 2**30:.1f} of "
+                    f"{room / 2**30:.1f} GiB")
 
-        def fits(tables: dict[str, int]) -> bool:
-            needed = need(tables)
-            if needed > room:  # the candidate is the last section of ``tables``
-                section, sets = list(tables.items())[-1]
-                refused.append(f"{section} ({sets} set{'s' if sets > 1 else ''}): {needed / 2**30:.1f} of "
-                               f"{room / 2**30:.1f} GiB")
-            return needed <= room
-
-        fixed = choose_fixed_bases(msm, zkey, fits, order, self.options.msm_fixed_base_sets)
+        fixed, refused = choose_fixed_bases(msm, zkey, lambda tables: need(tables) <= room, order,
+                                            self.options.msm_fixed_base_sets, share)
         return KeyPlacement(device_bytes=full + tables_extra_bytes(msm, zkey, fixed), fixed_base=tuple(fixed),
-                            fixed_base_sets=tuple(fixed.values()), tables_refused=tuple(refused),
+                            fixed_base_sets=tuple(fixed.values()), tables_refused=tuple(map(refusal, refused)),
                             fixed_base_order=order)
 
     def add_fixed_bases(self, key: CudaKey, placement: KeyPlacement) -> None:

@@ -9,11 +9,12 @@ the table's stride serves A, B1, B2 and C (``MsmRunner.sort_fixed``).
 """
 from __future__ import annotations
 
-from ..placement import FIXED_BASE_ORDER, WITNESS_SECTIONS, is_g2, point_bytes, section_bytes, section_span
+from ..placement import (FIXED_BASE_ORDER, G2_ADDITION_COST, MIN_TABLE_GAIN, WITNESS_SECTIONS, is_g2, point_bytes,
+                         section_bytes, section_span)
 from ._bindings import driver
 from .errors import check
 from .launch import TABLE_SETS
-from .msm import FixedBaseTable, MsmRunner
+from .msm import FixedBaseTable, MsmRunner, window_cost
 
 
 def table_rows(zkey, section: str) -> tuple[int, int]:
@@ -49,19 +50,70 @@ def table_fits_indices(msm: MsmRunner, rows: int, sets: int) -> bool:
     return msm.plan_fixed(rows, table_sets=sets).table_windows * rows < 1 << 31
 
 
-def choose_fixed_bases(msm: MsmRunner, zkey, fits, order: tuple[str, ...] = FIXED_BASE_ORDER,
-                       tried: tuple[int, ...] = TABLE_SETS) -> dict[str, int]:
-    """Tables (section -> bucket sets) for the sections of ``order``, taken in that order while
-    ``fits(tables)`` says the key with those tables still fits (a later, smaller one may fit where an
-    earlier did not), each with the first bucket-set count of ``tried`` that fits (TABLE_SETS: the fewest)."""
+def table_gain(msm: MsmRunner, zkey, section: str, sets: int, share: float = 1.0) -> float:
+    """What a table of ``sets`` bucket sets saves the section's MSM, in the window cost model's mixed additions
+    (msm.window_cost; a G2 one weighs G2_ADDITION_COST): its plain plan's price less the table's, for the
+    ``share`` of its rows a witness leaves to Pippenger (placement.table_share; H's scalars are always all
+    there). Negative where the table's wide, fixed windows cost more than they save: a two-set table over the
+    5% tail of a seed witness at 2^24 (measured 49 against 40 ms for B2, session 49)."""
+    lead, n = table_rows(zkey, section)
+    g2 = is_g2(section)
+    scalars = max(1, round(n * (1.0 if section == "h" else share)))
+    bits, model = zkey.curve.fr.bits, msm.window_model
+    plain = window_cost(scalars, bits, msm.plan(scalars, g2).c, model)
+    table = window_cost(scalars, bits, msm.plan_fixed(lead + n, table_sets=sets).c, model, True, sets)
+    return (plain - table) * (G2_ADDITION_COST if g2 else 1.0)
+
+
+def table_pays(msm: MsmRunner, zkey, section: str, sets: int, share: float = 1.0) -> bool:
+    """Whether the model's saving clears MIN_TABLE_GAIN of the plain MSM's price: the model priced B2's one-set
+    table over a seed witness's tail at 2^24 4% cheaper than plain, and it measured 7.5% dearer (43 against 40
+    ms, session 49), so a table the model gives less than that margin is not worth its VRAM."""
+    lead, n = table_rows(zkey, section)
+    scalars = max(1, round(n * (1.0 if section == "h" else share)))
+    plain = window_cost(scalars, zkey.curve.fr.bits, msm.plan(scalars, is_g2(section)).c, msm.window_model)
+    weight = G2_ADDITION_COST if is_g2(section) else 1.0
+    return table_gain(msm, zkey, section, sets, share) >= MIN_TABLE_GAIN * plain * weight
+
+
+def fill_tables(msm: MsmRunner, zkey, fits, order: tuple[str, ...], tried: tuple[int, ...],
+                share: float = 1.0) -> tuple[dict[str, int], list[dict[str, int]]]:
+    """Sections of ``order`` taken in that order while ``fits(tables)`` says the key with those tables still fits
+    (a later, smaller one may fit where an earlier did not), each with the first bucket-set count of ``tried``
+    that fits and pays (``table_pays``). Returns the tables (section -> bucket sets) and the candidates refused
+    for room, each the tables so far with the refused one last."""
     chosen: dict[str, int] = {}
+    refused: list[dict[str, int]] = []
     for section in order:
         lead, n = table_rows(zkey, section)
         for sets in tried if n else ():
-            if table_fits_indices(msm, lead + n, sets) and fits({**chosen, section: sets}):
-                chosen[section] = sets
+            if not (table_fits_indices(msm, lead + n, sets) and table_pays(msm, zkey, section, sets, share)):
+                continue
+            candidate = {**chosen, section: sets}
+            if fits(candidate):
+                chosen = candidate
                 break
-    return chosen
+            refused.append(candidate)
+    return chosen, refused
+
+
+def choose_fixed_bases(msm: MsmRunner, zkey, fits, order: tuple[str, ...] = FIXED_BASE_ORDER,
+                       tried: tuple[int, ...] = TABLE_SETS,
+                       share: float = 1.0) -> tuple[dict[str, int], list[dict[str, int]]]:
+    """The tables (section -> bucket sets) that save the most (``table_gain``, for the ``share`` of the witness
+    sections' rows a witness leaves to Pippenger) among ``fill_tables``' fills of the room: with ``tried`` (the
+    fewest sets that fit first: TABLE_SETS), and with each one count of ``tried`` alone. Where every one-set
+    table fits, that is all of them; where not, every section at two sets may save more than a few at one: a
+    2^24 BLS12-381 key on an H100 proved a random witness in 778-780 ms over five two-set tables against 802
+    over B2's and H's one-set ones (session 49, results/gpu_stage_24_s49_h100_sets2_p{1,2}.md). Ties keep the
+    first fill. Returns the tables and the candidates that fill refused for room (``fill_tables``)."""
+    fills = [fill_tables(msm, zkey, fits, order, tried, share)]
+    if len(tried) > 1:
+        fills += [fill_tables(msm, zkey, fits, order, (sets,), share) for sets in tried]
+
+    def saved(fill) -> float:
+        return sum(table_gain(msm, zkey, s, sets, share) for s, sets in fill[0].items())
+    return max(fills, key=saved)  # max keeps the first of equals
 
 
 def build_tables(msm: MsmRunner, zkey, d_points: dict, sets: dict[str, int],

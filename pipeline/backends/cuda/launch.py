@@ -102,9 +102,10 @@ DIGIT_BLOCK = 256  # msm_count_digits, msm_scatter_digits: inside the 22 ms digi
 # (BLS12-381) and -2.1% (BN254), 2^20 (one piece) unchanged.
 SCALAR_PIECES = 16
 SCALAR_PIECE_MIN = 1 << 20
-# Bucket sets a section's fixed-base table may have (fixed_base.py), tried in this order while the room lasts:
-# one set (every window's entries in it) is the fastest, two halve the table (a 2^26 BLS12-381 key's H table,
-# 13 windows of 6.4 GB, does not fit beside it; 7 do). CudaOptions.msm_fixed_base_sets may name others, up to
+# Bucket sets a section's fixed-base table may have (fixed_base.py), tried in this order while the room lasts, and
+# each alone for every section where that saves more (fixed_base.choose_fixed_bases): one set (every window's
+# entries in it) is the fastest, two halve the table (a 2^26 BLS12-381 key's H table, 13 windows of 6.4 GB, does
+# not fit beside it; 7 do). CudaOptions.msm_fixed_base_sets may name others, up to
 # MAX_TABLE_SETS (more sets: a smaller table, more bucket sums and a longer reduction).
 TABLE_SETS = (1, 2)
 MAX_TABLE_SETS = 4

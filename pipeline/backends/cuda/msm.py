@@ -138,6 +138,25 @@ def measured_width(n: int, scalar_bits: int) -> int | None:
     return widths.get(round(math.log2(n))) if n > 0 else None
 
 
+def signed_windows(scalar_bits: int, c: int) -> int:
+    """Digit windows of width ``c`` a scalar of ``scalar_bits`` takes: signed digits, one spare bit for the last carry."""
+    return math.ceil((scalar_bits + 1) / c)
+
+
+def window_cost(n: int, scalar_bits: int, c: int, model: tuple[float, float] = BALANCED_WINDOW_MODEL,
+                shared_buckets: bool = False, table_sets: int = 1) -> float:
+    """The window cost model's price (above; in mixed additions) of an MSM of ``n`` scalars at width ``c``: over plain
+    points (a set of buckets a window), or ``shared_buckets``, over a fixed-base table's ``table_sets`` sets."""
+    spread, bucket_cost = model
+    buckets, windows = 1 << (c - 1), signed_windows(scalar_bits, c)
+    if shared_buckets:  # bucket sets, entries of each
+        sets = min(table_sets, windows)
+        entries = n * windows // sets
+    else:
+        sets, entries = windows, n
+    return sets * (entries * (1 + spread / math.sqrt(max(entries, 1) / buckets)) + bucket_cost * buckets)
+
+
 def plan_msm(n: int, scalar_bits: int, c: int | None = None, cache_bytes: int | None = None,
              model: tuple[float, float] = BALANCED_WINDOW_MODEL, shared_buckets: bool = False,
              table_sets: int = 1, measured: bool = True) -> MsmPlan:
@@ -156,22 +175,15 @@ def plan_msm(n: int, scalar_bits: int, c: int | None = None, cache_bytes: int | 
     even where MEASURED_WIDTHS has one (bench.gpu_stage --model-widths compares the two in one call)."""
     if shared_buckets and table_sets < 1:
         raise ValueError(f"a fixed-base plan needs at least one bucket set, not {table_sets}")
-    spread, bucket_cost = model
 
     def windows(cc: int) -> int:
-        return math.ceil((scalar_bits + 1) / cc)  # signed digits: one spare bit for the last carry
+        return signed_windows(scalar_bits, cc)
 
     def fits(cc: int) -> bool:  # the per-bucket counters inside the cache
         return cache_bytes is None or 4 * windows(cc) << (cc - 1) <= cache_bytes
 
     def cost(cc: int) -> float:
-        buckets = 1 << (cc - 1)
-        if shared_buckets:  # bucket sets, entries of each
-            sets = min(table_sets, windows(cc))
-            entries = n * windows(cc) // sets
-        else:
-            sets, entries = windows(cc), n
-        return sets * (entries * (1 + spread / math.sqrt(max(entries, 1) / buckets)) + bucket_cost * buckets)
+        return window_cost(n, scalar_bits, cc, model, shared_buckets, table_sets)
     if c is None and measured and not shared_buckets and model == BALANCED_WINDOW_MODEL:
         c = measured_width(n, scalar_bits)
         if c is not None and not fits(c):

@@ -101,9 +101,10 @@ class CudaOptions:
     # any is seen; h first for a bit-heavy one, whose B2 is mostly a sum of ones that a table does not speed up).
     msm_fixed_base_order: tuple[str, ...] | str = "auto"
     # The bucket sets a section's table may have, tried in this order for each section while the room lasts
-    # (launch.TABLE_SETS: one set, the fastest, then two, half its bytes). On a GPU too small for every
-    # section's one-set table, (2,) gives more sections a half-size table instead (a 2^24 BLS12-381 key on an
-    # H100: B2 and H at one set, 805 ms a stage, session 48; all five at two sets: ~68 GB, unmeasured).
+    # (launch.TABLE_SETS: one set, the fastest, then two, half its bytes); fixed_base.choose_fixed_bases also
+    # fills the room with each count alone and keeps the fill its cost model says saves the most. On a GPU too
+    # small for every section's one-set table that is two sets each (a 2^24 BLS12-381 key on an H100: all five
+    # at two sets 778-780 ms a stage, against 802 with B2 and H at one set; session 49).
     msm_fixed_base_sets: tuple[int, ...] = TABLE_SETS
     # With no explicit VRAM budget (the backend's ``vram_budget_bytes``), the device allocator's budget is
     # this share of the device's free memory when the backend starts; the rest is left to the driver, the
