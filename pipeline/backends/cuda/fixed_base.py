@@ -50,30 +50,33 @@ def table_fits_indices(msm: MsmRunner, rows: int, sets: int) -> bool:
     return msm.plan_fixed(rows, table_sets=sets).table_windows * rows < 1 << 31
 
 
-def table_gain(msm: MsmRunner, zkey, section: str, sets: int, share: float = 1.0) -> float:
-    """What a table of ``sets`` bucket sets saves the section's MSM, in the window cost model's mixed additions
-    (msm.window_cost; a G2 one weighs G2_ADDITION_COST): its plain plan's price less the table's, for the
-    ``share`` of its rows a witness leaves to Pippenger (placement.table_share; H's scalars are always all
-    there). Negative where the table's wide, fixed windows cost more than they save: a two-set table over the
-    5% tail of a seed witness at 2^24 (measured 49 against 40 ms for B2, session 49)."""
+def table_prices(msm: MsmRunner, zkey, section: str, sets: int, share: float = 1.0) -> tuple[float, float]:
+    """The window cost model's prices (msm.window_cost, in mixed additions; a G2 one weighs G2_ADDITION_COST) of the
+    section's MSM over its plain points and over a table of ``sets`` bucket sets, for the ``share`` of its rows a
+    witness leaves to Pippenger (placement.table_share; H's scalars are always all there)."""
     lead, n = table_rows(zkey, section)
     g2 = is_g2(section)
     scalars = max(1, round(n * (1.0 if section == "h" else share)))
-    bits, model = zkey.curve.fr.bits, msm.window_model
+    bits, model, weight = zkey.curve.fr.bits, msm.window_model, G2_ADDITION_COST if g2 else 1.0
     plain = window_cost(scalars, bits, msm.plan(scalars, g2).c, model)
     table = window_cost(scalars, bits, msm.plan_fixed(lead + n, table_sets=sets).c, model, True, sets)
-    return (plain - table) * (G2_ADDITION_COST if g2 else 1.0)
+    return plain * weight, table * weight
+
+
+def table_gain(msm: MsmRunner, zkey, section: str, sets: int, share: float = 1.0) -> float:
+    """What the table saves the section's MSM by the model (``table_prices``): negative where its wide, fixed windows
+    cost more than they save, as a two-set table over the 5% tail of a seed witness at 2^24 (measured 49 against 40
+    ms for B2, session 49)."""
+    plain, table = table_prices(msm, zkey, section, sets, share)
+    return plain - table
 
 
 def table_pays(msm: MsmRunner, zkey, section: str, sets: int, share: float = 1.0) -> bool:
     """Whether the model's saving clears MIN_TABLE_GAIN of the plain MSM's price: the model priced B2's one-set
     table over a seed witness's tail at 2^24 4% cheaper than plain, and it measured 7.5% dearer (43 against 40
     ms, session 49), so a table the model gives less than that margin is not worth its VRAM."""
-    lead, n = table_rows(zkey, section)
-    scalars = max(1, round(n * (1.0 if section == "h" else share)))
-    plain = window_cost(scalars, zkey.curve.fr.bits, msm.plan(scalars, is_g2(section)).c, msm.window_model)
-    weight = G2_ADDITION_COST if is_g2(section) else 1.0
-    return table_gain(msm, zkey, section, sets, share) >= MIN_TABLE_GAIN * plain * weight
+    plain, table = table_prices(msm, zkey, section, sets, share)
+    return plain - table >= MIN_TABLE_GAIN * plain
 
 
 def fill_tables(msm: MsmRunner, zkey, fits, order: tuple[str, ...], tried: tuple[int, ...],

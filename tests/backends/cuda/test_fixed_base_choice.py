@@ -252,3 +252,25 @@ def test_auto_takes_h_first_for_a_seed_witness_where_b2_first_would_leave_h_none
     assert place(seed).tables == {"h": 1} and place(seed).fixed_base_order == ("h", "b2", "a", "b1", "c")
     backend.options = CudaOptions(msm_fixed_base_order=("c",))  # an explicit order is taken as it is
     assert backend.fixed_base_order(seed) == ("c",) and backend.fixed_base_order(None) == ("c",)
+
+
+def test_a_2e24_key_in_an_h100s_room_takes_every_table_at_two_sets():
+    """The case measured (session 49, results/gpu_stage_24_s49_h100_sets2_p{1,2}.md): a 2^24 BLS12-381 key (~12 GiB of
+    points, CSR and twiddles) in the ~76 GiB an H100 leaves it has room for B2's and H's one-set tables and no
+    more (802 ms a stage), or for all five at two sets (778-780 ms): the placement takes the five. For a seed
+    witness it takes H's one-set table alone (its tails' tables measured slower than plain)."""
+    from pipeline.backends.cuda.backend import CudaBackend
+    from pipeline.backends.cuda.options import CudaOptions
+    from pipeline.backends.protocol import WitnessShape
+
+    msm, zkey = _runner(BLS12_381), _zkey(BLS12_381, 24)
+    backend = CudaBackend.__new__(CudaBackend)  # no device: placing is arithmetic on the key's sizes
+    backend.msm_split_min_bits = CudaOptions().msm_split_min_bits
+
+    def place(sets=TABLE_SETS, witness=None) -> dict:
+        backend.options = CudaOptions(msm_fixed_base_sets=sets)
+        return backend._with_fixed_bases(zkey, msm, 12 << 30, 76 << 30, witness).tables
+    assert place((1,)) == {"b2": 1, "h": 1}
+    assert place() == place((2,)) == dict.fromkeys(FIXED_BASE_ORDER, 2)
+    n = zkey.n_vars
+    assert place(witness=WitnessShape(n, n * 475 // 1000, n // 20, 4, 1, 3)) == {"h": 1}
