@@ -176,11 +176,8 @@ def plan_msm(n: int, scalar_bits: int, c: int | None = None, cache_bytes: int | 
     if shared_buckets and table_sets < 1:
         raise ValueError(f"a fixed-base plan needs at least one bucket set, not {table_sets}")
 
-    def windows(cc: int) -> int:
-        return signed_windows(scalar_bits, cc)
-
     def fits(cc: int) -> bool:  # the per-bucket counters inside the cache
-        return cache_bytes is None or 4 * windows(cc) << (cc - 1) <= cache_bytes
+        return cache_bytes is None or 4 * signed_windows(scalar_bits, cc) << (cc - 1) <= cache_bytes
 
     def cost(cc: int) -> float:
         return window_cost(n, scalar_bits, cc, model, shared_buckets, table_sets)
@@ -192,7 +189,7 @@ def plan_msm(n: int, scalar_bits: int, c: int | None = None, cache_bytes: int | 
         widths = [cc for cc in range(2, 23) if fits(cc)]
         c = min(widths or range(2, 23), key=cost)
     nb = 1 << (c - 1)
-    w = windows(c)
+    w = signed_windows(scalar_bits, c)
     sets = min(table_sets, w) if shared_buckets else 0
     reduced = sets or w  # windows the reduction runs over
     seg = 1
@@ -424,7 +421,7 @@ class MsmRunner:
 
     def max_windows(self) -> int:
         """Most windows an MSM's plan can have (c >= 2, signed digits of Fr)."""
-        return math.ceil((self.curve.fr.bits + 1) / 2)
+        return signed_windows(self.curve.fr.bits, 2)
 
     def window_sums_bytes(self, g2: bool) -> int:
         """Room for one MSM's window sums (``enqueue``'s ``d_windows``), at any size."""

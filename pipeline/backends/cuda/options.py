@@ -90,8 +90,8 @@ class CudaOptions:
     # A resident key's sections also kept as fixed-base tables (2^(c S j) P for its windows j, fixed_base.py)
     # where the VRAM no other key holds has room for them beside the key, a partition's scratch and a
     # prefetched witness; the key store drops them back to plain points before it evicts a key for room.
-    # 13-16x a section's points with one bucket set, about half with two (msm_fixed_base_sets below: the fewest
-    # sets that fit); built at load (a 2^24 BLS12-381 key: 5.1 -> 16.2 s). Session 23, same call as sppark
+    # 13-16x a section's points with one bucket set, about half with two (msm_fixed_base_sets below: which sets
+    # a table may have); built at load (a 2^24 BLS12-381 key: 5.1 -> 16.2 s). Session 23, same call as sppark
     # (bench/results/gpu_stage_24_s23_fixed_base.md), 2^24 random witness, all five tables: BLS12-381 914 -> 784 ms,
     # BN254 414 -> 369 ms; the seed-shaped 2^24 stream 2.81 -> 2.69 s/proof.
     msm_fixed_base: bool = True

@@ -9,7 +9,6 @@ compare it with bit for bit.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,7 +19,7 @@ from ...curves.points import CurveGroup
 from ...curves.scalar_mul import batch_to_affine
 from .kernels import I32, PTR, SIGNATURES, U32, U64, CurveKernels, grid_for
 from .launch import BATCH_INVERSE_THREADS, SETUP_BLOCK, SETUP_MUL_THREADS
-from .msm import MsmRunner
+from .msm import MsmRunner, signed_windows
 
 SETUP_UNITS: dict[str, tuple[str, ...]] = {
     "setup_fr": (
@@ -81,9 +80,9 @@ class TablePlan:
 
 def table_plan(scalar_bits: int, point_bytes: int, budget: int = TABLE_BUDGET_BYTES) -> TablePlan:
     """The widest window (fewest additions per product) whose table fits ``budget``."""
-    best = TablePlan(2, math.ceil((scalar_bits + 1) / 2))
+    best = TablePlan(2, signed_windows(scalar_bits, 2))
     for c in range(2, 23):
-        plan = TablePlan(c, math.ceil((scalar_bits + 1) / c))
+        plan = TablePlan(c, signed_windows(scalar_bits, c))
         if plan.entries * point_bytes <= budget:
             best = plan
     return best
@@ -261,7 +260,7 @@ class SetupRunner:
             return self._tables[group.name]
         fr = self.curve.fr
         plan = plan or table_plan(fr.bits, self.point_bytes(group))
-        boot = TablePlan(BOOTSTRAP_WINDOW, math.ceil((fr.bits + 1) / BOOTSTRAP_WINDOW))
+        boot = TablePlan(BOOTSTRAP_WINDOW, signed_windows(fr.bits, BOOTSTRAP_WINDOW))
         encode = encode_g2_mont if is_g2(group) else encode_g1_mont
         d_table = self.allocator.alloc(plan.entries * self.point_bytes(group), f"setup {group.name} table")
         boot_points = encode(self.curve, host_table(group, boot))
