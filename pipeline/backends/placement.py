@@ -35,12 +35,14 @@ WITNESS_SECTIONS = ("a", "b1", "b2", "c")
 # 392 for 39 GB more, a G1 one 18 of 146 for 19 GB (session 22). A bit-heavy witness runs B2 mostly as a sum of
 # ones, which a table does not speed up: there H first (the seed's order, bench/NOTES.md session 29).
 FIXED_BASE_ORDER = ("b2", "h", "a", "b1", "c")
-# A G2 table's milliseconds saved a byte over a G1 table's, for the same scalars: 61 ms for 39 GB against 18 ms
-# for 19 GB at 2^24 BLS12-381 (session 22, above).
-G2_TABLE_MS_A_BYTE = 1.65
 # A G2 mixed addition's time over a G1 one's at level 0 of the bucket sums: 1.24 against 0.39 ns (BLS12-381,
 # docs/seed_scale.md): the weight of B2's additions in fixed_base.table_gain.
 G2_ADDITION_COST = 3.2
+# A G2 table's milliseconds saved a byte over a G1 table's, for the same scalars: its additions' weight over its
+# points' bytes (twice a G1 point's on both curves), so that table_order ranks sections by the cost model that
+# prices them (fixed_base.table_gain). Measured: 61 ms for 39 GB against 18 ms for 19 GB at 2^24 BLS12-381, 1.65
+# (session 22, above).
+G2_TABLE_MS_A_BYTE = G2_ADDITION_COST / 2
 # The least saving, as a share of the plain MSM's modelled price, for which a table is worth its VRAM
 # (fixed_base.table_pays): the model priced B2's one-set table over a seed witness's tail at 2^24 4% below plain,
 # and it measured 7.5% above (session 49).
@@ -62,7 +64,7 @@ def table_share(witness: "WitnessShape | None", split: bool) -> float:
 def table_order(witness: "WitnessShape | None", split: bool) -> tuple[str, ...]:
     """The sections in the order they get a fixed-base table for witnesses shaped like ``witness``
     (``CudaOptions.msm_fixed_base_order`` "auto"): the most milliseconds saved a byte first, a section's
-    measured rate a byte (G2_TABLE_MS_A_BYTE for B2) times the share of its Pippenger work the witness leaves
+    rate a byte (G2_TABLE_MS_A_BYTE for B2) times the share of its Pippenger work the witness leaves
     (``table_share``; H's scalars are the quotient's, random whatever the witness). Ties, and no witness yet,
     keep FIXED_BASE_ORDER, the order for a random witness; a seed witness (95% in {0, 1}, split) gives
     h, b2, a, b1, c."""

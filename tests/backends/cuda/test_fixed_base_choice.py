@@ -274,3 +274,25 @@ def test_a_2e24_key_in_an_h100s_room_takes_every_table_at_two_sets():
     assert place() == place((2,)) == dict.fromkeys(FIXED_BASE_ORDER, 2)
     n = zkey.n_vars
     assert place(witness=WitnessShape(n, n * 475 // 1000, n // 20, 4, 1, 3)) == {"h": 1}
+
+
+@pytest.mark.parametrize("curve", [BN254, BLS12_381], ids=lambda c: c.name)
+def test_the_order_tables_are_offered_in_is_the_cost_models_gain_a_byte(curve):
+    """placement.table_order ranks sections by milliseconds saved a byte; the fills are priced by the window cost
+    model (table_gain). They are one model: for a random witness the model's gain a byte of B2's table over a G1
+    section's is G2_TABLE_MS_A_BYTE at every size (session 22 measured 1.65, the model 1.6), the G1 sections tie
+    (FIXED_BASE_ORDER keeps them), and for a seed witness H's table, whose scalars stay random, leads."""
+    from pipeline.backends.placement import G2_TABLE_MS_A_BYTE, table_order
+    from pipeline.backends.protocol import WitnessShape
+    msm = _runner(curve)
+    for log_n in (20, 22, 24, 26):
+        zkey = _zkey(curve, log_n)
+
+        def a_byte(section: str, share: float) -> float:
+            return table_gain(msm, zkey, section, 1, share) / table_extra_bytes(msm, zkey, section, 1)
+        g1 = a_byte("a", 1.0)
+        assert a_byte("b2", 1.0) / g1 == pytest.approx(G2_TABLE_MS_A_BYTE, rel=1e-3)
+        assert all(a_byte(s, 1.0) == pytest.approx(g1, rel=1e-3) for s in ("h", "b1", "c"))
+        seed = WitnessShape(zkey.n_vars, int(0.475 * zkey.n_vars), int(0.05 * zkey.n_vars), 4, 1, 3)
+        assert table_order(seed, split=True)[0] == "h" == max(FIXED_BASE_ORDER, key=lambda s: a_byte(s, 0.05))
+        assert table_order(None, split=True)[0] == "b2" == max(FIXED_BASE_ORDER, key=lambda s: a_byte(s, 1.0))
