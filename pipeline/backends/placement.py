@@ -61,6 +61,12 @@ def table_share(witness: "WitnessShape | None", split: bool) -> float:
     return (witness.n_other + ones) / witness.n_vars
 
 
+def section_share(section: str, share: float) -> float:
+    """The share of a section's rows that go through Pippenger when a witness leaves ``share`` of a witness section's
+    (``table_share``): H's scalars are the quotient's, random whatever the witness, so all of its rows."""
+    return 1.0 if section == "h" else share
+
+
 def table_order(witness: "WitnessShape | None", split: bool) -> tuple[str, ...]:
     """The sections in the order they get a fixed-base table for witnesses shaped like ``witness``
     (``CudaOptions.msm_fixed_base_order`` "auto"): the most milliseconds saved a byte first, a section's
@@ -71,7 +77,7 @@ def table_order(witness: "WitnessShape | None", split: bool) -> tuple[str, ...]:
     share = table_share(witness, split)
 
     def rate(section: str) -> float:
-        return (G2_TABLE_MS_A_BYTE if is_g2(section) else 1.0) * (1.0 if section == "h" else share)
+        return (G2_TABLE_MS_A_BYTE if is_g2(section) else 1.0) * section_share(section, share)
     return tuple(sorted(FIXED_BASE_ORDER, key=rate, reverse=True))  # stable: ties keep FIXED_BASE_ORDER
 
 

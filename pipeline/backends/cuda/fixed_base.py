@@ -10,7 +10,7 @@ the table's stride serves A, B1, B2 and C (``MsmRunner.sort_fixed``).
 from __future__ import annotations
 
 from ..placement import (FIXED_BASE_ORDER, G2_ADDITION_COST, MIN_TABLE_GAIN, WITNESS_SECTIONS, is_g2, point_bytes,
-                         section_bytes, section_span)
+                         section_bytes, section_share, section_span)
 from ._bindings import driver
 from .errors import check
 from .launch import TABLE_SETS
@@ -53,10 +53,10 @@ def table_fits_indices(msm: MsmRunner, rows: int, sets: int) -> bool:
 def table_prices(msm: MsmRunner, zkey, section: str, sets: int, share: float = 1.0) -> tuple[float, float]:
     """The window cost model's prices (msm.window_cost, in mixed additions; a G2 one weighs G2_ADDITION_COST) of the
     section's MSM over its plain points and over a table of ``sets`` bucket sets, for the ``share`` of its rows a
-    witness leaves to Pippenger (placement.table_share; H's scalars are always all there)."""
+    witness leaves to Pippenger (placement.table_share, section_share)."""
     lead, n = table_rows(zkey, section)
     g2 = is_g2(section)
-    scalars = max(1, round(n * (1.0 if section == "h" else share)))
+    scalars = max(1, round(n * section_share(section, share)))
     bits, model, weight = zkey.curve.fr.bits, msm.window_model, G2_ADDITION_COST if g2 else 1.0
     plain = window_cost(scalars, bits, msm.plan(scalars, g2).c, model)
     table = window_cost(scalars, bits, msm.plan_fixed(lead + n, table_sets=sets).c, model, True, sets)
