@@ -21,7 +21,6 @@ import multiprocessing
 import os
 import platform
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -32,7 +31,7 @@ from pathlib import Path
 
 import aiohttp
 
-from bench.common import FIXTURES, REPO, arg_parser, int_list, result_path, write_result
+from bench.common import FIXTURES, REPO, arg_parser, free_port, int_list, result_path, wait_answering, write_result
 from pipeline.server.cluster.leases import PartitionLeases
 from pipeline.server.cluster.local_postgres import LocalPostgres
 from pipeline.server.cluster.pg_store import PartitionInput, PostgresJobStore
@@ -124,9 +123,7 @@ class Worker:
         keys = root / f"keys{index}"
         keys.mkdir(parents=True)
         (keys / "bench.zkey").symlink_to(fixture / "circuit_final.zkey")
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            self.port = sock.getsockname()[1]
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         config = root / f"w{index}.toml"
         spool = f'shared_spool_dir = "{shared.root}"\n' if shared else ""
@@ -141,19 +138,8 @@ class Worker:
         self.proc = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "serve", "--config", str(config)],
                                      cwd=REPO, env=env, stdout=self.log, stderr=subprocess.STDOUT)
 
-    async def ready(self, session, timeout_s: float = 300.0) -> None:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"worker exited: {Path(self.log.name).read_text()[-2000:]}")
-            try:
-                async with session.get(f"{self.url}/healthz") as resp:
-                    if resp.status == 200:
-                        return
-            except aiohttp.ClientError:
-                pass
-            await asyncio.sleep(0.2)
-        raise RuntimeError("worker did not answer /healthz")
+    async def ready(self, timeout_s: float = 300.0) -> None:
+        await wait_answering(self.url, self.proc, timeout_s, lambda: Path(self.log.name).read_text()[-2000:])
 
     def stop(self) -> None:
         self.proc.terminate()
@@ -170,7 +156,7 @@ async def end_to_end(pg: LocalPostgres, n_workers: int, warmup: int, args, fixtu
     headers = {"Authorization": f"Bearer {TOKEN}"}
     try:
         async with aiohttp.ClientSession(headers=headers) as session:
-            await asyncio.gather(*(w.ready(session) for w in workers))
+            await asyncio.gather(*(w.ready() for w in workers))
             await fill(url, "bench", job_inputs(warmup, args.partitions, payload, shared))
             timed = job_inputs(args.jobs, args.partitions, payload, shared)  # spool files written before timing
             store = PostgresJobStore(url)

@@ -11,7 +11,10 @@ special cases P = Q never occur), while making 2^24 real points would take hours
 from __future__ import annotations
 
 import argparse
+import asyncio
+import socket
 import statistics
+import subprocess
 import time
 from pathlib import Path
 from typing import Callable
@@ -28,6 +31,36 @@ def result_path(name: str) -> Path:
     """``bench/results/<name>`` (the folder made if missing)."""
     RESULTS.mkdir(parents=True, exist_ok=True)
     return RESULTS / name
+
+
+def free_port() -> int:
+    """A loopback TCP port nothing listens on now, for a child ``zkpipe serve``."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+async def wait_answering(url: str, proc: subprocess.Popen, timeout_s: float, log: Callable[[], str] = str,
+                         any_status: bool = False) -> None:
+    """Return once the ``zkpipe serve`` child ``proc`` answers GET ``url``/healthz: with 200, or with any status
+    where ``any_status`` (a full disk's 503 is an answer too). Raise RuntimeError, with ``log()`` (the end of the
+    child's log), when it exits first or ``timeout_s`` passes."""
+    import aiohttp  # only the benches that start a server need it
+
+    deadline = time.monotonic() + timeout_s
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as session:
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise RuntimeError(f"zkpipe serve exited with status {proc.returncode}: {log()}")
+            try:
+                async with session.get(f"{url}/healthz") as resp:
+                    await resp.read()
+                    if resp.status == 200 or any_status:
+                        return
+            except (aiohttp.ClientError, asyncio.TimeoutError):
+                pass
+            await asyncio.sleep(0.1)
+    raise RuntimeError(f"zkpipe serve did not answer {url}/healthz in {timeout_s:.0f} s: {log()}")
 
 
 def placement_label(key_status: dict, device: str = "0") -> str:

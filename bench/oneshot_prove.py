@@ -40,11 +40,11 @@ from __future__ import annotations
 
 import argparse
 import ast
+import asyncio
 import json
 import os
 import platform
 import shlex
-import socket
 import statistics
 import subprocess
 import sys
@@ -53,7 +53,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from bench.common import REPO, RESULTS
+from bench.common import REPO, RESULTS, free_port, wait_answering
 from bench.random_circuit import write_random_circuit
 
 ZKPIPE = [sys.executable, "-m", "pipeline"]
@@ -103,25 +103,14 @@ class Server:
     """``zkpipe serve`` on a free loopback port over one key folder, the key preloaded."""
 
     def __init__(self, keys: Path, backend: str, work: Path) -> None:
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = sock.getsockname()[1]
+        port = free_port()
         self.url = f"http://127.0.0.1:{port}"
         env = {**os.environ, "ZKPIPE_ENGINE_BACKEND": backend, "ZKPIPE_AUTH_TOKEN": ""}
         self.log = open(work / "serve.log", "wb")
         self.proc = subprocess.Popen([*ZKPIPE, "serve", "--keys-dir", str(keys), "--state-dir", str(work / "state"),
                                       "--port", str(port)], cwd=REPO, env=env, stdout=self.log,
                                      stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"zkpipe serve exited: {(work / 'serve.log').read_text()[-3000:]}")
-            try:
-                urllib.request.urlopen(f"{self.url}/healthz", timeout=2).read()
-                return
-            except OSError:
-                time.sleep(0.3)
-        raise RuntimeError("zkpipe serve did not answer /healthz")
+        asyncio.run(wait_answering(self.url, self.proc, 300.0, lambda: (work / "serve.log").read_text()[-3000:]))
 
     def preload(self, key_id: str) -> None:
         req = urllib.request.Request(f"{self.url}/v1/keys/{key_id}/preload", method="POST", data=b"")

@@ -20,7 +20,6 @@ import asyncio
 import os
 import platform
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -30,16 +29,11 @@ from pathlib import Path
 
 import aiohttp
 
-from bench.common import CURVE_NAMES, FIXTURES, REPO, arg_parser, int_list, result_path, write_result
+from bench.common import (CURVE_NAMES, FIXTURES, REPO, arg_parser, free_port, int_list, result_path, wait_answering,
+                          write_result)
 from pipeline.engine import Engine, EngineConfig
 
 TOKEN = "bench-token"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 async def library_latency(args, fixture: Path) -> tuple[list[float], list[float]]:
@@ -75,19 +69,9 @@ class Server:
                                          filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))})
 
     async def ready(self, session) -> None:
-        for _ in range(1200):  # up to ~2 min: the CUDA backend may compile kernels at first start
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited with status {self.proc.returncode} before answering")
-            try:
-                async with session.get(f"{self.url}/healthz") as resp:
-                    if resp.status == 200:
-                        async with session.post(f"{self.url}/v1/keys/bench/preload") as pre:
-                            assert pre.status == 200
-                        return
-            except aiohttp.ClientError:
-                pass
-            await asyncio.sleep(0.1)
-        raise RuntimeError("server did not start")
+        await wait_answering(self.url, self.proc, 120.0)  # ~2 min: the CUDA backend may compile kernels at first start
+        async with session.post(f"{self.url}/v1/keys/bench/preload") as pre:
+            assert pre.status == 200
 
     def stop(self) -> None:
         self.proc.send_signal(signal.SIGTERM)

@@ -42,8 +42,7 @@ from pathlib import Path
 
 import aiohttp
 
-from bench.common import FIXTURES, REPO, arg_parser, result_path, write_result
-from bench.server_throughput import free_port
+from bench.common import FIXTURES, REPO, arg_parser, free_port, result_path, wait_answering, write_result
 from pipeline.curves import curve_by_name
 from pipeline.formats.wtns import write_wtns
 
@@ -92,18 +91,8 @@ class Server:
         self.proc = subprocess.Popen([sys.executable, "-m", "bench.soak_server", "serve-child", str(self.config),
                                       str(self.disk_flag)], cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
         log.close()
-        async with aiohttp.ClientSession() as session:
-            for _ in range(600):
-                if self.proc.poll() is not None:
-                    tail = (self.work / "serve.log").read_text(errors="replace")[-2000:]
-                    raise RuntimeError(f"zkpipe serve exited with {self.proc.returncode}: {tail}")
-                try:
-                    async with session.get(f"{self.url}/healthz") as resp:
-                        await resp.read()
-                        return  # 200, or 503 while the disk is full: it answers
-                except aiohttp.ClientError:
-                    await asyncio.sleep(0.1)
-        raise RuntimeError("zkpipe serve did not answer in 60 s")
+        await wait_answering(self.url, self.proc, 60.0,
+                             lambda: (self.work / "serve.log").read_text(errors="replace")[-2000:], any_status=True)
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

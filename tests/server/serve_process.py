@@ -1,11 +1,9 @@
 """A real ``zkpipe serve`` in a subprocess on loopback, and a small async client for it."""
 from __future__ import annotations
 
-import asyncio
 import functools
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -13,16 +11,11 @@ from pathlib import Path
 
 import aiohttp
 
+from bench.common import free_port, wait_answering
 from tests.conftest import REPO
 from tests.server.server_helpers import ENGINE_SETTINGS, TOKEN, build_keys_dir, check_proof, vk_for
 
 FINAL = ("done", "failed", "cancelled")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def cli_module() -> str:
@@ -57,19 +50,7 @@ class ServeProcess:
         with open(self.tmp_path / f"serve-{self.starts}.log", "wb") as log:  # the child keeps its own copy
             self.proc = subprocess.Popen([sys.executable, "-m", cli_module(), "serve", "--config", str(self.config)],
                                          cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + timeout_s
-        async with aiohttp.ClientSession() as session:
-            while time.monotonic() < deadline:
-                if self.proc.poll() is not None:
-                    raise AssertionError(f"zkpipe serve exited with {self.proc.returncode}: {self.log_text()}")
-                try:
-                    async with session.get(f"{self.url}/healthz") as resp:
-                        if resp.status == 200:
-                            return
-                except aiohttp.ClientError:
-                    pass
-                await asyncio.sleep(0.2)
-        raise AssertionError(f"zkpipe serve did not answer /healthz in {timeout_s} s: {self.log_text()}")
+        await wait_answering(self.url, self.proc, timeout_s, self.log_text)
 
     def log_text(self) -> str:
         return "\n".join(p.read_text(errors="replace")[-4000:] for p in sorted(self.tmp_path.glob("serve-*.log")))
