@@ -31,13 +31,15 @@ import atexit
 import threading
 import weakref
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from ..curves import curve_by_scalar_prime
 from ..formats.types import Witness
 from .inputs import flatten, fnv1a_64, split_hash, to_field
 from ..errors import BadInput
+
+if TYPE_CHECKING:  # imported where a circuit is loaded: a wtns-only install lacks it
+    import wasmtime
 
 EXCEPTION_CODES = {
     1: "signal not found",

@@ -80,7 +80,6 @@ def test_coset_quotient_matches_reference(cuda_backend, runtime, gpu_curve, log_
     fr, n = gpu_curve.fr, 1 << log_n
     rng = random.Random(f"{gpu_curve.name}q{log_n}")
     a, b, c = (_random_values(fr, rng, n) for _ in range(3))
-    alloc = cuda_backend.allocator
     with _upload_mont(cuda_backend, fr, a) as da, _upload_mont(cuda_backend, fr, b) as db, \
             _upload_mont(cuda_backend, fr, c) as dc:
         runtime.ntt.quotient(da.ptr, db.ptr, dc.ptr, log_n)  # H in a's buffer

@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 from pipeline.backends.cuda.errors import DeviceBudgetError
-from pipeline.backends.cuda.options import CudaOptions
 from pipeline.backends.placement import SECTIONS, KeyPlacement, plan_chunks
 from pipeline.backends.protocol import WitnessShape
 from pipeline.engine import Engine, EngineConfig

@@ -18,7 +18,6 @@ import logging
 import os
 import re
 import time
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 

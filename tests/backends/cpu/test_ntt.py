@@ -40,7 +40,7 @@ def test_odd_coset_is_evaluation_at_odd_powers_of_the_2n_root(curve):
 def test_quotient_vanishes_for_consistent_abc(curve):
     # c = a*b on the domain: the odd-coset values of ab - c are the polynomial's, not zero,
     # but for a = b = c = 0 they are zero, and for constant a, b the product is constant.
-    fr, p = curve.fr, curve.fr.modulus
+    fr = curve.fr
     n = 8
     assert quotient_on_coset(fr, [0] * n, [0] * n, [0] * n) == [0] * n
     assert quotient_on_coset(fr, [3] * n, [5] * n, [15] * n) == [0] * n

@@ -85,8 +85,6 @@ def test_keys_asked_for_once_are_bounded():
 
 
 def test_a_capture_that_fails_keeps_no_graph():
-    rec = Recorder()
-
     def failing_capture(stream, queue):
         raise RuntimeError("capture refused")
 

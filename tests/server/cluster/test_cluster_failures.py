@@ -1,7 +1,6 @@
 """Workers that die, pause, drain, change keys, or lose a job to a cancel: nothing lost, nothing stored twice."""
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 
