@@ -99,6 +99,8 @@ class CudaOptions:
     # list: no tables). "auto" (the default): the most milliseconds saved a byte first for the key's witnesses as
     # measured so far (placement.table_order: placement.FIXED_BASE_ORDER, b2 first, for a random witness or before
     # any is seen; h first for a bit-heavy one, whose B2 is mostly a sum of ones that a table does not speed up).
+    # A listed section still gets none where the cost model says its table does not pay (fixed_base.table_pays):
+    # over a seed witness's 5% tail at 2^24 only H's does, in either order (session 51).
     msm_fixed_base_order: tuple[str, ...] | str = "auto"
     # The bucket sets a section's table may have, tried in this order for each section while the room lasts
     # (launch.TABLE_SETS: one set, the fastest, then two, half its bytes); fixed_base.choose_fixed_bases also
