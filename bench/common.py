@@ -40,7 +40,7 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-async def wait_answering(url: str, proc: subprocess.Popen, timeout_s: float, log: Callable[[], str] = str,
+async def wait_answering(url: str, proc: subprocess.Popen, timeout_s: float, log: Callable[[], str] = lambda: "",
                          any_status: bool = False) -> None:
     """Return once the ``zkpipe serve`` child ``proc`` answers GET ``url``/healthz: with 200, or with any status
     where ``any_status`` (a full disk's 503 is an answer too). Raise RuntimeError, with ``log()`` (the end of the
