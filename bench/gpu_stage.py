@@ -15,6 +15,7 @@ import numpy as np
 
 from bench.common import add_log_sizes, arg_parser, bit_heavy, markdown_table, random_below, result_path, time_ms, write_result
 from pipeline.backends.cuda import CudaBackend
+from pipeline.backends.cuda.backend import WITNESS_PREFETCH_STREAM
 from pipeline.backends.cuda.device import CudaDevice
 from pipeline.backends.protocol import WitnessShape
 from pipeline.backends.cuda.kernels import grid_for
@@ -27,10 +28,17 @@ REPEAT = 3
 CURVES = (BN254, BLS12_381)
 
 
-def stage_once(backend, key, witness, shape=None) -> dict[str, float]:
+def stage_once(backend, key, witness, shape=None, prefetched: bool = False) -> dict[str, float]:
     """The engine's path: the partition's work queued at once, then waited for; the split into
     H and MSMs comes from CUDA events between the phases, the total is wall clock. With the
-    witness's ``shape`` (prep_msm counts it in the engine, off the clock) the backend may split."""
+    witness's ``shape`` (prep_msm counts it in the engine, off the clock) the backend may split.
+    ``prefetched``: the witness is on the device before the clock starts, as the engine's later
+    partitions find it (their copy ran while the partition before held the GPU: witness_prefetch.py)."""
+    if prefetched:
+        if not backend.prefetch_witness(witness):
+            raise RuntimeError("the witness prefetch did not start: CudaOptions.witness_prefetch is off, or "
+                               "the VRAM budget has no room for the copy")
+        backend.copy_stream(WITNESS_PREFETCH_STREAM).synchronize()
     t0 = time.perf_counter()
     work = backend.start_partition(key, witness, True, shape)
     work.wait_blocking()
@@ -90,8 +98,8 @@ def profile_text(backend, key, witness, shape, runs: int = 20, top: int = 30) ->
 
 def bench(curve, log_n: int, profiles: dict[str, str] | None = None, batched_windows: bool = False,
           shared_sort: bool = False, window_model: tuple[float, float] | None = None,
-          fixed_base: bool = False, model_widths: bool = False, table_sets: tuple[tuple[int, ...], ...] = ()
-          ) -> list[list]:
+          fixed_base: bool = False, model_widths: bool = False, table_sets: tuple[tuple[int, ...], ...] = (),
+          prefetched: bool = False) -> list[list]:
     t1 = time.perf_counter()
     zkey = random_key(curve, log_n, np.random.default_rng(log_n))
     t2 = time.perf_counter()
@@ -103,7 +111,7 @@ def bench(curve, log_n: int, profiles: dict[str, str] | None = None, batched_win
     random_witness = random_below(rng, zkey.n_vars, 4, curve.fr.bits)
     msm = backend.runtime(curve).msm
     defaults = {"batched": backend.batched_window_combination, "shared": msm.shared_sort, "model": msm.window_model,
-                "measured": msm.measured_widths}
+                "measured": msm.measured_widths, "prefetched": False}
     base = [("random", 0.0, False), ("80% {0,1}", 0.8, False), ("80% {0,1}, split", 0.8, True),
             ("95% {0,1}", 0.95, False), ("95% {0,1}, split", 0.95, True)]
     cases = [(label, bits, split, {}) for label, bits, split in base]
@@ -120,12 +128,19 @@ def bench(curve, log_n: int, profiles: dict[str, str] | None = None, batched_win
         others.append(("model", window_model, f"window model {window_model[0]:g}, {window_model[1]:g}"))
     if model_widths:  # the model's widths where msm.MEASURED_WIDTHS has others
         others.append(("measured", False, "the model's widths, not the measured ones"))
+    if prefetched:  # the stage as the engine's later partitions hold the GPU lock for it: no upload inside
+        others.append(("prefetched", True, "witness prefetched"))
     if fixed_base:  # last: the key reloaded with the tables place_key gives it under the whole budget
         others.append(("tables", TABLE_SETS, "fixed-base tables"))
     for tried in table_sets:  # again, each table with the first of these bucket-set counts that fits
         others.append(("tables", tried, "fixed-base tables"))
     for option, value, says in others:
-        cases += [(f"{label}, {says}", bits, split, {option: value}) for label, bits, split in base if split or not bits]
+        flipped = {option: value}
+        # with --prefetched, each row over tables once more prefetched: the engine's stage over that key
+        for also in ([{}, {"prefetched": True}] if prefetched and option == "tables" else [{}]):
+            tail = ", witness prefetched" if also else ""
+            cases += [(f"{label}, {says}{tail}", bits, split, {**flipped, **also})
+                      for label, bits, split in base if split or not bits]
     load_s = t3 - t2
     loaded_sets = None  # the bucket sets the key's tables were chosen from (None: loaded plain)
     for label, bits, split, flipped in cases:
@@ -159,9 +174,9 @@ def bench(curve, log_n: int, profiles: dict[str, str] | None = None, batched_win
         msm.shared_sort = settings["shared"]
         msm.window_model = settings["model"]
         msm.measured_widths = settings["measured"]
-        stage_once(backend, key, witness, shape)  # warm-up (kernel load, twiddles)
+        stage_once(backend, key, witness, shape, settings["prefetched"])  # warm-up (kernel load, twiddles)
         spmv = spmv_ms(backend, key, witness)
-        runs = [stage_once(backend, key, witness, shape) for _ in range(REPEAT)]
+        runs = [stage_once(backend, key, witness, shape, settings["prefetched"]) for _ in range(REPEAT)]
         med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
         rows.append([curve.name, f"2^{log_n}", label, f"{med['total_ms']:.0f}", f"{med['upload_ms']:.1f}", f"{spmv:.2f}",
                      f"{med['h_ms']:.1f}",
@@ -201,6 +216,10 @@ def main() -> None:
                         metavar="SPREAD,BUCKET_COST",
                         help="the same rows with the MSMs' windows planned by this cost model (e.g. 2.2,6.5, the "
                              "model before session 19) beside the default's")
+    parser.add_argument("--prefetched", action="store_true",
+                        help="the same rows with the witness on the device before the clock starts, as the engine's "
+                             "later partitions find it (CudaOptions.witness_prefetch: its copy runs while the "
+                             "partition before holds the GPU)")
     parser.add_argument("--model-widths", action="store_true",
                         help="the same rows with the window model's widths where msm.MEASURED_WIDTHS has others")
     args = parser.parse_args()
@@ -212,7 +231,7 @@ def main() -> None:
         for curve in (c for c in CURVES if c.name in args.curves):
             rows += bench(curve, log_n, profiles, args.batched_windows, args.shared_sort, args.window_model,
                           args.fixed_base, args.model_widths,
-                          tuple(tuple(int(n) for n in v.split(",")) for v in args.fixed_base_sets))
+                          tuple(tuple(int(n) for n in v.split(",")) for v in args.fixed_base_sets), args.prefetched)
             write_table(sizes, header, rows, profiles, CudaDevice().name)  # after every curve: a time limit keeps the rows so far
 
 
