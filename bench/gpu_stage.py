@@ -15,7 +15,6 @@ import numpy as np
 
 from bench.common import add_log_sizes, arg_parser, bit_heavy, markdown_table, random_below, result_path, time_ms, write_result
 from pipeline.backends.cuda import CudaBackend
-from pipeline.backends.cuda.backend import WITNESS_PREFETCH_STREAM
 from pipeline.backends.cuda.device import CudaDevice
 from pipeline.backends.protocol import WitnessShape
 from pipeline.backends.cuda.kernels import grid_for
@@ -38,7 +37,7 @@ def stage_once(backend, key, witness, shape=None, prefetched: bool = False) -> d
         if not backend.prefetch_witness(witness):
             raise RuntimeError("the witness prefetch did not start: CudaOptions.witness_prefetch is off, or "
                                "the VRAM budget has no room for the copy")
-        backend.copy_stream(WITNESS_PREFETCH_STREAM).synchronize()
+        backend.device.synchronize()  # the copy (on the backend's copy stream) done before the clock
     t0 = time.perf_counter()
     work = backend.start_partition(key, witness, True, shape)
     work.wait_blocking()
@@ -115,32 +114,29 @@ def bench(curve, log_n: int, profiles: dict[str, str] | None = None, batched_win
     base = [("random", 0.0, False), ("80% {0,1}", 0.8, False), ("80% {0,1}, split", 0.8, True),
             ("95% {0,1}", 0.95, False), ("95% {0,1}, split", 0.95, True)]
     cases = [(label, bits, split, {}) for label, bits, split in base]
-    # the same witnesses (random, and the split rows) once more with an option set another way: (option,
-    # its value, what a row's label says of it)
+    # the same witnesses (random, and the split rows) once more with options set another way: (the options
+    # and their values, what a row's label says of them)
     others = []
     if batched_windows:
         flip = not defaults["batched"]
-        others.append(("batched", flip, "batched windows" if flip else "per-MSM window combination"))
+        others.append(({"batched": flip}, "batched windows" if flip else "per-MSM window combination"))
     if shared_sort:
         flip = not defaults["shared"]
-        others.append(("shared", flip, "one sort for A, B1, B2, C" if flip else "a sort per MSM"))
+        others.append(({"shared": flip}, "one sort for A, B1, B2, C" if flip else "a sort per MSM"))
     if window_model is not None:  # the MSMs' window widths by another cost model (msm.plan_msm)
-        others.append(("model", window_model, f"window model {window_model[0]:g}, {window_model[1]:g}"))
+        others.append(({"model": window_model}, f"window model {window_model[0]:g}, {window_model[1]:g}"))
     if model_widths:  # the model's widths where msm.MEASURED_WIDTHS has others
-        others.append(("measured", False, "the model's widths, not the measured ones"))
+        others.append(({"measured": False}, "the model's widths, not the measured ones"))
     if prefetched:  # the stage as the engine's later partitions hold the GPU lock for it: no upload inside
-        others.append(("prefetched", True, "witness prefetched"))
-    if fixed_base:  # last: the key reloaded with the tables place_key gives it under the whole budget
-        others.append(("tables", TABLE_SETS, "fixed-base tables"))
-    for tried in table_sets:  # again, each table with the first of these bucket-set counts that fits
-        others.append(("tables", tried, "fixed-base tables"))
-    for option, value, says in others:
-        flipped = {option: value}
-        # with --prefetched, each row over tables once more prefetched: the engine's stage over that key
-        for also in ([{}, {"prefetched": True}] if prefetched and option == "tables" else [{}]):
-            tail = ", witness prefetched" if also else ""
-            cases += [(f"{label}, {says}{tail}", bits, split, {**flipped, **also})
-                      for label, bits, split in base if split or not bits]
+        others.append(({"prefetched": True}, "witness prefetched"))
+    # last: the key reloaded with the tables place_key gives it under the whole budget, then with each table of
+    # the first of the --fixed-base-sets counts that fits; with --prefetched, each also as the engine runs it
+    for sets in ([TABLE_SETS] if fixed_base else []) + list(table_sets):
+        others.append(({"tables": sets}, "fixed-base tables"))
+        if prefetched:
+            others.append(({"tables": sets, "prefetched": True}, "fixed-base tables, witness prefetched"))
+    for flipped, says in others:
+        cases += [(f"{label}, {says}", bits, split, flipped) for label, bits, split in base if split or not bits]
     load_s = t3 - t2
     loaded_sets = None  # the bucket sets the key's tables were chosen from (None: loaded plain)
     for label, bits, split, flipped in cases:

@@ -44,8 +44,6 @@ from .witness_prefetch import WitnessPrefetches
 from .streamed import CudaStreamedPass, pass_scratch_bytes, place_streamed, prologue_scratch_bytes, witness_bytes
 from .work import MSM_SLOTS, ONES_SUFFIX, CudaPartitionWork, PhaseEvents, PinnedResultPool, h_time_ms, results_bytes
 
-WITNESS_PREFETCH_STREAM = "witness prefetch"  # the copy stream (``copy_stream``) that prefetch_witness copies on
-
 
 @dataclass(eq=False)
 class DeviceH:
@@ -453,7 +451,7 @@ class CudaBackend(Backend):
             return 0
         self.device.activate()
         if self._prefetches is None:
-            self._prefetches = WitnessPrefetches(self.allocator, self.copy_stream(WITNESS_PREFETCH_STREAM))
+            self._prefetches = WitnessPrefetches(self.allocator, self.copy_stream("witness prefetch"))
         return self._prefetches.start(witness)
 
     def drop_prefetch(self, witness: np.ndarray) -> None:
