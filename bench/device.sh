@@ -133,7 +133,7 @@ msm() {
     | tee "$OUT/msm.log" | tail -n 3
 }
 overlap() { timeout 300 python3 -m bench.gpu_msm_overlap ${OVERLAP_SIZES:-22 24} 2>&1 | tail -n 24; }
-stage() { timeout "${STAGE_TIMEOUT:-240}" python3 -m bench.gpu_stage ${STAGE_SIZES:-24} ${STAGE_ARGS:-} 2>&1 | tail -n 12; }
+stage() { timeout "${STAGE_TIMEOUT:-240}" python3 -m bench.gpu_stage ${STAGE_SIZES:-24} ${STAGE_ARGS:-} 2>&1 | tee "$OUT/stage.log" | tail -n 24; }
 memory() { timeout 300 python3 -m bench.gpu_memory_modes ${MEMORY_SIZES:-10 14 18 22} 2>&1 | tail -n 12; }
 blocks() { timeout 300 python3 -m bench.gpu_blocks ${BLOCKS_LOG:-22} 2>&1 | tail -n 20; }
 build() { timeout 300 python3 -m bench.kernel_build 2>&1 | tail -n 6; }
