@@ -139,15 +139,23 @@ def bench(curve, log_n: int, profiles: dict[str, str] | None = None, batched_win
         cases += [(f"{label}, {says}", bits, split, flipped) for label, bits, split in base if split or not bits]
     load_s = t3 - t2
     loaded_sets = None  # the bucket sets the key's tables were chosen from (None: loaded plain)
+    tableless = set()  # bucket-set choices that gave no table: their rows would repeat the plain ones
     for label, bits, split, flipped in cases:
         settings = {**defaults, **flipped}
+        if settings.get("tables") in tableless:
+            continue
         if settings.get("tables") and settings["tables"] != loaded_sets:
-            loaded_sets = settings["tables"]
-            backend.unload_key(key)
             backend.fixed_base = True
             backend.options = dataclasses.replace(backend.options, msm_fixed_base_sets=settings["tables"])
+            placement = backend.place_key(zkey, backend.memory_budget_bytes())  # the budget's, not what is free
+            if not placement.fixed_base:
+                tableless.add(settings["tables"])
+                print(f"  no table fits beside the key ({placement.device_bytes / 1e9:.1f} GB; refused: "
+                      f"{'; '.join(placement.tables_refused) or 'none offered'}): its rows left out", flush=True)
+                continue
+            loaded_sets = settings["tables"]
+            backend.unload_key(key)
             t4 = time.perf_counter()
-            placement = backend.place_key(zkey, backend.memory_budget_bytes())
             key = backend.load_key(zkey, placement)
             backend.stream.synchronize()
             load_s = time.perf_counter() - t4
@@ -203,7 +211,7 @@ def main() -> None:
                         help="the same rows with CudaOptions.msm_shared_sort the other way")
     parser.add_argument("--fixed-base", action="store_true",
                         help="the same rows once more with the key reloaded with the fixed-base tables place_key "
-                             "gives it under the whole budget (CudaOptions.msm_fixed_base)")
+                             "gives it under the whole budget (CudaOptions.msm_fixed_base); left out, with the reason, where none fits")
     parser.add_argument("--fixed-base-sets", nargs="+", default=[], metavar="S,S",
                         help="after those rows, once more per value with each table of the first of those bucket-set "
                              "counts that fits (CudaOptions.msm_fixed_base_sets), e.g. 2 or 2,1; a row names a two-set "
