@@ -15,6 +15,7 @@ import numpy as np
 
 from bench.common import add_log_sizes, arg_parser, bit_heavy, markdown_table, random_below, result_path, time_ms, write_result
 from pipeline.backends.cuda import CudaBackend
+from pipeline.backends.cuda.options import CudaOptions
 from pipeline.backends.cuda.device import CudaDevice
 from pipeline.backends.protocol import WitnessShape
 from pipeline.backends.cuda.kernels import grid_for
@@ -98,11 +99,12 @@ def profile_text(backend, key, witness, shape, runs: int = 20, top: int = 30) ->
 def bench(curve, log_n: int, profiles: dict[str, str] | None = None, batched_windows: bool = False,
           shared_sort: bool = False, window_model: tuple[float, float] | None = None,
           fixed_base: bool = False, model_widths: bool = False, table_sets: tuple[tuple[int, ...], ...] = (),
-          prefetched: bool = False) -> list[list]:
+          prefetched: bool = False, vram_free_share: float | None = None) -> list[list]:
     t1 = time.perf_counter()
     zkey = random_key(curve, log_n, np.random.default_rng(log_n))
     t2 = time.perf_counter()
-    backend = CudaBackend()
+    backend = CudaBackend(options=CudaOptions() if vram_free_share is None
+                          else CudaOptions(vram_free_share=vram_free_share))
     key = backend.load_key(zkey)
     t3 = time.perf_counter()
     rng = np.random.default_rng(log_n)
@@ -226,6 +228,9 @@ def main() -> None:
                              "partition before holds the GPU)")
     parser.add_argument("--model-widths", action="store_true",
                         help="the same rows with the window model's widths where msm.MEASURED_WIDTHS has others")
+    parser.add_argument("--vram-free-share", type=float, default=None, metavar="SHARE",
+                        help="CudaOptions.vram_free_share for the budget the tables are placed under (docs/seed_scale.md "
+                             "gives 0.965 for H's table beside a 2^26 key on an H200); the default's otherwise")
     args = parser.parse_args()
     sizes, profiles = args.log_sizes, ({} if args.cprofile else None)
     header = ["curve", "constraints", "witness", "stage ms", "upload ms", "spmv ms", "H ms (upload+spmv+NTTs)", "A ms", "B1 ms", "B2 (G2) ms", "C ms",
@@ -235,7 +240,8 @@ def main() -> None:
         for curve in (c for c in CURVES if c.name in args.curves):
             rows += bench(curve, log_n, profiles, args.batched_windows, args.shared_sort, args.window_model,
                           args.fixed_base, args.model_widths,
-                          tuple(tuple(int(n) for n in v.split(",")) for v in args.fixed_base_sets), args.prefetched)
+                          tuple(tuple(int(n) for n in v.split(",")) for v in args.fixed_base_sets), args.prefetched,
+                          args.vram_free_share)
             write_table(sizes, header, rows, profiles, CudaDevice().name)  # after every curve: a time limit keeps the rows so far
 
 
