@@ -13,7 +13,7 @@ between the additions-only and the balanced window models' choices (msm.py), one
 K; --sweep-g2: G2 too, up to g2_max_log; --sweep-widths 15-21: those widths instead; --sweep-curves,
 --sweep-random: one curve, random scalars only).
 --level0 20,22,24 times G1 and G2 (up to g2_max_log) at those sizes with level 0 of the bucket sums
-flat and chunked, same data; --level0-entries 32,128,256 adds flat rows at those entries a thread.
+flat and chunked, same data; --level0-entries 32,128,256 adds flat and chunked rows at those entries a thread.
 --sort-compare 24,26 times G1 and G2 (up to g2_max_log) at those sizes with the binned digit sort and
 the ranks-and-scatter one, same data.
 """
@@ -266,15 +266,17 @@ def window_sweep(backend, logs: Iterable[int], rng, rows, span: int = 1, g2_max:
 
 
 def compare_variants(backend, logs: Iterable[int], rng, rows, g2_max: int,
-                     variants: list[tuple[str, dict]]) -> None:
+                     variants: list[tuple[str, dict]], curves: Iterable[str] | None = None,
+                     groups: Iterable[bool] = (False, True)) -> None:
     """G1 and G2 (up to 2^g2_max) rows at each size of ``logs`` once per variant, on the same points and
-    scalars: (label suffix, MsmRunner attributes to set); the runner's attributes are restored after."""
-    logs = list(logs)
-    for curve in (BLS12_381, BN254):
+    scalars: (label suffix, MsmRunner attributes to set); the runner's attributes are restored after.
+    ``curves`` (names), ``groups`` (g2 flags): only these (a 2^26 G2 comparison is minutes of device time)."""
+    logs, groups = list(logs), tuple(groups)
+    for curve in (c for c in (BLS12_381, BN254) if curves is None or c.name in curves):
         msm = backend.runtime(curve).msm
         saved = {name: getattr(msm, name) for _, attrs in variants for name in attrs}
         try:
-            for g2 in (False, True):
+            for g2 in groups:
                 sizes = [k for k in logs if not g2 or k <= g2_max]
                 if not sizes:
                     continue
@@ -289,12 +291,15 @@ def compare_variants(backend, logs: Iterable[int], rng, rows, g2_max: int,
                 setattr(msm, name, value)
 
 
-def level0_compare(backend, logs: Iterable[int], rng, rows, g2_max: int, entries: Iterable[int | None] = (None,)) -> None:
-    """Level 0 of the bucket sums flat and chunked (MsmRunner.level0_flat), at the plan's widths; flat once
-    per count of ``entries`` a thread (None: msm.level0_chunk's)."""
+def level0_compare(backend, logs: Iterable[int], rng, rows, g2_max: int, entries: Iterable[int | None] = (None,),
+                   curves: Iterable[str] | None = None, groups: Iterable[bool] = (False, True)) -> None:
+    """Level 0 of the bucket sums flat and chunked (MsmRunner.level0_flat), at the plan's widths; each once
+    per count of ``entries`` a thread (None: msm.level0_chunk's). Chunked is built for the default occupancy
+    variants only (launch.G1_LEVEL0_CHUNKED_BUILT): BLS12-381's G1 (3 blocks an SM) has flat rows alone."""
+    entries = list(entries)
     variants = [(" flat" + (f" T={t}" if t else ""), {"level0_flat": True, "level0_entries": t}) for t in entries]
-    compare_variants(backend, logs, rng, rows, g2_max,
-                     variants + [(" chunked", {"level0_flat": False, "level0_entries": None})])
+    variants += [(" chunked" + (f" T={t}" if t else ""), {"level0_flat": False, "level0_entries": t}) for t in entries]
+    compare_variants(backend, logs, rng, rows, g2_max, variants, curves, groups)
 
 
 def sort_compare(backend, logs: Iterable[int], rng, rows, g2_max: int) -> None:
@@ -316,7 +321,8 @@ def main(g1_min: int = 16, g1_max: int = 24, g2_max: int = 22, out_path: str | N
          variants: bool = True, windows: Iterable[int] = (), g2_windows: Iterable[int] = (),
          sweep_logs: Iterable[int] = (), level0_logs: Iterable[int] = (), level0_entries: Iterable[int] = (),
          sort_logs: Iterable[int] = (), sweep_span: int = 1, sweep_g2: bool = False, sweep_widths: range | None = None,
-         sweep_curves: Iterable[str] | None = None, sweep_kinds: Iterable[str] | None = None) -> str:
+         sweep_curves: Iterable[str] | None = None, sweep_kinds: Iterable[str] | None = None,
+         level0_curves: Iterable[str] | None = None, level0_groups: Iterable[bool] = (False, True)) -> str:
     backend = CudaBackend()
     rng = np.random.default_rng(2)
     rows: list = []
@@ -342,7 +348,7 @@ def main(g1_min: int = 16, g1_max: int = 24, g2_max: int = 22, out_path: str | N
             bench_group(backend, curve, True, [g2_max], rng, rows, repeat=3, c=c, label=f"G2 c={c}", data=data)
     window_sweep(backend, sweep_logs, rng, rows, sweep_span, g2_max if sweep_g2 else None, sweep_widths, sweep_curves,
                  sweep_kinds)
-    level0_compare(backend, level0_logs, rng, rows, g2_max, [None, *level0_entries])
+    level0_compare(backend, level0_logs, rng, rows, g2_max, [None, *level0_entries], level0_curves, level0_groups)
     sort_compare(backend, sort_logs, rng, rows, g2_max)
     table = markdown_table(["curve", "group", "n", "scalars", "ms", "window c", "Madd/s"], rows)
     text = (f"# MSM on {backend.device.name}\n\nPoints resident on the device, scalars copied from host "
@@ -379,7 +385,11 @@ if __name__ == "__main__":
                         help="sizes (log2, comma-separated) timed with level 0 of the bucket sums flat and chunked "
                              "(G2 up to g2_max_log)")
     parser.add_argument("--level0-entries", type=lambda v: [int(k) for k in v.split(",")], default=[],
-                        help="with --level0: flat rows once more per count of entries a thread (e.g. 32,128,256)")
+                        help="with --level0: flat and chunked rows once more per count of entries a thread (e.g. 32,128,256)")
+    parser.add_argument("--level0-curves", nargs="+", choices=[BLS12_381.name, BN254.name], default=None,
+                        help="with --level0: only these curves")
+    parser.add_argument("--level0-groups", nargs="+", choices=["G1", "G2"], default=["G1", "G2"],
+                        help="with --level0: only these groups")
     parser.add_argument("--sort-compare", type=lambda v: [int(k) for k in v.split(",")], default=[],
                         help="sizes (log2, comma-separated) timed with the binned digit sort and the scatter one "
                              "(G2 up to g2_max_log)")
@@ -387,4 +397,5 @@ if __name__ == "__main__":
     main(a.g1_min_log, a.g1_max_log, a.g2_max_log, a.out, variants=a.variants, windows=a.windows,
          g2_windows=a.g2_windows, sweep_logs=a.window_sweep, level0_logs=a.level0,
          level0_entries=a.level0_entries, sort_logs=a.sort_compare, sweep_span=a.sweep_span, sweep_g2=a.sweep_g2,
-         sweep_widths=a.sweep_widths, sweep_curves=a.sweep_curves, sweep_kinds=["random"] if a.sweep_random else None)
+         sweep_widths=a.sweep_widths, sweep_curves=a.sweep_curves, sweep_kinds=["random"] if a.sweep_random else None,
+         level0_curves=a.level0_curves, level0_groups=tuple(g == "G2" for g in a.level0_groups))

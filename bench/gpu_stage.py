@@ -19,7 +19,7 @@ from pipeline.backends.cuda.options import CudaOptions
 from pipeline.backends.cuda.device import CudaDevice
 from pipeline.backends.protocol import WitnessShape
 from pipeline.backends.cuda.kernels import grid_for
-from pipeline.backends.cuda.launch import SPMV_BLOCK, TABLE_SETS
+from pipeline.backends.cuda.launch import LEVEL0_CHUNKED_FROM_MEAN, SPMV_BLOCK, TABLE_SETS
 from pipeline.curves import BLS12_381, BN254
 from pipeline.formats.types import Groth16Zkey
 from pipeline.formats.zkey_writer import random_limbs
@@ -99,7 +99,7 @@ def profile_text(backend, key, witness, shape, runs: int = 20, top: int = 30) ->
 def bench(curve, log_n: int, profiles: dict[str, str] | None = None, batched_windows: bool = False,
           shared_sort: bool = False, window_model: tuple[float, float] | None = None,
           fixed_base: bool = False, model_widths: bool = False, table_sets: tuple[tuple[int, ...], ...] = (),
-          prefetched: bool = False, vram_free_share: float | None = None) -> list[list]:
+          prefetched: bool = False, vram_free_share: float | None = None, level0: str | None = None) -> list[list]:
     t1 = time.perf_counter()
     zkey = random_key(curve, log_n, np.random.default_rng(log_n))
     t2 = time.perf_counter()
@@ -112,7 +112,7 @@ def bench(curve, log_n: int, profiles: dict[str, str] | None = None, batched_win
     random_witness = random_below(rng, zkey.n_vars, 4, curve.fr.bits)
     msm = backend.runtime(curve).msm
     defaults = {"batched": backend.batched_window_combination, "shared": msm.shared_sort, "model": msm.window_model,
-                "measured": msm.measured_widths, "prefetched": False}
+                "measured": msm.measured_widths, "prefetched": False, "level0": None}
     base = [("random", 0.0, False), ("80% {0,1}", 0.8, False), ("80% {0,1}, split", 0.8, True),
             ("95% {0,1}", 0.95, False), ("95% {0,1}, split", 0.95, True)]
     cases = [(label, bits, split, {}) for label, bits, split in base]
@@ -131,6 +131,11 @@ def bench(curve, log_n: int, profiles: dict[str, str] | None = None, batched_win
         others.append(({"measured": False}, "the model's widths, not the measured ones"))
     if prefetched:  # the stage as the engine's later partitions hold the GPU lock for it: no upload inside
         others.append(({"prefetched": True}, "witness prefetched"))
+    if level0:  # level 0's scheme forced (flat), or chunked wherever launch.LEVEL0_CHUNKED lists it (the rule before
+        # session 55); the default picks by a bucket's mean entries (MsmRunner._flat)
+        others.append(({"level0": level0}, f"level 0 {level0}"))
+        if prefetched:
+            others.append(({"level0": level0, "prefetched": True}, f"level 0 {level0}, witness prefetched"))
     # last: the key reloaded with the tables place_key gives it under the whole budget, then with each table of
     # the first of the --fixed-base-sets counts that fits; with --prefetched, each also as the engine runs it
     for sets in ([TABLE_SETS] if fixed_base else []) + list(table_sets):
@@ -180,6 +185,8 @@ def bench(curve, log_n: int, profiles: dict[str, str] | None = None, batched_win
         msm.shared_sort = settings["shared"]
         msm.window_model = settings["model"]
         msm.measured_widths = settings["measured"]
+        msm.level0_flat = True if settings["level0"] == "flat" else None
+        msm.level0_chunked_from = 0 if settings["level0"] == "chunked" else LEVEL0_CHUNKED_FROM_MEAN
         stage_once(backend, key, witness, shape, settings["prefetched"])  # warm-up (kernel load, twiddles)
         spmv = spmv_ms(backend, key, witness)
         runs = [stage_once(backend, key, witness, shape, settings["prefetched"]) for _ in range(REPEAT)]
@@ -228,6 +235,9 @@ def main() -> None:
                              "partition before holds the GPU)")
     parser.add_argument("--model-widths", action="store_true",
                         help="the same rows with the window model's widths where msm.MEASURED_WIDTHS has others")
+    parser.add_argument("--level0", choices=["flat", "chunked"], default=None,
+                        help="the same rows with level 0 of the bucket sums flat in every MSM, or chunked wherever "
+                             "launch.LEVEL0_CHUNKED lists it at any mean entries a bucket (the rule before session 55)")
     parser.add_argument("--vram-free-share", type=float, default=None, metavar="SHARE",
                         help="CudaOptions.vram_free_share for the budget the tables are placed under (docs/seed_scale.md "
                              "gives 0.965 for H's table beside a 2^26 key on an H200); the default's otherwise")
@@ -241,7 +251,7 @@ def main() -> None:
             rows += bench(curve, log_n, profiles, args.batched_windows, args.shared_sort, args.window_model,
                           args.fixed_base, args.model_widths,
                           tuple(tuple(int(n) for n in v.split(",")) for v in args.fixed_base_sets), args.prefetched,
-                          args.vram_free_share)
+                          args.vram_free_share, args.level0)
             write_table(sizes, header, rows, profiles, CudaDevice().name)  # after every curve: a time limit keeps the rows so far
 
 

@@ -49,6 +49,15 @@ G2_VARIANTS_BUILT = (*(("fq2_pair_t", b) for b in G2_MIN_BLOCKS_BUILT),
 G1_LEVEL0_CHUNKED_BUILT = (4, 5)
 G2_LEVEL0_CHUNKED_BUILT = tuple(("fq2_pair_t", b) for b in sorted(set(G2_MIN_BLOCKS.values())))
 LEVEL0_CHUNKED = {("bls12381", "G2")}
+# ... and only where a bucket holds this many entries on average (the plan's n x windows / buckets): a warp of
+# chunks waits for its longest, T = 64 (msm.MAX_CHUNK_G2), and a bucket of ~lambda entries leaves a last chunk
+# of lambda mod T. Read from session 36's G2 sweep (results/gpu_msm_sweep_s36_2e25_27.md, BLS12-381 2^26, level 0
+# chunked): per addition 1.13-1.22 ns at c = 15-18 (lambda 4096-512) but 1.32 at c = 19 (256) and 1.44 at c = 20
+# (128), the width a 2^26 or 2^27 partition's shared sort takes; the share of a warp's lanes busy, lambda /
+# (64 E[ceil(k / 64)]), is 0.80 at lambda 128 and 0.89 at 256, and dividing it out leaves 1.16-1.19 ns at every
+# width. Flat has no such loss. Below this mean, level 0 runs flat (session 55; the threshold is set by
+# bench.gpu_msm --level0 rows of that session).
+LEVEL0_CHUNKED_FROM_MEAN = 512
 
 # The bucket sums (level 0 and the levels of partial sums) over the lazy form of Fq (ff/mont.cuh: values in
 # [0, 2p), canonical when stored): the field type each plain one has beside it. Level 0 flat at the B below
