@@ -19,7 +19,7 @@ from pipeline.backends.cuda.options import CudaOptions
 from pipeline.backends.cuda.device import CudaDevice
 from pipeline.backends.protocol import WitnessShape
 from pipeline.backends.cuda.kernels import grid_for
-from pipeline.backends.cuda.launch import LEVEL0_CHUNKED_FROM_MEAN, SPMV_BLOCK, TABLE_SETS
+from pipeline.backends.cuda.launch import LEVEL0_CHUNKED, SPMV_BLOCK, TABLE_SETS
 from pipeline.curves import BLS12_381, BN254
 from pipeline.formats.types import Groth16Zkey
 from pipeline.formats.zkey_writer import random_limbs
@@ -131,8 +131,7 @@ def bench(curve, log_n: int, profiles: dict[str, str] | None = None, batched_win
         others.append(({"measured": False}, "the model's widths, not the measured ones"))
     if prefetched:  # the stage as the engine's later partitions hold the GPU lock for it: no upload inside
         others.append(({"prefetched": True}, "witness prefetched"))
-    if level0:  # level 0's scheme forced (flat), or chunked wherever launch.LEVEL0_CHUNKED lists it (the rule before
-        # session 55); the default picks by a bucket's mean entries (MsmRunner._flat)
+    if level0:  # level 0 flat in every MSM, or session 54's default: BLS12-381's G2 chunked (MsmRunner.level0_chunked)
         others.append(({"level0": level0}, f"level 0 {level0}"))
         if prefetched:
             others.append(({"level0": level0, "prefetched": True}, f"level 0 {level0}, witness prefetched"))
@@ -186,7 +185,7 @@ def bench(curve, log_n: int, profiles: dict[str, str] | None = None, batched_win
         msm.window_model = settings["model"]
         msm.measured_widths = settings["measured"]
         msm.level0_flat = True if settings["level0"] == "flat" else None
-        msm.level0_chunked_from = 0 if settings["level0"] == "chunked" else LEVEL0_CHUNKED_FROM_MEAN
+        msm.level0_chunked = {("bls12381", "G2")} if settings["level0"] == "chunked" else set(LEVEL0_CHUNKED)
         stage_once(backend, key, witness, shape, settings["prefetched"])  # warm-up (kernel load, twiddles)
         spmv = spmv_ms(backend, key, witness)
         runs = [stage_once(backend, key, witness, shape, settings["prefetched"]) for _ in range(REPEAT)]
@@ -236,8 +235,8 @@ def main() -> None:
     parser.add_argument("--model-widths", action="store_true",
                         help="the same rows with the window model's widths where msm.MEASURED_WIDTHS has others")
     parser.add_argument("--level0", choices=["flat", "chunked"], default=None,
-                        help="the same rows with level 0 of the bucket sums flat in every MSM, or chunked wherever "
-                             "launch.LEVEL0_CHUNKED lists it at any mean entries a bucket (the rule before session 55)")
+                        help="the same rows with level 0 of the bucket sums flat in every MSM, or with BLS12-381's G2 "
+                             "chunked at 64 entries a thread (the default to session 54; launch.LEVEL0_CHUNKED)")
     parser.add_argument("--vram-free-share", type=float, default=None, metavar="SHARE",
                         help="CudaOptions.vram_free_share for the budget the tables are placed under (docs/seed_scale.md "
                              "gives 0.965 for H's table beside a 2^26 key on an H200); the default's otherwise")

@@ -39,25 +39,23 @@ G2_FIELDS_BUILT = ("fq2_pair_t", "fq2_t")
 G2_VARIANTS_BUILT = (*(("fq2_pair_t", b) for b in G2_MIN_BLOCKS_BUILT),
                      *((f, 1) for f in G2_FIELDS_BUILT if f != "fq2_pair_t"))
 
-# Level 0 of the bucket sums (msm/pippenger.cuh): msm_accumulate_flat (every thread the same number of
-# entries across bucket boundaries) is built for every variant above; the chunked msm_accumulate<F, true,
-# B> (at most that many entries of one bucket a thread, the first scheme) for the curves' defaults. Flat
-# by default, chunked for the (curve, group) pairs below: same call (session 13, results/gpu_msm_level0.md),
-# flat against chunked, ms: BN254 G1 2^20-2^26 7.55/8.51, 21.9/26.0, 74.9/79.4, 292/295, G2 2^20-2^24
-# 18.5/19.2, 53.5/55.8, 189/197; BLS12-381 G1 16.7/18.6, 50.1/55.3, 154.4/151.9, 575/596; G2 42.0/41.1,
-# 125.7/127.3, 423.8/408.8 (its pair kernel spills 76-112 bytes flat against 40 chunked).
+# Level 0 of the bucket sums (msm/pippenger.cuh): msm_accumulate_flat (every thread the same number of entries across
+# bucket boundaries) is built for every variant above; the chunked msm_accumulate<F, true, B> (at most that many
+# entries of one bucket a thread, the first scheme) for the curves' defaults, for the tests and the benches'
+# comparison. Flat everywhere but for the (curve, group) pairs below (MsmRunner.level0_chunked). BLS12-381's G2 ran
+# chunked from session 13 (flat 423.8 against chunked 408.8 ms at 2^24, its pair kernel spilling 76-112 bytes flat
+# against 40) to session 54. Session 55 (H100, one call, results/gpu_msm_level0_s55.md, random scalars, ms):
+# chunked at T = 64 / flat at T = 64 / flat at T = 128: 2^22 110.3 / 108.2 / 107.3, 2^24 380.2 / 381.0 / 373.4,
+# 2^25 702.2 / 702.6 / 688.1, 2^26 1417.9 / 1325.1 / 1267.6. At 2^26 the partition's width (c = 20) leaves
+# ~128 entries a bucket, and a warp of chunks waits for its longest: a bucket's last chunk holds lambda mod 64
+# (session 36's G2 sweep divides out to 1.16-1.19 ns an addition at every width once that is counted). The same
+# call's 2^26 stage: B2 1330 -> 1241 ms at flat T = 64 (results/gpu_stage_26_s55_h100_level0.md).
+# Session 13's same-call rows (results/gpu_msm_level0.md), flat against chunked: BN254 G1 2^20-2^26 7.55/8.51,
+# 21.9/26.0, 74.9/79.4, 292/295; G2 2^20-2^24 18.5/19.2, 53.5/55.8, 189/197; BLS12-381 G1 16.7/18.6, 50.1/55.3,
+# 154.4/151.9, 575/596.
 G1_LEVEL0_CHUNKED_BUILT = (4, 5)
 G2_LEVEL0_CHUNKED_BUILT = tuple(("fq2_pair_t", b) for b in sorted(set(G2_MIN_BLOCKS.values())))
-LEVEL0_CHUNKED = {("bls12381", "G2")}
-# ... and only where a bucket holds this many entries on average (the plan's n x windows / buckets): a warp of
-# chunks waits for its longest, T = 64 (msm.MAX_CHUNK_G2), and a bucket of ~lambda entries leaves a last chunk
-# of lambda mod T. Read from session 36's G2 sweep (results/gpu_msm_sweep_s36_2e25_27.md, BLS12-381 2^26, level 0
-# chunked): per addition 1.13-1.22 ns at c = 15-18 (lambda 4096-512) but 1.32 at c = 19 (256) and 1.44 at c = 20
-# (128), the width a 2^26 or 2^27 partition's shared sort takes; the share of a warp's lanes busy, lambda /
-# (64 E[ceil(k / 64)]), is 0.80 at lambda 128 and 0.89 at 256, and dividing it out leaves 1.16-1.19 ns at every
-# width. Flat has no such loss. Below this mean, level 0 runs flat (session 55; the threshold is set by
-# bench.gpu_msm --level0 rows of that session).
-LEVEL0_CHUNKED_FROM_MEAN = 512
+LEVEL0_CHUNKED: frozenset[tuple[str, str]] = frozenset()
 
 # The bucket sums (level 0 and the levels of partial sums) over the lazy form of Fq (ff/mont.cuh: values in
 # [0, 2p), canonical when stored): the field type each plain one has beside it. Level 0 flat at the B below

@@ -16,8 +16,7 @@ from ._bindings import driver
 from .errors import check
 from .kernels import BUILT_KERNELS, CurveKernels, grid_for
 from .launch import (BATCH_INVERSE_THREADS, CHUNK_COUNT_BLOCK, DIGIT_BLOCK, G1_LEVEL0_CHUNKED_BUILT, G2_FIELD,
-                     G2_LEVEL0_CHUNKED_BUILT, G2_MIN_BLOCKS, G1_MIN_BLOCKS, LAZY_FIELDS, LEVEL0_CHUNKED,
-                     LEVEL0_CHUNKED_FROM_MEAN, PLAIN_SUMS,
+                     G2_LEVEL0_CHUNKED_BUILT, G2_MIN_BLOCKS, G1_MIN_BLOCKS, LAZY_FIELDS, LEVEL0_CHUNKED, PLAIN_SUMS,
                      MSM_ACC_THREADS as ACC_BLOCK, PLACE_BLOCK, PLACE_TILE, REDUCE_BLOCK, SCALAR_PIECE_MIN,
                      SCALAR_PIECES, SCAN_THREADS, SCAN_TILE)
 from .memory import PinnedHostBuffer
@@ -26,10 +25,11 @@ from .streams import Event
 TARGET_CHUNKS = 1 << 18  # enough chunks to fill 132 SMs several times over
 # madds per thread at level 0; the partial sums above it cost ~1.4/MAX_CHUNK extra. G1 128 against 64
 # (session 14, flat single-loop kernel): BLS12-381 2^26 563 -> 547 ms, 2^24 155 -> 154; 256 no better.
-# G2 stays at 64: at 128 BLS12-381's G2 took 143.5 ms at 2^22 against 127.8 (fewer, longer threads of
-# two lanes each, bench/results/kernels_vs_sppark_s14.md).
+# G2 flat 128 too: BLS12-381 2^22-2^26 0.98-0.96 of flat at 64 (session 55, results/gpu_msm_level0_s55.md).
+# The chunked G2 kernel keeps 64: at 128 BLS12-381's G2 took 143.5 ms at 2^22 against 127.8 (session 14,
+# bench/results/kernels_vs_sppark_s14.md) and 1592.9 against 1417.9 at 2^26 (session 55).
 MAX_CHUNK = 128
-MAX_CHUNK_G2 = 64
+MAX_CHUNK_CHUNKED_G2 = 64
 # The binned digit sort from this many digit slots (n x windows) up; below, ranks and one scatter. Same call
 # (session 15, results/gpu_msm_binned_sort.md): at 2^26 (872M-1G slots) the sort 78 -> 50 ms (BLS12-381
 # G1, MSM 548 -> 520 ms) and 73 -> 58 (BN254, 291 -> 275); at 2^24 (252M-268M) mixed: BLS12-381 +2.6 ms,
@@ -44,10 +44,11 @@ SEGMENT_THREADS = 1 << 16  # threads of the bucket-reduction step
 SCALAR_BYTES = 32  # a scalar's plain words on the device (8 x 32 bits)
 
 
-def level0_chunk(entries: int, g2: bool = False) -> int:
-    """Entries per thread at level 0 of the bucket sums: 2..MAX_CHUNK (G2: MAX_CHUNK_G2), enough
-    threads (TARGET_CHUNKS) for the GPU at any size."""
-    return max(2, min(MAX_CHUNK_G2 if g2 else MAX_CHUNK, 1 << max(0, (entries // TARGET_CHUNKS).bit_length())))
+def level0_chunk(entries: int, g2: bool = False, flat: bool = True) -> int:
+    """Entries per thread at level 0 of the bucket sums: 2..MAX_CHUNK (G2 chunked: MAX_CHUNK_CHUNKED_G2),
+    enough threads (TARGET_CHUNKS) for the GPU at any size."""
+    most = MAX_CHUNK_CHUNKED_G2 if g2 and not flat else MAX_CHUNK
+    return max(2, min(most, 1 << max(0, (entries // TARGET_CHUNKS).bit_length())))
 
 
 def level0_pieces(entries: int, chunk: int, flat: bool) -> int:
@@ -278,9 +279,9 @@ class MsmRunner:
         # True / False: both groups (bench/gpu_msm.py --level0, the tests).
         self.level0_flat: bool | None = None
         self.level0_entries: int | None = None  # entries a thread at level 0 (None: level0_chunk; tests set it)
-        # Where level 0 runs chunked (launch.LEVEL0_CHUNKED): from this many mean entries a bucket; flat below.
-        # 0: chunked at any size (the rule before session 55; bench.gpu_stage --level0 chunked).
-        self.level0_chunked_from = LEVEL0_CHUNKED_FROM_MEAN
+        # (curve, group) pairs whose level 0 runs chunked where not forced (launch.LEVEL0_CHUNKED: none; benches
+        # set session 54's {("bls12381", "G2")} beside it)
+        self.level0_chunked = set(LEVEL0_CHUNKED)
         # The bucket sums over the lazy form of Fq (launch.LAZY_FIELDS: values in [0, 2p) inside a thread), where
         # the variant has a lazy build. None: lazy but for launch.PLAIN_SUMS (as measured); True / False: both
         # groups (benches compare, tests check both).
@@ -331,24 +332,22 @@ class MsmRunner:
         field = self._field(g2)
         return field, self.g1_min_blocks if not g2 else self.g2_min_blocks if field == "fq2_pair_t" else 1
 
-    def _sum_field(self, g2: bool, mean_entries: float | None = None) -> str:
+    def _sum_field(self, g2: bool) -> str:
         """The field type of the bucket sums' kernels (level 0 and the partial levels): the lazy form of the
         variant's field where ``lazy`` is set and its level-0 kernel is built (launch.LAZY_FIELDS), else the
-        plain one. ``mean_entries``: as ``_flat``'s."""
+        plain one."""
         field = self._field(g2)
         lazy = LAZY_FIELDS.get(field)
         wanted = self.lazy if self.lazy is not None else (self.curve.name, "G2" if g2 else "G1") not in PLAIN_SUMS
-        return lazy if wanted and lazy and self._level0_name(g2, lazy, mean_entries) in BUILT_KERNELS else field
+        return lazy if wanted and lazy and self._level0_name(g2, lazy) in BUILT_KERNELS else field
 
-    def _level0_name(self, g2: bool, field: str, mean_entries: float | None = None) -> str:
+    def _level0_name(self, g2: bool, field: str) -> str:
         blocks = self._level0_variant(g2)[1]
-        return (f"msm_accumulate_flat<{field}, {blocks}>" if self._flat(g2, mean_entries)
-                else f"msm_accumulate<{field}, true, {blocks}>")
+        return f"msm_accumulate_flat<{field}, {blocks}>" if self._flat(g2) else f"msm_accumulate<{field}, true, {blocks}>"
 
-    def _flat(self, g2: bool, mean_entries: float | None = None) -> bool:
-        """Level 0's scheme: ``level0_flat`` when set, else the measured one: chunked for launch.LEVEL0_CHUNKED's
-        pairs where a bucket's mean entries (``mean_entries``; None: many) reach ``level0_chunked_from``, flat
-        otherwise. The chunked kernel is built for the default occupancy variants only, so other variants run
+    def _flat(self, g2: bool) -> bool:
+        """Level 0's scheme: ``level0_flat`` when set, else chunked for the pairs of ``level0_chunked`` and flat
+        for the rest; the chunked kernel is built for the default occupancy variants only, so other variants run
         flat (and forcing chunked on one of them is an error)."""
         field, blocks = self._level0_variant(g2)
         built = (field, blocks) in G2_LEVEL0_CHUNKED_BUILT if g2 else blocks in G1_LEVEL0_CHUNKED_BUILT
@@ -357,13 +356,11 @@ class MsmRunner:
                 raise ValueError(f"level 0 chunked is not built for {'G2' if g2 else 'G1'} {field} at {blocks} blocks "
                                  f"an SM (launch.G1_LEVEL0_CHUNKED_BUILT, G2_LEVEL0_CHUNKED_BUILT)")
             return self.level0_flat
-        listed = (self.curve.name, "G2" if g2 else "G1") in LEVEL0_CHUNKED
-        many = mean_entries is None or mean_entries >= self.level0_chunked_from
-        return not (listed and built and many)
+        return (self.curve.name, "G2" if g2 else "G1") not in self.level0_chunked or not built
 
-    def _affine_accumulate(self, g2: bool, mean_entries: float | None = None) -> str:
+    def _affine_accumulate(self, g2: bool) -> str:
         """The level-0 bucket kernel (affine points in), at this runner's occupancy variant and scheme."""
-        return self._level0_name(g2, self._sum_field(g2, mean_entries), mean_entries)
+        return self._level0_name(g2, self._sum_field(g2))
 
     def _launch(self, expr, n_items, block, args, lanes: int = 1):
         """A grid-stride kernel over ``n_items`` items of ``lanes`` threads each."""
@@ -390,7 +387,7 @@ class MsmRunner:
 
     def _level0_chunk(self, entries: int, g2: bool) -> int:
         """Entries a thread at level 0: the override (tests, bench) or ``level0_chunk``'s."""
-        return self.level0_entries or level0_chunk(entries, g2)
+        return self.level0_entries or level0_chunk(entries, g2, self._flat(g2))
 
     def plan(self, n: int, g2: bool, c: int | None = None) -> MsmPlan:
         return plan_msm(n, self.curve.fr.bits, c, self.cache_bytes, self.window_model,
@@ -718,9 +715,8 @@ class MsmRunner:
         partials until the bound on a bucket's entries leaves one. Returns (partials, chunk offsets): bucket b's sum is
         partials[offsets[b]] when offsets[b + 1] > offsets[b]. The caller frees both."""
         alloc, xyzz_bytes = self.allocator, self.xyzz_bytes(g2)
-        mean_entries = entries_bound / max(n_buckets, 1)  # a bound: zero digits are skipped
-        field, lanes = self._sum_field(g2, mean_entries), self._lanes(g2)
-        flat = self._flat(g2, mean_entries)
+        field, lanes = self._sum_field(g2), self._lanes(g2)
+        flat = self._flat(g2)
         d_chunk_off = self._chunk_offsets(d_offsets, n_buckets, chunk, "msm chunk offsets", flat)
         # pieces (flat) or chunks: at most one a range of ``chunk`` entries plus one a bucket
         chunks_bound = -(-entries_bound // chunk) + n_buckets
@@ -729,7 +725,7 @@ class MsmRunner:
         except BaseException:
             d_chunk_off.free()
             raise
-        self._launch(self._affine_accumulate(g2, mean_entries), chunks_bound, ACC_BLOCK,
+        self._launch(self._affine_accumulate(g2), chunks_bound, ACC_BLOCK,
                      (d_partials.ptr, d_points, d_entries.ptr, 0, d_offsets.ptr, d_chunk_off.ptr,
                       n_buckets, chunk, d_chunk_off.offset(4 * n_buckets), skip_below), lanes)
         self._mark("accumulate affine")

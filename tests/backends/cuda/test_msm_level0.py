@@ -84,7 +84,7 @@ def test_level0_runs_flat_but_where_measured_chunked_and_only_on_a_chunked_kerne
 
     bls, bn = runner(BLS12_381), runner(BN254)
     assert bls._affine_accumulate(False) == "msm_accumulate_flat<fq_lazy_t, 3>"  # launch.G1_MIN_BLOCKS, lazy
-    assert bls._affine_accumulate(True) == "msm_accumulate<fq2_pair_lazy_t, true, 3>"  # launch.LEVEL0_CHUNKED
+    assert bls._affine_accumulate(True) == "msm_accumulate_flat<fq2_pair_lazy_t, 3>"  # launch.LEVEL0_CHUNKED: none
     assert bn._affine_accumulate(False) == "msm_accumulate_flat<fq_lazy_t, 5>"
     assert bn._affine_accumulate(True) == "msm_accumulate_flat<fq2_pair_t, 4>"  # launch.PLAIN_SUMS
     bn.lazy = True  # forced: built lazy too
@@ -110,28 +110,22 @@ def test_level0_runs_flat_but_where_measured_chunked_and_only_on_a_chunked_kerne
                 assert f"msm_accumulate<{r._sum_field(g2)}, false, 1>" in UNITS["msm_g2" if g2 else "msm_g1"]
 
 
-def test_a_measured_chunked_level0_runs_flat_where_its_buckets_are_short():
-    """launch.LEVEL0_CHUNKED_FROM_MEAN: BLS12-381's G2 runs chunked only where a bucket's mean entries reach it
-    (a warp of chunks waits for its longest; a 2^26 partition's c = 20 leaves ~128 a bucket); a forced scheme
-    and MsmRunner.level0_chunked_from = 0 (the rule before) ignore the mean."""
+
+def test_level0_takes_128_entries_a_thread_flat_and_64_in_g2s_chunked_kernel():
+    """msm.MAX_CHUNK for flat level 0 in both groups (session 55: G2 flat at 128 the fastest of the rows at
+    2^22-2^26), MAX_CHUNK_CHUNKED_G2 where BLS12-381's G2 runs chunked (MsmRunner.level0_chunked, as to
+    session 54); fewer where the MSM is too small to fill the GPU."""
     from types import SimpleNamespace
 
-    from pipeline.backends.cuda.kernels import UNITS
-    from pipeline.backends.cuda.launch import LEVEL0_CHUNKED_FROM_MEAN
-    from pipeline.backends.cuda.msm import MsmRunner, plan_msm
+    from pipeline.backends.cuda.msm import MAX_CHUNK, MAX_CHUNK_CHUNKED_G2, MsmRunner, level0_chunk
     from pipeline.curves import BLS12_381
 
     bls = MsmRunner(SimpleNamespace(curve=BLS12_381), allocator=None, stream=None)
-    chunked, flat = "msm_accumulate<fq2_pair_lazy_t, true, 3>", "msm_accumulate_flat<fq2_pair_lazy_t, 3>"
-    assert bls._affine_accumulate(True, LEVEL0_CHUNKED_FROM_MEAN) == chunked
-    assert bls._affine_accumulate(True, LEVEL0_CHUNKED_FROM_MEAN - 1) == flat
-    assert flat in UNITS["msm_g2"] and chunked in UNITS["msm_g2"]
-    plan = plan_msm(1 << 26, BLS12_381.fr.bits)  # a 2^26 partition's width: short buckets
-    assert bls._affine_accumulate(True, plan.n * plan.n_windows / plan.n_buckets) == flat
-    assert bls._affine_accumulate(False, 1.0) == "msm_accumulate_flat<fq_lazy_t, 3>"  # G1: flat at any mean
-    bls.level0_chunked_from = 0
-    assert bls._affine_accumulate(True, 1.0) == chunked
-    bls.level0_chunked_from, bls.level0_flat = LEVEL0_CHUNKED_FROM_MEAN, False
-    assert bls._affine_accumulate(True, 1.0) == chunked
-    bls.level0_flat = True
-    assert bls._affine_accumulate(True, 1e9) == flat
+    entries = 13 << 26  # a 2^26 partition's digit slots at c = 20
+    assert bls._level0_chunk(entries, True) == bls._level0_chunk(entries, False) == MAX_CHUNK == 128
+    assert bls._affine_accumulate(True) == "msm_accumulate_flat<fq2_pair_lazy_t, 3>"
+    bls.level0_chunked = {("bls12381", "G2")}
+    assert bls._affine_accumulate(True) == "msm_accumulate<fq2_pair_lazy_t, true, 3>"
+    assert bls._level0_chunk(entries, True) == MAX_CHUNK_CHUNKED_G2 == 64
+    assert bls._level0_chunk(entries, False) == 128  # G1 stays flat
+    assert level0_chunk(1 << 18, True) == level0_chunk(1 << 18, False) == 2  # small: a thread for every two
