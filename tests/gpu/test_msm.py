@@ -239,7 +239,7 @@ def test_an_msm_g1_at_2_20_from_the_host_in_eight_pieces_by_folding(cuda_backend
 @pytest.mark.parametrize("group_name", ["g1", "g2"])
 def test_both_level0_schemes_match_the_reference_at_any_entries_a_thread(cuda_backend, runtime, gpu_curve, group_name):
     """Level 0 flat (msm_accumulate_flat: ranges of T entries across bucket boundaries, pieces placed by
-    msm_piece_counts) and chunked (at most T of one bucket): T from 2 to 64, windows that leave most
+    msm_piece_counts) and chunked (at most T of one bucket): T from 2 to 128, windows that leave most
     buckets empty (c = 10 over 400 points: a thread's range crosses many) or few and long (c = 3), a hot
     bucket (bit-heavy), a doubling and P + (-P) inside buckets, the point at infinity."""
     group = getattr(gpu_curve, group_name)
@@ -254,7 +254,7 @@ def test_both_level0_schemes_match_the_reference_at_any_entries_a_thread(cuda_ba
             scalars = _scalars(kind, gpu_curve.fr, rng, len(points))
             expected = msm_ref(group, points, scalars)
             for flat in (True, False):
-                for entries in (2, 7, 64):
+                for entries in (2, 7, 64, 128):  # 128: flat's default at scale (msm.MAX_CHUNK)
                     _level0_scheme(msm, flat)
                     msm.level0_entries = entries
                     got = _gpu_msm(cuda_backend, runtime, gpu_curve, group, enc, scalars, c)
