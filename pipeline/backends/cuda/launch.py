@@ -48,8 +48,9 @@ G2_VARIANTS_BUILT = (*(("fq2_pair_t", b) for b in G2_MIN_BLOCKS_BUILT),
 # chunked at T = 64 / flat at T = 64 / flat at T = 128: 2^22 110.3 / 108.2 / 107.3, 2^24 380.2 / 381.0 / 373.4,
 # 2^25 702.2 / 702.6 / 688.1, 2^26 1417.9 / 1325.1 / 1267.6. At 2^26 the partition's width (c = 20) leaves
 # ~128 entries a bucket, and a warp of chunks waits for its longest: a bucket's last chunk holds lambda mod 64
-# (session 36's G2 sweep divides out to 1.16-1.19 ns an addition at every width once that is counted). The same
-# call's 2^26 stage: B2 1330 -> 1241 ms at flat T = 64 (results/gpu_stage_26_s55_h100_level0.md).
+# (session 36's G2 sweep divides out to 1.16-1.19 ns an addition at every width once that is counted). In the
+# 2^26 stage (random witness): B2 1330 -> 1241 ms at flat T = 64 (results/gpu_stage_26_s55_h100_flat64.md) and
+# -> 1182 at 128 (results/gpu_stage_26_s55_h100_level0.md), each against chunked in its own call.
 # Session 13's same-call rows (results/gpu_msm_level0.md), flat against chunked: BN254 G1 2^20-2^26 7.55/8.51,
 # 21.9/26.0, 74.9/79.4, 292/295; G2 2^20-2^24 18.5/19.2, 53.5/55.8, 189/197; BLS12-381 G1 16.7/18.6, 50.1/55.3,
 # 154.4/151.9, 575/596.

@@ -25,7 +25,9 @@ from .streams import Event
 TARGET_CHUNKS = 1 << 18  # enough chunks to fill 132 SMs several times over
 # madds per thread at level 0; the partial sums above it cost ~1.4/MAX_CHUNK extra. G1 128 against 64
 # (session 14, flat single-loop kernel): BLS12-381 2^26 563 -> 547 ms, 2^24 155 -> 154; 256 no better.
-# G2 flat 128 too: BLS12-381 2^22-2^26 0.98-0.96 of flat at 64 (session 55, results/gpu_msm_level0_s55.md).
+# G2 flat 128 too (session 55, same calls, results/gpu_msm_level0_s55.md, _bn.md): 0.99 / 0.98 / 0.98 / 0.96 of flat at
+# 64 at 2^22 / 2^24 / 2^25 / 2^26 (BLS12-381), 1.00 / 0.99 / 0.96 at 2^22 / 2^24 / 2^26 (BN254). G1 at 256: within
+# 0.4% of 128 at 2^26 on both curves (results/gpu_msm_level0_s55_g1.md).
 # The chunked G2 kernel keeps 64: at 128 BLS12-381's G2 took 143.5 ms at 2^22 against 127.8 (session 14,
 # bench/results/kernels_vs_sppark_s14.md) and 1592.9 against 1417.9 at 2^26 (session 55).
 MAX_CHUNK = 128
