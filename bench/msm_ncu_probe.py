@@ -6,8 +6,8 @@
 One size (default 2^26, BLS12-381, random points and scalars resident) at each width (default 17 and 20), each
 MSM twice (the first a warm-up: ncu's --launch-skip, or read the later rows). The question it is for
 (bench/NOTES.md, session 55): level 0 costs ~8% more an addition at c = 20 than at c = 17 (session 36's rows), and
-not for its pieces' stores; the per-bucket offset tables (27 MB each at c = 20) outgrowing L2 is the suspect, which
-the L2 hit rate and the stall reasons of the two widths' launches would confirm or clear.
+not for its pieces' stores (more entries a thread changed nothing); the L2 hit rate, DRAM bytes and stall reasons of
+the two widths' launches should say where it goes.
 """
 from __future__ import annotations
 
