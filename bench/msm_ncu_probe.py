@@ -1,7 +1,10 @@
-"""G1 MSMs at two window widths, for Nsight Compute to read level 0 of the bucket sums (GPU host).
+"""G1 MSMs at two window widths, for Nsight Compute to read the bucket sums' kernels (GPU host).
 
-    ncu --clock-control none --kernel-name regex:msm_accumulate_flat --launch-skip 2 --launch-count 2 \
+    ncu --clock-control none --kernel-name regex:msm_accumulate --launch-skip 6 \
         --section MemoryWorkloadAnalysis --section WarpStateStats python3 -m bench.msm_ncu_probe [LOG_N] [C ...]
+
+(regex:msm_accumulate_flat for level 0 alone; msm_accumulate< for the levels over its partials, the second lead
+of session 55's NOTES: ~1.5 ns a partial against 0.36 a level-0 addition.)
 
 One size (default 2^26, BLS12-381, random points and scalars resident) at each width (default 17 and 20), each
 MSM twice (the first a warm-up: ncu's --launch-skip, or read the later rows). The question it is for
