@@ -110,7 +110,6 @@ def test_level0_runs_flat_but_where_measured_chunked_and_only_on_a_chunked_kerne
                 assert f"msm_accumulate<{r._sum_field(g2)}, false, 1>" in UNITS["msm_g2" if g2 else "msm_g1"]
 
 
-
 def test_level0_takes_128_entries_a_thread_flat_and_64_in_g2s_chunked_kernel():
     """msm.MAX_CHUNK for flat level 0 in both groups (session 55: G2 flat at 128 the fastest of the rows at
     2^22-2^26), MAX_CHUNK_CHUNKED_G2 where BLS12-381's G2 runs chunked (MsmRunner.level0_chunked, as to
