@@ -14,6 +14,9 @@ K; --sweep-g2: G2 too, up to g2_max_log; --sweep-widths 15-21: those widths inst
 --sweep-random: one curve, random scalars only).
 --level0 20,22,24 times G1 and G2 (up to g2_max_log) at those sizes with level 0 of the bucket sums
 flat and chunked, same data; --level0-entries 32,128,256 adds flat and chunked rows at those entries a thread.
+--partial-levels 22,24,26 times G1 and G2 (up to g2_max_log) at those sizes with level 0's pieces summed in place
+(msm_sum_pieces, the default) and by the levels into fresh buffers before session 56 (MsmRunner.partial_levels), same
+data (--level0-curves and --level0-groups narrow it too).
 --sort-compare 24,26 times G1 and G2 (up to g2_max_log) at those sizes with the binned digit sort and
 the ranks-and-scatter one, same data.
 """
@@ -307,6 +310,14 @@ def level0_compare(backend, logs: Iterable[int], rng, rows, g2_max: int, entries
     compare_variants(backend, logs, rng, rows, g2_max, variants, curves, groups)
 
 
+def partial_levels_compare(backend, logs: Iterable[int], rng, rows, g2_max: int, curves: Iterable[str] | None = None,
+                           groups: Iterable[bool] = (False, True)) -> None:
+    """Level 0's pieces summed in place and by the tree of levels before session 56 (MsmRunner.partial_levels)."""
+    compare_variants(backend, logs, rng, rows, g2_max,
+                     [(" pieces in place", {"partial_levels": "in_place"}), (" partial tree", {"partial_levels": "tree"})],
+                     curves, groups)
+
+
 def sort_compare(backend, logs: Iterable[int], rng, rows, g2_max: int) -> None:
     """The binned digit sort and the ranks-and-scatter one (MsmRunner.binned_sort)."""
     compare_variants(backend, logs, rng, rows, g2_max,
@@ -327,7 +338,8 @@ def main(g1_min: int = 16, g1_max: int = 24, g2_max: int = 22, out_path: str | N
          sweep_logs: Iterable[int] = (), level0_logs: Iterable[int] = (), level0_entries: Iterable[int] = (),
          sort_logs: Iterable[int] = (), sweep_span: int = 1, sweep_g2: bool = False, sweep_widths: range | None = None,
          sweep_curves: Iterable[str] | None = None, sweep_kinds: Iterable[str] | None = None,
-         level0_curves: Iterable[str] | None = None, level0_groups: Iterable[bool] = (False, True)) -> str:
+         level0_curves: Iterable[str] | None = None, level0_groups: Iterable[bool] = (False, True),
+         partial_logs: Iterable[int] = ()) -> str:
     backend = CudaBackend()
     rng = np.random.default_rng(2)
     rows: list = []
@@ -354,6 +366,7 @@ def main(g1_min: int = 16, g1_max: int = 24, g2_max: int = 22, out_path: str | N
     window_sweep(backend, sweep_logs, rng, rows, sweep_span, g2_max if sweep_g2 else None, sweep_widths, sweep_curves,
                  sweep_kinds)
     level0_compare(backend, level0_logs, rng, rows, g2_max, [None, *level0_entries], level0_curves, level0_groups)
+    partial_levels_compare(backend, partial_logs, rng, rows, g2_max, level0_curves, level0_groups)
     sort_compare(backend, sort_logs, rng, rows, g2_max)
     table = markdown_table(["curve", "group", "n", "scalars", "ms", "window c", "Madd/s"], rows)
     text = (f"# MSM on {backend.device.name}\n\nPoints resident on the device, scalars copied from host "
@@ -392,9 +405,12 @@ if __name__ == "__main__":
     parser.add_argument("--level0-entries", type=lambda v: [int(k) for k in v.split(",")], default=[],
                         help="with --level0: flat and chunked rows once more per count of entries a thread (e.g. 32,128,256)")
     parser.add_argument("--level0-curves", nargs="+", choices=[BLS12_381.name, BN254.name], default=None,
-                        help="with --level0: only these curves")
+                        help="with --level0 or --partial-levels: only these curves")
     parser.add_argument("--level0-groups", nargs="+", choices=["G1", "G2"], default=["G1", "G2"],
-                        help="with --level0: only these groups")
+                        help="with --level0 or --partial-levels: only these groups")
+    parser.add_argument("--partial-levels", type=lambda v: [int(k) for k in v.split(",")], default=[],
+                        help="sizes (log2, comma-separated) timed with level 0's pieces summed in place and by the "
+                             "levels before session 56 (G2 up to g2_max_log)")
     parser.add_argument("--sort-compare", type=lambda v: [int(k) for k in v.split(",")], default=[],
                         help="sizes (log2, comma-separated) timed with the binned digit sort and the scatter one "
                              "(G2 up to g2_max_log)")
@@ -403,4 +419,5 @@ if __name__ == "__main__":
          g2_windows=a.g2_windows, sweep_logs=a.window_sweep, level0_logs=a.level0,
          level0_entries=a.level0_entries, sort_logs=a.sort_compare, sweep_span=a.sweep_span, sweep_g2=a.sweep_g2,
          sweep_widths=a.sweep_widths, sweep_curves=a.sweep_curves, sweep_kinds=["random"] if a.sweep_random else None,
-         level0_curves=a.level0_curves, level0_groups=tuple(g == "G2" for g in a.level0_groups))
+         level0_curves=a.level0_curves, level0_groups=tuple(g == "G2" for g in a.level0_groups),
+         partial_logs=a.partial_levels)

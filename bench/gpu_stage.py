@@ -99,7 +99,8 @@ def profile_text(backend, key, witness, shape, runs: int = 20, top: int = 30) ->
 def bench(curve, log_n: int, profiles: dict[str, str] | None = None, batched_windows: bool = False,
           shared_sort: bool = False, window_model: tuple[float, float] | None = None,
           fixed_base: bool = False, model_widths: bool = False, table_sets: tuple[tuple[int, ...], ...] = (),
-          prefetched: bool = False, vram_free_share: float | None = None, level0: str | None = None) -> list[list]:
+          prefetched: bool = False, vram_free_share: float | None = None, level0: str | None = None,
+          partial_tree: bool = False) -> list[list]:
     t1 = time.perf_counter()
     zkey = random_key(curve, log_n, np.random.default_rng(log_n))
     t2 = time.perf_counter()
@@ -112,7 +113,8 @@ def bench(curve, log_n: int, profiles: dict[str, str] | None = None, batched_win
     random_witness = random_below(rng, zkey.n_vars, 4, curve.fr.bits)
     msm = backend.runtime(curve).msm
     defaults = {"batched": backend.batched_window_combination, "shared": msm.shared_sort, "model": msm.window_model,
-                "measured": msm.measured_widths, "prefetched": False, "level0": None}
+                "measured": msm.measured_widths, "prefetched": False, "level0": None,
+                "levels": msm.partial_levels}
     base = [("random", 0.0, False), ("80% {0,1}", 0.8, False), ("80% {0,1}, split", 0.8, True),
             ("95% {0,1}", 0.95, False), ("95% {0,1}, split", 0.95, True)]
     cases = [(label, bits, split, {}) for label, bits, split in base]
@@ -135,6 +137,10 @@ def bench(curve, log_n: int, profiles: dict[str, str] | None = None, batched_win
         others.append(({"level0": level0}, f"level 0 {level0}"))
         if prefetched:
             others.append(({"level0": level0, "prefetched": True}, f"level 0 {level0}, witness prefetched"))
+    if partial_tree:  # level 0's pieces summed by the levels before session 56 (MsmRunner.partial_levels)
+        others.append(({"levels": "tree"}, "partial tree"))
+        if prefetched:
+            others.append(({"levels": "tree", "prefetched": True}, "partial tree, witness prefetched"))
     # last: the key reloaded with the tables place_key gives it under the whole budget, then with each table of
     # the first of the --fixed-base-sets counts that fits; with --prefetched, each also as the engine runs it
     for sets in ([TABLE_SETS] if fixed_base else []) + list(table_sets):
@@ -186,6 +192,7 @@ def bench(curve, log_n: int, profiles: dict[str, str] | None = None, batched_win
         msm.measured_widths = settings["measured"]
         msm.level0_flat = True if settings["level0"] == "flat" else None
         msm.level0_chunked = {("bls12381", "G2")} if settings["level0"] == "chunked" else set(LEVEL0_CHUNKED)
+        msm.partial_levels = settings["levels"]
         stage_once(backend, key, witness, shape, settings["prefetched"])  # warm-up (kernel load, twiddles)
         spmv = spmv_ms(backend, key, witness)
         runs = [stage_once(backend, key, witness, shape, settings["prefetched"]) for _ in range(REPEAT)]
@@ -237,6 +244,9 @@ def main() -> None:
     parser.add_argument("--level0", choices=["flat", "chunked"], default=None,
                         help="the same rows with level 0 of the bucket sums flat in every MSM, or with BLS12-381's G2 "
                              "chunked at 64 entries a thread (the default to session 54; launch.LEVEL0_CHUNKED)")
+    parser.add_argument("--partial-tree", action="store_true",
+                        help="the same rows with level 0's pieces summed by the levels of fresh buffers before session "
+                             "56 (MsmRunner.partial_levels = 'tree'), not in place")
     parser.add_argument("--vram-free-share", type=float, default=None, metavar="SHARE",
                         help="CudaOptions.vram_free_share for the budget the tables are placed under (docs/seed_scale.md "
                              "gives 0.965 for H's table beside a 2^26 key on an H200); the default's otherwise")
@@ -250,7 +260,7 @@ def main() -> None:
             rows += bench(curve, log_n, profiles, args.batched_windows, args.shared_sort, args.window_model,
                           args.fixed_base, args.model_widths,
                           tuple(tuple(int(n) for n in v.split(",")) for v in args.fixed_base_sets), args.prefetched,
-                          args.vram_free_share, args.level0)
+                          args.vram_free_share, args.level0, args.partial_tree)
             write_table(sizes, header, rows, profiles, CudaDevice().name)  # after every curve: a time limit keeps the rows so far
 
 

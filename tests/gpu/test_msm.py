@@ -263,6 +263,33 @@ def test_both_level0_schemes_match_the_reference_at_any_entries_a_thread(cuda_ba
         msm.level0_flat, msm.level0_entries, msm.g1_min_blocks = None, None, g1_blocks
 
 
+@pytest.mark.parametrize("group_name", ["g1", "g2"])
+def test_pieces_summed_in_place_and_by_the_tree_match_the_reference(cuda_backend, runtime, gpu_curve, group_name):
+    """Level 0's pieces summed in place (msm_sum_pieces: one item a bucket of up to 16; msm_sum_hot_chunks: a
+    tree for hotter ones) and by the levels into fresh buffers before session 56 (MsmRunner.partial_levels):
+    95% ones at 2 entries a thread put ~570 pieces in one bucket (three levels of the tree), bit-heavy ones a few
+    hot buckets, random ones 1-3 pieces a bucket; a doubling, P + (-P) and the point at infinity inside."""
+    group = getattr(gpu_curve, group_name)
+    rng = random.Random(f"pieces {gpu_curve.name} {group_name}")
+    points = _edge_points(group, 1200)
+    enc = encode_points(gpu_curve, group, points)
+    r = gpu_curve.fr.modulus
+    mostly_ones = [1 if rng.random() < 0.95 else rng.randrange(r) for _ in points]
+    cases = [(mostly_ones, 4), (_scalars("bit_heavy", gpu_curve.fr, rng, len(points)), 3),
+             (_scalars("random", gpu_curve.fr, rng, len(points)), 6)]
+    msm = runtime.msm
+    try:
+        for k, (scalars, c) in enumerate(cases):
+            expected = msm_ref(group, points, scalars)
+            for levels in ("in_place", "tree"):
+                for entries in (2, 16, 128):
+                    msm.partial_levels, msm.level0_entries = levels, entries
+                    got = _gpu_msm(cuda_backend, runtime, gpu_curve, group, enc, scalars, c)
+                    assert group.eq(got, expected), (k, c, levels, entries)
+    finally:
+        msm.partial_levels, msm.level0_entries = "in_place", None
+
+
 def _level0_scheme(msm, flat: bool) -> None:
     """Level 0 flat, or chunked at a G1 occupancy its chunked kernel is built for (launch.G1_LEVEL0_CHUNKED_BUILT;
     the default, BLS12-381's 3 blocks an SM, has none). The caller restores ``g1_min_blocks``."""

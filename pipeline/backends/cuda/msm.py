@@ -305,6 +305,10 @@ class MsmRunner:
         self.copy_stream = None
         self.scalar_pieces = SCALAR_PIECES
         self.scalar_piece_min = SCALAR_PIECE_MIN  # tests lower it: pieces at small sizes
+        # The levels over level 0's pieces: "in_place" (_sum_pieces: one item a bucket, a tree for hot buckets, no
+        # fresh buffers) or "tree" (every bucket through levels of LEVEL_CHUNK partials, each into a fresh buffer:
+        # the scheme before session 56, kept for the benches' same-call comparison).
+        self.partial_levels = "in_place"
         self.profile = False  # when set, last_phases_ms gets CUDA-event times per phase
         self.last_phases_ms: dict[str, float] = {}
         self._marks: list = []
@@ -411,7 +415,9 @@ class MsmRunner:
         sort = 8 * entries + 4 * (nb + 1) + 4 * nb + scan + 4 * nb  # entries and their ranks or binned words; bins
         level0 = 4 * entries + 4 * (nb + 1) + 4 * nb + scan + xyzz * chunks
         held = 4 * entries if held_digits else 0  # the entries; their offsets are in the constant below
-        levels = held + xyzz * (chunks + min(chunks, -(-chunks // LEVEL_CHUNK) + nb)) + 3 * 4 * (nb + 1) + scan
+        tree = self.partial_levels == "tree"  # its levels' fresh buffers beside the pieces
+        levels = held + xyzz * (chunks + (min(chunks, -(-chunks // LEVEL_CHUNK) + nb) if tree else 0)) \
+            + 3 * 4 * (nb + 1) + scan
         segments = held + xyzz * reduced * (plan.buckets_per_window // plan.seg_len) + xyzz * chunks
         return 8 * (nb + 1) + max(sort, level0, levels, segments)
 
@@ -713,8 +719,9 @@ class MsmRunner:
     def _bucket_sums(self, g2: bool, d_points: int, d_entries, d_offsets, n_buckets: int, entries_bound: int,
                      per_bucket_bound: int, chunk: int, skip_below: int = 0):
         """Sum each bucket's entries (affine points, sign in bit 31) into one XYZZ partial: level 0
-        over ranges of ``chunk`` entries (flat or chunked: ``level0_flat``), then levels of LEVEL_CHUNK
-        partials until the bound on a bucket's entries leaves one. Returns (partials, chunk offsets): bucket b's sum is
+        over ranges of ``chunk`` entries (flat or chunked: ``level0_flat``), then its pieces summed
+        (``partial_levels``: in place, ``_sum_pieces``; "tree": levels of LEVEL_CHUNK partials into fresh buffers
+        until the bound on a bucket's entries leaves one). Returns (partials, chunk offsets): bucket b's sum is
         partials[offsets[b]] when offsets[b + 1] > offsets[b]. The caller frees both."""
         alloc, xyzz_bytes = self.allocator, self.xyzz_bytes(g2)
         field, lanes = self._sum_field(g2), self._lanes(g2)
@@ -732,6 +739,15 @@ class MsmRunner:
                       n_buckets, chunk, d_chunk_off.offset(4 * n_buckets), skip_below), lanes)
         self._mark("accumulate affine")
         per_bucket = level0_pieces(per_bucket_bound, chunk, flat)
+        if self.partial_levels == "in_place":
+            try:
+                self._sum_pieces(g2, d_partials.ptr, d_chunk_off.ptr, n_buckets, chunks_bound, per_bucket)
+            except BaseException:
+                d_partials.free()
+                d_chunk_off.free()
+                raise
+            self._mark("combine partials")
+            return d_partials, d_chunk_off
         try:
             while per_bucket > 1:
                 d_next_off = self._chunk_offsets(d_chunk_off, n_buckets, LEVEL_CHUNK, "msm chunk offsets")
@@ -750,6 +766,27 @@ class MsmRunner:
             raise
         self._mark("combine partials")
         return d_partials, d_chunk_off
+
+    def _sum_pieces(self, g2: bool, d_partials: int, d_piece_off: int, n_buckets: int, pieces_bound: int,
+                    per_bucket: int) -> None:
+        """Sum each bucket's level-0 pieces into its first, in place (pippenger.cuh, msm_sum_pieces): one item a
+        bucket of at most LEVEL_CHUNK pieces, then for hotter buckets a tree of chunks of LEVEL_CHUNK at each of
+        ``hot_strides`` (``per_bucket``: the bound on a bucket's pieces), a level a count, a scan and a launch
+        whose items exit at once where no bucket is hot. ``pieces_bound``: the bound on all buckets' pieces."""
+        field, lanes, fan = self._sum_field(g2), self._lanes(g2), LEVEL_CHUNK
+        self._launch(f"msm_sum_pieces<{field}>", n_buckets, ACC_BLOCK, (d_partials, d_piece_off, n_buckets, fan),
+                     lanes)
+        strides = hot_strides(per_bucket, fan)
+        if not strides:
+            return
+        with self.allocator.alloc(4 * (n_buckets + 1), "msm hot chunk offsets") as d_chunk_off, \
+                self.allocator.alloc(4 * n_buckets, "chunk counts") as d_counts:
+            for stride in strides:
+                self._launch("msm_hot_chunk_counts", n_buckets, CHUNK_COUNT_BLOCK,
+                             (d_piece_off, n_buckets, fan, stride, fan, d_counts.ptr))
+                self.exclusive_scan(d_counts.ptr, n_buckets, d_chunk_off.ptr)
+                self._launch(f"msm_sum_hot_chunks<{field}>", hot_chunks_bound(pieces_bound, fan, stride), ACC_BLOCK,
+                             (d_partials, d_piece_off, d_chunk_off.ptr, n_buckets, stride, fan), lanes)
 
     def enqueue_point_sum(self, g2: bool, d_points: int, d_indices: int, count: int, d_out: int) -> None:
         """Queue sum_k points[indices[k]], k < count (the ones of a split witness: a batch addition,
@@ -931,6 +968,23 @@ class PointSum:
     d_indices: int
     count: int
     d_out: int
+
+
+def hot_strides(per_bucket: int, fan: int) -> list[int]:
+    """The strides of the hot buckets' tree (MsmRunner._sum_pieces) for at most ``per_bucket`` pieces a bucket:
+    none where no bucket can hold more than ``fan`` (one item sums each), else fan^k while a bucket's P pieces
+    may leave more than one partial, ceil(P / fan^k)."""
+    strides, stride = [], 1
+    while per_bucket > fan and stride < per_bucket:
+        strides.append(stride)
+        stride *= fan
+    return strides
+
+
+def hot_chunks_bound(pieces: int, fan: int, stride: int) -> int:
+    """Most chunks of the tree's level at ``stride`` over ``pieces`` pieces in all: a hot bucket of P pieces
+    has ceil(P / (fan stride)) <= P / (fan stride) + 1 of them, and at most pieces / (fan + 1) buckets are hot."""
+    return min(pieces, pieces // (fan * stride) + pieces // (fan + 1) + 1)
 
 
 def point_sum_levels(count: int, chunk: int) -> list[int]:

@@ -18,10 +18,11 @@
 //     additions whatever the bucket lengths (the chunked scheme, msm_accumulate<F, true, B>, T
 //     entries of one bucket a thread, leaves the warp waiting for its longest bucket; it stays
 //     where it measured faster, launch.LEVEL0_CHUNKED).
-//     Then levels over the partials, chunks of at most T of one bucket a thread, until each
-//     bucket has one. The number of levels follows from an upper bound (a bucket holds at most
-//     n entries), so the host queues every launch without reading a count back. Fixed-size
-//     pieces keep hot buckets (the 1s of a bit-heavy witness) from serialising one thread.
+//     Then the pieces of each bucket are summed in place into its first (msm_sum_pieces: one item a
+//     bucket of at most 16; a tree of chunks of 16 for hotter ones, msm_sum_hot_chunks). The tree's
+//     levels follow from an upper bound (a bucket holds at most n entries), so the host queues every
+//     launch without reading a count back. Fixed-size chunks keep hot buckets (the 1s of a
+//     bit-heavy witness) from serialising one thread.
 //  5. msm_bucket_segments: per window, sum_d d B_d by running sums over segments of L buckets,
 //     plus (segment start) * (segment sum); msm_reduce_halves sums the segments.
 //  6. msm_combine_windows: Horner over windows, c doublings each (one thread); or the window sums are
@@ -365,6 +366,57 @@ __global__ void __launch_bounds__(MSM_ACC_THREADS, MIN_BLOCKS) msm_accumulate(MS
 template <class F, int MIN_BLOCKS>
 __global__ void __launch_bounds__(MSM_ACC_THREADS, MIN_BLOCKS) msm_accumulate_flat(MSM_ACCUMULATE_PARAMS) {
     accumulate_items<F, true, true>(MSM_ACCUMULATE_ARGS);
+}
+
+// The levels over level 0's pieces, in place (MsmRunner._sum_pieces): bucket b's P_b pieces lie at
+// d_partials[d_piece_off[b] + i], i < P_b = d_piece_off[b + 1] - d_piece_off[b], and its sum ends in the first,
+// where bucket_sum reads it, however many levels it took. At a partition's width a random witness leaves 2-3
+// pieces a bucket (~128 entries, 128 a thread), so one item a bucket sums them (msm_sum_pieces): no search
+// and no copy. The levels of msm_accumulate<F, false, 1> before (MsmRunner.partial_levels = "tree") ran a
+// binary search a thread and, the host's bound being n entries a bucket, copied every bucket's one partial
+// through four more levels. Buckets of more than `hot` pieces (a bit-heavy witness's 1s) are summed by a tree
+// instead, `fan` partials an item (msm_hot_chunk_counts, msm_sum_hot_chunks), so no item sums more than `hot`.
+template <class F>
+__global__ void __launch_bounds__(MSM_ACC_THREADS, 1)
+    msm_sum_pieces(typename xyzz_t<F>::mem_t* __restrict__ d_partials, const uint32_t* __restrict__ d_piece_off,
+                   uint32_t n_buckets, uint32_t hot) {
+    const msm_items<F> items;
+    for (uint32_t b = items.first; b < n_buckets; b += items.step) {
+        const uint32_t lo = d_piece_off[b], hi = d_piece_off[b + 1];
+        if (hi - lo < 2 || hi - lo > hot) continue;  // one piece is its sum already; hot ones: the tree
+        xyzz_t<F> acc = xyzz_t<F>::load(d_partials[lo]);
+        for (uint32_t e = lo + 1; e < hi; e++) acc.add(xyzz_t<F>::load(d_partials[e]));
+        acc.store(d_partials[lo]);
+    }
+}
+
+// The tree's level at `stride` (fan^(level - 1)): a hot bucket's partials so far are its pieces `stride` apart,
+// ceil(P_b / stride) of them; where more than one is left, ceil(that / fan) chunks of `fan`, else none.
+__global__ void msm_hot_chunk_counts(const uint32_t* __restrict__ d_piece_off, uint32_t n_buckets, uint32_t hot,
+                                     uint32_t stride, uint32_t fan, uint32_t* __restrict__ d_counts) {
+    for (uint32_t b = blockIdx.x * blockDim.x + threadIdx.x; b < n_buckets; b += gridDim.x * blockDim.x) {
+        const uint32_t pieces = d_piece_off[b + 1] - d_piece_off[b], left = (pieces - 1) / stride + 1;
+        d_counts[b] = pieces > hot && left > 1 ? (left - 1) / fan + 1 : 0;
+    }
+}
+
+// Chunk t of the level (d_chunk_off: msm_hot_chunk_counts' offsets, their count at index n_buckets), chunk j of
+// bucket b: its partials j fan .. j fan + fan - 1 (`stride` pieces apart) into the first of them. Each item
+// writes only the slot it reads first, so the level reads and writes one buffer.
+template <class F>
+__global__ void __launch_bounds__(MSM_ACC_THREADS, 1)
+    msm_sum_hot_chunks(typename xyzz_t<F>::mem_t* __restrict__ d_partials, const uint32_t* __restrict__ d_piece_off,
+                       const uint32_t* __restrict__ d_chunk_off, uint32_t n_buckets, uint32_t stride, uint32_t fan) {
+    const uint32_t n_items = d_chunk_off[n_buckets];
+    const msm_items<F> items;
+    for (uint32_t t = items.first; t < n_items; t += items.step) {
+        const uint32_t b = bucket_of(d_chunk_off, n_buckets, t);
+        const uint32_t lo = d_piece_off[b], left = (d_piece_off[b + 1] - lo - 1) / stride + 1;
+        const uint32_t first = (t - d_chunk_off[b]) * fan, last = min(first + fan, left);
+        xyzz_t<F> acc = xyzz_t<F>::load(d_partials[lo + first * stride]);
+        for (uint32_t i = first + 1; i < last; i++) acc.add(xyzz_t<F>::load(d_partials[lo + i * stride]));
+        acc.store(d_partials[lo + first * stride]);
+    }
 }
 
 template <class F>

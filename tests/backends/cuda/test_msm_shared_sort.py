@@ -167,14 +167,20 @@ def test_the_option_is_on_by_default_and_checked():
         CudaOptions(msm_shared_sort=1)
 
 
-def test_skip_below_reaches_level_zero_only(runner):
+@pytest.mark.parametrize("partial_levels", ["in_place", "tree"])
+def test_skip_below_reaches_level_zero_only(runner, partial_levels):
     rec, msm = runner
+    msm.partial_levels = partial_levels
     digits = msm.sort(0xA0, 1000)
     msm.enqueue(False, 0xB0, 0xA0, 1000, 0xC0, digits=digits, skip_below=9)
     level0 = launches(rec, "msm_accumulate_flat")
-    levels = launches(rec, "msm_accumulate<fq_lazy_t, false")
     assert [args[-1] for _, _, args, *_ in level0] == [9]  # the affine level reads the points
-    assert levels and all(args[-1] == 0 for _, _, args, *_ in levels)  # partials: no points to skip
+    if partial_levels == "tree":
+        levels = launches(rec, "msm_accumulate<fq_lazy_t, false")
+        assert levels and all(args[-1] == 0 for _, _, args, *_ in levels)  # partials: no points to skip
+    else:  # the pieces' sums take no points (and no skip) at all
+        assert len(launches(rec, "msm_sum_pieces<fq_lazy_t>")) == 1
+        assert not launches(rec, "msm_accumulate<fq_lazy_t, false")
 
 
 @pytest.mark.parametrize("split", [False, True], ids=["whole witness", "split tails"])
