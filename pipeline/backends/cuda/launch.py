@@ -122,6 +122,11 @@ MAX_TABLE_SETS = 4
 PLACE_TILE = 4096
 PLACE_BLOCK = 256
 CHUNK_COUNT_BLOCK = 256  # msm_chunk_counts: inside "partial combine 8-22 ms" (NOTES, MSM v3)
+# The counting sort of buckets by their level-0 piece counts (msm_piece_class_counts, msm_piece_class_order): blocks of
+# PIECE_CLASS_BLOCK threads, at most PIECE_CLASS_GRID blocks, so that the class counters take one global atomic a
+# class per block (counts) or per block and tile (order): ~27K tiles at 2^26, c = 20. Not swept.
+PIECE_CLASS_BLOCK = 256
+PIECE_CLASS_GRID = 1024
 REDUCE_BLOCK = 128  # msm_bucket_segments, msm_reduce_halves: running sums 13 ms at 2^24 (NOTES, MSM v3)
 ELEMENTWISE_BLOCK = 256  # NTT helpers (bit reversal, coset scale, quotient, conversions): 1.5 of the
 # 8.3 ms of an NTT at 2^24 are the bit-reversal pass (bench/NOTES.md, NTT v1).

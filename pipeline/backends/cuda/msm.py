@@ -17,7 +17,7 @@ from .errors import check
 from .kernels import BUILT_KERNELS, CurveKernels, grid_for
 from .launch import (BATCH_INVERSE_THREADS, CHUNK_COUNT_BLOCK, DIGIT_BLOCK, G1_LEVEL0_CHUNKED_BUILT, G2_FIELD,
                      G2_LEVEL0_CHUNKED_BUILT, G2_MIN_BLOCKS, G1_MIN_BLOCKS, LAZY_FIELDS, LEVEL0_CHUNKED, PLAIN_SUMS,
-                     MSM_ACC_THREADS as ACC_BLOCK, PLACE_BLOCK, PLACE_TILE, REDUCE_BLOCK, SCALAR_PIECE_MIN,
+                     MSM_ACC_THREADS as ACC_BLOCK, PIECE_CLASS_BLOCK, PIECE_CLASS_GRID, PLACE_BLOCK, PLACE_TILE, REDUCE_BLOCK, SCALAR_PIECE_MIN,
                      SCALAR_PIECES, SCAN_THREADS, SCAN_TILE)
 from .memory import PinnedHostBuffer
 from .streams import Event
@@ -770,12 +770,22 @@ class MsmRunner:
     def _sum_pieces(self, g2: bool, d_partials: int, d_piece_off: int, n_buckets: int, pieces_bound: int,
                     per_bucket: int) -> None:
         """Sum each bucket's level-0 pieces into its first, in place (pippenger.cuh, msm_sum_pieces): one item a
-        bucket of at most LEVEL_CHUNK pieces, then for hotter buckets a tree of chunks of LEVEL_CHUNK at each of
+        bucket of 2..LEVEL_CHUNK pieces, the items sorted by their piece counts (a counting sort of the buckets, so
+        a warp's lanes add as many each), then for hotter buckets a tree of chunks of LEVEL_CHUNK at each of
         ``hot_strides`` (``per_bucket``: the bound on a bucket's pieces), a level a count, a scan and a launch
         whose items exit at once where no bucket is hot. ``pieces_bound``: the bound on all buckets' pieces."""
         field, lanes, fan = self._sum_field(g2), self._lanes(g2), LEVEL_CHUNK
-        self._launch(f"msm_sum_pieces<{field}>", n_buckets, ACC_BLOCK, (d_partials, d_piece_off, n_buckets, fan),
-                     lanes)
+        grid = min(grid_for(n_buckets, PIECE_CLASS_BLOCK), PIECE_CLASS_GRID)
+        with self.allocator.alloc(8 * (fan + 1), "msm piece classes") as d_classes, \
+                self.allocator.alloc(4 * n_buckets, "msm buckets by pieces") as d_order:
+            d_classes.memset32(0, self.stream)
+            d_class_counts, d_cursor = d_classes.ptr, d_classes.offset(4 * (fan + 1))
+            self.kernels.launch("msm_piece_class_counts", grid, PIECE_CLASS_BLOCK,
+                                (d_piece_off, n_buckets, fan, d_class_counts), self.stream)
+            self.kernels.launch("msm_piece_class_order", grid, PIECE_CLASS_BLOCK,
+                                (d_piece_off, n_buckets, fan, d_class_counts, d_cursor, d_order.ptr), self.stream)
+            self._launch(f"msm_sum_pieces<{field}>", n_buckets, ACC_BLOCK,
+                         (d_partials, d_piece_off, d_order.ptr, d_class_counts, fan), lanes)
         strides = hot_strides(per_bucket, fan)
         if not strides:
             return

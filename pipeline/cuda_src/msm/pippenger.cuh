@@ -19,7 +19,8 @@
 //     entries of one bucket a thread, leaves the warp waiting for its longest bucket; it stays
 //     where it measured faster, launch.LEVEL0_CHUNKED).
 //     Then the pieces of each bucket are summed in place into its first (msm_sum_pieces: one item a
-//     bucket of at most 16; a tree of chunks of 16 for hotter ones, msm_sum_hot_chunks). The tree's
+//     bucket of at most 16, the items in the order of their piece counts; a tree of chunks of 16 for
+//     hotter ones, msm_sum_hot_chunks). The tree's
 //     levels follow from an upper bound (a bucket holds at most n entries), so the host queues every
 //     launch without reading a count back. Fixed-size chunks keep hot buckets (the 1s of a
 //     bit-heavy witness) from serialising one thread.
@@ -374,16 +375,68 @@ __global__ void __launch_bounds__(MSM_ACC_THREADS, MIN_BLOCKS) msm_accumulate_fl
 // pieces a bucket (~128 entries, 128 a thread), so one item a bucket sums them (msm_sum_pieces): no search
 // and no copy. The levels of msm_accumulate<F, false, 1> before (MsmRunner.partial_levels = "tree") ran a
 // binary search a thread and, the host's bound being n entries a bucket, copied every bucket's one partial
-// through four more levels. Buckets of more than `hot` pieces (a bit-heavy witness's 1s) are summed by a tree
+// through four more levels. The items come in the order of their buckets' piece counts (a counting sort of
+// the buckets by P, msm_piece_class_counts and msm_piece_class_order), so a warp's lanes do as many additions
+// each: in bucket order a warp waited for its bucket of 3 pieces where most had 2, and for one of 2 where most
+// of a bit-heavy witness's had 1 (ncu, 2^26 at c = 20, session 56: 9.2 and 3.9 ms of G1 in bucket order).
+// Buckets of more than `hot` pieces (MSM_MAX_HOT at most; a bit-heavy witness's 1s) are summed by a tree
 // instead, `fan` partials an item (msm_hot_chunk_counts, msm_sum_hot_chunks), so no item sums more than `hot`.
+static constexpr uint32_t MSM_MAX_HOT = 32;
+
+// d_counts[P] += the buckets of P pieces, 2 <= P <= hot (d_counts zeroed by the host, hot + 1 words).
+__global__ void msm_piece_class_counts(const uint32_t* __restrict__ d_piece_off, uint32_t n_buckets, uint32_t hot,
+                                       uint32_t* __restrict__ d_counts) {
+    __shared__ uint32_t local[MSM_MAX_HOT + 1];
+    for (uint32_t k = threadIdx.x; k <= hot; k += blockDim.x) local[k] = 0;
+    __syncthreads();
+    for (uint32_t b = blockIdx.x * blockDim.x + threadIdx.x; b < n_buckets; b += gridDim.x * blockDim.x) {
+        const uint32_t pieces = d_piece_off[b + 1] - d_piece_off[b];
+        if (pieces >= 2 && pieces <= hot) atomicAdd(&local[pieces], 1u);
+    }
+    __syncthreads();
+    for (uint32_t k = threadIdx.x; k <= hot; k += blockDim.x)
+        if (local[k]) atomicAdd(&d_counts[k], local[k]);
+}
+
+// d_list: the buckets of 2..hot pieces, those of 2 first, then 3, ...: class P from the sum of the counts below
+// it, a block's buckets of one class at a slot taken from d_cursor[P] (zeroed by the host) by one atomic a block
+// and tile, each at its rank within the block's (a shared atomic). The order within a class does not matter.
+__global__ void msm_piece_class_order(const uint32_t* __restrict__ d_piece_off, uint32_t n_buckets, uint32_t hot,
+                                      const uint32_t* __restrict__ d_counts, uint32_t* __restrict__ d_cursor,
+                                      uint32_t* __restrict__ d_list) {
+    __shared__ uint32_t start[MSM_MAX_HOT + 1], local[MSM_MAX_HOT + 1], base[MSM_MAX_HOT + 1];
+    if (threadIdx.x == 0) {
+        uint32_t at = 0;
+        for (uint32_t k = 2; k <= hot; k++) {
+            start[k] = at;
+            at += d_counts[k];
+        }
+    }
+    for (uint32_t tile = blockIdx.x * blockDim.x; tile < n_buckets; tile += gridDim.x * blockDim.x) {
+        for (uint32_t k = threadIdx.x; k <= hot; k += blockDim.x) local[k] = 0;
+        __syncthreads();  // also: start[] written, the previous tile's base[] read
+        const uint32_t b = tile + threadIdx.x;
+        const uint32_t pieces = b < n_buckets ? d_piece_off[b + 1] - d_piece_off[b] : 0;
+        const bool listed = pieces >= 2 && pieces <= hot;
+        const uint32_t rank = listed ? atomicAdd(&local[pieces], 1u) : 0;
+        __syncthreads();
+        for (uint32_t k = threadIdx.x; k <= hot; k += blockDim.x)
+            if (local[k]) base[k] = atomicAdd(&d_cursor[k], local[k]);
+        __syncthreads();
+        if (listed) d_list[start[pieces] + base[pieces] + rank] = b;
+    }
+}
+
+// Item t sums the pieces of bucket d_list[t] into its first; the list's length is the counts' sum.
 template <class F>
 __global__ void __launch_bounds__(MSM_ACC_THREADS, 1)
     msm_sum_pieces(typename xyzz_t<F>::mem_t* __restrict__ d_partials, const uint32_t* __restrict__ d_piece_off,
-                   uint32_t n_buckets, uint32_t hot) {
+                   const uint32_t* __restrict__ d_list, const uint32_t* __restrict__ d_counts, uint32_t hot) {
+    uint32_t n_items = 0;
+    for (uint32_t k = 2; k <= hot; k++) n_items += d_counts[k];
     const msm_items<F> items;
-    for (uint32_t b = items.first; b < n_buckets; b += items.step) {
-        const uint32_t lo = d_piece_off[b], hi = d_piece_off[b + 1];
-        if (hi - lo < 2 || hi - lo > hot) continue;  // one piece is its sum already; hot ones: the tree
+    for (uint32_t t = items.first; t < n_items; t += items.step) {
+        const uint32_t b = d_list[t], lo = d_piece_off[b], hi = d_piece_off[b + 1];
         xyzz_t<F> acc = xyzz_t<F>::load(d_partials[lo]);
         for (uint32_t e = lo + 1; e < hi; e++) acc.add(xyzz_t<F>::load(d_partials[e]));
         acc.store(d_partials[lo]);

@@ -1,15 +1,54 @@
-"""The levels over level 0's pieces, in place (msm/pippenger.cuh: msm_sum_pieces, msm_hot_chunk_counts,
-msm_sum_hot_chunks), their index arithmetic walked on the host with the host's schedule (msm.hot_strides,
-msm.hot_chunks_bound): bucket b's pieces lie at piece_off[b] + i, and after every level has run its sum must be
-in its first slot, each piece counted once. Within a level no item may write a slot another item reads or
-writes (the level reads and writes one buffer), and the level's chunks must fit the grid the host sizes. The
-kernels themselves are checked on the GPU (tests/gpu/test_msm.py)."""
+"""The levels over level 0's pieces, in place (msm/pippenger.cuh: msm_piece_class_counts, msm_piece_class_order,
+msm_sum_pieces, msm_hot_chunk_counts, msm_sum_hot_chunks), their index arithmetic walked on the host with the
+host's schedule (msm.hot_strides, msm.hot_chunks_bound): bucket b's pieces lie at piece_off[b] + i, and after
+every level has run its sum must be in its first slot, each piece counted once. The buckets of 2..16 pieces must
+come out of the counting sort each once, by their piece counts. Within a level no item may write a slot another
+item reads or writes (the level reads and writes one buffer), and the level's chunks must fit the grid the host
+sizes. The kernels themselves are checked on the GPU (tests/gpu/test_msm.py)."""
 from __future__ import annotations
+
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from pipeline.backends.cuda.msm import LEVEL_CHUNK, hot_chunks_bound, hot_strides
+
+PIPPENGER = Path(__file__).parents[3] / "pipeline" / "cuda_src" / "msm" / "pippenger.cuh"
+
+
+def class_order(pieces: np.ndarray, hot: int, block: int, grid: int, rng) -> list[int]:
+    """msm_piece_class_order's list: blocks take tiles of ``block`` buckets grid-stride, in a random order
+    (the blocks' atomics on the cursors race), each block's buckets of a class at its cursor's old value plus
+    their rank within the block (a shared atomic: any order)."""
+    counts = np.zeros(hot + 1, dtype=np.int64)  # msm_piece_class_counts
+    for p in pieces:
+        if 2 <= p <= hot:
+            counts[p] += 1
+    start = {k: int(counts[2:k].sum()) for k in range(2, hot + 1)}
+    cursor = np.zeros(hot + 1, dtype=np.int64)
+    tiles = [(blk, tile) for blk in range(grid) for tile in range(blk * block, len(pieces), grid * block)]
+    rng.shuffle(tiles)
+    listed = int(counts.sum())
+    out = [-1] * listed
+    for _, tile in tiles:
+        members = [b for b in range(tile, min(tile + block, len(pieces))) if 2 <= pieces[b] <= hot]
+        rng.shuffle(members)
+        local: dict[int, int] = {}
+        ranks = []
+        for b in members:
+            ranks.append(local.get(int(pieces[b]), 0))
+            local[int(pieces[b])] = ranks[-1] + 1
+        base = {}
+        for k, count in local.items():
+            base[k] = int(cursor[k])
+            cursor[k] += count
+        for b, rank in zip(members, ranks):
+            slot = start[int(pieces[b])] + base[int(pieces[b])] + rank
+            assert 0 <= slot < listed and out[slot] == -1, (b, slot)
+            out[slot] = b
+    return out
 
 
 def sum_in_place(pieces: np.ndarray, fan: int = LEVEL_CHUNK, per_bucket: int | None = None) -> list[list[int]]:
@@ -17,10 +56,12 @@ def sum_in_place(pieces: np.ndarray, fan: int = LEVEL_CHUNK, per_bucket: int | N
     piece_off = np.concatenate([[0], np.cumsum(pieces)]).astype(np.int64)
     slots = [[i] for i in range(int(piece_off[-1]))]
     n_buckets = len(pieces)
-    for b in range(n_buckets):  # msm_sum_pieces: one item a bucket of 2..fan pieces
+    order = class_order(pieces, fan, block=8, grid=3, rng=np.random.default_rng(len(pieces)))
+    assert sorted(order) == [b for b in range(n_buckets) if 2 <= pieces[b] <= fan]
+    assert list(pieces[order]) == sorted(pieces[order])  # warps of one piece count
+    for b in order:  # msm_sum_pieces: one item a bucket of 2..fan pieces
         lo, hi = int(piece_off[b]), int(piece_off[b + 1])
-        if 2 <= hi - lo <= fan:
-            slots[lo] = [i for e in range(lo, hi) for i in slots[e]]
+        slots[lo] = [i for e in range(lo, hi) for i in slots[e]]
     total = int(piece_off[-1])
     for stride in hot_strides(per_bucket if per_bucket is not None else max(pieces, default=0), fan):
         counts = []  # msm_hot_chunk_counts
@@ -80,6 +121,12 @@ def test_the_host_bound_runs_levels_past_the_hottest_bucket_harmlessly():
     bucket needs must leave its sum alone."""
     pieces = np.array([2, 40, 3, 300])
     assert [sorted(s) for s in sum_in_place(pieces, per_bucket=1 << 19)] == expected(pieces)
+
+
+def test_the_kernels_hot_limit_holds_the_hosts_chunk():
+    """msm_piece_class_counts keeps its counters in shared memory, MSM_MAX_HOT + 1 of them."""
+    limit = int(re.search(r"MSM_MAX_HOT = (\d+);", PIPPENGER.read_text()).group(1))
+    assert LEVEL_CHUNK <= limit
 
 
 def test_the_schedule():
