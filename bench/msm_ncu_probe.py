@@ -1,4 +1,4 @@
-"""G1 MSMs at two window widths, for Nsight Compute to read the bucket sums' kernels (GPU host).
+"""G1 (--g2: G2) MSMs at two window widths, for Nsight Compute to read the bucket sums' kernels (GPU host).
 
     ncu --clock-control none --kernel-name regex:msm_accumulate_flat --launch-skip 1 \
         --section MemoryWorkloadAnalysis --section WarpStateStats python3 -m bench.msm_ncu_probe [LOG_N] [C ...]
@@ -27,13 +27,14 @@ from pipeline.curves import curve_by_name
 
 
 def main(log_n: int = 26, widths: tuple[int, ...] = (17, 20), curve_name: str = "bls12381",
-         heavy: bool = False) -> None:
+         heavy: bool = False, g2: bool = False) -> None:
     backend = CudaBackend()
     curve = curve_by_name(curve_name)
     rt = backend.runtime(curve)
-    n, fq, fr = 1 << log_n, curve.fq, curve.fr
+    n, fq, fr, group = 1 << log_n, curve.fq, curve.fr, "G2" if g2 else "G1"
     rng = np.random.default_rng(1)
-    points = random_below(rng, 2 * n, fq.limbs, fq.bits).reshape(n, 2, fq.limbs)  # field elements: timing only
+    coords = 4 if g2 else 2  # field elements: timing only
+    points = random_below(rng, coords * n, fq.limbs, fq.bits).reshape(n, coords, fq.limbs)
     kinds = {"random": random_below(rng, n, fr.limbs, fr.bits)}
     if heavy:
         kinds["80% {0,1}"] = bit_heavy(rng, kinds["random"])
@@ -42,8 +43,8 @@ def main(log_n: int = 26, widths: tuple[int, ...] = (17, 20), curve_name: str = 
             with backend.allocator.upload(scalars, "probe scalars") as d_scalars:
                 for c in widths:
                     for _ in range(2):
-                        print(f"probe: G1 2^{log_n} c = {c}, {kind} scalars", flush=True)
-                        rt.msm.run_xyzz(False, d_points.ptr, d_scalars.ptr, n, c)
+                        print(f"probe: {group} 2^{log_n} c = {c}, {kind} scalars", flush=True)
+                        rt.msm.run_xyzz(g2, d_points.ptr, d_scalars.ptr, n, c)
                     plan = rt.msm.last_plan
                     print(f"probe: ({plan.n_windows} windows, {plan.n_buckets} buckets)", flush=True)
     backend.close()
@@ -51,6 +52,6 @@ def main(log_n: int = 26, widths: tuple[int, ...] = (17, 20), curve_name: str = 
 
 if __name__ == "__main__":
     argv = sys.argv[1:]
-    heavy = "--bit-heavy" in argv
-    args = [int(a) for a in argv if a != "--bit-heavy"]
-    main(args[0] if args else 26, tuple(args[1:]) or (17, 20), heavy=heavy)
+    flags = {a for a in argv if a.startswith("--")}
+    args = [int(a) for a in argv if not a.startswith("--")]
+    main(args[0] if args else 26, tuple(args[1:]) or (17, 20), heavy="--bit-heavy" in flags, g2="--g2" in flags)
