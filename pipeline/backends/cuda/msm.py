@@ -37,7 +37,9 @@ MAX_CHUNK_CHUNKED_G2 = 64
 # G1, MSM 548 -> 520 ms) and 73 -> 58 (BN254, 291 -> 275); at 2^24 (252M-268M) mixed: BLS12-381 +2.6 ms,
 # BN254 -1 ms of its MSM.
 BINNED_SORT_FROM_ENTRIES = 1 << 29
-LEVEL_CHUNK = 16  # full additions per thread when combining partials
+# Full additions a thread when summing a bucket's level-0 pieces: one item sums a bucket of up to this many
+# (msm_sum_pieces), a tree of chunks of this many sums hotter ones (MsmRunner._sum_pieces); point sums' levels too.
+LEVEL_CHUNK = 16
 # Rows of a fixed-base table built at once: its XYZZ step buffer (1.6 GB for BLS12-381's G2) is what a key
 # load needs beside the tables, and a 2^24 key's five tables fit the H200's default budget only without
 # a whole window's buffer (6.4 GB for G2).
