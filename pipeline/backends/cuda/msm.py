@@ -725,8 +725,7 @@ class MsmRunner:
         (``partial_levels``: in place, ``_sum_pieces``; "tree": levels of LEVEL_CHUNK partials into fresh buffers
         until the bound on a bucket's entries leaves one). Returns (partials, chunk offsets): bucket b's sum is
         partials[offsets[b]] when offsets[b + 1] > offsets[b]. The caller frees both."""
-        alloc, xyzz_bytes = self.allocator, self.xyzz_bytes(g2)
-        field, lanes = self._sum_field(g2), self._lanes(g2)
+        alloc, xyzz_bytes, lanes = self.allocator, self.xyzz_bytes(g2), self._lanes(g2)
         flat = self._flat(g2)
         d_chunk_off = self._chunk_offsets(d_offsets, n_buckets, chunk, "msm chunk offsets", flat)
         # pieces (flat) or chunks: at most one a range of ``chunk`` entries plus one a bucket
@@ -741,20 +740,29 @@ class MsmRunner:
                       n_buckets, chunk, d_chunk_off.offset(4 * n_buckets), skip_below), lanes)
         self._mark("accumulate affine")
         per_bucket = level0_pieces(per_bucket_bound, chunk, flat)
-        if self.partial_levels == "in_place":
+        if self.partial_levels == "tree":
+            d_partials, d_chunk_off = self._tree_levels(g2, d_partials, d_chunk_off, n_buckets, chunks_bound,
+                                                        per_bucket)
+        else:
             try:
                 self._sum_pieces(g2, d_partials.ptr, d_chunk_off.ptr, n_buckets, chunks_bound, per_bucket)
             except BaseException:
                 d_partials.free()
                 d_chunk_off.free()
                 raise
-            self._mark("combine partials")
-            return d_partials, d_chunk_off
+        self._mark("combine partials")
+        return d_partials, d_chunk_off
+
+    def _tree_levels(self, g2: bool, d_partials, d_chunk_off, n_buckets: int, chunks_bound: int, per_bucket: int):
+        """The levels before session 56 (``partial_levels = "tree"``): every bucket's partials in chunks of
+        LEVEL_CHUNK into a fresh buffer, a level at a time, until ``per_bucket`` (the bound) leaves one. Takes the
+        level-0 partials and offsets (freed here, also on failure); returns the last level's."""
+        field, lanes, xyzz_bytes = self._sum_field(g2), self._lanes(g2), self.xyzz_bytes(g2)
         try:
             while per_bucket > 1:
                 d_next_off = self._chunk_offsets(d_chunk_off, n_buckets, LEVEL_CHUNK, "msm chunk offsets")
                 next_bound = min(chunks_bound, -(-chunks_bound // LEVEL_CHUNK) + n_buckets)
-                d_next = alloc.alloc(xyzz_bytes * next_bound, "msm partial sums")
+                d_next = self.allocator.alloc(xyzz_bytes * next_bound, "msm partial sums")
                 self._launch(f"msm_accumulate<{field}, false, 1>", next_bound, ACC_BLOCK,
                              (d_next.ptr, 0, 0, d_partials.ptr, d_chunk_off.ptr, d_next_off.ptr,
                               n_buckets, LEVEL_CHUNK, d_next_off.offset(4 * n_buckets), 0), lanes)
@@ -766,7 +774,6 @@ class MsmRunner:
             d_partials.free()
             d_chunk_off.free()
             raise
-        self._mark("combine partials")
         return d_partials, d_chunk_off
 
     def _sum_pieces(self, g2: bool, d_partials: int, d_piece_off: int, n_buckets: int, pieces_bound: int,
