@@ -20,10 +20,9 @@
 //     where it measured faster, launch.LEVEL0_CHUNKED).
 //     Then the pieces of each bucket are summed in place into its first (msm_sum_pieces: one item a
 //     bucket of at most 16, the items in the order of their piece counts; a tree of chunks of 16 for
-//     hotter ones, msm_sum_hot_chunks). The tree's
-//     levels follow from an upper bound (a bucket holds at most n entries), so the host queues every
-//     launch without reading a count back. Fixed-size chunks keep hot buckets (the 1s of a
-//     bit-heavy witness) from serialising one thread.
+//     hotter ones, msm_sum_hot_chunks). The tree's levels follow from an upper bound (a bucket holds
+//     at most n entries), so the host queues every launch without reading a count back. Fixed-size
+//     chunks keep hot buckets (the 1s of a bit-heavy witness) from serialising one thread.
 //  5. msm_bucket_segments: per window, sum_d d B_d by running sums over segments of L buckets,
 //     plus (segment start) * (segment sum); msm_reduce_halves sums the segments.
 //  6. msm_combine_windows: Horner over windows, c doublings each (one thread); or the window sums are
