@@ -100,7 +100,7 @@ def bench(curve, log_n: int, profiles: dict[str, str] | None = None, batched_win
           shared_sort: bool = False, window_model: tuple[float, float] | None = None,
           fixed_base: bool = False, model_widths: bool = False, table_sets: tuple[tuple[int, ...], ...] = (),
           prefetched: bool = False, vram_free_share: float | None = None, level0: str | None = None,
-          partial_tree: bool = False) -> list[list]:
+          partial_tree: bool = False, bit_shares: tuple[float, ...] = (0.8, 0.95)) -> list[list]:
     t1 = time.perf_counter()
     zkey = random_key(curve, log_n, np.random.default_rng(log_n))
     t2 = time.perf_counter()
@@ -115,8 +115,9 @@ def bench(curve, log_n: int, profiles: dict[str, str] | None = None, batched_win
     defaults = {"batched": backend.batched_window_combination, "shared": msm.shared_sort, "model": msm.window_model,
                 "measured": msm.measured_widths, "prefetched": False, "level0": None,
                 "levels": msm.partial_levels}
-    base = [("random", 0.0, False), ("80% {0,1}", 0.8, False), ("80% {0,1}, split", 0.8, True),
-            ("95% {0,1}", 0.95, False), ("95% {0,1}, split", 0.95, True)]
+    base = [("random", 0.0, False)]
+    for share in bit_shares:  # each share plain and through the 0/1 split (CudaOptions.msm_split_min_bits)
+        base += [(f"{share:.0%} {{0,1}}", share, False), (f"{share:.0%} {{0,1}}, split", share, True)]
     cases = [(label, bits, split, {}) for label, bits, split in base]
     # the same witnesses (random, and the split rows) once more with options set another way: (the options
     # and their values, what a row's label says of them)
@@ -247,6 +248,10 @@ def main() -> None:
     parser.add_argument("--partial-tree", action="store_true",
                         help="the same rows with level 0's pieces summed by the levels of fresh buffers before session "
                              "56 (MsmRunner.partial_levels = 'tree'), not in place")
+    parser.add_argument("--bit-shares", type=lambda v: tuple(float(x) for x in v.split(",")), default=(0.8, 0.95),
+                        metavar="S,S",
+                        help="the bit-heavy witnesses' shares of values in {0, 1}, each timed plain and through the "
+                             "split (e.g. 0.8,0.85,0.9,0.95: where the split starts to pay, CudaOptions.msm_split_min_bits)")
     parser.add_argument("--vram-free-share", type=float, default=None, metavar="SHARE",
                         help="CudaOptions.vram_free_share for the budget the tables are placed under (docs/seed_scale.md "
                              "gives 0.965 for H's table beside a 2^26 key on an H200); the default's otherwise")
@@ -260,7 +265,7 @@ def main() -> None:
             rows += bench(curve, log_n, profiles, args.batched_windows, args.shared_sort, args.window_model,
                           args.fixed_base, args.model_widths,
                           tuple(tuple(int(n) for n in v.split(",")) for v in args.fixed_base_sets), args.prefetched,
-                          args.vram_free_share, args.level0, args.partial_tree)
+                          args.vram_free_share, args.level0, args.partial_tree, args.bit_shares)
             write_table(sizes, header, rows, profiles, CudaDevice().name)  # after every curve: a time limit keeps the rows so far
 
 
