@@ -134,20 +134,20 @@ def bench(curve, log_n: int, profiles: dict[str, str] | None = None, batched_win
         others.append(({"measured": False}, "the model's widths, not the measured ones"))
     if prefetched:  # the stage as the engine's later partitions hold the GPU lock for it: no upload inside
         others.append(({"prefetched": True}, "witness prefetched"))
+
+    def also_prefetched(flipped: dict, says: str) -> None:  # a variant's rows, and with --prefetched as the engine runs it
+        others.append((flipped, says))
+        if prefetched:
+            others.append(({**flipped, "prefetched": True}, f"{says}, witness prefetched"))
+
     if level0:  # level 0 flat in every MSM, or session 54's default: BLS12-381's G2 chunked (MsmRunner.level0_chunked)
-        others.append(({"level0": level0}, f"level 0 {level0}"))
-        if prefetched:
-            others.append(({"level0": level0, "prefetched": True}, f"level 0 {level0}, witness prefetched"))
+        also_prefetched({"level0": level0}, f"level 0 {level0}")
     if partial_tree:  # level 0's pieces summed by the levels before session 56 (MsmRunner.partial_levels)
-        others.append(({"levels": "tree"}, "partial tree"))
-        if prefetched:
-            others.append(({"levels": "tree", "prefetched": True}, "partial tree, witness prefetched"))
+        also_prefetched({"levels": "tree"}, "partial tree")
     # last: the key reloaded with the tables place_key gives it under the whole budget, then with each table of
-    # the first of the --fixed-base-sets counts that fits; with --prefetched, each also as the engine runs it
+    # the first of the --fixed-base-sets counts that fits
     for sets in ([TABLE_SETS] if fixed_base else []) + list(table_sets):
-        others.append(({"tables": sets}, "fixed-base tables"))
-        if prefetched:
-            others.append(({"tables": sets, "prefetched": True}, "fixed-base tables, witness prefetched"))
+        also_prefetched({"tables": sets}, "fixed-base tables")
     for flipped, says in others:
         cases += [(f"{label}, {says}", bits, split, flipped) for label, bits, split in base if split or not bits]
     load_s = t3 - t2
