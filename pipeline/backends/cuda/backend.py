@@ -136,6 +136,7 @@ class CudaBackend(Backend):
         max_fq_limbs = max(c.fq.limbs for c in CURVES)  # one slot fits a G2 XYZZ point of any curve
         self._results = PinnedResultPool(self.device, results_bytes(4 * 2 * 8 * max_fq_limbs))
         self.msm_split_min_bits = options.msm_split_min_bits  # an attribute too: benches and tests flip it
+        self.stream_split_min_bits = options.stream_split_min_bits  # likewise
         self.stream_tails = options.stream_tails  # likewise
         self.stream_h = options.stream_h  # likewise (read when a key is placed)
         self.stream_queue_depth = options.stream_queue_depth  # likewise

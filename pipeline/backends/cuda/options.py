@@ -28,8 +28,13 @@ class CudaOptions:
     # Where compiled kernels are cached on disk; None: ~/.cache/zkpipe/kernels.
     kernel_cache_dir: str | None = None
     # Split A, B1, B2 and C into a batch sum of the ones and a tail MSM when at least this share of
-    # the witness is 0 or 1 (split.py); above 1: never. 0.5 was chosen, not swept (bench/NOTES.md).
-    msm_split_min_bits: float = 0.5
+    # the witness is 0 or 1 (split.py); above 1: never. Swept in one call (H100, 2^26 BLS12-381 GPU stage,
+    # bench/results/gpu_stage_26_s57_h100_bit_shares.md), plain against split: 80% 1196 / 1229 ms, 85% 1085 /
+    # 1109, 90% 978 / 977, 95% 873 / 844; at 2^24 the two are within 1-3 ms at 80% and 95% (session 56).
+    msm_split_min_bits: float = 0.9
+    # The same for a key that streams (streamed.py): there the split also decides where the tails run
+    # (stream_tails) and spares each chunk a Pippenger MSM. 0.5 was chosen, not swept.
+    stream_split_min_bits: float = 0.5
     # A key larger than the VRAM budget streams its points through two device buffers of about
     # this many bytes each (streamed.py): larger chunks mean fewer launches per pass, more VRAM.
     stream_chunk_bytes: int = 1 << 30
@@ -124,10 +129,10 @@ class CudaOptions:
         if blocks is not None and (isinstance(blocks, bool) or blocks not in G1_MIN_BLOCKS_BUILT):
             raise ValueError(f"CudaOptions.msm_g1_min_blocks must be one of {G1_MIN_BLOCKS_BUILT} "
                              f"(the variants built), got {blocks!r}")
-        if isinstance(self.msm_split_min_bits, bool) or not isinstance(self.msm_split_min_bits, (int, float)) \
-                or self.msm_split_min_bits < 0:
-            raise ValueError(f"CudaOptions.msm_split_min_bits must be a share >= 0 (above 1: never split), "
-                             f"got {self.msm_split_min_bits!r}")
+        for name in ("msm_split_min_bits", "stream_split_min_bits"):
+            share = getattr(self, name)
+            if isinstance(share, bool) or not isinstance(share, (int, float)) or share < 0:
+                raise ValueError(f"CudaOptions.{name} must be a share >= 0 (above 1: never split), got {share!r}")
         if isinstance(self.stream_chunk_bytes, bool) or not isinstance(self.stream_chunk_bytes, int) \
                 or self.stream_chunk_bytes < (1 << 20):
             raise ValueError(f"CudaOptions.stream_chunk_bytes must be an integer of at least 1 MiB, "

@@ -278,7 +278,7 @@ class CudaStreamedPass(StreamedPass):
             with clock.phase("prologue: resident MSMs"):
                 b._enqueue_msms(key, d_w, None, results, self.with_b_g2, None,
                                 sections=tuple(s for s in resident if s != "h"))
-            bit_heavy = split_worth_it(self.items[index][1], b.msm_split_min_bits) and \
+            bit_heavy = split_worth_it(self.items[index][1], b.stream_split_min_bits) and \
                 any(s in key.placement.streamed for s in WITNESS_SECTIONS)
             on_device = bit_heavy and self._device_tails_fit(index)
             if on_device:  # before H, which frees the witness

@@ -30,7 +30,8 @@ def test_defaults_are_the_behaviour_without_settings():
     options = CudaOptions()
     assert options.stream_ordered_memory is True and options.sync_after_launch is False
     assert options.msm_g1_min_blocks is None and options.kernel_cache_dir is None
-    assert options.msm_split_min_bits == 0.5 and options.stream_chunk_bytes == 1 << 30
+    assert options.msm_split_min_bits == 0.9 and options.stream_split_min_bits == 0.5
+    assert options.stream_chunk_bytes == 1 << 30
     assert options.stream_tails == "prologue" and options.stream_queue_depth == 2
     assert options.msm_batched_window_combination is True
     assert options.msm_fixed_base_sets == (1, 2) and CudaOptions(msm_fixed_base_sets=[2, 1]).msm_fixed_base_sets == (2, 1)
@@ -44,7 +45,7 @@ def test_defaults_are_the_behaviour_without_settings():
 @pytest.mark.parametrize("bad", [
     {"msm_g1_min_blocks": 2}, {"msm_g1_min_blocks": True}, {"sync_after_launch": 1},
     {"stream_ordered_memory": "yes"}, {"kernel_cache_dir": ""}, {"msm_split_min_bits": -0.1},
-    {"msm_split_min_bits": "half"}, {"stream_chunk_bytes": 1000}, {"stream_chunk_bytes": 2.5},
+    {"msm_split_min_bits": "half"}, {"stream_split_min_bits": -1}, {"stream_split_min_bits": True}, {"stream_chunk_bytes": 1000}, {"stream_chunk_bytes": 2.5},
     {"stream_chunk_max_bytes": -1}, {"stream_chunk_max_bytes": True},
     {"stream_tails": "host"}, {"msm_batched_window_combination": 1}, {"stream_queue_depth": 0},
     {"stream_queue_depth": 2.0}, {"stream_queue_depth": True},
