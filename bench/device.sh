@@ -20,8 +20,7 @@
 #            bn128 --window-model 2.2,6.5" (rows with the MSM windows of another cost model beside), "--prefetched" (rows
 #            with the witness on the device before the clock, as the engine's later partitions run), "--fixed-base
 #            --fixed-base-sets 2" (the tables that fit, then every table at two bucket sets: GPUs smaller than the tables),
-#            "--bit-shares 0.8,0.85,0.9,0.95" (each share plain and split: where the split starts to pay), "--segments-pow2"
-#            (rows with the running sums' segments by the power-of-two rule before session 57 beside)]                                                      -> bench/results/gpu_stage_<sizes>.md
+#            "--bit-shares 0.8,0.85,0.9,0.95" (each share plain and split: where the split starts to pay)]                                                      -> bench/results/gpu_stage_<sizes>.md
 #   memory   bench.gpu_memory_modes [MEMORY_SIZES=10 14 18 22]                        -> bench/results/gpu_memory_modes.md
 #   blocks   bench.gpu_blocks [BLOCKS_LOG=22]                                         -> bench/results/gpu_blocks_2e<log>.md
 #   build    bench.kernel_build: NVRTC on threads vs spawned processes, all units      -> bench/results/kernel_build.md

@@ -100,8 +100,7 @@ def bench(curve, log_n: int, profiles: dict[str, str] | None = None, batched_win
           shared_sort: bool = False, window_model: tuple[float, float] | None = None,
           fixed_base: bool = False, model_widths: bool = False, table_sets: tuple[tuple[int, ...], ...] = (),
           prefetched: bool = False, vram_free_share: float | None = None, level0: str | None = None,
-          partial_tree: bool = False, bit_shares: tuple[float, ...] = (0.8, 0.95),
-          segments_pow2: bool = False) -> list[list]:
+          partial_tree: bool = False, bit_shares: tuple[float, ...] = (0.8, 0.95)) -> list[list]:
     t1 = time.perf_counter()
     zkey = random_key(curve, log_n, np.random.default_rng(log_n))
     t2 = time.perf_counter()
@@ -115,7 +114,7 @@ def bench(curve, log_n: int, profiles: dict[str, str] | None = None, batched_win
     msm = backend.runtime(curve).msm
     defaults = {"batched": backend.batched_window_combination, "shared": msm.shared_sort, "model": msm.window_model,
                 "measured": msm.measured_widths, "prefetched": False, "level0": None,
-                "levels": msm.partial_levels, "segments": msm.segment_schedule}
+                "levels": msm.partial_levels}
     base = [("random", 0.0, False)]
     for share in bit_shares:  # each share plain and through the 0/1 split (CudaOptions.msm_split_min_bits)
         base += [(f"{share:.0%} {{0,1}}", share, False), (f"{share:.0%} {{0,1}}, split", share, True)]
@@ -145,8 +144,6 @@ def bench(curve, log_n: int, profiles: dict[str, str] | None = None, batched_win
         also_prefetched({"level0": level0}, f"level 0 {level0}")
     if partial_tree:  # level 0's pieces summed by the levels before session 56 (MsmRunner.partial_levels)
         also_prefetched({"levels": "tree"}, "partial tree")
-    if segments_pow2:  # the running sums' segments by the power-of-two rule before session 57 (MsmRunner.segment_schedule)
-        also_prefetched({"segments": "pow2"}, "segments pow2")
     # last: the key reloaded with the tables place_key gives it under the whole budget, then with each table of
     # the first of the --fixed-base-sets counts that fits
     for sets in ([TABLE_SETS] if fixed_base else []) + list(table_sets):
@@ -197,7 +194,6 @@ def bench(curve, log_n: int, profiles: dict[str, str] | None = None, batched_win
         msm.level0_flat = True if settings["level0"] == "flat" else None
         msm.level0_chunked = {("bls12381", "G2")} if settings["level0"] == "chunked" else set(LEVEL0_CHUNKED)
         msm.partial_levels = settings["levels"]
-        msm.segment_schedule = settings["segments"]
         stage_once(backend, key, witness, shape, settings["prefetched"])  # warm-up (kernel load, twiddles)
         spmv = spmv_ms(backend, key, witness)
         runs = [stage_once(backend, key, witness, shape, settings["prefetched"]) for _ in range(REPEAT)]
@@ -252,9 +248,6 @@ def main() -> None:
     parser.add_argument("--partial-tree", action="store_true",
                         help="the same rows with level 0's pieces summed by the levels of fresh buffers before session "
                              "56 (MsmRunner.partial_levels = 'tree'), not in place")
-    parser.add_argument("--segments-pow2", action="store_true",
-                        help="the same rows with the running sums' segments by the power-of-two rule before session 57 "
-                             "(MsmRunner.segment_schedule = 'pow2'), not in one wave of the device")
     parser.add_argument("--bit-shares", type=lambda v: tuple(float(x) for x in v.split(",")), default=(0.8, 0.95),
                         metavar="S,S",
                         help="the bit-heavy witnesses' shares of values in {0, 1}, each timed plain and through the "
@@ -272,7 +265,7 @@ def main() -> None:
             rows += bench(curve, log_n, profiles, args.batched_windows, args.shared_sort, args.window_model,
                           args.fixed_base, args.model_widths,
                           tuple(tuple(int(n) for n in v.split(",")) for v in args.fixed_base_sets), args.prefetched,
-                          args.vram_free_share, args.level0, args.partial_tree, args.bit_shares, args.segments_pow2)
+                          args.vram_free_share, args.level0, args.partial_tree, args.bit_shares)
             write_table(sizes, header, rows, profiles, CudaDevice().name)  # after every curve: a time limit keeps the rows so far
 
 
