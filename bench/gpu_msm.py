@@ -17,9 +17,6 @@ flat and chunked, same data; --level0-entries 32,128,256 adds flat and chunked r
 --partial-levels 22,24,26 times G1 and G2 (up to g2_max_log) at those sizes with level 0's pieces summed in place
 (msm_sum_pieces, the default) and by the levels into fresh buffers before session 56 (MsmRunner.partial_levels), same
 data (--level0-curves and --level0-groups narrow it too).
---segments 22,24,26 times G1 and G2 (up to g2_max_log) at those sizes with the running sums' segments in one
-wave of the device (the default since session 57) and by the power-of-two rule before (MsmRunner.segment_schedule),
-same data (--level0-curves and --level0-groups narrow it too).
 --sort-compare 24,26 times G1 and G2 (up to g2_max_log) at those sizes with the binned digit sort and
 the ranks-and-scatter one, same data.
 """
@@ -321,14 +318,6 @@ def partial_levels_compare(backend, logs: Iterable[int], rng, rows, g2_max: int,
                      curves, groups)
 
 
-def segments_compare(backend, logs: Iterable[int], rng, rows, g2_max: int, curves: Iterable[str] | None = None,
-                     groups: Iterable[bool] = (False, True)) -> None:
-    """The running sums' segments in one wave and by the power-of-two rule (MsmRunner.segment_schedule)."""
-    compare_variants(backend, logs, rng, rows, g2_max,
-                     [(" segments one wave", {"segment_schedule": "one_wave"}),
-                      (" segments pow2", {"segment_schedule": "pow2"})], curves, groups)
-
-
 def sort_compare(backend, logs: Iterable[int], rng, rows, g2_max: int) -> None:
     """The binned digit sort and the ranks-and-scatter one (MsmRunner.binned_sort)."""
     compare_variants(backend, logs, rng, rows, g2_max,
@@ -350,7 +339,7 @@ def main(g1_min: int = 16, g1_max: int = 24, g2_max: int = 22, out_path: str | N
          sort_logs: Iterable[int] = (), sweep_span: int = 1, sweep_g2: bool = False, sweep_widths: range | None = None,
          sweep_curves: Iterable[str] | None = None, sweep_kinds: Iterable[str] | None = None,
          level0_curves: Iterable[str] | None = None, level0_groups: Iterable[bool] = (False, True),
-         partial_logs: Iterable[int] = (), segment_logs: Iterable[int] = ()) -> str:
+         partial_logs: Iterable[int] = ()) -> str:
     backend = CudaBackend()
     rng = np.random.default_rng(2)
     rows: list = []
@@ -378,7 +367,6 @@ def main(g1_min: int = 16, g1_max: int = 24, g2_max: int = 22, out_path: str | N
                  sweep_kinds)
     level0_compare(backend, level0_logs, rng, rows, g2_max, [None, *level0_entries], level0_curves, level0_groups)
     partial_levels_compare(backend, partial_logs, rng, rows, g2_max, level0_curves, level0_groups)
-    segments_compare(backend, segment_logs, rng, rows, g2_max, level0_curves, level0_groups)
     sort_compare(backend, sort_logs, rng, rows, g2_max)
     table = markdown_table(["curve", "group", "n", "scalars", "ms", "window c", "Madd/s"], rows)
     text = (f"# MSM on {backend.device.name}\n\nPoints resident on the device, scalars copied from host "
@@ -417,15 +405,12 @@ if __name__ == "__main__":
     parser.add_argument("--level0-entries", type=lambda v: [int(k) for k in v.split(",")], default=[],
                         help="with --level0: flat and chunked rows once more per count of entries a thread (e.g. 32,128,256)")
     parser.add_argument("--level0-curves", nargs="+", choices=[BLS12_381.name, BN254.name], default=None,
-                        help="with --level0, --partial-levels or --segments: only these curves")
+                        help="with --level0 or --partial-levels: only these curves")
     parser.add_argument("--level0-groups", nargs="+", choices=["G1", "G2"], default=["G1", "G2"],
-                        help="with --level0, --partial-levels or --segments: only these groups")
+                        help="with --level0 or --partial-levels: only these groups")
     parser.add_argument("--partial-levels", type=lambda v: [int(k) for k in v.split(",")], default=[],
                         help="sizes (log2, comma-separated) timed with level 0's pieces summed in place and by the "
                              "levels before session 56 (G2 up to g2_max_log)")
-    parser.add_argument("--segments", type=lambda v: [int(k) for k in v.split(",")], default=[],
-                        help="sizes (log2, comma-separated) timed with the running sums' segments in one wave and by "
-                             "the power-of-two rule before session 57 (G2 up to g2_max_log)")
     parser.add_argument("--sort-compare", type=lambda v: [int(k) for k in v.split(",")], default=[],
                         help="sizes (log2, comma-separated) timed with the binned digit sort and the scatter one "
                              "(G2 up to g2_max_log)")
@@ -435,4 +420,4 @@ if __name__ == "__main__":
          level0_entries=a.level0_entries, sort_logs=a.sort_compare, sweep_span=a.sweep_span, sweep_g2=a.sweep_g2,
          sweep_widths=a.sweep_widths, sweep_curves=a.sweep_curves, sweep_kinds=["random"] if a.sweep_random else None,
          level0_curves=a.level0_curves, level0_groups=tuple(g == "G2" for g in a.level0_groups),
-         partial_logs=a.partial_levels, segment_logs=a.segments)
+         partial_logs=a.partial_levels)

@@ -63,7 +63,7 @@ def before_after_cells(per_round: list[list[float]], digits: int) -> list[str]:
 
 
 def ab_rows(backend: CudaBackend, curve, before_root: Path, g2: bool, logs: list[int], rounds: int,
-            repeat: int, rng, uniform: bool = False, segments: str = "pow2") -> list[list]:
+            repeat: int, rng, uniform: bool = False) -> list[list]:
     """Rows of one curve and group: each size and kind of scalars, before and after in alternating rounds;
     ``uniform``: a kind of scalars uniform below r besides (gpu_msm's "random" stay under 2^(bits - 1))."""
     if not logs:
@@ -72,10 +72,6 @@ def ab_rows(backend: CudaBackend, curve, before_root: Path, g2: bool, logs: list
     before = MsmRunner(MsmKernels(backend.device, curve, source_root=before_root), backend.allocator, backend.stream,
                        after.g1_min_blocks)
     before.g2_field, before.g2_min_blocks, before.lazy = after.g2_field, after.g2_min_blocks, after.lazy
-    # the running sums' segments both kernel sets run alike: msm_bucket_segments before session 57 takes the
-    # power-of-two rule's alone (MsmRunner.segment_schedule; the one-wave schedule is a host change: bench.gpu_msm)
-    saved_schedule = after.segment_schedule
-    before.segment_schedule = after.segment_schedule = segments
     n_max = 1 << max(logs)
     points, scalars = random_msm_data(rng, curve, g2, n_max)
     if uniform:
@@ -102,7 +98,6 @@ def ab_rows(backend: CudaBackend, curve, before_root: Path, g2: bool, logs: list
                              *before_after_cells(alternating_rounds(2, rounds, timed), 3)])
                 print(rows[-1], flush=True)
     before.kernels.close()
-    after.segment_schedule = saved_schedule
     return rows
 
 
@@ -143,7 +138,7 @@ def ntt_ab_rows(backend: CudaBackend, curve, before_root: Path, logs: list[int],
 
 
 def main(before_root: Path, curves: list[str], g1: list[int], g2: list[int], rounds: int, repeat: int,
-         out: str | None, uniform: bool = False, ntt: list[int] = (), segments: str = "pow2") -> str:
+         out: str | None, uniform: bool = False, ntt: list[int] = ()) -> str:
     if not (before_root / "programs").is_dir():
         raise SystemExit(f"bench.kernel_ab: {before_root} is not a cuda_src folder (no programs/ in it)")
     backend = CudaBackend()
@@ -151,8 +146,8 @@ def main(before_root: Path, curves: list[str], g1: list[int], g2: list[int], rou
     rows: list[list] = []
     for name in curves:
         curve = curve_by_name(name)
-        rows += ab_rows(backend, curve, before_root, False, g1, rounds, repeat, rng, uniform, segments)
-        rows += ab_rows(backend, curve, before_root, True, g2, rounds, repeat, rng, uniform, segments)
+        rows += ab_rows(backend, curve, before_root, False, g1, rounds, repeat, rng, uniform)
+        rows += ab_rows(backend, curve, before_root, True, g2, rounds, repeat, rng, uniform)
         rows += ntt_ab_rows(backend, curve, before_root, list(ntt), rounds, repeat, rng)
     device = backend.device.name
     backend.close()
@@ -161,8 +156,7 @@ def main(before_root: Path, curves: list[str], g1: list[int], g2: list[int], rou
             f"points and scalars (points resident, scalars from pinned memory in each timed call; the transforms' "
             f"data resident, \"scalars\" says whether both gave the same words); {rounds} rounds alternating "
             f"which goes first, each the median of {repeat} CUDA-event timings after a warm-up; the columns are "
-            f"the medians over the rounds and each round's ratio. The running sums' segments: \"{segments}\" "
-            f"(MsmRunner.segment_schedule) for both.\n\n{markdown_table(HEADER, rows)}\n")
+            f"the medians over the rounds and each round's ratio.\n\n{markdown_table(HEADER, rows)}\n")
     write_result(out, text)
     return text
 
@@ -178,9 +172,5 @@ if __name__ == "__main__":
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--out", default=None, help="markdown file (default: print only)")
     parser.add_argument("--uniform", action="store_true", help=f'rows of scalars "{UNIFORM}" too')
-    parser.add_argument("--segments", default="pow2", choices=("pow2", "one_wave"),
-                        help="the running sums' segments for both kernel sets (MsmRunner.segment_schedule; an earlier "
-                             "tree's kernels may take pow2 alone)")
     args = parser.parse_args()
-    main(args.before, args.curves, args.g1, args.g2, args.rounds, args.repeat, args.out, args.uniform, args.ntt,
-         args.segments)
+    main(args.before, args.curves, args.g1, args.g2, args.rounds, args.repeat, args.out, args.uniform, args.ntt)

@@ -290,28 +290,6 @@ def test_pieces_summed_in_place_and_by_the_tree_match_the_reference(cuda_backend
         msm.partial_levels, msm.level0_entries = "in_place", None
 
 
-@pytest.mark.parametrize("group_name", ["g1", "g2"])
-def test_running_sums_in_any_segments_match_the_reference(cuda_backend, runtime, gpu_curve, group_name):
-    """The running sums' segments (msm_bucket_segments) in one wave of this device (the default), by the
-    power-of-two rule before session 57, and at item counts that leave a window's last segment short and its row
-    padded with infinity (1, 3, 7, 100 items: segments of up to a whole window), at three widths."""
-    group = getattr(gpu_curve, group_name)
-    rng = random.Random(f"segments {gpu_curve.name} {group_name}")
-    points = _edge_points(group, 700)
-    enc = encode_points(gpu_curve, group, points)
-    scalars = _scalars("random", gpu_curve.fr, rng, len(points))
-    expected = msm_ref(group, points, scalars)
-    msm = runtime.msm
-    try:
-        for schedule in ("one_wave", "pow2", 1, 3, 7, 100):
-            msm.segment_schedule = schedule
-            for c in (5, 8, 11):
-                got = _gpu_msm(cuda_backend, runtime, gpu_curve, group, enc, scalars, c)
-                assert group.eq(got, expected), (schedule, c)
-    finally:
-        msm.segment_schedule = "one_wave"
-
-
 def _level0_scheme(msm, flat: bool) -> None:
     """Level 0 flat, or chunked at a G1 occupancy its chunked kernel is built for (launch.G1_LEVEL0_CHUNKED_BUILT;
     the default, BLS12-381's 3 blocks an SM, has none). The caller restores ``g1_min_blocks``."""

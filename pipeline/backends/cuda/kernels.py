@@ -250,13 +250,6 @@ class CurveKernels:
             self._load((self._unit_of[expr],))
         return self._functions[expr]
 
-    def resident_blocks(self, expr: str, block: int, shared_bytes: int = 0) -> int:
-        """Blocks of ``block`` threads of kernel ``expr`` the whole device holds at once (its occupancy
-        limit an SM, times the SMs): a grid of more runs in waves."""
-        per_sm = check(driver.cuOccupancyMaxActiveBlocksPerMultiprocessor(self._function(expr), block, shared_bytes),
-                       "cuOccupancyMaxActiveBlocksPerMultiprocessor", expr)
-        return int(per_sm) * self.device.sm_count
-
     def launch(self, expr: str, grid: int, block: int, args: tuple, stream, shared_bytes: int = 0,
                dependent: bool = False) -> None:
         """Launch ``expr`` on ``stream``; the launch status is checked, and with

@@ -204,22 +204,6 @@ def plan_msm(n: int, scalar_bits: int, c: int | None = None, cache_bytes: int | 
     return MsmPlan(n, c, w, nb, seg, sets)
 
 
-def segment_layout(reduced: int, buckets_per_window: int, seg_len: int, items: int | None) -> tuple[int, int, int]:
-    """(segment length, segments a window, row pitch) of the reduction's running sums (msm_bucket_segments)
-    over ``reduced`` windows: ``items`` None keeps the plan's power-of-two ``seg_len`` (SEGMENT_THREADS items at
-    most); otherwise as many segments as make at most ``items`` in all, the last of a window shorter, each
-    window's row padded to a power of two (msm_reduce_halves) with infinity. ``items`` is what the device
-    holds at once (MsmRunner._segment_items): at 2^26 the power-of-two rule's 53248 items ran in 1.05 waves of
-    G1's kernel on an H100 (396 blocks of 128 at once) and 3.15 of G2's."""
-    if items is None:
-        segs = buckets_per_window // seg_len
-        return seg_len, segs, segs
-    per_window = max(1, min(buckets_per_window, items // reduced))
-    length = -(-buckets_per_window // per_window)
-    segs = -(-buckets_per_window // length)
-    return length, segs, 1 << (segs - 1).bit_length()
-
-
 @dataclass
 class FixedBaseTable:
     """2^(c S j) P_i for every table window j < ``plan.table_windows`` (S = ``plan.table_sets``) and row i <
@@ -327,10 +311,6 @@ class MsmRunner:
         # fresh buffers) or "tree" (every bucket through levels of LEVEL_CHUNK partials, each into a fresh buffer:
         # the scheme before session 56, kept for the benches' same-call comparison).
         self.partial_levels = "in_place"
-        # The running sums' segments: "one_wave" (as many items as the device holds at once, segment_layout) or
-        # "pow2" (the power-of-two rule before session 57; benches compare); an int: that many items (tests).
-        self.segment_schedule: str | int = "one_wave"
-        self._resident_items: dict[str, int | None] = {}  # per bucket field: _segment_items
         self.profile = False  # when set, last_phases_ms gets CUDA-event times per phase
         self.last_phases_ms: dict[str, float] = {}
         self._marks: list = []
@@ -355,25 +335,6 @@ class MsmRunner:
     def _lanes(self, g2: bool) -> int:
         """Threads per point in the bucket kernels (ff/fq2_pair.cuh holds a G2 point over two)."""
         return 2 if g2 and self.g2_field == "fq2_pair_t" else 1
-
-    def _segment_items(self, g2: bool) -> int | None:
-        """Items of msm_bucket_segments for ``segment_layout``: None for the power-of-two rule."""
-        schedule = self.segment_schedule
-        if schedule == "pow2":
-            return None
-        if schedule != "one_wave":
-            return int(schedule)
-        field = self._field(g2)
-        if field not in self._resident_items:  # runners on fakes without a device (CPU tests) keep the rule
-            resident = getattr(self.kernels, "resident_blocks", None)
-            self._resident_items[field] = None if resident is None else \
-                resident(f"msm_bucket_segments<{field}>", REDUCE_BLOCK) * REDUCE_BLOCK // self._lanes(g2)
-        return self._resident_items[field]
-
-    def _segments(self, g2: bool, plan: MsmPlan, reduced: int | None = None) -> tuple[int, int, int]:
-        """``segment_layout`` of ``plan``'s reduction (over ``reduced`` windows; its n_windows where None)."""
-        return segment_layout(reduced or plan.n_windows, plan.buckets_per_window, plan.seg_len,
-                              self._segment_items(g2))
 
     def _level0_variant(self, g2: bool) -> tuple[str, int]:
         field = self._field(g2)
@@ -459,7 +420,7 @@ class MsmRunner:
         tree = self.partial_levels == "tree"  # its levels' fresh buffers beside the pieces
         levels = held + xyzz * (chunks + (min(chunks, -(-chunks // LEVEL_CHUNK) + nb) if tree else 0)) \
             + 3 * 4 * (nb + 1) + scan
-        segments = held + xyzz * reduced * self._segments(g2, plan, reduced)[2] + xyzz * chunks
+        segments = held + xyzz * reduced * (plan.buckets_per_window // plan.seg_len) + xyzz * chunks
         return 8 * (nb + 1) + max(sort, level0, levels, segments)
 
     def table_bytes(self, g2: bool, n: int, c: int | None = None, table_sets: int = 1) -> int:
@@ -554,24 +515,23 @@ class MsmRunner:
         into ``d_out``, or the window sums to ``d_windows`` (``enqueue``)."""
         xyzz_bytes = self.xyzz_bytes(g2)
         field, lanes = self._field(g2), self._lanes(g2)
-        seg_len, segs, pitch = self._segments(g2, plan)
-        with self.allocator.alloc(xyzz_bytes * plan.n_windows * pitch, "msm segment sums") as d_seg:
-            if pitch > segs:  # the rows' padding: infinity (all words zero) for msm_reduce_halves
-                d_seg.memset32(0, self.stream)
+        segs = plan.buckets_per_window // plan.seg_len
+        with self.allocator.alloc(xyzz_bytes * plan.n_windows * segs, "msm segment sums") as d_seg:
             self._launch(f"msm_bucket_segments<{field}>", plan.n_windows * segs, REDUCE_BLOCK,
-                         (d_seg.ptr, d_partials, d_chunk_off, plan.buckets_per_window, seg_len, plan.n_windows), lanes)
+                         (d_seg.ptr, d_partials, d_chunk_off, plan.buckets_per_window,
+                          plan.seg_len, plan.n_windows), lanes)
             self._mark("bucket running sums")
-            half = pitch // 2
+            half = segs // 2
             while half >= 1:
                 self._launch(f"msm_reduce_halves<{field}>", plan.n_windows * half, REDUCE_BLOCK,
-                             (d_seg.ptr, plan.n_windows, pitch, half), lanes)
+                             (d_seg.ptr, plan.n_windows, segs, half), lanes)
                 half //= 2
             self._mark("segment sums")
             if d_windows:
-                self._copy_window_sums(d_windows, d_seg.ptr, pitch * xyzz_bytes, xyzz_bytes, plan.n_windows)
+                self._copy_window_sums(d_windows, d_seg.ptr, segs * xyzz_bytes, xyzz_bytes, plan.n_windows)
                 return DeferredWindows(g2, d_windows, plan.n_windows, plan.c, d_out)
             self.kernels.launch(f"msm_combine_windows<{field}>", 1, lanes,
-                                (d_out, d_seg.ptr, pitch, plan.n_windows, plan.c), self.stream)
+                                (d_out, d_seg.ptr, segs, plan.n_windows, plan.c), self.stream)
             self._mark("window combination")
             return None
 
@@ -625,7 +585,7 @@ class MsmRunner:
         (under the whole MSM's window width) and the finishing steps."""
         plan = self.plan(n, g2)
         buckets = self.xyzz_bytes(g2) * plan.n_buckets
-        finish = 4 * (plan.n_buckets + 1) + self.xyzz_bytes(g2) * plan.n_windows * self._segments(g2, plan)[2]
+        finish = 4 * (plan.n_buckets + 1) + self.xyzz_bytes(g2) * plan.n_windows * (plan.buckets_per_window // plan.seg_len)
         return buckets + max(self.scratch_bytes(min(piece, n), g2, c=plan.c), finish)
 
     def bin_bits(self, n: int, plan: MsmPlan) -> tuple[int, int] | None:

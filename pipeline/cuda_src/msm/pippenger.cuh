@@ -32,21 +32,6 @@
 static constexpr uint32_t MSM_NEG_BIT = 0x80000000u;
 static constexpr uint32_t MSM_NO_BUCKET = 0xffffffffu;
 
-// Scalar i's 8 words, as two 16-byte loads where the array is 16-byte aligned (every MSM's is: scalars start at
-// an allocation or a whole scalar past one; the word loads stay as the fallback). A warp's word loads each
-// touched 32 sectors for 4 bytes of each: the digit kernels read 8x the scalars' sectors from L2, ~0.3 of
-// their L2 traffic beside the counts' atomics (ncu, 2^26, session 57: bench/results/msm_sort_ncu_s57.md).
-__device__ __forceinline__ void load_scalar(const uint32_t* __restrict__ d_scalars, uint64_t i, uint32_t s[8]) {
-    if ((reinterpret_cast<uint64_t>(d_scalars) & 15) == 0) {
-        const uint4* v = reinterpret_cast<const uint4*>(d_scalars) + 2 * i;
-        const uint4 lo = v[0], hi = v[1];
-        s[0] = lo.x, s[1] = lo.y, s[2] = lo.z, s[3] = lo.w, s[4] = hi.x, s[5] = hi.y, s[6] = hi.z, s[7] = hi.w;
-    } else {
-#pragma unroll
-        for (int k = 0; k < 8; k++) s[k] = d_scalars[8ull * i + k];
-    }
-}
-
 // Bits [off, off + c) of a 256-bit scalar (8 words), c <= 31; bits past 256 read as zero.
 __device__ __forceinline__ uint32_t scalar_bits(const uint32_t* s, int off, int c) {
     const int w = off >> 5, sh = off & 31;
@@ -129,8 +114,9 @@ __device__ __forceinline__ void msm_each_digit(const uint32_t* __restrict__ d_sc
     const uint32_t stride = gridDim.x * blockDim.x;
     for (uint32_t base = blockIdx.x * blockDim.x; base < n; base += stride) {  // warp-uniform trip count
         const uint32_t i = base + threadIdx.x;
-        uint32_t s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-        if (i < n) load_scalar(d_scalars, i, s);
+        uint32_t s[8];
+#pragma unroll
+        for (int k = 0; k < 8; k++) s[k] = i < n ? d_scalars[8ull * i + k] : 0;
         const bool flip = msm_least_magnitude(s);
         uint32_t carry = 0;
         for (int w = 0; w < n_windows; w++) {
@@ -174,7 +160,8 @@ __global__ void msm_scatter_digits(const uint32_t* __restrict__ d_scalars, uint3
                                    uint32_t table_stride, int table_sets) {
     for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
         uint32_t s[8];
-        load_scalar(d_scalars, i, s);
+#pragma unroll
+        for (int k = 0; k < 8; k++) s[k] = d_scalars[8ull * i + k];
         const bool flip = msm_least_magnitude(s);  // as msm_each_digit: the counts' digits
         const uint32_t point = d_point_index != nullptr ? d_point_index[i] : i;
         uint32_t carry = 0;
@@ -490,31 +477,25 @@ __device__ __forceinline__ xyzz_t<F> bucket_sum(const typename xyzz_t<F>::mem_t*
     return d_chunk_off[b + 1] > d_chunk_off[b] ? xyzz_t<F>::load(d_partials[d_chunk_off[b]]) : xyzz_t<F>::inf();
 }
 
-// Item (w, s): sum over digits d in segment s of window w of d * B_d, with
+// Thread (w, s): sum over digits d in segment s of window w of d * B_d, with
 //   sum_d d B_d = sum_d (d - s L) B_d + s L sum_d B_d   (running sums give the first term).
-// A window's ceil(buckets / L) segments (the last may be shorter) go to row w of d_seg, its pitch the power of two
-// at or above their count (msm_reduce_halves halves a row; the host zeroes the padding: infinity). The host picks L
-// so that the items fit the device at once (msm.py, segment_layout): one wave, every thread L buckets.
 template <class F>
 __global__ void msm_bucket_segments(typename xyzz_t<F>::mem_t* __restrict__ d_seg,
                                     const typename xyzz_t<F>::mem_t* __restrict__ d_partials,
                                     const uint32_t* __restrict__ d_chunk_off, uint32_t buckets_per_window,
                                     uint32_t seg_len, uint32_t n_windows) {
-    const uint32_t segs = (buckets_per_window + seg_len - 1) / seg_len;
-    uint32_t pitch = 1;
-    while (pitch < segs) pitch <<= 1;
+    const uint32_t segs = buckets_per_window / seg_len;
     const msm_items<F> items;
     for (uint32_t t = items.first; t < n_windows * segs; t += items.step) {
         const uint32_t w = t / segs, s = t % segs;
         const uint32_t first = w * buckets_per_window + s * seg_len;  // bucket of digit s L + 1
-        const int len = (int)min(seg_len, buckets_per_window - s * seg_len);
         xyzz_t<F> running = xyzz_t<F>::inf(), acc = xyzz_t<F>::inf();
-        for (int i = len - 1; i >= 0; i--) {
+        for (int i = seg_len - 1; i >= 0; i--) {
             running.add(bucket_sum<F>(d_partials, d_chunk_off, first + i));
             acc.add(running);
         }
         acc.add(running.mul_u32(s * seg_len));
-        acc.store(d_seg[w * pitch + s]);
+        acc.store(d_seg[t]);
     }
 }
 

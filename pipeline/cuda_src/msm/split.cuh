@@ -8,7 +8,11 @@
 // The host knows the counts (prep_msm counted them); the device's own totals are copied back
 // with the results and compared, so a disagreement is an error, never a wrong proof.
 #pragma once
-// load_scalar: msm/pippenger.cuh, included first.
+
+__device__ __forceinline__ void load_scalar(const uint32_t* d_scalars, uint64_t i, uint32_t s[8]) {
+#pragma unroll
+    for (int k = 0; k < 8; k++) s[k] = d_scalars[8ull * i + k];
+}
 
 __global__ void msm_classify(const uint32_t* __restrict__ d_scalars, uint64_t n, uint32_t* __restrict__ d_is_one,
                              uint32_t* __restrict__ d_is_other) {
@@ -36,10 +40,8 @@ __global__ void msm_compact(const uint32_t* __restrict__ d_scalars, uint64_t n, 
         const uint32_t other = d_other_pos[i];
         if (d_other_pos[i + 1] != other && other < cap_other) {
             d_other_idx[other] = (uint32_t)i;
-            uint32_t s[8];
-            load_scalar(d_scalars, i, s);
 #pragma unroll
-            for (int k = 0; k < 8; k++) d_other_scalars[8ull * other + k] = s[k];
+            for (int k = 0; k < 8; k++) d_other_scalars[8ull * other + k] = d_scalars[8ull * i + k];
         }
     }
 }

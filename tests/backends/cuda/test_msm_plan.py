@@ -9,9 +9,8 @@ from types import SimpleNamespace
 import pytest
 
 from pipeline.backends.cuda import msm as msm_module
-from pipeline.backends.cuda.launch import REDUCE_BLOCK
 from pipeline.backends.cuda.msm import (ADDITIONS_WINDOW_MODEL, BALANCED_WINDOW_MODEL, MEASURED_WIDTHS, MsmRunner,
-                                       measured_width, plan_msm, segment_layout)
+                                       measured_width, plan_msm)
 from pipeline.curves import BLS12_381, BN254
 
 H200_L2 = 50 << 20
@@ -153,74 +152,3 @@ def test_measured_widths_plan_the_swept_sizes_and_the_model_the_rest(monkeypatch
     monkeypatch.setattr(msm_module, "MEASURED_WIDTHS", {})
     assert plan_msm(1 << 22, bls).c == 16  # without the table: the model's choice, as before session 35
     assert [plan_msm(1 << k, bls, shared_buckets=True, table_sets=s) for k in (16, 22) for s in (1, 2)] == table_plans
-
-
-@pytest.mark.parametrize("reduced", [1, 2, 13, 16, 17])
-@pytest.mark.parametrize("log_buckets", [0, 3, 15, 19, 21])
-@pytest.mark.parametrize("items", [1, 5, 1000, 16896, 50688, 1 << 16, 1 << 30])
-def test_one_wave_segments_cover_every_bucket_within_the_items(reduced, log_buckets, items):
-    """segment_layout with the device's items: every segment nonempty, together exactly the window's buckets,
-    no more items than the device holds (where it holds one a window), the row's pitch the power of two at or
-    above the segments (msm_reduce_halves)."""
-    buckets = 1 << log_buckets
-    length, segs, pitch = segment_layout(reduced, buckets, 1, items)
-    assert length * (segs - 1) < buckets <= length * segs
-    assert reduced * segs <= max(items, reduced)
-    assert pitch & (pitch - 1) == 0 and segs <= pitch < 2 * segs
-    # a segment longer by one would overflow the items; shorter ones exist only where the window ran out
-    assert length == 1 or reduced * -(-buckets // (length - 1)) > items
-
-
-def test_the_power_of_two_rule_is_the_plans_own():
-    plan = plan_msm(1 << 26, BLS12_381.fr.bits, c=20)
-    assert segment_layout(plan.n_windows, plan.buckets_per_window, plan.seg_len, None) == \
-        (plan.seg_len, plan.buckets_per_window // plan.seg_len, plan.buckets_per_window // plan.seg_len)
-    assert plan.seg_len == 128 and plan.n_windows * (plan.buckets_per_window // plan.seg_len) == 53248
-
-
-def running_sums_model(buckets: list[list[int]], length: int, segs: int, pitch: int) -> list[int]:
-    """msm_bucket_segments then msm_reduce_halves, with integers for points (the padding zero: infinity):
-    each window's sum over digits d of d B_d, bucket d - 1 holding B_d."""
-    windows = len(buckets)
-    seg = [0] * (windows * pitch)
-    for t in range(windows * segs):  # the kernel's items
-        w, s = divmod(t, segs)
-        count = min(length, len(buckets[w]) - s * length)
-        running = acc = 0
-        for i in range(count - 1, -1, -1):
-            running += buckets[w][s * length + i]
-            acc += running
-        seg[w * pitch + s] = acc + running * (s * length)
-    half = pitch // 2
-    while half >= 1:  # msm_reduce_halves over each row
-        for t in range(windows * half):
-            g, i = divmod(t, half)
-            seg[g * pitch + i] += seg[g * pitch + i + half]
-        half //= 2
-    return [seg[w * pitch] for w in range(windows)]
-
-
-@pytest.mark.parametrize("items", [1, 2, 3, 7, 40, 1 << 16])
-def test_the_kernels_index_arithmetic_gives_each_windows_weighted_sum(items):
-    import random
-    rng = random.Random(items)
-    buckets = [[rng.randrange(1000) for _ in range(64)] for _ in range(3)]
-    layout = segment_layout(len(buckets), 64, 1, items)
-    assert running_sums_model(buckets, *layout) == [sum((d + 1) * b for d, b in enumerate(w)) for w in buckets]
-
-
-def test_a_runner_takes_its_items_from_the_devices_occupancy():
-    blocks = {}
-
-    def resident_blocks(expr, block):
-        blocks[expr] = block
-        return 396
-    runner = MsmRunner(SimpleNamespace(curve=BLS12_381, resident_blocks=resident_blocks), None, None)
-    assert runner._segment_items(False) == 396 * REDUCE_BLOCK
-    assert runner._segment_items(True) == 396 * REDUCE_BLOCK // 2  # two threads a G2 point (fq2_pair_t)
-    assert blocks == {"msm_bucket_segments<fq_t>": REDUCE_BLOCK, "msm_bucket_segments<fq2_pair_t>": REDUCE_BLOCK}
-    runner.segment_schedule = "pow2"
-    assert runner._segment_items(False) is None
-    runner.segment_schedule = 7
-    assert runner._segment_items(True) == 7
-    assert MsmRunner(SimpleNamespace(curve=BLS12_381), None, None)._segment_items(False) is None  # no device: the rule
