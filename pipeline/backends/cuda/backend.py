@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
@@ -606,11 +607,12 @@ class CudaBackend(Backend):
 
     def partition_host_bytes(self, zkey: Groth16Zkey) -> int:
         """H stays on the device, except in a streamed pass: there a pinned copy of H and the host
-        0/1 split (indices of ones and others, 4 bytes each, and the other values, at most half of
-        them: the split is taken only above ``msm_split_min_bits``). Counted whatever the
-        placement, which is per device and unknown when a partition is admitted."""
+        0/1 split (indices of ones and others, 4 bytes each, and the other values, at most a share
+        1 - ``stream_split_min_bits`` of them: the pass splits only at or above that share of bits).
+        Counted whatever the placement, which is per device and unknown when a partition is admitted."""
         fr = zkey.curve.fr.n_bytes
-        return zkey.domain_size * fr + zkey.n_vars * (4 + fr // 2)
+        other_share = min(1.0, max(0.0, 1.0 - self.stream_split_min_bits))
+        return zkey.domain_size * fr + zkey.n_vars * 4 + math.ceil(zkey.n_vars * fr * other_share)
 
     def scratch_bytes(self, key: CudaKey, batch: int = 1) -> int:
         """Upper bound of a pass's device scratch, from the bounds the kernels are sized by. The

@@ -45,7 +45,8 @@ def test_defaults_are_the_behaviour_without_settings():
 @pytest.mark.parametrize("bad", [
     {"msm_g1_min_blocks": 2}, {"msm_g1_min_blocks": True}, {"sync_after_launch": 1},
     {"stream_ordered_memory": "yes"}, {"kernel_cache_dir": ""}, {"msm_split_min_bits": -0.1},
-    {"msm_split_min_bits": "half"}, {"stream_split_min_bits": -1}, {"stream_split_min_bits": True}, {"stream_chunk_bytes": 1000}, {"stream_chunk_bytes": 2.5},
+    {"msm_split_min_bits": "half"}, {"stream_split_min_bits": -1}, {"stream_split_min_bits": True},
+    {"stream_chunk_bytes": 1000}, {"stream_chunk_bytes": 2.5},
     {"stream_chunk_max_bytes": -1}, {"stream_chunk_max_bytes": True},
     {"stream_tails": "host"}, {"msm_batched_window_combination": 1}, {"stream_queue_depth": 0},
     {"stream_queue_depth": 2.0}, {"stream_queue_depth": True},
@@ -151,3 +152,16 @@ def test_the_engine_factory_passes_the_config_options(monkeypatch):
     finally:
         for device in devices:
             device.executor.shutdown()
+
+
+def test_a_streamed_pass_host_split_bound_follows_its_threshold():
+    """partition_host_bytes counts the host split's other values up to 1 - stream_split_min_bits of the witness:
+    half at the default 0.5, all of them where the pass would split any witness, none where it never splits."""
+    from pipeline.backends.cuda.backend import CudaBackend
+    from pipeline.curves import BLS12_381
+    zkey = SimpleNamespace(curve=BLS12_381, domain_size=1 << 10, n_vars=1000)
+    backend = CudaBackend.__new__(CudaBackend)  # no device: the bound is arithmetic on the key's sizes
+    h, ones = (1 << 10) * 32, 1000 * 4
+    for threshold, others in ((0.5, 500 * 32), (0.0, 1000 * 32), (0.9, 100 * 32), (2.0, 0)):
+        backend.stream_split_min_bits = threshold
+        assert backend.partition_host_bytes(zkey) == h + ones + others, threshold
