@@ -611,7 +611,7 @@ class CudaBackend(Backend):
         1 - ``stream_split_min_bits`` of them: the pass splits only at or above that share of bits).
         Counted whatever the placement, which is per device and unknown when a partition is admitted."""
         fr = zkey.curve.fr.n_bytes
-        other_share = min(1.0, max(0.0, 1.0 - self.stream_split_min_bits))
+        other_share = max(0.0, 1.0 - self.stream_split_min_bits)  # the option is validated >= 0; above 1: never splits
         return zkey.domain_size * fr + zkey.n_vars * 4 + math.ceil(zkey.n_vars * fr * other_share)
 
     def scratch_bytes(self, key: CudaKey, batch: int = 1) -> int:
