@@ -50,7 +50,8 @@
 #            partitions per row, tails [STREAMED_TAILS: unset, CudaOptions.stream_tails; e.g. "chunks prologue"] [STREAMED_ARGS: e.g.
 #            "--gpu-workers 2 --resident-jobs 2 --row-jobs 16:10=10" (session 22: every budget and batch, the 16 GiB batch-10
 #            row 100 partitions, ~440 s), "--phases --gil-intervals
-#            python default", or "--gpu-workers 1 --save-proofs bench/results/streamed_keys_proofs.json" (every proof,
+#            python default", "--bit-fractions 0.8 0.9 0.95 --split-min-bits 0.5 1.01" (a key per 0/1 share, each streamed
+#            row split and not: where a streamed pass's split starts to pay), or "--gpu-workers 1 --save-proofs bench/results/streamed_keys_proofs.json" (every proof,
 #            checked on the dev box: python3 -m bench.streamed_keys --verify-saved FILE)]; pinned copy rate of the same call
 #                                                                                     -> bench/results/streamed_keys_*.md
 #   profile  bench.streamed_profile: where a streamed pass spends its time, 2^[PROFILE_LOG=24] BLS12-381 key under

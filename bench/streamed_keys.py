@@ -35,6 +35,7 @@ from pipeline.backends.cuda.streamed import CudaStreamedPass
 from pipeline.backends.cuda.options import CudaOptions
 from pipeline.backends.cuda.memory import PinnedHostBuffer
 from pipeline.backends.cuda.streams import Event
+from pipeline.backends.protocol import WitnessShape
 from pipeline.curves import curve_by_name
 from pipeline.engine import Engine, EngineConfig
 from pipeline.formats.snarkjs_json import proof_to_json, public_to_json, verification_key_to_json
@@ -66,11 +67,14 @@ def pinned_copy_gbps(backend: CudaBackend, nbytes: int = 2 * GIB, repeat: int = 
     return nbytes / statistics.median(times[1:]) / 1e6
 
 
-def make_key(curve, log_n: int):
+def make_key(curve, log_n: int, bit_fraction: float | None = None):
+    """A development key of a seed-shaped circuit and its witness; ``bit_fraction``: the generator's share
+    of bit-valued wires (None: its default, the seed's 0.95)."""
     backend = CudaBackend()
     setup = GpuDevSetup(backend)
+    shape = {} if bit_fraction is None else {"bit_fraction": bit_fraction}
     try:
-        r1cs, witness = generate_circuit(log_n, 8, curve, seed=log_n)  # witness: a Witness, bit-heavy
+        r1cs, witness = generate_circuit(log_n, 8, curve, seed=log_n, **shape)  # witness: a Witness, bit-heavy
         dev_key = setup.run(r1cs, DevSecrets.draw(curve, r1cs.domain_size, seed=log_n), path=f"<dev key 2^{log_n}>")
         dev_key.free()  # the engine loads the key itself, as its budget allows
         # its CSR and coefficient table once, as the key cache holds them for a key file: every
@@ -91,11 +95,12 @@ async def run_config(zkey, witness, budget: int | None, batch: int, partitions: 
                      tails: str = CudaOptions.stream_tails, gil: float | None = None, gpu_workers: int = 2,
                      csr_table: bool = CudaOptions.csr_value_table, depth: int = CudaOptions.stream_queue_depth,
                      chunk_max: int = 0, stream_h: str = CudaOptions.stream_h, in_flight: int = 0,
-                     prep_workers: int = 1) -> dict:
+                     prep_workers: int = 1, split_min_bits: float = CudaOptions.stream_split_min_bits) -> dict:
     in_flight = in_flight or default_in_flight(batch)
     config = EngineConfig(backend="cuda", devices=(0,), gpu_workers_per_device=gpu_workers, vram_budget_bytes=budget,
                           cuda=CudaOptions(stream_tails=tails, csr_value_table=csr_table, stream_queue_depth=depth,
-                                           stream_chunk_max_bytes=chunk_max, stream_h=stream_h),
+                                           stream_chunk_max_bytes=chunk_max, stream_h=stream_h,
+                                           stream_split_min_bits=split_min_bits),
                           **({} if gil is None else {"gil_switch_interval_s": gil}),  # None: the engine's default
                           gpu_batch_max=batch, queue_size=max(2, batch), max_partitions_in_flight=in_flight,
                           prep_msm_workers=prep_workers, epilogue_workers=2,
@@ -174,6 +179,12 @@ def main() -> None:
                              "room for the next batch to gather behind a pass); each a row")
     parser.add_argument("--prep-workers", type=int, nargs="+", default=[1],
                         help="EngineConfig.prep_msm_workers of the streamed rows; each a row")
+    parser.add_argument("--bit-fractions", type=float, nargs="+", default=[None],
+                        help="the circuit generator's share of bit-valued wires, one key each (default: its own, the "
+                             "seed's 0.95); with --split-min-bits: where a streamed pass's 0/1 split starts to pay")
+    parser.add_argument("--split-min-bits", type=float, nargs="+", default=[CudaOptions.stream_split_min_bits],
+                        help="CudaOptions.stream_split_min_bits of the streamed rows (a value above 1: never split); "
+                             "each a row")
     parser.add_argument("--save-proofs", metavar="FILE", help="every proof of every row, with the verification key")
     parser.add_argument("--verify-saved", metavar="FILE", help="check a --save-proofs file with snarkjs (no GPU) and exit")
     parser.add_argument("--out", default=None)
@@ -182,18 +193,30 @@ def main() -> None:
         return verify_saved(args.verify_saved)
     CudaStreamedPass.profile_phases = args.phases
     curve = curve_by_name(args.curve)
-    zkey, witness = make_key(curve, args.log)
     probe = CudaBackend()
     try:
         copy_rate = pinned_copy_gbps(probe)
         device_name = probe.device.name
     finally:
         probe.close()
-    rows, phase_rows, saved = [], [], {"vk": verification_key_to_json(zkey.verification_key()), "rows": []}
+    rows, phase_rows, saved = [], [], {"rows": []}
+    for fraction in args.bit_fractions:
+        zkey, witness = make_key(curve, args.log, fraction)
+        shape = WitnessShape.of(witness.values, 0)
+        share = f"{1 - shape.n_other / shape.n_vars:.1%}"
+        saved["vk"] = verification_key_to_json(zkey.verification_key())  # the proofs of this key's rows follow
+        run_rows(args, zkey, witness, share, device_name, copy_rate, rows, phase_rows, saved)
+        del zkey, witness
+        gc.collect()
+
+
+def run_rows(args, zkey, witness, share: str, device_name: str, copy_rate: float, rows: list, phase_rows: list,
+             saved: dict) -> None:
+    """Every budget x setting row of one key (its witness's 0/1 share first in each row)."""
     for budget_gib, table in [(b, t) for t in args.csr_table for b in args.budgets_gib]:
         budget = int(budget_gib * GIB) or None
-        for batch, tails, gil, gw, depth, cap, stream_h, in_flight, prep in [
-                (b, t, g, w, d, c, h, f, p) for b in (args.batches if budget else [1])
+        for batch, tails, gil, gw, depth, cap, stream_h, in_flight, prep, split in [
+                (b, t, g, w, d, c, h, f, p, m) for b in (args.batches if budget else [1])
                 for t in (args.tails if budget else [CudaOptions.stream_tails])
                 for g in (args.gil_intervals if budget else ["default"])
                 for w in (args.gpu_workers if budget else [2])
@@ -201,35 +224,38 @@ def main() -> None:
                 for c in (args.chunk_max_gib if budget else [0])
                 for h in (args.stream_h if budget else [CudaOptions.stream_h])
                 for f in (args.in_flight if budget else [0])
-                for p in (args.prep_workers if budget else [1])]:
+                for p in (args.prep_workers if budget else [1])
+                for m in (args.split_min_bits if budget else [CudaOptions.stream_split_min_bits])]:
             gil_s = None if gil == "default" else 0.0 if gil == "python" else float(gil)
             try:
                 jobs = (row_jobs(args.row_jobs, budget_gib, batch, args.jobs) if budget
                         else args.jobs if args.resident_jobs is None else args.resident_jobs)
                 r = asyncio.run(run_config(zkey, witness, budget, batch, args.partitions, jobs, tails, gil_s,
-                                           gw, table == "on", depth, int(cap * GIB), stream_h, in_flight, prep))
+                                           gw, table == "on", depth, int(cap * GIB), stream_h, in_flight, prep,
+                                           split))
             except Exception as exc:  # a budget too small for the key is a result, not a crash
-                rows.append([f"{budget_gib:g}", batch, f"refused: {type(exc).__name__}: {str(exc)[:160]}",
+                rows.append([share, f"{budget_gib:g}", batch, f"refused: {type(exc).__name__}: {str(exc)[:160]}",
                              *["-"] * 12])
                 print(rows[-1], flush=True)
                 write_table(args, zkey, device_name, copy_rate, rows, phase_rows)
                 break
-            share = r["h2d_gbps"] / copy_rate if r["h2d_gbps"] else float("nan")
+            of_pinned = r["h2d_gbps"] / copy_rate if r["h2d_gbps"] else float("nan")
             placement = r["placement"] + (f" (tails: {tails}, gpu_workers {gw}"
                                           f"{'' if depth == CudaOptions.stream_queue_depth else f', queue depth {depth}'}"
                                           f"{f', chunks <= {cap:g} GiB' if cap else ''}, H points {stream_h}, "
                                           f"in flight {in_flight or default_in_flight(batch)}, prep_msm workers {prep}"
+                                          f"{'' if split == CudaOptions.stream_split_min_bits else f', split at >= {split:g} bits'}"
                                           f"{'' if gil_s is None else f', GIL switch {gil_s:g} s' if gil_s else ', GIL switch Python 5 ms'})" if budget else "")
             placement += ", coefficient table" if table == "on" else ""
-            rows.append([f"{budget_gib:g}" if budget else "none", batch, placement, f"{r['load_s']:.1f}",
+            rows.append([share, f"{budget_gib:g}" if budget else "none", batch, placement, f"{r['load_s']:.1f}",
                          f"{r['s_per_proof']:.2f}", f"{r['batch_mean']:.1f}", f"{r['busy']:.3f}",
-                         f"{r['vram_peak_gb']:.1f}", f"{r['h2d_gbps']:.1f}", f"{share:.2f}",
+                         f"{r['vram_peak_gb']:.1f}", f"{r['h2d_gbps']:.1f}", f"{of_pinned:.2f}",
                          f"{r['stream_pass_ms']:.0f}" if budget else "-",
                          f"{r['stream_host_ms']:.0f} ({r['stream_blocked_ms']:.0f})" if budget else "-",
                          f"{r['phases_ms']:.0f}" if budget and args.phases else "-", f"{r['prep_ms']:.0f}",
                          "yes" if r["verifies"] else "NO"])
             if r["phases"]:
-                phase_rows.append((rows[-1][0], placement, r["stream_pass_ms"], r["phases"]))
+                phase_rows.append((rows[-1][1], placement, r["stream_pass_ms"], r["phases"]))
             print(rows[-1], flush=True)
             write_table(args, zkey, device_name, copy_rate, rows, phase_rows)  # after every row: a call cut short keeps them
             # a closed engine's arrays can sit in reference cycles until the collector runs; the fourth
@@ -237,7 +263,8 @@ def main() -> None:
             gc.collect()
             print(f"host memory after the row: {host_memory_line()}", flush=True)
             if args.save_proofs:
-                saved["rows"].append({"row": f"{budget_gib:g} GiB, {placement}, batch {batch}", "proofs": r["proofs"]})
+                saved["rows"].append({"row": f"{share} 0/1, {budget_gib:g} GiB, {placement}, batch {batch}",
+                                      "vk": saved["vk"], "proofs": r["proofs"]})
                 Path(args.save_proofs).write_text(json.dumps(saved))
 
 
@@ -270,8 +297,9 @@ def verify_saved(path: str) -> None:
     """Every proof of a --save-proofs file through ``snarkjs groth16 verify`` (bench/verify_proofs.cjs,
     one node process): per row, proofs and how many verify."""
     saved = json.loads(Path(path).read_text())
-    items = [{"vk": saved["vk"], "public": p["public"], "proof": p["proof"]} for row in saved["rows"]
-             for p in row["proofs"]]
+    # each row names its key's vk (a key per --bit-fractions value); files before session 59 have one, at the top
+    items = [{"vk": row.get("vk", saved.get("vk")), "public": p["public"], "proof": p["proof"]}
+             for row in saved["rows"] for p in row["proofs"]]
     out = subprocess.run(["node", str(REPO / "bench" / "verify_proofs.cjs"), str(REPO / "node_modules" / "snarkjs")],
                          input=json.dumps(items).encode(), capture_output=True, check=True, timeout=7200)
     verdicts = iter(line == "true" for line in out.stdout.decode().split())
@@ -280,15 +308,16 @@ def verify_saved(path: str) -> None:
 
 
 def write_table(args, zkey, device_name: str, copy_rate: float, rows: list[list], phase_rows: list) -> None:
-    resident = next((float(r[4]) for r in rows if r[0] == "none"), None)
-    shown = [[*row[:5], f"{float(row[4]) / resident:.2f}" if resident and row[4] != "-" else "", *row[5:]]
-             for row in rows]
-    table = markdown_table(["VRAM budget GiB", "batch max", "placement", "key load s", "s/partition", "vs resident",
+    resident = {r[0]: float(r[5]) for r in rows if r[1] == "none"}  # per 0/1 share: its key's resident row
+    shown = [[*row[:6], f"{float(row[5]) / resident[row[0]]:.2f}" if row[0] in resident and row[5] != "-" else "",
+              *row[6:]] for row in rows]
+    table = markdown_table(["0/1 share", "VRAM budget GiB", "batch max", "placement", "key load s", "s/partition", "vs resident",
                             "mean batch", "GPU lock busy", "VRAM peak GB", "H2D GB/s (passes)", "of pinned rate",
                             "pass device ms/partition", "pass host ms/partition (of it waiting for the device)",
                             "phases' device ms/partition",
                             "prep_msm ms/partition", "verifies"], shown)
-    note = (f"\n{args.curve} 2^{args.log} development key ({zkey.host_bytes() / 1e9:.1f} GB), circuit witness; "
+    note = (f"\n{args.curve} 2^{args.log} development key ({zkey.host_bytes() / 1e9:.1f} GB), circuit witness (its share of values in {{0, 1}} first "
+            f"in each row; a key per share); "
             f"{args.jobs} job(s) of {args.partitions} partitions per row"
             f"{''.join(f' ({j} for the {r} row)' for r, _, j in (x.partition('=') for x in args.row_jobs))}"
             f"{'' if args.resident_jobs is None else f' ({args.resident_jobs} for the resident row)'}, gpu_workers "

@@ -486,6 +486,52 @@ def test_streamed_keys_checks_every_saved_proof_with_snarkjs(tmp_path, capsys):
     assert "| good | 2 | 2 |" in out and "| one bad | 2 | 1 |" in out
 
 
+def test_streamed_keys_checks_each_row_against_its_own_keys_vk(tmp_path, capsys):
+    """--bit-fractions proves rows of several keys in one file: a row's own "vk" is the one its proofs
+    are checked with (the file's top-level vk, the last key's, would reject them)."""
+    import json
+
+    from bench.streamed_keys import verify_saved
+
+    d = REPO / "tests" / "fixtures" / "bn128" / "multiplier"
+    proof, public = json.loads((d / "proof.json").read_text()), json.loads((d / "public.json").read_text())
+    vk = json.loads((d / "vk.json").read_text())
+    other_vk = {**vk, "vk_alpha_1": vk["IC"][0]}  # another key's: its alpha is some other point
+    saved = {"vk": other_vk, "rows": [{"row": "own vk", "vk": vk, "proofs": [{"public": public, "proof": proof}]},
+                                      {"row": "file's vk", "proofs": [{"public": public, "proof": proof}]}]}
+    path = tmp_path / "proofs.json"
+    path.write_text(json.dumps(saved))
+    verify_saved(str(path))
+    out = capsys.readouterr().out
+    assert "| own vk | 1 | 1 |" in out and "| file's vk | 1 | 0 |" in out
+
+
+def test_streamed_keys_compares_each_row_with_the_resident_row_of_its_own_witness_share(tmp_path):
+    """Rows of two keys (two 0/1 shares) in one table: "vs resident" divides by the resident row of the
+    same share, and a refused row gets no ratio."""
+    import argparse
+
+    from bench.streamed_keys import write_table
+
+    class Key:
+        def host_bytes(self):
+            return 13 * 10**9
+
+    def row(share, budget, s_per):
+        return [share, budget, 1, "placement", "1.0", s_per, "1.0", "0.970", "10.0", "20.0", "0.80", "300", "5 (1)",
+                "-", "200", "yes"]
+
+    rows = [row("80.0%", "none", "0.50"), row("80.0%", "4", "1.00"), row("95.0%", "none", "0.25"),
+            row("95.0%", "4", "1.00"), ["95.0%", "2", 1, "refused: ValueError: too small", *["-"] * 12]]
+    out = tmp_path / "t.md"
+    args = argparse.Namespace(curve="bls12381", log=24, jobs=1, partitions=10, row_jobs=[], resident_jobs=None,
+                              gpu_workers=[2], out=str(out))
+    write_table(args, Key(), "a GPU", 25.0, rows, [])
+    lines = [line for line in out.read_text().splitlines() if line.startswith("| ") and "%" in line]
+    ratios = [line.split(" | ")[6] for line in lines]
+    assert ratios == ["1.00", "2.00", "1.00", "4.00", ""]
+
+
 def test_streamed_keys_gives_the_named_row_its_own_job_count():
     """--row-jobs GIB:BATCH=JOBS: the 100-partition row among 10-partition ones in one call (session 22);
     a row no spec names keeps --jobs."""
