@@ -95,12 +95,13 @@ async def run_config(zkey, witness, budget: int | None, batch: int, partitions: 
                      tails: str = CudaOptions.stream_tails, gil: float | None = None, gpu_workers: int = 2,
                      csr_table: bool = CudaOptions.csr_value_table, depth: int = CudaOptions.stream_queue_depth,
                      chunk_max: int = 0, stream_h: str = CudaOptions.stream_h, in_flight: int = 0,
-                     prep_workers: int = 1, split_min_bits: float = CudaOptions.stream_split_min_bits) -> dict:
+                     prep_workers: int = 1, split_min_bits: float = CudaOptions.stream_split_min_bits,
+                     fixed_base: bool = CudaOptions.msm_fixed_base) -> dict:
     in_flight = in_flight or default_in_flight(batch)
     config = EngineConfig(backend="cuda", devices=(0,), gpu_workers_per_device=gpu_workers, vram_budget_bytes=budget,
                           cuda=CudaOptions(stream_tails=tails, csr_value_table=csr_table, stream_queue_depth=depth,
                                            stream_chunk_max_bytes=chunk_max, stream_h=stream_h,
-                                           stream_split_min_bits=split_min_bits),
+                                           stream_split_min_bits=split_min_bits, msm_fixed_base=fixed_base),
                           **({} if gil is None else {"gil_switch_interval_s": gil}),  # None: the engine's default
                           gpu_batch_max=batch, queue_size=max(2, batch), max_partitions_in_flight=in_flight,
                           prep_msm_workers=prep_workers, epilogue_workers=2,
@@ -132,7 +133,10 @@ async def run_config(zkey, witness, budget: int | None, batch: int, partitions: 
                 name = k.removeprefix("gpu_phase ").removesuffix(" ms")
                 phases[name] = phases.get(name, 0.0) + v / q.timings_ms.get("gpu_batch", 1) / len(proofs)
     share["phases_ms"] = sum(phases.values())
-    return {"placement": placement_label(status["keys"]["keys"]["k"]), "load_s": load_s,
+    # every timing the proofs carry (the engine's stages, the GPU stage's sections), median over the row's partitions
+    medians = {k: statistics.median(q.timings_ms[k] for q in proofs if k in q.timings_ms)
+               for k in sorted({k for q in proofs for k in q.timings_ms})}
+    return {"placement": placement_label(status["keys"]["keys"]["k"]), "load_s": load_s, "medians": medians,
             "s_per_proof": wall / len(proofs), "busy": busy,
             "vram_peak_gb": device["vram"]["peak_bytes"] / 1e9,
             "batch_mean": statistics.mean(q.timings_ms.get("gpu_batch", 1) for q in proofs),
@@ -185,6 +189,9 @@ def main() -> None:
     parser.add_argument("--split-min-bits", type=float, nargs="+", default=[CudaOptions.stream_split_min_bits],
                         help="CudaOptions.stream_split_min_bits of the streamed rows (a value above 1: never split); "
                              "each a row")
+    parser.add_argument("--fixed-base", nargs="+", choices=["on", "off"],
+                        default=["on" if CudaOptions.msm_fixed_base else "off"],
+                        help="CudaOptions.msm_fixed_base of the resident rows (a streamed key has no tables); each a row")
     parser.add_argument("--save-proofs", metavar="FILE", help="every proof of every row, with the verification key")
     parser.add_argument("--verify-saved", metavar="FILE", help="check a --save-proofs file with snarkjs (no GPU) and exit")
     parser.add_argument("--out", default=None)
@@ -215,8 +222,8 @@ def run_rows(args, zkey, witness, share: str, device_name: str, copy_rate: float
     """Every budget x setting row of one key (its witness's 0/1 share first in each row)."""
     for budget_gib, table in [(b, t) for t in args.csr_table for b in args.budgets_gib]:
         budget = int(budget_gib * GIB) or None
-        for batch, tails, gil, gw, depth, cap, stream_h, in_flight, prep, split in [
-                (b, t, g, w, d, c, h, f, p, m) for b in (args.batches if budget else [1])
+        for batch, tails, gil, gw, depth, cap, stream_h, in_flight, prep, split, fixed_base in [
+                (b, t, g, w, d, c, h, f, p, m, fb) for b in (args.batches if budget else [1])
                 for t in (args.tails if budget else [CudaOptions.stream_tails])
                 for g in (args.gil_intervals if budget else ["default"])
                 for w in (args.gpu_workers if budget else [2])
@@ -225,14 +232,15 @@ def run_rows(args, zkey, witness, share: str, device_name: str, copy_rate: float
                 for h in (args.stream_h if budget else [CudaOptions.stream_h])
                 for f in (args.in_flight if budget else [0])
                 for p in (args.prep_workers if budget else [1])
-                for m in (args.split_min_bits if budget else [CudaOptions.stream_split_min_bits])]:
+                for m in (args.split_min_bits if budget else [CudaOptions.stream_split_min_bits])
+                for fb in ([CudaOptions.msm_fixed_base] if budget else [v == "on" for v in args.fixed_base])]:
             gil_s = None if gil == "default" else 0.0 if gil == "python" else float(gil)
             try:
                 jobs = (row_jobs(args.row_jobs, budget_gib, batch, args.jobs) if budget
                         else args.jobs if args.resident_jobs is None else args.resident_jobs)
                 r = asyncio.run(run_config(zkey, witness, budget, batch, args.partitions, jobs, tails, gil_s,
                                            gw, table == "on", depth, int(cap * GIB), stream_h, in_flight, prep,
-                                           split))
+                                           split, fixed_base))
             except Exception as exc:  # a budget too small for the key is a result, not a crash
                 rows.append([share, f"{budget_gib:g}", batch, f"refused: {type(exc).__name__}: {str(exc)[:160]}",
                              *["-"] * 12])
@@ -247,6 +255,7 @@ def run_rows(args, zkey, witness, share: str, device_name: str, copy_rate: float
                                           f"{'' if split == CudaOptions.stream_split_min_bits else f', split at >= {split:g} bits'}"
                                           f"{'' if gil_s is None else f', GIL switch {gil_s:g} s' if gil_s else ', GIL switch Python 5 ms'})" if budget else "")
             placement += ", coefficient table" if table == "on" else ""
+            placement += "" if budget or fixed_base else ", fixed-base tables off"
             rows.append([share, f"{budget_gib:g}" if budget else "none", batch, placement, f"{r['load_s']:.1f}",
                          f"{r['s_per_proof']:.2f}", f"{r['batch_mean']:.1f}", f"{r['busy']:.3f}",
                          f"{r['vram_peak_gb']:.1f}", f"{r['h2d_gbps']:.1f}", f"{of_pinned:.2f}",
@@ -257,6 +266,7 @@ def run_rows(args, zkey, witness, share: str, device_name: str, copy_rate: float
             if r["phases"]:
                 phase_rows.append((rows[-1][1], placement, r["stream_pass_ms"], r["phases"]))
             print(rows[-1], flush=True)
+            print("  medians, ms: " + ", ".join(f"{k} {v:.1f}" for k, v in r["medians"].items()), flush=True)
             write_table(args, zkey, device_name, copy_rate, rows, phase_rows)  # after every row: a call cut short keeps them
             # a closed engine's arrays can sit in reference cycles until the collector runs; the fourth
             # engine of session 10's call 3 was killed by the OOM killer: collect, and log what is held
