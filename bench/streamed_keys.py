@@ -318,7 +318,10 @@ def verify_saved(path: str) -> None:
 
 
 def write_table(args, zkey, device_name: str, copy_rate: float, rows: list[list], phase_rows: list) -> None:
-    resident = {r[0]: float(r[5]) for r in rows if r[1] == "none"}  # per 0/1 share: its key's resident row
+    resident = {}  # per 0/1 share: its key's first resident row (the tables on, where --fixed-base has both)
+    for r in rows:
+        if r[1] == "none" and r[5] != "-":
+            resident.setdefault(r[0], float(r[5]))
     shown = [[*row[:6], f"{float(row[5]) / resident[row[0]]:.2f}" if row[0] in resident and row[5] != "-" else "",
               *row[6:]] for row in rows]
     table = markdown_table(["0/1 share", "VRAM budget GiB", "batch max", "placement", "key load s", "s/partition", "vs resident",

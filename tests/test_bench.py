@@ -507,8 +507,8 @@ def test_streamed_keys_checks_each_row_against_its_own_keys_vk(tmp_path, capsys)
 
 
 def test_streamed_keys_compares_each_row_with_the_resident_row_of_its_own_witness_share(tmp_path):
-    """Rows of two keys (two 0/1 shares) in one table: "vs resident" divides by the resident row of the
-    same share, and a refused row gets no ratio."""
+    """Rows of two keys (two 0/1 shares) in one table: "vs resident" divides by the first resident row of
+    the same share (--fixed-base on off gives two), and a refused row gets no ratio."""
     import argparse
 
     from bench.streamed_keys import write_table
@@ -522,14 +522,15 @@ def test_streamed_keys_compares_each_row_with_the_resident_row_of_its_own_witnes
                 "-", "200", "yes"]
 
     rows = [row("80.0%", "none", "0.50"), row("80.0%", "4", "1.00"), row("95.0%", "none", "0.25"),
-            row("95.0%", "4", "1.00"), ["95.0%", "2", 1, "refused: ValueError: too small", *["-"] * 12]]
+            row("95.0%", "none", "0.20"), row("95.0%", "4", "1.00"),
+            ["95.0%", "2", 1, "refused: ValueError: too small", *["-"] * 12]]
     out = tmp_path / "t.md"
     args = argparse.Namespace(curve="bls12381", log=24, jobs=1, partitions=10, row_jobs=[], resident_jobs=None,
                               gpu_workers=[2], out=str(out))
     write_table(args, Key(), "a GPU", 25.0, rows, [])
     lines = [line for line in out.read_text().splitlines() if line.startswith("| ") and "%" in line]
     ratios = [line.split(" | ")[6] for line in lines]
-    assert ratios == ["1.00", "2.00", "1.00", "4.00", ""]
+    assert ratios == ["1.00", "2.00", "1.00", "0.80", "4.00", ""]  # a share's second resident row: vs its first
 
 
 def test_streamed_keys_gives_the_named_row_its_own_job_count():
