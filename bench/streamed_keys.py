@@ -211,7 +211,6 @@ def main() -> None:
         zkey, witness = make_key(curve, args.log, fraction)
         shape = WitnessShape.of(witness.values, 0)
         share = f"{1 - shape.n_other / shape.n_vars:.1%}"
-        saved["vk"] = verification_key_to_json(zkey.verification_key())  # the proofs of this key's rows follow
         run_rows(args, zkey, witness, share, device_name, copy_rate, rows, phase_rows, saved)
         del zkey, witness
         gc.collect()
@@ -219,7 +218,9 @@ def main() -> None:
 
 def run_rows(args, zkey, witness, share: str, device_name: str, copy_rate: float, rows: list, phase_rows: list,
              saved: dict) -> None:
-    """Every budget x setting row of one key (its witness's 0/1 share first in each row)."""
+    """Every budget x setting row of one key (its witness's 0/1 share first in each row); with --save-proofs,
+    each row's proofs into ``saved`` with the key's verification key."""
+    vk = verification_key_to_json(zkey.verification_key()) if args.save_proofs else None
     for budget_gib, table in [(b, t) for t in args.csr_table for b in args.budgets_gib]:
         budget = int(budget_gib * GIB) or None
         for batch, tails, gil, gw, depth, cap, stream_h, in_flight, prep, split, fixed_base in [
@@ -274,7 +275,7 @@ def run_rows(args, zkey, witness, share: str, device_name: str, copy_rate: float
             print(f"host memory after the row: {host_memory_line()}", flush=True)
             if args.save_proofs:
                 saved["rows"].append({"row": f"{share} 0/1, {budget_gib:g} GiB, {placement}, batch {batch}",
-                                      "vk": saved["vk"], "proofs": r["proofs"]})
+                                      "vk": vk, "proofs": r["proofs"]})
                 Path(args.save_proofs).write_text(json.dumps(saved))
 
 
