@@ -82,6 +82,11 @@ class MsmPlan:
         return self.buckets_per_window * (self.table_sets or self.n_windows)
 
     @property
+    def window_segments(self) -> int:
+        """Segments of a window's buckets in the reduction (seg_len buckets each)."""
+        return self.buckets_per_window // self.seg_len
+
+    @property
     def table_windows(self) -> int:
         """Windows a fixed-base table of this plan holds: every table_sets-th digit window's."""
         return -(-self.n_windows // self.table_sets)
@@ -420,7 +425,7 @@ class MsmRunner:
         tree = self.partial_levels == "tree"  # its levels' fresh buffers beside the pieces
         levels = held + xyzz * (chunks + (min(chunks, -(-chunks // LEVEL_CHUNK) + nb) if tree else 0)) \
             + 3 * 4 * (nb + 1) + scan
-        segments = held + xyzz * reduced * (plan.buckets_per_window // plan.seg_len) + xyzz * chunks
+        segments = held + xyzz * reduced * plan.window_segments + xyzz * chunks
         return 8 * (nb + 1) + max(sort, level0, levels, segments)
 
     def table_bytes(self, g2: bool, n: int, c: int | None = None, table_sets: int = 1) -> int:
@@ -515,7 +520,7 @@ class MsmRunner:
         into ``d_out``, or the window sums to ``d_windows`` (``enqueue``)."""
         xyzz_bytes = self.xyzz_bytes(g2)
         field, lanes = self._field(g2), self._lanes(g2)
-        segs = plan.buckets_per_window // plan.seg_len
+        segs = plan.window_segments
         with self.allocator.alloc(xyzz_bytes * plan.n_windows * segs, "msm segment sums") as d_seg:
             self._launch(f"msm_bucket_segments<{field}>", plan.n_windows * segs, REDUCE_BLOCK,
                          (d_seg.ptr, d_partials, d_chunk_off, plan.buckets_per_window,
@@ -585,7 +590,7 @@ class MsmRunner:
         (under the whole MSM's window width) and the finishing steps."""
         plan = self.plan(n, g2)
         buckets = self.xyzz_bytes(g2) * plan.n_buckets
-        finish = 4 * (plan.n_buckets + 1) + self.xyzz_bytes(g2) * plan.n_windows * (plan.buckets_per_window // plan.seg_len)
+        finish = 4 * (plan.n_buckets + 1) + self.xyzz_bytes(g2) * plan.n_windows * plan.window_segments
         return buckets + max(self.scratch_bytes(min(piece, n), g2, c=plan.c), finish)
 
     def bin_bits(self, n: int, plan: MsmPlan) -> tuple[int, int] | None:
