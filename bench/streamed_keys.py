@@ -112,11 +112,14 @@ async def run_config(zkey, witness, budget: int | None, batch: int, partitions: 
         await engine.preload("k")
         load_s = time.perf_counter() - t0
         gpu = engine.pipeline.devices[0]
+        allocator = getattr(gpu.backend, "allocator", None)  # the CUDA backend's: pool retries (each a sync + trim)
+        retries0 = getattr(allocator, "pool_retries", 0)
         busy0, t0 = gpu.lock_busy_s, time.perf_counter()
         submitted = [await engine.submit("k", [witness] * partitions) for _ in range(jobs)]
         proofs = [p for job in submitted for p in await job.result()]
         wall = time.perf_counter() - t0
         busy = (gpu.lock_busy_s - busy0) / wall  # over the job stream only, not the preload
+        pool_retries = getattr(allocator, "pool_retries", 0) - retries0
         status = engine.status()
     device = status["devices"][0]
     rates = [p.timings_ms.get("gpu_stream_h2d_gbps", 0.0) for p in proofs]  # stages.gpu_timings' names
@@ -137,6 +140,7 @@ async def run_config(zkey, witness, budget: int | None, batch: int, partitions: 
     medians = {k: statistics.median(q.timings_ms[k] for q in proofs if k in q.timings_ms)
                for k in sorted({k for q in proofs for k in q.timings_ms})}
     return {"placement": placement_label(status["keys"]["keys"]["k"]), "load_s": load_s, "medians": medians,
+            "pool_retries": pool_retries,
             "s_per_proof": wall / len(proofs), "busy": busy,
             "vram_peak_gb": device["vram"]["peak_bytes"] / 1e9,
             "batch_mean": statistics.mean(q.timings_ms.get("gpu_batch", 1) for q in proofs),
@@ -267,7 +271,7 @@ def run_rows(args, zkey, witness, share: str, device_name: str, copy_rate: float
             if r["phases"]:
                 phase_rows.append((rows[-1][1], placement, r["stream_pass_ms"], r["phases"]))
             print(rows[-1], flush=True)
-            print("  medians, ms: " + ", ".join(f"{k} {v:.1f}" for k, v in r["medians"].items()), flush=True)
+            print(f"  pool retries {r['pool_retries']}; medians, ms: " + ", ".join(f"{k} {v:.1f}" for k, v in r["medians"].items()), flush=True)
             write_table(args, zkey, device_name, copy_rate, rows, phase_rows)  # after every row: a call cut short keeps them
             # a closed engine's arrays can sit in reference cycles until the collector runs; the fourth
             # engine of session 10's call 3 was killed by the OOM killer: collect, and log what is held

@@ -107,6 +107,7 @@ class DeviceAllocator:
         self.peak_bytes = 0
         self._lock = threading.Lock()
         self.stream = stream
+        self.pool_retries = 0  # allocations the pool refused until trimmed (each waits for the stream)
         self._pool = None
         if stream is not None:
             device.activate()
@@ -157,6 +158,8 @@ class DeviceAllocator:
         err, ptr = driver.cuMemAllocAsync(nbytes, stream.handle)
         if err == driver.CUresult.CUDA_ERROR_OUT_OF_MEMORY:
             # The pool may hold freed blocks of the wrong sizes: let them all go, then try once more.
+            self.pool_retries += 1
+            log.debug("device pool refused %d bytes: trimmed, retrying (%d so far)", nbytes, self.pool_retries)
             self.trim()
             err, ptr = driver.cuMemAllocAsync(nbytes, stream.handle)
         return int(check((err, ptr), "cuMemAllocAsync"))
