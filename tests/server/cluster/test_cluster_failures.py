@@ -83,8 +83,9 @@ async def test_kill_9_mid_partition_repeatedly_loses_and_duplicates_nothing(tmp_
                     key_id = "chain_bn128" if i % 2 else "mult_bls12381"
                     sent.append(await jobs.send(session, urls[i % 3], key_id, 3))
 
-                async def feed():
-                    sent.append(await jobs.send(session, urls[len(sent) % 3], "chain_bn128", 3))
+                async def feed():  # 9 partitions: more than the other two workers' 6 slots take at once
+                    for url in urls:
+                        sent.append(await jobs.send(session, url, "chain_bn128", 3))
                 leases = await kill_while_holding(pg_url, victim, worker_id, feed)
                 if victim is workers[2]:
                     await victim.start(timeout_s=120)  # its restart frees its old leases at once
