@@ -70,6 +70,21 @@ def test_a_partition_over_tables_equals_the_plain_one(cuda_backend, gpu_curve, f
         _same(gpu_curve, tabled, cpu.msms(cpu_key, witness, cpu.compute_h(cpu_key, witness)))
 
 
+def test_a_key_is_loaded_with_its_tables_built(cuda_backend, gpu_curve):
+    """load_key returns with the tables' builds done, not queued ahead of the first partition (the
+    engine's preload and its load time end with them)."""
+    from pipeline.backends.cuda._bindings import driver
+
+    zkey, _ = _fixture(gpu_curve, "chain_2e8")
+    key = cuda_backend.load_key(zkey, KeyPlacement(fixed_base=FIXED_BASE_ORDER, fixed_base_sets=(2,) * 5))
+    try:
+        (err,) = driver.cuStreamQuery(cuda_backend.stream.handle)
+        assert err == driver.CUresult.CUDA_SUCCESS  # nothing of the load still queued on the stream
+        assert sorted(key.tables) == sorted(FIXED_BASE_ORDER)
+    finally:
+        cuda_backend.unload_key(key)
+
+
 def test_dropped_tables_give_the_plain_points_back(cuda_backend, gpu_curve):
     zkey, _ = _fixture(gpu_curve, "chain_2e8")
     witness, shape = _witness(gpu_curve, zkey, "drop")

@@ -123,9 +123,9 @@ def build_tables(msm: MsmRunner, zkey, d_points: dict, sets: dict[str, int],
                  on_built=lambda: None) -> dict[str, FixedBaseTable]:
     """Tables of the sections of ``sets`` (section -> bucket sets) from their plain points in ``d_points``,
     whose buffers are then freed and removed (stream-ordered: after the build read them), one section at a
-    time (a table and its points together only for the section being built). If one fails, the tables built
-    so far give their points back to ``d_points`` and are freed, so the key is as it was (a key adopted from
-    the setup lives on)."""
+    time (a table and its points together only for the section being built), each built when this returns.
+    If one fails, the tables built so far give their points back to ``d_points`` and are freed, so the key
+    is as it was (a key adopted from the setup lives on)."""
     tables: dict[str, FixedBaseTable] = {}
     try:
         for section, table_sets in sets.items():
@@ -133,6 +133,10 @@ def build_tables(msm: MsmRunner, zkey, d_points: dict, sets: dict[str, int],
             tables[section] = msm.build_table(is_g2(section), d_points[section].ptr, n, lead=lead,
                                               table_sets=table_sets)
             d_points.pop(section).free()
+            # Built means done: a key's load (and the engine's preload) ends with its tables. Returning with the
+            # builds still queued left them to the first partition: at 2^24 (5 tables, 2 sets) ~9 s of its
+            # stage, counted in no load time (session 60, bench/results/streamed_keys_*_s60_*).
+            msm.stream.synchronize()
             on_built()
     except BaseException:
         for section, table in tables.items():
