@@ -160,8 +160,9 @@ def test_every_size_takes_tables_where_there_is_room(curve):
 
 
 def test_a_failed_build_gives_the_built_tables_points_back(monkeypatch):
-    """build_tables: a section's build that fails (out of memory, say) leaves the key as it was: the tables
-    built before it copy their window 0 back into plain buffers and are freed."""
+    """build_tables: each section's build is waited for (a load ends with its tables); a section's build that
+    fails (out of memory, say) leaves the key as it was: the tables built before it copy their window 0 back
+    into plain buffers and are freed."""
     from pipeline.backends.cuda import fixed_base
 
     events = []
@@ -175,7 +176,7 @@ def test_a_failed_build_gives_the_built_tables_points_back(monkeypatch):
 
     class Msm:
         allocator = SimpleNamespace(alloc=lambda nbytes, what: Buf(what))
-        stream = SimpleNamespace(handle=0)
+        stream = SimpleNamespace(handle=0, synchronize=lambda: events.append(("waited", "build")))
 
         def build_table(self, g2, d_points, n, lead=0, table_sets=1):
             if g2:
@@ -191,7 +192,8 @@ def test_a_failed_build_gives_the_built_tables_points_back(monkeypatch):
     with pytest.raises(MemoryError):
         fixed_base.build_tables(Msm(), zkey, points, {"h": 1, "b2": 2})
     assert sorted(points) == ["b2", "h"] and points["h"].what == "key points h"  # h's points copied back
-    assert events == [("free", "points h"), ("free", "table")] and copies == ["cuMemcpyDtoDAsync"]
+    # h's build waited for before b2's began; then h's table goes back to points
+    assert events == [("free", "points h"), ("waited", "build"), ("free", "table")] and copies == ["cuMemcpyDtoDAsync"]
 
 
 def test_a_placement_names_the_tables_it_left_out_with_their_need_and_the_room():
