@@ -702,3 +702,38 @@ def test_time_ms_queues_the_work_ahead_before_its_start_event(monkeypatch):
     events.clear()
     time_ms(Stream(), lambda: events.append("fn"), warmup=0, repeat=1)
     assert events == ["stream sync", "record", "fn", "record", "sync"]
+
+
+def test_stage_floor_counts_the_products_of_each_part_at_the_planned_widths():
+    """The floor's counts, by hand: the H-MSM one mixed addition a (point, window) at the plan's width plus two
+    full additions a bucket of running sums; the ones one addition each; six radix-2 transforms' butterflies."""
+    from bench import stage_floor as sf
+    from pipeline.backends.cuda.msm import plan_msm
+
+    parts = {p.name: p for p in sf.stage_parts(20, bit_share=0.9, one_share=0.5)}
+    n, plan = 1 << 20, plan_msm(1 << 20, 255)
+    assert parts["H-MSM"].products == n * plan.n_windows * sf.G1_MADD + 2 * plan.n_buckets * sf.G1_ADD
+    ones = round(n * 0.45)
+    assert parts["A, B1, C: ones (G1)"].products == 3 * ones * sf.G1_MADD
+    assert parts["B2: ones (G2)"].products == ones * sf.G2_MADD
+    assert parts["NTTs"].products == 6 * (n // 2) * 20 + 5 * n and parts["NTTs"].field == "fr"
+    assert sf.G2_MADD > 2 * sf.G1_MADD  # an Fq2 product is worth more than two Fq products
+    # 1e9 Fq products at 1 a clock an SM on 10 SMs at 100 MHz: 1 s
+    assert sf.floor_ms(1e9, "fq", 1.0, 2.0, 10, 100) == pytest.approx(1000.0)
+    assert sf.floor_ms(1e9, "fr", 1.0, 2.0, 10, 100) == pytest.approx(500.0)
+
+
+def test_stage_floor_reads_a_seed_scale_table_and_subtracts_the_ones_from_a_section(tmp_path):
+    from bench import stage_floor as sf
+
+    table = tmp_path / "seed.md"
+    table.write_text("# x\n\n## 2^26: per partition (ms, medians over the jobs)\n\n"
+                     "| partition | gpu | A | A: ones | NTTs |\n|---|---|---|---|---|\n"
+                     "| 0 | 900 | 50 | 20 | 130 |\n| all | 826 | 42 | 13 | 128 |\n")
+    medians = sf.measured_medians(table, 26)
+    assert medians == {"gpu": 826.0, "A": 42.0, "A: ones": 13.0, "NTTs": 128.0}
+    tail = sf.Part("tail", "", 0.0, "fq", ("A", "-A: ones"))
+    assert sf.measured_ms(tail, medians) == 29.0
+    assert sf.measured_ms(sf.Part("x", "", 0.0, "fq", ("B1",)), medians) is None
+    with pytest.raises(ValueError, match="no per-partition table at 2\\^27"):
+        sf.measured_medians(table, 27)
