@@ -90,8 +90,10 @@
 #            [NTTAB_TIMEOUT=200] s                                                   -> bench/results/ntt_switch_ab.md
 #                                                                                     -> bench/results/kernel_ab.md
 #   pipes    bench.pipe_rates: IMAD.WIDE, DFMA and both a clock, and our Fq / Fr Montgomery products with DFMAs
-#            beside them (is the FP64 pipe free room for a hybrid product?) [PIPES_ARGS: e.g. "--curves bls12381"]
-#            (compiles its probe unit with NVRTC, ~10 s a curve)                   -> bench/results/pipe_rates.md
+#            beside them (is the FP64 pipe free room for a hybrid product?), the XYZZ mixed addition alone in
+#            registers [PIPES_ARGS: e.g. "--curves bls12381 --sections additions"] (compiles its probe units with
+#            NVRTC, ~10 s a curve, the additions' ~1 min: .anchors/kcache_probe.tar.xz, the dev box's NVRTC cache
+#            of them, where carried)                                               -> bench/results/pipe_rates.md
 #   seam     before/after of the backend seam (issue 9): engine at 2^14 and 2^20 (1 and all devices)
 #            and the GPU stage at 2^14/20/24, in this tree and in the tree of .anchors/before.tar;
 #            sppark's MSM bench if .anchors/bench_bls12381 is there. Carry .anchors.
@@ -253,6 +255,9 @@ nttab() {
     --out bench/results/ntt_switch_ab.md 2>&1 | tee "$OUT/ntt_switch_ab.log" | tail -n 20
 }
 pipes() {
+  # the probe's units built by NVRTC on the dev box (add_probe: ~1 min there), where carried
+  mkdir -p "$HOME/.cache/zkpipe/kernels"
+  [ -f .anchors/kcache_probe.tar.xz ] && tar -xJf .anchors/kcache_probe.tar.xz -C "$HOME/.cache/zkpipe/kernels"
   timeout "${PIPES_TIMEOUT:-180}" python3 -m bench.pipe_rates ${PIPES_ARGS:-} 2>&1 | tee "$OUT/pipe_rates.log" | tail -n 40
 }
 depntt() {

@@ -15,7 +15,11 @@ issue: session 33 found the G1 bucket sums follow the instruction count. This pr
 - other products, checked word for word against ours and timed alike: a b as 2N words on the FP64 pipe,
   schoolbook and one level of Karatsuba on the IMAD pipe, each reduced by mont_t::from_wide;
 - four products a thread, and two at fewer blocks an SM: whether the products are bound by a pipe (more
-  independent work, same rate) or by their carry chains' latency (more work, higher rate).
+  independent work, same rate) or by their carry chains' latency (more work, higher rate);
+- `--sections additions` (bench/add_probe.cu): the MSM's XYZZ mixed addition alone in registers, G1 and G2, over
+  the plain and the lazy field forms the bucket kernels use: the most a level-0 kernel of these formulas can
+  reach, and its price in our Fq products (the same call's rate of two products a thread), beside the count
+  bench/stage_floor.py prices an addition at.
 
 Every number comes from one process on one GPU; the ratios compare rows of that run.
 """
@@ -36,11 +40,17 @@ from pipeline.backends.cuda.kernels import PTR, U32, CurveKernels
 from pipeline.curves import curve_by_name
 
 PROBE_SOURCE = Path(__file__).with_name("pipe_probe.cu")
+ADD_SOURCE = Path(__file__).with_name("add_probe.cu")
+SECTIONS = ("pipes", "products", "additions")
 BLOCK = 256
 PIPE_MIXES = ((8, 0), (0, 8), (8, 8), (16, 8), (8, 16))  # (mad.wide steps, DFMAs) an iteration
 FIELD_DFMAS = (0, 8, 16, 32, 64, 128)  # DFMAs beside two Montgomery products an iteration
 FIELD_ILP = 4  # one more row: this many independent products a thread, no DFMAs
 FIELDS = ("fq_t", "fr_t")
+# add_probe.cu's rows: (group, field type, accumulators a point slot); G2's bucket kernels hold a point over two
+# lanes (fq2_pair_t), the lazy forms are the bucket sums' (launch.LAZY_FIELDS)
+ADD_ROWS = (("G1", "fq_t", 1), ("G1", "fq_lazy_t", 1), ("G1", "fq_lazy_t", 2), ("G2", "fq2_pair_t", 1),
+            ("G2", "fq2_pair_lazy_t", 1))
 
 
 # pipe_probe.cu's product kinds past ours: a b as 2N words first (on the FP64 pipe; schoolbook and one level of
@@ -52,19 +62,24 @@ def field_expr(field: str, dfmas: int, products: int, kind: int = 0) -> str:
     return f"probe_field_mul<{field}, {kind}, {dfmas}, {products}>"
 
 
+def add_expr(field: str, accs: int) -> str:
+    return f"probe_madd<{field}, {accs}>"
+
+
 def probe_units() -> dict[str, tuple[str, ...]]:
     return {"pipe_probe": (*(f"probe_pipes<{i}, {d}>" for i, d in PIPE_MIXES),
                            *(field_expr(f, d, 2) for f in FIELDS for d in FIELD_DFMAS),
                            *(field_expr(f, 0, FIELD_ILP) for f in FIELDS),
                            *(field_expr(f, 0, p, k) for f in FIELDS for k in OTHER_PRODUCTS for p in (2, FIELD_ILP)),
-                           *(f"probe_product_check<{f}, {k}>" for f in FIELDS for k in OTHER_PRODUCTS))}
+                           *(f"probe_product_check<{f}, {k}>" for f in FIELDS for k in OTHER_PRODUCTS)),
+            "add_probe": tuple(add_expr(f, a) for _, f, a in ADD_ROWS)}
 
 
 class ProbeKernels(CurveKernels):
     units = probe_units()
     signatures = {"probe_pipes": (PTR, PTR, PTR, PTR, U32), "probe_field_mul": (PTR, PTR, PTR, PTR, U32),
-                  "probe_product_check": (PTR, PTR, PTR, PTR, U32)}
-    default_units = None
+                  "probe_product_check": (PTR, PTR, PTR, PTR, U32), "probe_madd": (PTR, PTR, PTR, U32)}
+    default_units = ("pipe_probe",)  # add_probe (G2's formulas: the longer compile) at its first launch
 
     def resident_blocks(self, expr: str) -> int:
         """Blocks of ``BLOCK`` threads an SM holds at once (registers and shared memory decide)."""
@@ -77,6 +92,7 @@ def probe_source_root(into: Path) -> Path:
     root = into / "cuda_src"
     shutil.copytree(CUDA_SRC, root)
     shutil.copy(PROBE_SOURCE, root / "programs" / "pipe_probe.cu")
+    shutil.copy(ADD_SOURCE, root / "programs" / "add_probe.cu")
     return root
 
 
@@ -131,6 +147,41 @@ def field_table(backend, kernels, curve, rng, d_din, d_out, iters: int) -> str:
                            "block / grid span"], rows)
 
 
+def addition_table(backend, kernels, curve, rng, d_din, d_out, iters: int) -> str:
+    """add_probe.cu's rows: XYZZ mixed additions in registers an SM a clock, the device's time an addition at that
+    rate, and the addition's price in our Fq products (this call's rate of two products a thread, no DFMAs),
+    beside bench.stage_floor's count. The formulas are the MSM's own (xyzz_t::add_affine, GPU-tested against the
+    CPU reference in tests/gpu); here only their rate is read, so the points are any field values below p."""
+    from bench.stage_floor import G1_MADD, G2_MADD
+
+    fq = curve.fq
+    expr = field_expr("fq_t", 0, 2)
+    values = random_below(rng, 3 * kernels.resident_blocks(expr) * backend.device.sm_count * BLOCK, fq.limbs, fq.bits)
+    with backend.allocator.upload(values, "probe field values") as d_io:
+        product_rate = run_probe(backend, kernels, expr, (int(d_io), int(d_din), int(d_out)), iters, 2)["per_sm_clk"]
+    rows = []
+    for group, field, accs in ADD_ROWS:
+        expr = add_expr(field, accs)
+        lanes = 2 if field.startswith("fq2_pair") else 1
+        blocks = kernels.resident_blocks(expr)
+        slots = blocks * backend.device.sm_count * BLOCK // lanes
+        coords = 2 if group == "G1" else 4  # Fq words of an affine point: x, y (G2: two Fq each)
+        points = random_below(rng, (accs + 2) * slots * coords, fq.limbs, fq.bits)
+        add_iters = max(1, iters // (8 if group == "G1" else 16))
+        with backend.allocator.upload(points, "probe points") as d_pts, \
+                backend.allocator.alloc(accs * slots * 2 * coords * 8 * fq.limbs, "probe accumulators") as d_acc:
+            r = run_probe(backend, kernels, expr, (int(d_pts), int(d_acc)), add_iters, 2 * accs / lanes)
+        rate = r["per_sm_clk"]
+        ns = 1e3 / (rate * backend.device.sm_count * r["mhz"])
+        rows.append([group, field, accs, r["blocks_per_sm"], f"{rate:.5f}", f"{ns:.3f}",
+                     f"{product_rate / rate:.1f}", f"{G1_MADD if group == 'G1' else G2_MADD:g}",
+                     f"{r['mhz']:.0f}", f"{r['overlap']:.3f}"])
+    return (f"Our Fq product in the same call: {product_rate:.4f} products /SM/clk (two a thread, no DFMAs).\n\n"
+            + markdown_table(["group", "field", "accumulators a point", "blocks/SM", "additions /SM/clk",
+                              "ns an addition (device)", "Fq products an addition (measured)",
+                              "stage_floor's count", "SM MHz", "block / grid span"], rows))
+
+
 def product_check(backend, kernels, curve, rng, n: int = 1 << 16) -> list[str]:
     """Each other product kind against ours (itself checked against the Python reference in tests/gpu), word for
     word: random operands below p, and the edges 0, 1, p - 2, p - 1 against each other."""
@@ -155,7 +206,7 @@ def product_check(backend, kernels, curve, rng, n: int = 1 << 16) -> list[str]:
     return lines
 
 
-def main(curves: list[str], iters: int, out: Path | None) -> str:
+def main(curves: list[str], iters: int, out: Path | None, sections: tuple[str, ...] = SECTIONS) -> str:
     backend = CudaBackend()
     rng = np.random.default_rng(7)
     lines = [f"# Pipe rates: IMAD.WIDE, DFMA and the field product ({backend.device.name}, {backend.device.sm_count} "
@@ -176,7 +227,8 @@ def main(curves: list[str], iters: int, out: Path | None) -> str:
             d_din = backend.allocator.upload(din, "probe doubles")
             d_out = backend.allocator.alloc(8 * n_max, "probe out")
             rows = []
-            for imads, dfmas in PIPE_MIXES if name == curves[0] else ():  # the same instructions for every curve
+            pipe_mixes = PIPE_MIXES if "pipes" in sections and name == curves[0] else ()  # the same on every curve
+            for imads, dfmas in pipe_mixes:
                 r = run_probe(backend, kernels, f"probe_pipes<{imads}, {dfmas}>",
                               (int(d_out), int(d_in), int(d_din)), iters, 1)
                 warp_ops = r["per_sm_clk"] / 128  # thread ops -> warp instructions a sub-partition
@@ -187,9 +239,13 @@ def main(curves: list[str], iters: int, out: Path | None) -> str:
                 lines += ["## The pipes\n", markdown_table(
                     ["an iteration", "blocks/SM", "mad.wide /SMSP/clk", "DFMA /SMSP/clk", "both", "SM MHz",
                      "block / grid span"], rows), ""]
-            lines += [f"## {curve.name}: Montgomery products with DFMAs beside, and other products\n",
-                      *product_check(backend, kernels, curve, rng), "",
-                      field_table(backend, kernels, curve, rng, d_din, d_out, iters), ""]
+            if "products" in sections:
+                lines += [f"## {curve.name}: Montgomery products with DFMAs beside, and other products\n",
+                          *product_check(backend, kernels, curve, rng), "",
+                          field_table(backend, kernels, curve, rng, d_din, d_out, iters), ""]
+            if "additions" in sections:
+                lines += [f"## {curve.name}: XYZZ mixed additions in registers\n",
+                          addition_table(backend, kernels, curve, rng, d_din, d_out, iters), ""]
             for buf in (d_in, d_din, d_out):
                 buf.free()
             kernels.close()
@@ -203,6 +259,7 @@ if __name__ == "__main__":
     p = arg_parser(__doc__)
     add_curves(p)
     p.add_argument("--iters", type=int, default=16384)
+    p.add_argument("--sections", nargs="+", choices=SECTIONS, default=list(SECTIONS))
     p.add_argument("--out", type=Path, default=Path("bench/results/pipe_rates.md"))
     a = p.parse_args()
-    main(a.curves, a.iters, a.out)
+    main(a.curves, a.iters, a.out, tuple(a.sections))

@@ -574,11 +574,14 @@ def test_pipe_rates_probe_builds_every_kernel_from_a_copy_of_the_sources(tmp_pat
 
     root = probe_source_root(tmp_path)
     assert not (CUDA_SRC / "programs" / "pipe_probe.cu").exists()  # the package's sources stay as shipped
-    built = build_units(curve_by_name(curve_name), "sm_90", None, tmp_path / "cache", table=ProbeKernels.units,
+    # the additions unit (G2's formulas: ~1 min of NVRTC) on one curve; the same template serves both
+    units = tuple(ProbeKernels.units) if curve_name == "bls12381" else ("pipe_probe",)
+    built = build_units(curve_by_name(curve_name), "sm_90", units, tmp_path / "cache", table=ProbeKernels.units,
                         source_root=root)
-    (unit,) = built.values()
-    assert sorted(unit.lowered) == sorted(ProbeKernels.units["pipe_probe"])
-    assert unit.cubin[:4] == b"\x7fELF"
+    assert sorted(unit for _, unit in built) == sorted(units)
+    for (_, name), unit in built.items():
+        assert sorted(unit.lowered) == sorted(ProbeKernels.units[name])
+        assert unit.cubin[:4] == b"\x7fELF"
 
 
 def test_ntt_switch_ab_reports_each_values_median_and_its_ratio_range_to_the_first():
@@ -737,3 +740,16 @@ def test_stage_floor_reads_a_seed_scale_table_and_subtracts_the_ones_from_a_sect
     assert sf.measured_ms(sf.Part("x", "", 0.0, "fq", ("B1",)), medians) is None
     with pytest.raises(ValueError, match="no per-partition table at 2\\^27"):
         sf.measured_medians(table, 27)
+
+
+def test_pipe_rates_source_copy_holds_both_probe_units(tmp_path):
+    """The additions probe is a unit of its own that includes the pipe probe from the copy's root."""
+    from bench import pipe_rates
+
+    root = pipe_rates.probe_source_root(tmp_path)
+    units = pipe_rates.probe_units()
+    for unit in units:
+        assert (root / "programs" / f"{unit}.cu").is_file()
+    assert '#include "programs/pipe_probe.cu"' in (root / "programs" / "add_probe.cu").read_text()
+    assert set(units["add_probe"]) == {pipe_rates.add_expr(f, a) for _, f, a in pipe_rates.ADD_ROWS}
+    assert pipe_rates.ProbeKernels.default_units == ("pipe_probe",)
