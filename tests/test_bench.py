@@ -715,9 +715,11 @@ def test_stage_floor_counts_the_products_of_each_part_at_the_planned_widths():
     from bench import stage_floor as sf
     from pipeline.backends.cuda.msm import plan_msm
 
-    parts = {p.name: p for p in sf.stage_parts(20, bit_share=0.9, one_share=0.5)}
+    parts = {p.name: p for p in sf.stage_parts(20, bit_share=0.9, one_share=0.5)}  # every point finite
     n, plan = 1 << 20, plan_msm(1 << 20, 255)
-    assert parts["H-MSM"].products == n * plan.n_windows * sf.G1_MADD + 2 * plan.n_buckets * sf.G1_ADD
+    windows = -(-(254 + 1) // plan.c)  # a scalar folded below 2^254, signed digits
+    assert parts["H-MSM"].products == n * windows * sf.G1_MADD + 2 * windows * plan.buckets_per_window * sf.G1_ADD
+    assert sf.msm_products(3_000_000, sf.G1_MADD, sf.G1_ADD)[1:] == (17, 15)  # the tails: the 18th window empty
     ones = round(n * 0.45)
     assert parts["A, B1, C: ones (G1)"].products == 3 * ones * sf.G1_MADD
     assert parts["B2: ones (G2)"].products == ones * sf.G2_MADD
@@ -726,6 +728,23 @@ def test_stage_floor_counts_the_products_of_each_part_at_the_planned_widths():
     # 1e9 Fq products at 1 a clock an SM on 10 SMs at 100 MHz: 1 s
     assert sf.floor_ms(1e9, "fq", 1.0, 2.0, 10, 100) == pytest.approx(1000.0)
     assert sf.floor_ms(1e9, "fr", 1.0, 2.0, 10, 100) == pytest.approx(500.0)
+
+
+def test_stage_floor_counts_only_the_finite_points_of_each_section():
+    """B's points are infinity for half the seed circuit's ones (wires in no B row): they cost no addition in the
+    floor. The shares come from the generator itself; L (the C section) is finite for every wire."""
+    from bench import stage_floor as sf
+
+    shares = sf.finite_shares(12)
+    assert set(shares) == {"a", "b", "c"} and shares["c"] == (1.0, 1.0)
+    assert 0.4 < shares["b"][0] < 0.6 and 0.6 < shares["a"][0] < 0.9
+    half_b = {"a": (1.0, 1.0), "b": (0.5, 1.0), "c": (1.0, 1.0)}
+    every, some = ({p.name: p for p in sf.stage_parts(20, 0.9, 0.5, f)} for f in (sf.ALL_FINITE, half_b))
+    assert some["B2: ones (G2)"].products == pytest.approx(every["B2: ones (G2)"].products / 2, rel=1e-5)
+    assert some["A, B1, C: ones (G1)"].products == pytest.approx(every["A, B1, C: ones (G1)"].products * 2.5 / 3,
+                                                               rel=1e-5)
+    assert some["B2: tail (G2)"].products == every["B2: tail (G2)"].products  # others all finite here
+    assert some["H-MSM"].products == every["H-MSM"].products
 
 
 def test_stage_floor_reads_a_seed_scale_table_and_subtracts_the_ones_from_a_section(tmp_path):
