@@ -118,25 +118,29 @@ def field_of(curve, field: str):
     return curve.fq if field == "fq_t" else curve.fr
 
 
+def time_products(backend, kernels, rng, f, expr: str, products: int, d_din, d_out, iters: int,
+                  per_sm: int | None = None) -> dict:
+    """run_probe of a probe_field_mul kernel over random values of field ``f`` (products + 1 a thread)."""
+    blocks = per_sm or kernels.resident_blocks(expr)
+    values = random_below(rng, (products + 1) * blocks * backend.device.sm_count * BLOCK, f.limbs, f.bits)
+    with backend.allocator.upload(values, "probe field values") as d_io:
+        return run_probe(backend, kernels, expr, (int(d_io), int(d_din), int(d_out)), iters, products, per_sm)
+
+
 def field_table(backend, kernels, curve, rng, d_din, d_out, iters: int) -> str:
     """Per field: two products a thread with 0..128 DFMAs beside, then FIELD_ILP products a thread, then two
     products at fewer blocks an SM (fewer warps to hide the carry chains' latency), then the other product kinds."""
     rows = []
     for field in FIELDS:
         f = field_of(curve, field)
-        limbs, bits = f.limbs, f.bits
         most = kernels.resident_blocks(field_expr(field, 0, 2))
         shapes = ([(0, d, 2, None) for d in FIELD_DFMAS] + [(0, 0, FIELD_ILP, None)]
                   + [(0, 0, 2, b) for b in range(1, most)]
                   + [(k, 0, p, None) for k in OTHER_PRODUCTS for p in (2, FIELD_ILP)])
         base = None
         for kind, dfmas, products, per_sm in shapes:
-            expr = field_expr(field, dfmas, products, kind)
-            blocks = per_sm or kernels.resident_blocks(expr)
-            values = random_below(rng, (products + 1) * blocks * backend.device.sm_count * BLOCK, limbs, bits)
-            with backend.allocator.upload(values, "probe field values") as d_io:
-                r = run_probe(backend, kernels, expr, (int(d_io), int(d_din), int(d_out)), iters,
-                              products, per_sm)
+            r = time_products(backend, kernels, rng, f, field_expr(field, dfmas, products, kind), products, d_din,
+                              d_out, iters, per_sm)
             rate = r["per_sm_clk"]
             base = base or rate
             rows.append([field, OTHER_PRODUCTS.get(kind, "ours"), products, dfmas // products, r["blocks_per_sm"],
@@ -155,10 +159,8 @@ def addition_table(backend, kernels, curve, rng, d_din, d_out, iters: int) -> st
     from bench.stage_floor import G1_MADD, G2_MADD
 
     fq = curve.fq
-    expr = field_expr("fq_t", 0, 2)
-    values = random_below(rng, 3 * kernels.resident_blocks(expr) * backend.device.sm_count * BLOCK, fq.limbs, fq.bits)
-    with backend.allocator.upload(values, "probe field values") as d_io:
-        product_rate = run_probe(backend, kernels, expr, (int(d_io), int(d_din), int(d_out)), iters, 2)["per_sm_clk"]
+    product_rate = time_products(backend, kernels, rng, fq, field_expr("fq_t", 0, 2), 2, d_din, d_out,
+                                 iters)["per_sm_clk"]
     rows = []
     for group, field, accs in ADD_ROWS:
         expr = add_expr(field, accs)

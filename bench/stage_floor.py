@@ -10,10 +10,10 @@ kernels.
 
 Counted:
 - MSM additions: every (point, window) pair one mixed XYZZ addition, at the widths the engine plans (plan_msm),
-  over the windows a folded scalar fills (FOLDED_BITS), plus each window's running sums (two full additions a bucket). The witness MSMs are the 0/1
-  split's: the ones summed (one addition a one) and a tail MSM over the other values. Only finite points
-  count (an algorithm can leave a key's infinity points out): their shares per section are read from the
-  seed-shaped generator (finite_shares; --all-finite counts every point).
+  over the windows a folded scalar fills (FOLDED_BITS), plus each window's running sums (two full additions a
+  bucket). The witness MSMs are the 0/1 split's: the ones summed (one addition a one) and a tail MSM over the
+  other values. Only finite points count (an algorithm can leave a key's infinity points out): their shares
+  per section are read from the seed-shaped generator (finite_shares; --all-finite counts every point).
 - Product-equivalents (a Montgomery product is about half multiplication, half reduction): a square at least
   0.75 of a product (it halves the cross products only), a dot product of two terms 1.5 (one reduction), an
   Fq2 product 2.5 (Karatsuba's three multiplications, two reductions), an Fq2 square 2. madd-2008-s (8M + 2S,
@@ -23,7 +23,6 @@ Counted:
 """
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,7 +51,8 @@ class Part:
     count: str  # what was counted, in words
     products: float  # product-equivalents
     field: str  # "fq" or "fr"
-    measured: tuple[str, ...]  # the seed_scale columns whose medians it is compared with
+    measured: tuple[str, ...]  # the seed_scale columns whose medians it is compared with, summed
+    less: tuple[str, ...] = ()  # columns taken off that sum (a section's ones, from the section)
 
 
 def msm_products(n: int, madd: float, add: float, finite: int | None = None) -> tuple[float, int, int]:
@@ -79,14 +79,15 @@ def finite_shares(log_n: int = 16, bit_share: float = 0.95, one_share: float = 0
     hold from 2^16 to 2^20 within 0.3% (A 0.74 / 0.75, B 0.50 / 0.76, L 1 / 1)."""
     import numpy as np
 
+    from bench.seed_scale import N_PUBLIC
+    from pipeline.backends.placement import classify_scalars
     from pipeline.curves import curve_by_name
     from pipeline.synth import CircuitShape, generate_circuit
 
     shape = CircuitShape(bit_fraction=bit_share, one_fraction=one_share)
-    r1cs, witness = generate_circuit(log_n, 8, curve_by_name("bls12381"), shape=shape, seed=log_n)
+    r1cs, witness = generate_circuit(log_n, N_PUBLIC, curve_by_name("bls12381"), shape=shape, seed=log_n)
     values = witness.values
-    small = (values[:, 1:] == 0).all(axis=1)
-    ones, others = small & (values[:, 0] == 1), ~small
+    ones, others = classify_scalars(values)
     used = {}
     for s in SECTIONS:
         used[s] = np.zeros(values.shape[0], dtype=bool)
@@ -117,11 +118,11 @@ def stage_parts(log_n: int, bit_share: float, one_share: float,
              "fq", ("A: ones", "B1: ones", "C: ones")),
         Part("A, B1, C: tails (G1)", f"{sum(others_of.values()) / 1e6:.2f}M finite of 3 x {others / 1e6:.2f}M, "
              f"{t_windows} windows (c = {t_c})", t1_products, "fq",
-             ("A", "B1", "C", "-A: ones", "-B1: ones", "-C: ones")),
+             ("A", "B1", "C"), ("A: ones", "B1: ones", "C: ones")),
         Part("B2: ones (G2)", f"{ones_of['b'] / 1e6:.1f}M finite of {ones / 1e6:.1f}M ones", ones_of["b"] * G2_MADD,
              "fq", ("B2: ones",)),
         Part("B2: tail (G2)", f"{others_of['b'] / 1e6:.2f}M finite of {others / 1e6:.2f}M, {t_windows} windows",
-             t2_products, "fq", ("B2 (G2)", "-B2: ones")),
+             t2_products, "fq", ("B2 (G2)",), ("B2: ones",)),
         Part("NTTs", f"6 x 2^{log_n - 1} x {log_n} butterflies + scales", ntt, "fr", ("NTTs",)),
     ]
 
@@ -151,14 +152,10 @@ def measured_medians(path: Path, log_n: int) -> dict[str, float]:
 
 
 def measured_ms(part: Part, medians: dict[str, float]) -> float | None:
-    """The part's measured time: its columns summed, a leading '-' subtracting one."""
-    total = 0.0
-    for col in part.measured:
-        sign, name = (-1, col[1:]) if col.startswith("-") else (1, col)
-        if name not in medians:
-            return None
-        total += sign * medians[name]
-    return total
+    """The part's measured time: its columns summed, less its ``less`` columns; None where one is missing."""
+    if any(col not in medians for col in part.measured + part.less):
+        return None
+    return sum(medians[col] for col in part.measured) - sum(medians[col] for col in part.less)
 
 
 def main() -> None:

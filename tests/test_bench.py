@@ -756,7 +756,7 @@ def test_stage_floor_reads_a_seed_scale_table_and_subtracts_the_ones_from_a_sect
                      "| 0 | 900 | 50 | 20 | 130 |\n| all | 826 | 42 | 13 | 128 |\n")
     medians = sf.measured_medians(table, 26)
     assert medians == {"gpu": 826.0, "A": 42.0, "A: ones": 13.0, "NTTs": 128.0}
-    tail = sf.Part("tail", "", 0.0, "fq", ("A", "-A: ones"))
+    tail = sf.Part("tail", "", 0.0, "fq", ("A",), ("A: ones",))
     assert sf.measured_ms(tail, medians) == 29.0
     assert sf.measured_ms(sf.Part("x", "", 0.0, "fq", ("B1",)), medians) is None
     with pytest.raises(ValueError, match="no per-partition table at 2\\^27"):
