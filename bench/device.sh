@@ -116,6 +116,11 @@ export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$PWD PYTHONUNBUFFERED=1
 started=$(mktemp); rc=0
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,memory.used --format=csv | tee "$OUT/gpu.txt"
 
+# A dev-box NVRTC cache (tar.xz) into this host's, where the call carried it: its units load without a compile.
+unpack_kernel_cache() {
+  mkdir -p "$HOME/.cache/zkpipe/kernels"
+  if [ -f "$1" ]; then tar -xJf "$1" -C "$HOME/.cache/zkpipe/kernels"; fi
+}
 tests() {
   timeout "${TEST_TIMEOUT:-420}" python3 -m pytest -m gpu -q --maxfail=20 -p no:cacheprovider --durations=15 \
     ${TEST_K:+-k "$TEST_K"} ${PYTEST_ARGS:-} ${TEST_PATHS:-tests/gpu} 2>&1 | tee "$OUT/pytest.log" | tail -n 80
@@ -245,8 +250,7 @@ bench_in() {
 ab() {
   mkdir -p /tmp/ab_before && tar -C /tmp/ab_before -xf .anchors/cuda_src_before.tar
   # the earlier tree's units built by NVRTC on the dev box (~10 s there a unit, 1-2 min here), where carried
-  mkdir -p "$HOME/.cache/zkpipe/kernels"
-  [ -f .anchors/kcache_before.tar.xz ] && tar -xJf .anchors/kcache_before.tar.xz -C "$HOME/.cache/zkpipe/kernels"
+  unpack_kernel_cache .anchors/kcache_before.tar.xz
   timeout "${AB_TIMEOUT:-300}" python3 -m bench.kernel_ab /tmp/ab_before/pipeline/cuda_src ${AB_ARGS:-} \
     --out bench/results/kernel_ab.md 2>&1 | tee "$OUT/kernel_ab.log" | tail -n 20
 }
@@ -256,16 +260,14 @@ nttab() {
 }
 pipes() {
   # the probe's units built by NVRTC on the dev box (add_probe: ~1 min there), where carried
-  mkdir -p "$HOME/.cache/zkpipe/kernels"
-  [ -f .anchors/kcache_probe.tar.xz ] && tar -xJf .anchors/kcache_probe.tar.xz -C "$HOME/.cache/zkpipe/kernels"
+  unpack_kernel_cache .anchors/kcache_probe.tar.xz
   timeout "${PIPES_TIMEOUT:-180}" python3 -m bench.pipe_rates ${PIPES_ARGS:-} 2>&1 | tee "$OUT/pipe_rates.log" | tail -n 40
 }
 depntt() {
   local launch=pipeline/backends/cuda/launch.py
   sed -i 's/^NTT_DEPENDENT_BUILT = False$/NTT_DEPENDENT_BUILT = True/' $launch
   grep -q "^NTT_DEPENDENT_BUILT = True$" $launch || { echo "depntt: launch.py has no NTT_DEPENDENT_BUILT = False line"; rc=2; return; }
-  mkdir -p "$HOME/.cache/zkpipe/kernels"
-  [ -f .anchors/kcache_dep.tar.xz ] && tar -xJf .anchors/kcache_dep.tar.xz -C "$HOME/.cache/zkpipe/kernels"
+  unpack_kernel_cache .anchors/kcache_dep.tar.xz
   timeout "${DEPNTT_TIMEOUT:-240}" python3 -m bench.kernels_vs_sppark ${DEPNTT_ARGS:---g1 --g2 --ntt 19 22} \
     --out bench/results/kernels_vs_sppark_dependent.md 2>&1 | tee "$OUT/depntt.log" | tail -n 30
   timeout 200 python3 -m pytest -m gpu -q -p no:cacheprovider -k dependent tests/gpu/test_ntt.py 2>&1 \
