@@ -38,6 +38,7 @@
 #            [SEED_JOBS=2] jobs of 10 partitions ([SEED_WITNESS=circuit] witness) through the engine on
 #            [SEED_DEVICES=1] device(s), sppark's stage beside it (.anchors/bench_<curve>: carry .anchors)
 #            [SEED_ARGS: e.g. "--thread-a-row", "--no-witness-prefetch"]
+#            (.anchors/kcache_setup.tar.xz, where carried: the dev box's NVRTC cache of the setup units)
 #            -> bench/results/seed_scale_cuda_<curve>_<sizes>_<witness>.md + .timeline.json/.png per size
 #            (2^27: its own call on nvidia-h200-x2, for the 256 GiB host: SEED_SIZES=27 SEED_JOBS=1)
 #   keyprep  bench.key_prepare --upload (issue 11 item 2): the old parse + argsort CSR vs the key cache's first and
@@ -191,6 +192,8 @@ devsetup() {
     --curves ${DEVSETUP_CURVES:-bls12381 bn128} 2>&1 | tee "$OUT/dev_setup.log" | tail -n 25
 }
 seed() {
+  # the development setup's units (setup_fr/g1/g2) built by NVRTC on the dev box, where carried
+  unpack_kernel_cache .anchors/kcache_setup.tar.xz
   timeout "${SEED_TIMEOUT:-570}" python3 -m bench.seed_scale --sizes ${SEED_SIZES:-24 26} --curve "${SEED_CURVE:-bls12381}" \
     --witness "${SEED_WITNESS:-circuit}" --jobs "${SEED_JOBS:-2}" --devices "${SEED_DEVICES:-1}" ${SEED_ARGS:-} 2>&1 \
     | tee "$OUT/seed_scale.log" | grep -vE "^\| [0-9]+ \|" | tail -n 40

@@ -8,7 +8,7 @@ times both on the same points and scalars in alternating rounds (before, after, 
 clock and thermal drift fall on both alike.
 
     python3 -m bench.kernel_ab BEFORE [--curves bls12381 bn128] [--g1 20 24 26] [--g2 20 24] [--ntt 20 21]
-        [--rounds 4] [--repeat 3] [--out bench/results/kernel_ab.md]             (GPU host)
+        [--rounds 4] [--repeat 3] [--infinity 0 0.5] [--out bench/results/kernel_ab.md]   (GPU host)
 
 ``--ntt``: the same for the Fr transform in natural order (NttRunner.ntt, forward and inverse, data resident),
 the NTT kernels of BEFORE beside the package's. A transform is deterministic, so these rows also say whether
@@ -39,7 +39,7 @@ from pipeline.backends.cuda.ntt import NttRunner
 from pipeline.curves import curve_by_name
 
 UNIFORM = "uniform < r"
-HEADER = ["curve", "group", "n", "scalars", "before ms", "after ms", "after ÷ before", "rounds' ratios"]
+HEADER = ["curve", "group", "n", "scalars", "points at infinity", "before ms", "after ms", "after ÷ before", "rounds' ratios"]
 
 
 class MsmKernels(CurveKernels):
@@ -63,9 +63,11 @@ def before_after_cells(per_round: list[list[float]], digits: int) -> list[str]:
 
 
 def ab_rows(backend: CudaBackend, curve, before_root: Path, g2: bool, logs: list[int], rounds: int,
-            repeat: int, rng, uniform: bool = False) -> list[list]:
+            repeat: int, rng, uniform: bool = False, infinity: float = 0.0) -> list[list]:
     """Rows of one curve and group: each size and kind of scalars, before and after in alternating rounds;
-    ``uniform``: a kind of scalars uniform below r besides (gpu_msm's "random" stay under 2^(bits - 1))."""
+    ``uniform``: a kind of scalars uniform below r besides (gpu_msm's "random" stay under 2^(bits - 1));
+    ``infinity``: that share of the points, drawn at random, the point at infinity (all-zero words), as a
+    seed key's B sections hold for about half the wires a witness sets to one (bench/NOTES.md, session 61)."""
     if not logs:
         return []
     after = backend.runtime(curve).msm
@@ -74,6 +76,7 @@ def ab_rows(backend: CudaBackend, curve, before_root: Path, g2: bool, logs: list
     before.g2_field, before.g2_min_blocks, before.lazy = after.g2_field, after.g2_min_blocks, after.lazy
     n_max = 1 << max(logs)
     points, scalars = random_msm_data(rng, curve, g2, n_max)
+    points[rng.random(n_max) < infinity] = 0
     if uniform:
         scalars[UNIFORM] = uniform_below_modulus(rng, n_max, curve.fr)
     nbytes = n_max * curve.fr.limbs * 8
@@ -94,7 +97,7 @@ def ab_rows(backend: CudaBackend, curve, before_root: Path, g2: bool, logs: list
                         d_s.upload(h_scalars, backend.stream)
                         runner.run_xyzz(g2, d_points.ptr, d_s.ptr, n)
                     return time_ms(backend.stream, call, warmup=1, repeat=repeat)
-                rows.append([curve.name, "G2" if g2 else "G1", f"2^{log_n}", kind,
+                rows.append([curve.name, "G2" if g2 else "G1", f"2^{log_n}", kind, f"{infinity:.0%}",
                              *before_after_cells(alternating_rounds(2, rounds, timed), 3)])
                 print(rows[-1], flush=True)
     before.kernels.close()
@@ -130,7 +133,7 @@ def ntt_ab_rows(backend: CudaBackend, curve, before_root: Path, logs: list[int],
                     runner = (before, after)[i]
                     return time_ms(backend.stream, lambda: runner.ntt(d_data.ptr, log_n, inverse), warmup=1,
                                    repeat=repeat)
-                rows.append([curve.name, "NTT inverse" if inverse else "NTT", f"2^{log_n}", f"same words: {same}",
+                rows.append([curve.name, "NTT inverse" if inverse else "NTT", f"2^{log_n}", f"same words: {same}", "",
                              *before_after_cells(alternating_rounds(2, rounds, timed), 4)])
                 print(rows[-1], flush=True)
     before.kernels.close()
@@ -138,7 +141,7 @@ def ntt_ab_rows(backend: CudaBackend, curve, before_root: Path, logs: list[int],
 
 
 def main(before_root: Path, curves: list[str], g1: list[int], g2: list[int], rounds: int, repeat: int,
-         out: str | None, uniform: bool = False, ntt: list[int] = ()) -> str:
+         out: str | None, uniform: bool = False, ntt: list[int] = (), infinity: list[float] = (0.0,)) -> str:
     if not (before_root / "programs").is_dir():
         raise SystemExit(f"bench.kernel_ab: {before_root} is not a cuda_src folder (no programs/ in it)")
     backend = CudaBackend()
@@ -146,8 +149,9 @@ def main(before_root: Path, curves: list[str], g1: list[int], g2: list[int], rou
     rows: list[list] = []
     for name in curves:
         curve = curve_by_name(name)
-        rows += ab_rows(backend, curve, before_root, False, g1, rounds, repeat, rng, uniform)
-        rows += ab_rows(backend, curve, before_root, True, g2, rounds, repeat, rng, uniform)
+        for share in infinity:
+            rows += ab_rows(backend, curve, before_root, False, g1, rounds, repeat, rng, uniform, share)
+            rows += ab_rows(backend, curve, before_root, True, g2, rounds, repeat, rng, uniform, share)
         rows += ntt_ab_rows(backend, curve, before_root, list(ntt), rounds, repeat, rng)
     device = backend.device.name
     backend.close()
@@ -172,5 +176,8 @@ if __name__ == "__main__":
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--out", default=None, help="markdown file (default: print only)")
     parser.add_argument("--uniform", action="store_true", help=f'rows of scalars "{UNIFORM}" too')
+    parser.add_argument("--infinity", type=float, nargs="*", default=[0.0],
+                        help="shares of the points at infinity, a set of MSM rows each (e.g. 0 0.5)")
     args = parser.parse_args()
-    main(args.before, args.curves, args.g1, args.g2, args.rounds, args.repeat, args.out, args.uniform, args.ntt)
+    main(args.before, args.curves, args.g1, args.g2, args.rounds, args.repeat, args.out, args.uniform, args.ntt,
+         args.infinity)

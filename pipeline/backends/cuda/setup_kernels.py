@@ -57,7 +57,6 @@ class SetupKernels(CurveKernels):
     units = SETUP_UNITS
     signatures = SETUP_SIGNATURES
     default_units = None  # all three setup units at once (built in parallel); none of the prover's
-    default_units = None  # all three setup units at once
 
 
 def is_g2(group: CurveGroup) -> bool:
