@@ -263,60 +263,6 @@ def test_both_level0_schemes_match_the_reference_at_any_entries_a_thread(cuda_ba
         msm.level0_flat, msm.level0_entries, msm.g1_min_blocks = None, None, g1_blocks
 
 
-def _half_at_infinity(group, count, rng):
-    """``count`` points, about half of them the point at infinity in runs of 1 to 40 (a key section like a seed
-    circuit's B, whose wires are missing from half its rows), the first and the last among them."""
-    points, i = list(_points(group, count)), 0
-    while i < count:
-        run = rng.randrange(1, 41)
-        if rng.random() < 0.5 or i == 0:
-            points[i:i + run] = [None] * len(points[i:i + run])
-        i += run
-    points[-1] = None
-    return points
-
-
-@pytest.mark.parametrize("group_name", ["g1", "g2"])
-def test_level0_passes_over_runs_of_points_at_infinity(cuda_backend, runtime, gpu_curve, group_name):
-    """Level 0 skips an entry whose point is infinity before the addition (session 61): runs of such points at a
-    thread's first and last entries, across piece ends, whole ranges of them, and a bucket of nothing else; both
-    schemes at 2 to 128 entries a thread, against the reference; then point sums (the ones of a split witness)
-    of such points, one of infinity alone."""
-    group = getattr(gpu_curve, group_name)
-    rng = random.Random(f"infinity runs {gpu_curve.name} {group_name}")
-    points = _half_at_infinity(group, 600, rng)
-    assert 150 < sum(p is None for p in points) < 450
-    enc = encode_points(gpu_curve, group, points)
-    msm = runtime.msm
-    g1_blocks = msm.g1_min_blocks
-    try:
-        for kind, c in [("random", None), ("random", 9), ("bit_heavy", 3), ("small", 4)]:
-            scalars = _scalars(kind, gpu_curve.fr, rng, len(points))
-            expected = msm_ref(group, points, scalars)
-            for flat in (True, False):
-                for entries in (2, 7, 64, 128):
-                    _level0_scheme(msm, flat)
-                    msm.level0_entries = entries
-                    got = _gpu_msm(cuda_backend, runtime, gpu_curve, group, enc, scalars, c)
-                    assert group.eq(got, expected), (kind, c, flat, entries)
-    finally:
-        msm.level0_flat, msm.level0_entries, msm.g1_min_blocks = None, None, g1_blocks
-    alloc, g2 = cuda_backend.allocator, group_name == "g2"
-    at_infinity = np.array([i for i, p in enumerate(points) if p is None], dtype=np.uint32)
-    with alloc.upload(enc, "points") as d_p, alloc.alloc(msm.xyzz_bytes(g2), "out") as d_out:
-        for idx in (np.arange(len(points), dtype=np.uint32), at_infinity, at_infinity[:300],
-                    np.sort(np.random.default_rng(5).integers(0, len(points), 5000, dtype=np.uint32))):
-            expected = group.infinity
-            for i in idx:
-                if points[i] is not None:
-                    expected = group.add(expected, group.from_affine(points[i]))
-            with alloc.upload(idx, "indices") as d_idx:
-                msm.enqueue_point_sum(g2, d_p.ptr, d_idx.ptr, len(idx), d_out.ptr)
-                raw = np.zeros(msm.xyzz_bytes(g2) // 4, dtype=np.uint32)
-                d_out.download(raw, msm.stream)
-            assert group.eq(xyzz_to_jacobian(group, gpu_curve.fq, raw), expected), len(idx)
-
-
 @pytest.mark.parametrize("group_name", ["g1", "g2"])
 def test_pieces_summed_in_place_and_by_the_tree_match_the_reference(cuda_backend, runtime, gpu_curve, group_name):
     """Level 0's pieces summed in place (msm_sum_pieces: one item a bucket of up to 16; msm_sum_hot_chunks: a

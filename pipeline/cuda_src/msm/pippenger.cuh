@@ -329,43 +329,19 @@ __device__ __forceinline__ void accumulate_items(typename xyzz_t<F>::mem_t* __re
         // as long (bench/NOTES.md, session 13).
         uint32_t piece_end = FLAT ? min(end, d_offsets[b + 1]) : end;
         xyzz_t<F> acc = xyzz_t<F>::inf();
-        auto after = [&](uint32_t e) {  // entry e done: where the next nonempty bucket starts at e + 1, a new piece
-            if (FLAT && e + 1 == piece_end && e + 1 < end) {
+        for (uint32_t e = start; e < end; e++) {
+            if (AFFINE) {
+                const uint32_t entry = d_entries[e], point = entry & ~MSM_NEG_BIT;
+                if (point >= skip_below) acc.add_stored(d_points[point], entry & MSM_NEG_BIT);
+            } else {
+                acc.add(xyzz_t<F>::load(d_partials_in[e]));
+            }
+            if (FLAT && e + 1 == piece_end && e + 1 < end) {  // the next nonempty bucket starts at e + 1
                 acc.store(d_out[out]);
                 acc = xyzz_t<F>::inf();
                 do piece_end = d_offsets[++b + 1]; while (piece_end == e + 1);
                 piece_end = min(end, piece_end);
                 out = d_chunk_off[b] + t - d_offsets[b] / chunk;
-            }
-        };
-        if (AFFINE) {
-            // Entries that add nothing (a point at infinity, or below skip_below) are passed over in a loop of
-            // loads before the addition, so each turn of the outer loop is one addition a lane: a lane that
-            // met one in the same loop as the additions waited out its warp's addition, and a key's infinity
-            // points cost as much as the others (B's are half a seed witness's ones: bench/NOTES.md, session 61).
-            uint32_t e = start;
-            while (e < end) {
-                uint32_t point = 0;
-                bool neg = false, found = false;
-                for (; e < end; e++) {
-                    const uint32_t entry = d_entries[e];
-                    point = entry & ~MSM_NEG_BIT;
-                    neg = entry & MSM_NEG_BIT;
-                    if (point >= skip_below && !affine_t<F>::load(d_points[point]).is_inf_stored()) {
-                        found = true;
-                        break;
-                    }
-                    after(e);
-                }
-                if (!found) break;
-                acc.add_stored(d_points[point], neg);  // loads the point again: its first load dies in the test
-                after(e);
-                e++;
-            }
-        } else {
-            for (uint32_t e = start; e < end; e++) {
-                acc.add(xyzz_t<F>::load(d_partials_in[e]));
-                after(e);
             }
         }
         acc.store(d_out[out]);
