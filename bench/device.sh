@@ -84,7 +84,8 @@
 #   ab       bench.kernel_ab: a kernel change against the kernels before it, same process: the MSM kernels of
 #            .anchors/cuda_src_before.tar (`git archive <commit> pipeline/cuda_src > .anchors/cuda_src_before.tar`,
 #            ~150 KB; carry .anchors) compiled by NVRTC on the host (~1-2 min a unit) beside this tree's prebuilt ones,
-#            timed in alternating rounds [AB_ARGS: e.g. "--curves bls12381 --g1 24 26 --g2 22", "--g1 --ntt 20 21"]
+#            timed in alternating rounds [AB_ARGS: e.g. "--curves bls12381 --g1 24 26 --g2 22", "--g1 --ntt 20 21",
+#            "--g1 24 26 --g2 24 --infinity 0 0.5" (rows with half the points at infinity, as a seed key's B sections)]
 #            [AB_TIMEOUT=300] s; .anchors/kcache_before.tar.xz, where carried: the earlier tree's NVRTC cache (dev box)
 #   nttab    bench.ntt_switch_ab: one NttRunner setting's values in alternating rounds, same process [NTTAB_ARGS=
 #            "--attribute natural_kernel --values groups pairs"; e.g. add "--sizes 20 21 --curves bls12381"]

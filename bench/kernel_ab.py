@@ -160,7 +160,8 @@ def main(before_root: Path, curves: list[str], g1: list[int], g2: list[int], rou
             f"points and scalars (points resident, scalars from pinned memory in each timed call; the transforms' "
             f"data resident, \"scalars\" says whether both gave the same words); {rounds} rounds alternating "
             f"which goes first, each the median of {repeat} CUDA-event timings after a warm-up; the columns are "
-            f"the medians over the rounds and each round's ratio.\n\n{markdown_table(HEADER, rows)}\n")
+            f"the medians over the rounds and each round's ratio. \"points at infinity\": the share of the points, at "
+            f"random places, that are the point at infinity (all-zero words).\n\n{markdown_table(HEADER, rows)}\n")
     write_result(out, text)
     return text
 
