@@ -63,11 +63,13 @@ def before_after_cells(per_round: list[list[float]], digits: int) -> list[str]:
 
 
 def ab_rows(backend: CudaBackend, curve, before_root: Path, g2: bool, logs: list[int], rounds: int,
-            repeat: int, rng, uniform: bool = False, infinity: float = 0.0) -> list[list]:
-    """Rows of one curve and group: each size and kind of scalars, before and after in alternating rounds;
-    ``uniform``: a kind of scalars uniform below r besides (gpu_msm's "random" stay under 2^(bits - 1));
-    ``infinity``: that share of the points, drawn at random, the point at infinity (all-zero words), as a
-    seed key's B sections hold for about half the wires a witness sets to one (bench/NOTES.md, session 61)."""
+            repeat: int, rng, uniform: bool = False, infinity: tuple[float, ...] = (0.0,)) -> list[list]:
+    """Rows of one curve and group: each share of points at infinity, size and kind of scalars, before and after
+    in alternating rounds; ``uniform``: a kind of scalars uniform below r besides (gpu_msm's "random" stay under
+    2^(bits - 1)); ``infinity``: shares of the points, at random places, made the point at infinity (all-zero
+    words), as a seed key's B sections hold for about half the wires a witness sets to one (bench/NOTES.md,
+    session 61). Every share's rows use the same points and scalars, its infinity points a superset of the
+    smaller shares'."""
     if not logs:
         return []
     after = backend.runtime(curve).msm
@@ -76,30 +78,33 @@ def ab_rows(backend: CudaBackend, curve, before_root: Path, g2: bool, logs: list
     before.g2_field, before.g2_min_blocks, before.lazy = after.g2_field, after.g2_min_blocks, after.lazy
     n_max = 1 << max(logs)
     points, scalars = random_msm_data(rng, curve, g2, n_max)
-    points[rng.random(n_max) < infinity] = 0
     if uniform:
         scalars[UNIFORM] = uniform_below_modulus(rng, n_max, curve.fr)
+    place = rng.random(n_max)  # a point is infinity in every share above its draw
     nbytes = n_max * curve.fr.limbs * 8
     rows = []
-    with backend.allocator.upload(points, "ab points") as d_points, \
+    with backend.allocator.alloc(points.nbytes, "ab points") as d_points, \
             backend.allocator.alloc(nbytes, "ab scalars") as d_s, \
             PinnedHostBuffer(backend.device, nbytes) as h_pinned:
-        for log_n in logs:
-            n = 1 << log_n
-            h_scalars = h_pinned.view(np.uint64, (n, curve.fr.limbs))
-            for kind, values in scalars.items():
-                h_scalars[:] = values[:n]
-                d_s.upload(h_scalars, backend.stream)
-                def timed(i: int) -> float:
-                    runner = (before, after)[i]
+        for share in sorted(infinity):
+            points[place < share] = 0
+            d_points.upload(points, backend.stream)
+            for log_n in logs:
+                n = 1 << log_n
+                h_scalars = h_pinned.view(np.uint64, (n, curve.fr.limbs))
+                for kind, values in scalars.items():
+                    h_scalars[:] = values[:n]
+                    d_s.upload(h_scalars, backend.stream)
+                    def timed(i: int) -> float:
+                        runner = (before, after)[i]
 
-                    def call():
-                        d_s.upload(h_scalars, backend.stream)
-                        runner.run_xyzz(g2, d_points.ptr, d_s.ptr, n)
-                    return time_ms(backend.stream, call, warmup=1, repeat=repeat)
-                rows.append([curve.name, "G2" if g2 else "G1", f"2^{log_n}", kind, f"{infinity:.0%}",
-                             *before_after_cells(alternating_rounds(2, rounds, timed), 3)])
-                print(rows[-1], flush=True)
+                        def call():
+                            d_s.upload(h_scalars, backend.stream)
+                            runner.run_xyzz(g2, d_points.ptr, d_s.ptr, n)
+                        return time_ms(backend.stream, call, warmup=1, repeat=repeat)
+                    rows.append([curve.name, "G2" if g2 else "G1", f"2^{log_n}", kind, f"{share:.0%}",
+                                 *before_after_cells(alternating_rounds(2, rounds, timed), 3)])
+                    print(rows[-1], flush=True)
     before.kernels.close()
     return rows
 
@@ -141,7 +146,7 @@ def ntt_ab_rows(backend: CudaBackend, curve, before_root: Path, logs: list[int],
 
 
 def main(before_root: Path, curves: list[str], g1: list[int], g2: list[int], rounds: int, repeat: int,
-         out: str | None, uniform: bool = False, ntt: list[int] = (), infinity: list[float] = (0.0,)) -> str:
+         out: str | None, uniform: bool = False, ntt: list[int] = (), infinity: tuple[float, ...] = (0.0,)) -> str:
     if not (before_root / "programs").is_dir():
         raise SystemExit(f"bench.kernel_ab: {before_root} is not a cuda_src folder (no programs/ in it)")
     backend = CudaBackend()
@@ -149,9 +154,8 @@ def main(before_root: Path, curves: list[str], g1: list[int], g2: list[int], rou
     rows: list[list] = []
     for name in curves:
         curve = curve_by_name(name)
-        for share in infinity:
-            rows += ab_rows(backend, curve, before_root, False, g1, rounds, repeat, rng, uniform, share)
-            rows += ab_rows(backend, curve, before_root, True, g2, rounds, repeat, rng, uniform, share)
+        rows += ab_rows(backend, curve, before_root, False, g1, rounds, repeat, rng, uniform, tuple(infinity))
+        rows += ab_rows(backend, curve, before_root, True, g2, rounds, repeat, rng, uniform, tuple(infinity))
         rows += ntt_ab_rows(backend, curve, before_root, list(ntt), rounds, repeat, rng)
     device = backend.device.name
     backend.close()
