@@ -73,10 +73,10 @@ SECTIONS = ("a", "b", "c")
 ALL_FINITE = {s: (1.0, 1.0) for s in SECTIONS}
 
 
-def finite_shares(log_n: int = 16, bit_share: float = 0.95, one_share: float = 0.5) -> dict[str, tuple[float, float]]:
-    """Per section, the shares of the witness's ones and of its other values whose key point is finite (the wire
-    is in the section's matrix; L: in any), on the seed-shaped generator (pipeline.synth) at 2^log_n: the shares
-    hold from 2^16 to 2^20 within 0.3% (A 0.74 / 0.75, B 0.50 / 0.76, L 1 / 1)."""
+def section_masks(log_n: int = 16, bit_share: float = 0.95, one_share: float = 0.5):
+    """(ones, others, finite) over the wires of the seed-shaped generator (pipeline.synth) at 2^log_n: the witness's
+    ones and other values (boolean masks), and per section the wires whose key point is finite (the wire is in the
+    section's matrix; L, the C section: in any)."""
     import numpy as np
 
     from bench.seed_scale import N_PUBLIC
@@ -86,14 +86,20 @@ def finite_shares(log_n: int = 16, bit_share: float = 0.95, one_share: float = 0
 
     shape = CircuitShape(bit_fraction=bit_share, one_fraction=one_share)
     r1cs, witness = generate_circuit(log_n, N_PUBLIC, curve_by_name("bls12381"), shape=shape, seed=log_n)
-    values = witness.values
-    ones, others = classify_scalars(values)
-    used = {}
+    ones, others = classify_scalars(witness.values)
+    finite = {}
     for s in SECTIONS:
-        used[s] = np.zeros(values.shape[0], dtype=bool)
-        used[s][np.asarray(getattr(r1cs, s).signals)] = True
-    used["c"] = used["a"] | used["b"] | used["c"]  # the L section
-    return {s: (float((used[s] & ones).sum() / ones.sum()), float((used[s] & others).sum() / others.sum()))
+        finite[s] = np.zeros(witness.values.shape[0], dtype=bool)
+        finite[s][np.asarray(getattr(r1cs, s).signals)] = True
+    finite["c"] = finite["a"] | finite["b"] | finite["c"]  # the L section
+    return ones, others, finite
+
+
+def finite_shares(log_n: int = 16, bit_share: float = 0.95, one_share: float = 0.5) -> dict[str, tuple[float, float]]:
+    """Per section, the shares of the witness's ones and of its other values whose key point is finite
+    (``section_masks``): they hold from 2^16 to 2^20 within 0.3% (A 0.74 / 0.75, B 0.50 / 0.76, L 1 / 1)."""
+    ones, others, finite = section_masks(log_n, bit_share, one_share)
+    return {s: (float((finite[s] & ones).sum() / ones.sum()), float((finite[s] & others).sum() / others.sum()))
             for s in SECTIONS}
 
 

@@ -747,6 +747,45 @@ def test_stage_floor_counts_only_the_finite_points_of_each_section():
     assert some["H-MSM"].products == every["H-MSM"].products
 
 
+def test_infinity_warps_counts_a_warps_additions_before_and_after_the_skip():
+    """Hand-made lists: 4 items a warp, 8 entries an item (32 a warp)."""
+    import numpy as np
+
+    from bench.infinity_warps import warp_turns
+
+    assert warp_turns(np.ones(64, dtype=bool), 8, 4) == (1.0, 1.0, 1.0)
+    # Item 0 of each warp finite, the others infinity: the warp waits for item 0 before and after the skip; dealt
+    # in turn, those 8 entries go two to each item.
+    first = np.zeros((2, 4, 8), dtype=bool)
+    first[:, 0, :] = True
+    assert warp_turns(first.ravel(), 8, 4) == (1.0, 1.0, 0.25)
+    # Every other turn infinity on every item: before, a turn with no finite lane costs nothing; dealt in turn,
+    # the finite entries (even places) all go to items 0 and 2, so striding can lose to a periodic pattern.
+    turns = np.zeros((2, 4, 8), dtype=bool)
+    turns[:, :, ::2] = True
+    assert warp_turns(turns.ravel(), 8, 4) == (0.5, 0.5, 1.0)
+    # One item with 6 finite entries, the others 2: the skip waits for 6; dealt in turn, items 2 and 3 get 4.
+    uneven = np.zeros((1, 4, 8), dtype=bool)
+    uneven[0, 0, :6] = True
+    uneven[0, 1:, 6:] = True
+    assert warp_turns(np.concatenate([uneven.ravel(), np.ones(5, dtype=bool)]), 8, 4) == (1.0, 0.75, 0.5)
+    with pytest.raises(ValueError, match="fills no warp"):
+        warp_turns(np.ones(31, dtype=bool), 8, 4)
+
+
+def test_infinity_warps_orders_a_tail_by_bucket_without_zero_digits():
+    import numpy as np
+
+    from bench.infinity_warps import tail_order
+
+    others = np.zeros(10_000, dtype=bool)
+    others[::3] = True
+    order = tail_order(others, 2, np.random.default_rng(1))  # digits -2..2: a fifth are zero
+    assert len(set(order.tolist())) == len(order) and others[order].all()
+    assert 0.75 * others.sum() < len(order) < 0.85 * others.sum()
+    assert not np.array_equal(order, np.sort(order))  # bucket order, not wire order
+
+
 def test_stage_floor_reads_a_seed_scale_table_and_subtracts_the_ones_from_a_section(tmp_path):
     from bench import stage_floor as sf
 
