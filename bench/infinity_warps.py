@@ -11,6 +11,9 @@ nothing, but what the warp pays for it depends on the loop:
 - strided: the skip with a warp's entries dealt to its lanes in turn (entry base + turn x lanes + lane) instead
   of in chunks, which evens runs of infinity across the lanes. Only for a list of one bucket (the ones' sums):
   in a bucketed list a lane's pieces must stay contiguous. Not built; counted to see what it would add.
+- grouped: main's loop (no skip) over the ones' sum of a key whose private wires were put in order of the class
+  of their points (finite in A, in B) once, at load, with the witness permuted to match: a run of infinity
+  entries then fills whole warps, whose turns cost no addition. Not built; counted to see what it would add.
 
 Columns are additions a warp over its chunk (1.0: every entry costs one), means over the list's whole warps.
 The lists: each section's ones' sum (the 0/1 split's ones in ascending wire order, as the device compacts them)
@@ -48,6 +51,14 @@ def warp_turns(finite: np.ndarray, chunk: int, items: int) -> tuple[float, float
     return before / chunk, skip / chunk, strided / chunk
 
 
+def grouped_order(finite: dict[str, np.ndarray], first_private: int) -> np.ndarray:
+    """The wires with the private ones (from ``first_private``) in order of their A and B points' class (both
+    finite, A only, B only, neither), by wire within a class: the public prefix stays where C's MSM expects it."""
+    private = np.arange(first_private, len(finite["a"]))
+    key = 2 * ~finite["a"][private] + ~finite["b"][private]
+    return np.concatenate([np.arange(first_private), private[np.argsort(key, kind="stable")]])
+
+
 def tail_order(others: np.ndarray, c: int, rng: np.random.Generator) -> np.ndarray:
     """The other values' wires in one window's bucket order: a random signed digit a wire (a random scalar's
     window), zero digits out, stable by wire within a bucket (the digit sort's order)."""
@@ -61,7 +72,10 @@ def rows_for(log_n: int, pattern_log: int, bit_share: float, one_share: float, s
     from pipeline.backends.cuda.launch import G2_FIELD
     from pipeline.backends.cuda.msm import level0_chunk, plan_msm
 
+    from bench.seed_scale import N_PUBLIC
+
     ones, others, finite = section_masks(pattern_log, bit_share, one_share)
+    grouped = grouped_order(finite, N_PUBLIC + 1)
     rng = np.random.default_rng(seed)
     scale = 1 << (log_n - pattern_log)
     n_ones, n_others = int(ones.sum()) * scale, int(others.sum()) * scale  # at the target size
@@ -79,9 +93,12 @@ def rows_for(log_n: int, pattern_log: int, bit_share: float, one_share: float, s
                 chunk = level0_chunk(entries, g2=group == "G2")
                 before, skip, strided = warp_turns(fin, chunk, items)
                 _, random_skip, _ = warp_turns(rng.permutation(fin), chunk, items)
+                by_class = "-"
+                if what == "ones":
+                    by_class = f"{warp_turns(finite[s][grouped[ones[grouped]]], chunk, items)[0]:.3f}"
                 rows.append([f"{SECTION_NAMES[s]} {what}", group, f"{fin.mean():.3f}", chunk, items,
                              f"{before:.3f}", f"**{skip:.3f}**", f"{strided:.3f}" if what == "ones" else "-",
-                             f"{random_skip:.3f}"])
+                             by_class, f"{random_skip:.3f}"])
     return rows
 
 
@@ -103,7 +120,7 @@ def main() -> None:
         "Additions a warp over its chunk (1.0: every entry costs one); the columns: the docstring of "
         "bench/infinity_warps.py.", "",
         markdown_table(["list", "group", "finite share", "chunk", "items a warp", "before", "skip", "strided",
-                        "skip, random places"], rows), ""])
+                        "grouped", "skip, random places"], rows), ""])
     write_result(args.out, text)
 
 

@@ -773,6 +773,16 @@ def test_infinity_warps_counts_a_warps_additions_before_and_after_the_skip():
         warp_turns(np.ones(31, dtype=bool), 8, 4)
 
 
+def test_infinity_warps_groups_private_wires_by_their_points_class():
+    import numpy as np
+
+    from bench.infinity_warps import grouped_order
+
+    finite = {"a": np.array([1, 0, 1, 0, 1, 1, 0, 0], dtype=bool), "b": np.array([0, 0, 1, 1, 0, 1, 0, 1], dtype=bool)}
+    order = grouped_order(finite, 2)
+    assert order.tolist() == [0, 1, 2, 5, 4, 3, 7, 6]  # public 0, 1 kept; then both, A only, B only, neither
+
+
 def test_infinity_warps_orders_a_tail_by_bucket_without_zero_digits():
     import numpy as np
 
