@@ -19,7 +19,7 @@ Columns are additions a warp over its chunk (1.0: every entry costs one), means 
 The lists: each section's ones' sum (the 0/1 split's ones in ascending wire order, as the device compacts them)
 and one window of its tail MSM (the other values in bucket order, as the digit sort leaves them), with the
 chunk the engine plans at the target size (``level0_chunk``); the pattern of infinity points comes from the
-generator at a smaller size (its wires' pattern repeats: 2^20 and 2^22 agree to 0.002). "random" deals the same
+generator at a smaller size (its wires' pattern repeats: 2^20 and 2^22 agree within 0.003). "random" deals the same
 finite share at random places (bench.kernel_ab --infinity's rows). Nothing here runs on a GPU: it predicts the
 skip's share of a seed stage's ones' sums and tails, to be set beside what the GPU measures.
 
